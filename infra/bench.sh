@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Baton's benchmark of the reference turn: builds release binaries, runs the in-process
+# figures on both tokio schedulers, then the figures against a real `baton serve`
+# (cold start, memory idle and under 1,000 concurrent streaming turns).
+#
+#   ./infra/bench.sh                      # everything; JSON results under $OUT
+#   ./infra/bench.sh --reference FILE     # also print ratios against a reference run
+#
+# OUT defaults to ${TMPDIR:-/tmp}/baton-bench. Extra arguments go to baton-bench.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target}"
+out="${OUT:-${TMPDIR:-/tmp}/baton-bench}"
+mkdir -p "$out"
+cargo build --release --locked -q -p baton-cli -p baton-bench
+bench="$CARGO_TARGET_DIR/release/baton-bench"
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+# 1,000 streams need 2,000+ descriptors between the client and the server.
+ulimit -n 8192 2>/dev/null || true
+"$bench" --current-thread --out "$out/baton-current-thread-$stamp.json" "$@" >/dev/null
+"$bench" --serve --out "$out/baton-multi-thread-$stamp.json" "$@" >/dev/null
+echo "results in $out" >&2

@@ -1,0 +1,299 @@
+//! The reference turn run in process, the way the reference implementation measures
+//! itself: the runtime called directly, every event serialised as its SSE frame.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use baton_core::Principal;
+use baton_core::events::Event;
+use baton_runtime::memory_store::MemoryStore;
+use baton_runtime::registry_files::load_registry;
+use baton_runtime::scripted::ScriptedModel;
+use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
+use futures::StreamExt;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::stats::{Summary, median, process_cpu};
+use crate::workload::{
+    self, ANSWER_CHUNKS, Latencies, MIXED_PROMPT, PREAMBLE_CHUNKS, SINGLE_PROMPT, SUPPORT_PROMPT,
+};
+
+/// Builds a runtime over a workload folder, exactly as `baton` does (registry files,
+/// connector checks), with an in-memory journal.
+pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
+    let connectors = baton_connectors::default_connectors(dir);
+    let registry = load_registry(dir, &connectors, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let model = ScriptedModel::from_file(&dir.join("script.yaml")).context("reading the script")?;
+    let mut builder = Runtime::builder(Arc::new(registry))
+        .model_override(Arc::new(model))
+        .store(Arc::new(MemoryStore::new()))
+        .config(RuntimeConfig {
+            history_turns: 0,
+            ..RuntimeConfig::default()
+        });
+    for (kind, connector) in connectors {
+        builder = builder.connector(&kind, connector);
+    }
+    Ok(builder.build()?)
+}
+
+/// One turn as a client sees it.
+pub(crate) struct TurnRun {
+    pub(crate) latency: Duration,
+    pub(crate) ttfe: Duration,
+    /// Time to the first answer text.
+    pub(crate) ttft: Duration,
+    pub(crate) events: usize,
+    pub(crate) text: String,
+    pub(crate) completed: bool,
+}
+
+/// Runs one turn and serialises each event as the SSE frame `baton serve` would send.
+pub(crate) async fn turn(rt: &Runtime, prompt: &str) -> anyhow::Result<TurnRun> {
+    let principal = Principal::new("bench-user").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let start = Instant::now();
+    let request = TurnRequest {
+        principal,
+        episode_id: None,
+        turn_id: None,
+        text: prompt.to_owned(),
+        locale: None,
+        location: None,
+    };
+    let mut stream = rt
+        .run_turn(request)
+        .await
+        .map_err(|e| anyhow::anyhow!("turn refused: {e}"))?;
+    let mut ttfe = None;
+    let mut ttft = None;
+    let mut events = 0;
+    let mut text = String::new();
+    let mut completed = false;
+    let mut frame = Vec::with_capacity(512);
+    while let Some(e) = stream.next().await {
+        ttfe.get_or_insert_with(|| start.elapsed());
+        frame.clear();
+        let _ = write!(frame, "id: {}\nevent: {}\ndata: ", e.seq, e.event.name());
+        serde_json::to_writer(&mut frame, &e)?;
+        frame.extend_from_slice(b"\n\n");
+        events += 1;
+        match &e.event {
+            Event::Text { text: t, .. } => {
+                ttft.get_or_insert_with(|| start.elapsed());
+                text.push_str(t);
+            }
+            Event::Completed { .. } => completed = true,
+            _ => {}
+        }
+    }
+    Ok(TurnRun {
+        latency: start.elapsed(),
+        ttfe: ttfe.unwrap_or_default(),
+        ttft: ttft.unwrap_or_default(),
+        events,
+        text,
+        completed,
+    })
+}
+
+/// Checks that the workload's text reached the client, per composition policy.
+pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow::Result<()> {
+    if !run.completed {
+        bail!("the turn did not complete");
+    }
+    let mut expected: Vec<String> = (0..PREAMBLE_CHUNKS).map(|i| format!("pre{i} ")).collect();
+    if composition == "direct" {
+        let agents: &[&str] = match prompt {
+            MIXED_PROMPT => &["shopping", "support"],
+            SUPPORT_PROMPT => &["support"],
+            _ => &["shopping"],
+        };
+        for a in agents {
+            expected.extend((0..ANSWER_CHUNKS).map(|i| format!("{a}{i} ")));
+        }
+    } else {
+        expected.extend((0..ANSWER_CHUNKS).map(|i| format!("final{i} ")));
+    }
+    for piece in expected {
+        if !run.text.contains(&piece) {
+            bail!("{piece:?} did not reach the client; got {:?}", run.text);
+        }
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+pub(crate) struct Sequential {
+    turns: usize,
+    wall_s: f64,
+    turns_per_s: f64,
+    cpu_s: f64,
+    pub(crate) cpu_ms_per_turn: f64,
+    events_per_turn: usize,
+    pub(crate) latency: Summary,
+    pub(crate) ttfe: Summary,
+    ttft: Summary,
+    cpu_per_turn: Summary,
+}
+
+pub(crate) async fn sequential(
+    rt: &Runtime,
+    prompt: &str,
+    n: usize,
+    composition: &str,
+) -> anyhow::Result<Sequential> {
+    let (mut lat, mut ttfe, mut ttft, mut cpus) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut events = 0;
+    let wall0 = Instant::now();
+    let cpu0 = process_cpu();
+    for _ in 0..n {
+        let c = process_cpu();
+        let run = turn(rt, prompt).await?;
+        cpus.push(process_cpu().saturating_sub(c));
+        validate(&run, composition, prompt)?;
+        lat.push(run.latency);
+        ttfe.push(run.ttfe);
+        ttft.push(run.ttft);
+        events = run.events;
+    }
+    let wall = wall0.elapsed().as_secs_f64();
+    let cpu = process_cpu().saturating_sub(cpu0).as_secs_f64();
+    Ok(Sequential {
+        turns: n,
+        wall_s: wall,
+        turns_per_s: n as f64 / wall,
+        cpu_s: cpu,
+        cpu_ms_per_turn: cpu / n as f64 * 1000.0,
+        events_per_turn: events,
+        latency: Summary::of(&lat),
+        ttfe: Summary::of(&ttfe),
+        ttft: Summary::of(&ttft),
+        cpu_per_turn: Summary::of(&cpus),
+    })
+}
+
+/// `n` turns started together; (wall, process CPU).
+pub(crate) async fn concurrent(
+    rt: &Runtime,
+    prompt: &str,
+    n: usize,
+    composition: &str,
+) -> anyhow::Result<(Duration, Duration)> {
+    let cpu0 = process_cpu();
+    let t0 = Instant::now();
+    let runs = futures::future::join_all((0..n).map(|_| turn(rt, prompt))).await;
+    let wall = t0.elapsed();
+    let cpu = process_cpu().saturating_sub(cpu0);
+    for run in runs {
+        validate(&run?, composition, prompt)?;
+    }
+    Ok((wall, cpu))
+}
+
+/// The same sleeps in the same shape with no runtime around them: tokio's timer floor.
+async fn sleep_floor(lat: Latencies, kind: &str) -> Duration {
+    let ms = Duration::from_millis;
+    let sub = |x: u64| async move {
+        tokio::time::sleep(ms(x)).await;
+        tokio::time::sleep(ms(x)).await;
+    };
+    let t0 = Instant::now();
+    tokio::time::sleep(ms(lat.orchestrator)).await;
+    match kind {
+        "mixed" => {
+            futures::join!(sub(lat.shopping), sub(lat.support));
+        }
+        "single_support" => sub(lat.support).await,
+        _ => sub(lat.shopping).await,
+    }
+    tokio::time::sleep(ms(lat.orchestrator)).await;
+    t0.elapsed()
+}
+
+/// Turn times with the reference's fixed model latencies, against the ideal.
+pub(crate) async fn latency_phase(
+    dir: &Path,
+    composition: &str,
+    reps: usize,
+) -> anyhow::Result<Value> {
+    workload::write(dir, composition, Latencies::FIXED)?;
+    let rt = build(dir)?;
+    let l = Latencies::FIXED;
+    let ideal = |kind: &str| match kind {
+        "single_shopping" => 2 * l.orchestrator + 2 * l.shopping,
+        "single_support" => 2 * l.orchestrator + 2 * l.support,
+        _ => 2 * l.orchestrator + 2 * l.shopping.max(l.support),
+    };
+    turn(&rt, MIXED_PROMPT).await?; // warm-up
+    let mut out = serde_json::Map::new();
+    for (kind, prompt) in [
+        ("single_shopping", SINGLE_PROMPT),
+        ("single_support", SUPPORT_PROMPT),
+        ("mixed", MIXED_PROMPT),
+    ] {
+        let mut turns = Vec::new();
+        let mut ttfts = Vec::new();
+        let mut floors = Vec::new();
+        for _ in 0..reps {
+            let run = turn(&rt, prompt).await?;
+            validate(&run, composition, prompt)?;
+            turns.push(run.latency.as_secs_f64() * 1000.0);
+            ttfts.push(run.ttft.as_secs_f64() * 1000.0);
+            floors.push(sleep_floor(l, kind).await.as_secs_f64() * 1000.0);
+        }
+        // Direct composition has no composition call: its ideal has one orchestrator call.
+        let ideal_ms = (ideal(kind)
+            - if composition == "direct" {
+                l.orchestrator
+            } else {
+                0
+            }) as f64;
+        let med = median(&turns);
+        out.insert(
+            kind.into(),
+            json!({
+                "turn_ms_median": med,
+                "turn_ms": turns,
+                "ideal_ms": ideal_ms,
+                "first_text_ms_median": median(&ttfts),
+                "overhead_over_ideal_ms": med - ideal_ms,
+                "tokio_sleep_floor_ms": median(&floors),
+                "overhead_over_floor_ms": med - median(&floors),
+            }),
+        );
+    }
+    let (wall, _) = concurrent(&rt, MIXED_PROMPT, 100, composition).await?;
+    out.insert(
+        "concurrent_100_mixed_wall_ms".into(),
+        json!(wall.as_secs_f64() * 1000.0),
+    );
+    Ok(Value::Object(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn check(composition: &str, prompt: &str) {
+        let dir = tempfile::tempdir().unwrap();
+        workload::write(dir.path(), composition, Latencies::default()).unwrap();
+        let rt = build(dir.path()).unwrap();
+        let run = turn(&rt, prompt).await.unwrap();
+        if let Err(e) = validate(&run, composition, prompt) {
+            panic!("{composition} {prompt:?}: {e}");
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_workload_text_reaches_the_client_in_every_policy() {
+        for composition in ["mediated", "direct"] {
+            for prompt in [SINGLE_PROMPT, SUPPORT_PROMPT, MIXED_PROMPT] {
+                check(composition, prompt).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! `baton-bench`: Baton's figures for the reference turn, optionally beside the reference
+//! implementation's results (`--reference langgraph-….json`) as ratios.
+//!
+//! In process: CPU per turn, turns/s, latency and first-event percentiles, 100 concurrent
+//! turns, fixed model latencies against the ideal, registry load + build time. Against the
+//! real server (`--serve`, needs the `baton` binary): cold start and resident memory idle
+//! and holding N concurrent streaming turns.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod inproc;
+mod report;
+mod serve_load;
+mod stats;
+mod workload;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+
+#[derive(Parser, Clone)]
+#[command(about = "Baton's benchmark of the reference turn")]
+struct Args {
+    /// Tiny sizes, in process only: checks the benchmark runs (used by the test suite).
+    #[arg(long)]
+    smoke: bool,
+    /// Sequential turns per measurement.
+    #[arg(long, default_value_t = 2000)]
+    turns: usize,
+    /// Repetitions of each fixed-latency turn.
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Also measure `baton serve` (cold start, memory under concurrent streams).
+    #[arg(long)]
+    serve: bool,
+    /// Concurrent streaming turns held against `baton serve`.
+    #[arg(long, default_value_t = 1000)]
+    streams: usize,
+    /// The `baton` binary (defaults to the one next to this benchmark).
+    #[arg(long)]
+    baton: Option<PathBuf>,
+    /// Reference results (JSON written by the reference implementation) to compare with.
+    #[arg(long)]
+    reference: Option<PathBuf>,
+    /// One thread runs everything (as one Lambda instance serving one turn at a time);
+    /// the default is tokio's multi-thread scheduler with two workers, as `baton serve`.
+    #[arg(long)]
+    current_thread: bool,
+    /// Write the JSON results here as well as to stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let rt = if args.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+    };
+    let started = Instant::now();
+    // Like a server's connection task, the client side runs as a task on the runtime.
+    let task_args = args.clone();
+    let results =
+        rt.block_on(
+            async move { tokio::spawn(async move { report::run(&task_args).await }).await },
+        )??;
+    let text = serde_json::to_string_pretty(&results)?;
+    println!("{text}");
+    if let Some(out) = &args.out {
+        std::fs::write(out, &text)?;
+    }
+    eprintln!("{}", report::table(&results, args.reference.as_deref())?);
+    eprintln!("benchmark took {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}

@@ -1,0 +1,265 @@
+//! Runs the phases and prints the side-by-side table.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+use crate::stats::median;
+use crate::workload::{Latencies, MIXED_PROMPT, SINGLE_PROMPT};
+use crate::{Args, inproc, serve_load, workload};
+
+pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
+    let dir = tempfile::tempdir()?;
+    let (turns, warmup, conc_reps) = if args.smoke {
+        (20, 5, 1)
+    } else {
+        (args.turns, 200, 3)
+    };
+    let mut out = json!({
+        "framework": "baton",
+        "version": env!("CARGO_PKG_VERSION"),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "config": { "runtime": if args.current_thread { "tokio current_thread" } else { "tokio multi_thread, 2 workers" }, "turns": turns, "warmup": warmup, "concurrency": 100, "conc_reps": conc_reps, "latency_reps": args.reps,
+                    "store": "memory", "model": "scripted, zero cost" },
+    });
+
+    // Registry load + validation + runtime build, in process.
+    workload::write(dir.path(), "mediated", Latencies::default())?;
+    let mut builds = Vec::new();
+    for _ in 0..if args.smoke { 3 } else { 30 } {
+        let t = Instant::now();
+        inproc::build(dir.path())?;
+        builds.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    out["build_ms_median"] = json!(median(&builds));
+
+    let compositions: &[&str] = if args.smoke {
+        &["mediated"]
+    } else {
+        &["mediated", "direct"]
+    };
+    for composition in compositions {
+        workload::write(dir.path(), composition, Latencies::default())?;
+        let rt = inproc::build(dir.path())?;
+        for _ in 0..warmup {
+            inproc::turn(&rt, MIXED_PROMPT).await?;
+        }
+        let single = inproc::sequential(&rt, SINGLE_PROMPT, turns, composition).await?;
+        let mixed = inproc::sequential(&rt, MIXED_PROMPT, turns, composition).await?;
+        let mut conc = serde_json::Map::new();
+        for (name, prompt) in [("single", SINGLE_PROMPT), ("mixed", MIXED_PROMPT)] {
+            let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+            for _ in 0..conc_reps {
+                let (w, c) = inproc::concurrent(&rt, prompt, 100, composition).await?;
+                walls.push(w.as_secs_f64() * 1000.0);
+                cpus.push(c.as_secs_f64() * 1000.0);
+            }
+            conc.insert(
+                format!("concurrent_100_{name}"),
+                json!({ "wall_ms_median": median(&walls), "cpu_ms_median": median(&cpus) }),
+            );
+        }
+        let mut section = json!({ "single": single, "mixed": mixed, "concurrency": conc });
+        if !args.smoke {
+            let lat_dir = tempfile::tempdir()?;
+            section["fixed_latency"] =
+                inproc::latency_phase(lat_dir.path(), composition, args.reps).await?;
+        }
+        out[*composition] = section;
+    }
+
+    if args.serve && !args.smoke {
+        let baton = match &args.baton {
+            Some(p) => p.clone(),
+            None => sibling_baton()?,
+        };
+        let d = tempfile::tempdir()?;
+        out["serve_cold_start"] = serve_load::cold_start(&baton, d.path(), 10).await?;
+        let d = tempfile::tempdir()?;
+        out["serve_streams"] = serve_load::streams(&baton, d.path(), args.streams).await?;
+    }
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    Ok(out)
+}
+
+fn sibling_baton() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let path = exe.with_file_name("baton");
+    anyhow::ensure!(
+        path.exists(),
+        "no baton binary next to {}; build it (cargo build --release -p baton-cli) or pass --baton",
+        exe.display()
+    );
+    Ok(path)
+}
+
+fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |v, k| v.get(k))
+}
+
+fn num(v: &Value, path: &str) -> Option<f64> {
+    at(v, path).and_then(Value::as_f64)
+}
+
+/// The figures as a table, with the reference beside them when given.
+pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<String> {
+    let r: Value = match reference {
+        Some(p) => serde_json::from_str(
+            &std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?,
+        )?,
+        None => Value::Null,
+    };
+    // (label, baton path, reference path, lower is better)
+    let rows: &[(&str, &str, &str, bool)] = &[
+        (
+            "single: CPU ms per turn",
+            "mediated.single.cpu_ms_per_turn",
+            "zero_latency.single.cpu_ms_per_turn_over_runs.median",
+            true,
+        ),
+        (
+            "mixed: CPU ms per turn",
+            "mediated.mixed.cpu_ms_per_turn",
+            "zero_latency.mixed.cpu_ms_per_turn_over_runs.median",
+            true,
+        ),
+        (
+            "single: turns/s",
+            "mediated.single.turns_per_s",
+            "zero_latency.single.turns_per_s_over_runs.median",
+            false,
+        ),
+        (
+            "mixed: turns/s",
+            "mediated.mixed.turns_per_s",
+            "zero_latency.mixed.turns_per_s_over_runs.median",
+            false,
+        ),
+        (
+            "single: latency p50 ms",
+            "mediated.single.latency.p50_ms",
+            "zero_latency.single.p50_latency_ms_over_runs.median",
+            true,
+        ),
+        (
+            "mixed: latency p99 ms",
+            "mediated.mixed.latency.p99_ms",
+            "zero_latency.mixed.p99_latency_ms_over_runs.median",
+            true,
+        ),
+        (
+            "single: first event p50 ms",
+            "mediated.single.ttfe.p50_ms",
+            "zero_latency.single.p50_ttfe_ms_over_runs.median",
+            true,
+        ),
+        (
+            "mixed: first event p99 ms",
+            "mediated.mixed.ttfe.p99_ms",
+            "zero_latency.mixed.p99_ttfe_ms_over_runs.median",
+            true,
+        ),
+        (
+            "100 concurrent single: wall ms",
+            "mediated.concurrency.concurrent_100_single.wall_ms_median",
+            "zero_latency.concurrent_100_single.wall_ms.median",
+            true,
+        ),
+        (
+            "100 concurrent mixed: wall ms",
+            "mediated.concurrency.concurrent_100_mixed.wall_ms_median",
+            "zero_latency.concurrent_100_mixed.wall_ms.median",
+            true,
+        ),
+        (
+            "100 concurrent mixed: CPU ms",
+            "mediated.concurrency.concurrent_100_mixed.cpu_ms_median",
+            "zero_latency.concurrent_100_mixed.cpu_ms.median",
+            true,
+        ),
+        (
+            "fixed latency mixed: turn ms (ideal 700)",
+            "mediated.fixed_latency.mixed.turn_ms_median",
+            "fixed_latency.mixed.turn_ms.median",
+            true,
+        ),
+        (
+            "fixed latency single shopping: turn ms (ideal 300)",
+            "mediated.fixed_latency.single_shopping.turn_ms_median",
+            "fixed_latency.single_shopping.turn_ms.median",
+            true,
+        ),
+        (
+            "fixed latency single support: turn ms (ideal 700)",
+            "mediated.fixed_latency.single_support.turn_ms_median",
+            "fixed_latency.single_support.turn_ms.median",
+            true,
+        ),
+        (
+            "fixed latency 100 concurrent mixed: wall ms",
+            "mediated.fixed_latency.concurrent_100_mixed_wall_ms",
+            "fixed_latency.concurrent_100_mixed_wall_ms",
+            true,
+        ),
+        (
+            "cold start to ready: ms",
+            "serve_cold_start.ready_ms_median",
+            "cold_start.process_wall_ms.median",
+            true,
+        ),
+        (
+            "RSS idle: MiB",
+            "serve_cold_start.rss_idle_mib_median",
+            "cold_start.rss_after_build_mib.median",
+            true,
+        ),
+        (
+            "peak RSS under concurrent streams: MiB",
+            "serve_streams.peak_rss_vmhwm_mib",
+            "zero_latency.peak_rss_mib_after_concurrency",
+            true,
+        ),
+        (
+            "direct: mixed CPU ms per turn",
+            "direct.mixed.cpu_ms_per_turn",
+            "zero_latency.mixed.cpu_ms_per_turn_over_runs.median",
+            true,
+        ),
+        (
+            "direct: fixed latency mixed turn ms",
+            "direct.fixed_latency.mixed.turn_ms_median",
+            "fixed_latency.mixed.turn_ms.median",
+            true,
+        ),
+    ];
+    let mut t = String::new();
+    let _ = writeln!(t, "| measure | baton | reference | ratio |");
+    let _ = writeln!(t, "|---|---:|---:|---:|");
+    for (label, bp, rp, lower) in rows {
+        let Some(bv) = num(b, bp) else { continue };
+        let rv = num(&r, rp);
+        let ratio = match rv {
+            Some(rv) if bv > 0.0 && rv > 0.0 => {
+                if *lower {
+                    format!("{:.1}x less", rv / bv)
+                } else {
+                    format!("{:.1}x more", bv / rv)
+                }
+            }
+            _ => String::new(),
+        };
+        let rv = rv.map(|v| format!("{v:.4}")).unwrap_or_default();
+        let _ = writeln!(t, "| {label} | {bv:.4} | {rv} | {ratio} |");
+    }
+    if let Some(s) = at(b, "serve_streams") {
+        let _ = writeln!(
+            t,
+            "\nserve under {} concurrent streams: {}",
+            s["streams"], s
+        );
+    }
+    Ok(t)
+}

@@ -1,0 +1,188 @@
+//! Against the real server: `baton serve` started as a child process, driven over HTTP
+//! from this process. Cold start (spawn → `/healthz` answers) and resident memory idle
+//! and while holding many concurrent streaming turns.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::stats::{median, rss_mib};
+use crate::workload::{self, Latencies, MIXED_PROMPT};
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Spawns `baton serve` on a free loopback port; returns when `/healthz` answers.
+async fn start(baton: &Path, dir: &Path, data: &Path) -> anyhow::Result<(Server, Duration)> {
+    let port = free_port()?;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let t0 = Instant::now();
+    let child = Command::new(baton)
+        .arg("serve")
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .arg("--registry")
+        .arg(dir)
+        .arg("--model")
+        .arg(format!("scripted:{}", dir.join("script.yaml").display()))
+        .arg("--data-dir")
+        .arg(data)
+        .env("BATON_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", baton.display()))?;
+    let server = Server {
+        child,
+        base: base.clone(),
+    };
+    loop {
+        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
+            && r.status().is_success()
+        {
+            return Ok((server, t0.elapsed()));
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            bail!("baton serve did not become ready within 10 s");
+        }
+        tokio::time::sleep(Duration::from_micros(500)).await;
+    }
+}
+
+/// Process start to ready (registry loaded and validated, store opened, listening).
+pub(crate) async fn cold_start(baton: &Path, dir: &Path, runs: usize) -> anyhow::Result<Value> {
+    workload::write(dir, "mediated", Latencies::default())?;
+    let mut ready = Vec::new();
+    let mut rss = Vec::new();
+    for i in 0..=runs {
+        let data = tempfile::tempdir()?;
+        let (server, took) = start(baton, dir, data.path()).await?;
+        if i == 0 {
+            continue; // warms the page cache
+        }
+        ready.push(took.as_secs_f64() * 1000.0);
+        if let Some((now, _)) = rss_mib(server.child.id()) {
+            rss.push(now);
+        }
+    }
+    Ok(json!({
+        "what": "spawn `baton serve` -> GET /healthz answers (registry loaded and validated, store opened, socket bound); polled every 0.5 ms",
+        "runs": runs,
+        "ready_ms_median": median(&ready),
+        "ready_ms": ready,
+        "rss_idle_mib_median": median(&rss),
+    }))
+}
+
+/// `n` concurrent streaming mixed turns held open by slow model calls.
+pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Result<Value> {
+    let hold = Latencies {
+        orchestrator: 500,
+        shopping: 1000,
+        support: 2000,
+    };
+    workload::write(dir, "mediated", hold)?;
+    let data = tempfile::tempdir()?;
+    let (server, _) = start(baton, dir, data.path()).await?;
+    let pid = server.child.id();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let idle = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()?;
+    let opened = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let url = format!("{}/v1/turns", server.base);
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let client = client.clone();
+            let url = url.clone();
+            let opened = opened.clone();
+            tokio::spawn(async move {
+                let r = client
+                    .post(&url)
+                    .header("x-baton-principal", format!("bench-{i}"))
+                    .json(&json!({ "message": MIXED_PROMPT }))
+                    .send()
+                    .await?;
+                if !r.status().is_success() {
+                    bail!("status {}", r.status());
+                }
+                let mut body = r.bytes_stream();
+                let mut first = true;
+                let mut tail = String::new();
+                while let Some(chunk) = body.next().await {
+                    let chunk = chunk?;
+                    if first {
+                        first = false;
+                        opened.fetch_add(1, Ordering::Relaxed);
+                    }
+                    tail.push_str(&String::from_utf8_lossy(&chunk));
+                    if tail.contains("event: completed") {
+                        return Ok(true);
+                    }
+                    let keep = tail.len().saturating_sub(64);
+                    tail.drain(..keep);
+                }
+                Ok(false)
+            })
+        })
+        .collect();
+    // Sample the server's memory while the streams are open.
+    let mut all_open_rss = None;
+    let mut max_rss: f64 = 0.0;
+    while tasks.iter().any(|t| !t.is_finished()) {
+        if let Some((now, _)) = rss_mib(pid) {
+            max_rss = max_rss.max(now);
+            if all_open_rss.is_none() && opened.load(Ordering::Relaxed) == n {
+                all_open_rss = Some((now, t0.elapsed().as_secs_f64() * 1000.0));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let wall = t0.elapsed();
+    let mut completed = 0;
+    let mut failures = Vec::new();
+    for t in tasks {
+        match t.await? {
+            Ok(true) => completed += 1,
+            Ok(false) => failures.push("stream ended without completed".to_owned()),
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    let peak = rss_mib(pid).map(|r| r.1).unwrap_or_default();
+    failures.truncate(3);
+    Ok(json!({
+        "streams": n,
+        "completed": completed,
+        "failures_sample": failures,
+        "model_latencies_ms": { "orchestrator": hold.orchestrator, "shopping": hold.shopping, "support": hold.support },
+        "wall_ms": wall.as_secs_f64() * 1000.0,
+        "rss_idle_mib": idle,
+        "rss_with_all_streams_open_mib": all_open_rss.map(|r| r.0),
+        "all_streams_open_after_ms": all_open_rss.map(|r| r.1),
+        "rss_max_sampled_mib": max_rss,
+        "peak_rss_vmhwm_mib": peak,
+    }))
+}

@@ -1,0 +1,84 @@
+//! Measurement helpers: percentiles, process CPU time and resident memory from /proc.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// A distribution in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Summary {
+    pub(crate) n: usize,
+    pub(crate) mean_ms: f64,
+    pub(crate) p50_ms: f64,
+    pub(crate) p90_ms: f64,
+    pub(crate) p99_ms: f64,
+    pub(crate) min_ms: f64,
+    pub(crate) max_ms: f64,
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let k = (sorted.len() - 1) as f64 * p / 100.0;
+    let lo = k.floor() as usize;
+    let hi = (lo + 1).min(sorted.len() - 1);
+    sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo as f64)
+}
+
+impl Summary {
+    pub(crate) fn of(xs: &[Duration]) -> Summary {
+        let mut ms: Vec<f64> = xs.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+        ms.sort_by(f64::total_cmp);
+        let mean = if ms.is_empty() {
+            0.0
+        } else {
+            ms.iter().sum::<f64>() / ms.len() as f64
+        };
+        Summary {
+            n: ms.len(),
+            mean_ms: round(mean, 4),
+            p50_ms: round(pct(&ms, 50.0), 4),
+            p90_ms: round(pct(&ms, 90.0), 4),
+            p99_ms: round(pct(&ms, 99.0), 4),
+            min_ms: round(ms.first().copied().unwrap_or(0.0), 4),
+            max_ms: round(ms.last().copied().unwrap_or(0.0), 4),
+        }
+    }
+}
+
+/// CPU time of this process so far (all threads, user + system), from the kernel's
+/// per-process CPU clock.
+pub(crate) fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(
+        t.tv_sec.max(0) as u64,
+        t.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// `VmRSS` and `VmHWM` (peak) of a process, in MiB.
+pub(crate) fn rss_mib(pid: u32) -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map(|kb| round(kb / 1024.0, 1))
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// Median of a list.
+pub(crate) fn median(xs: &[f64]) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    round(pct(&v, 50.0), 4)
+}

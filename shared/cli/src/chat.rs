@@ -1,0 +1,162 @@
+//! `baton chat`: one question, or an interactive conversation, run in-process.
+
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use baton_core::turn::TurnOutcome;
+use baton_runtime::{RejectionKind, Runtime, TurnRejection, TurnRequest};
+use futures::StreamExt;
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+
+use crate::cli::ChatArgs;
+use crate::config::Settings;
+use crate::render::{Ending, Renderer, Style};
+use crate::{logging, setup};
+
+/// The line editor's history, inside the data folder.
+const HISTORY_FILE: &str = "chat_history.txt";
+
+const HELP: &str = "Type a message and press Enter. /new starts a new conversation, \
+                    /exit (or Ctrl-D) quits.";
+
+/// Runs `baton chat`.
+///
+/// # Errors
+/// A runtime that cannot be assembled, a refused one-shot turn (its plain message), an
+/// unknown `--episode`, or output that cannot be written.
+pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<ExitCode> {
+    // Chat's own output is the conversation; only real failures are logged.
+    logging::init(settings.log.as_deref(), "error", false)?;
+    let runtime = setup::assemble(settings)?.runtime;
+    let mut renderer = Renderer::new(io::stdout(), Style::detect(args.json));
+    let mut chat = Chat {
+        runtime,
+        settings,
+        episode: args.episode,
+    };
+    if args.message.is_empty() {
+        chat.interactive(&mut renderer).await
+    } else {
+        let ending = chat.turn(args.message.join(" "), &mut renderer).await?;
+        Ok(exit_code(&ending))
+    }
+}
+
+struct Chat<'a> {
+    runtime: Runtime,
+    settings: &'a Settings,
+    /// The conversation the next turn continues.
+    episode: Option<String>,
+}
+
+impl Chat<'_> {
+    /// Runs one turn, showing its events; the conversation continues from it.
+    async fn turn<W: Write>(
+        &mut self,
+        text: String,
+        renderer: &mut Renderer<W>,
+    ) -> anyhow::Result<Ending> {
+        let request = TurnRequest {
+            principal: self.settings.principal.clone(),
+            episode_id: self.episode.clone(),
+            turn_id: None,
+            text,
+            locale: None,
+            location: None,
+        };
+        let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
+            if r.kind == RejectionKind::Unavailable {
+                // Locally the only dependency that can be down is the store: say where it is.
+                let dir = self.settings.data_dir.display().to_string();
+                anyhow::Error::new(r).context(format!("using the local store in {dir}"))
+            } else {
+                anyhow::Error::new(r)
+            }
+        })?;
+        self.episode = Some(stream.episode_id.clone());
+        while let Some(event) = stream.next().await {
+            renderer.event(&event)?;
+        }
+        let ending = renderer.finish(&stream.episode_id)?;
+        if ending.outcome.is_none() {
+            anyhow::bail!("the turn stopped before it completed");
+        }
+        Ok(ending)
+    }
+
+    async fn interactive<W: Write>(
+        &mut self,
+        renderer: &mut Renderer<W>,
+    ) -> anyhow::Result<ExitCode> {
+        if let Some(episode) = &self.episode {
+            // Refuse an unknown conversation before the first prompt, not after it.
+            self.runtime
+                .history(&self.settings.principal, episode)
+                .await?;
+        }
+        let mut editor = DefaultEditor::new().context("starting the line editor")?;
+        let history = self.settings.data_dir.join(HISTORY_FILE);
+        // A missing history file is the normal first run.
+        let _ = editor.load_history(&history);
+        if io::stdin().is_terminal() {
+            eprintln!("{HELP}");
+        }
+        loop {
+            let (back, line) = tokio::task::spawn_blocking(move || {
+                let line = editor.readline("you> ");
+                (editor, line)
+            })
+            .await
+            .context("reading input")?;
+            editor = back;
+            let line = match line {
+                Ok(line) => line,
+                Err(ReadlineError::Interrupted) => continue,
+                Err(ReadlineError::Eof) => break,
+                Err(e) => return Err(e).context("reading input"),
+            };
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            let _ = editor.add_history_entry(line);
+            match line {
+                "/exit" | "/quit" => break,
+                "/new" => {
+                    self.episode = None;
+                    eprintln!("(a new conversation starts with your next message)");
+                    continue;
+                }
+                "/help" => {
+                    eprintln!("{HELP}");
+                    continue;
+                }
+                _ => {}
+            }
+            if let Err(e) = self.turn(line.to_owned(), renderer).await {
+                renderer.stop_spinner();
+                let Some(rejection) = e.downcast_ref::<TurnRejection>() else {
+                    return Err(e);
+                };
+                if rejection.kind == RejectionKind::NotFound {
+                    self.episode = None;
+                }
+                eprintln!("error: {e:#}");
+            }
+        }
+        if let Err(e) = editor.save_history(&history) {
+            tracing::warn!(error = %e, path = %history.display(), "chat history not saved");
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A turn that could not be answered fails the command; a limited one does not.
+fn exit_code(ending: &Ending) -> ExitCode {
+    match ending.outcome {
+        Some(TurnOutcome::Answered | TurnOutcome::Limited) => ExitCode::SUCCESS,
+        Some(TurnOutcome::Failed) | None => ExitCode::FAILURE,
+    }
+}

@@ -1,0 +1,161 @@
+//! Command-line arguments (clap). Usage errors exit with status 2.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::Overrides;
+
+/// Baton: an orchestrator assistant that delegates to specialist agents.
+#[derive(Debug, Parser)]
+#[command(name = "baton", version, about, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Settings any command accepts; each wins over `baton.toml` and `BATON_*` variables.
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// Config file [default: ./baton.toml when present]
+    #[arg(long, global = true, value_name = "FILE", env = "BATON_CONFIG")]
+    pub(crate) config: Option<PathBuf>,
+    /// Registry folder [default: shared/registry]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) registry: Option<PathBuf>,
+    /// Folder of the local store and chat history [default: .baton]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Model serving every agent: `offline` or `scripted:FILE` [default: offline]
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub(crate) model: Option<String>,
+    /// Who turns run as [default: local-user]
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) principal: Option<String>,
+    /// Orchestrator to start turns at [default: the registry's only top-level one]
+    #[arg(long, global = true, value_name = "ID")]
+    pub(crate) orchestrator: Option<String>,
+    /// Log filter, e.g. `info` or `baton_runtime=debug`
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub(crate) log: Option<String>,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Ask one question, or chat interactively when no message is given.
+    Chat(ChatArgs),
+    /// Serve the HTTP API (turns streamed as Server-Sent Events).
+    Serve(ServeArgs),
+    /// Check a registry: every reference, schema and connector setting.
+    Validate(ValidateArgs),
+}
+
+/// `baton chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// The message (words are joined); without one, an interactive chat starts.
+    #[arg(value_name = "MESSAGE")]
+    pub(crate) message: Vec<String>,
+    /// Print each event as one JSON line, and nothing else, on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Continue this conversation.
+    #[arg(long, value_name = "ID")]
+    pub(crate) episode: Option<String>,
+}
+
+/// `baton serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8787]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) addr: Option<String>,
+    /// Log as JSON lines even on a terminal.
+    #[arg(long)]
+    pub(crate) log_json: bool,
+}
+
+/// `baton validate`.
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// Registry folder [default: the configured registry]
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+}
+
+impl Cli {
+    /// Reads the settings and runs the command.
+    ///
+    /// # Errors
+    /// Bad configuration, or the command's own failure.
+    pub(crate) async fn run(self) -> anyhow::Result<ExitCode> {
+        let settings = crate::config::load(&self.overrides())?;
+        match self.command {
+            Command::Chat(args) => crate::chat::run(&settings, args).await,
+            Command::Serve(args) => crate::serve::run(&settings, &args).await,
+            Command::Validate(_) => crate::validate::run(&settings),
+        }
+    }
+
+    /// The flags that override configuration, including each command's own.
+    pub(crate) fn overrides(&self) -> Overrides {
+        let g = &self.global;
+        let mut o = Overrides {
+            config: g.config.clone(),
+            registry: g.registry.clone(),
+            data_dir: g.data_dir.clone(),
+            model: g.model.clone(),
+            addr: None,
+            principal: g.principal.clone(),
+            orchestrator: g.orchestrator.clone(),
+            log: g.log.clone(),
+        };
+        match &self.command {
+            Command::Serve(s) => o.addr.clone_from(&s.addr),
+            Command::Validate(v) => {
+                if let Some(dir) = &v.dir {
+                    o.registry = Some(dir.clone());
+                }
+            }
+            Command::Chat(_) => {}
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_validate_dir_is_the_registry() {
+        let cli = Cli::try_parse_from(["baton", "validate", "some/dir"]).unwrap();
+        assert_eq!(cli.overrides().registry, Some(PathBuf::from("some/dir")));
+    }
+
+    #[test]
+    fn global_flags_go_before_or_after_the_command() {
+        let a = Cli::try_parse_from(["baton", "--model", "offline", "chat", "hi"]).unwrap();
+        let b = Cli::try_parse_from(["baton", "chat", "hi", "--model", "offline"]).unwrap();
+        assert_eq!(a.overrides().model, b.overrides().model);
+    }
+
+    #[test]
+    fn chat_words_are_one_message() {
+        let cli = Cli::try_parse_from(["baton", "chat", "find", "coffee"]).unwrap();
+        let Command::Chat(args) = cli.command else {
+            panic!("not chat");
+        };
+        assert_eq!(args.message, ["find", "coffee"]);
+    }
+
+    #[test]
+    fn the_arguments_are_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,337 @@
+//! Settings: built-in defaults, then `baton.toml`, then `BATON_*` variables, then flags.
+//!
+//! [`Config`] is the raw form any layer may set; [`Settings`] is the checked form the
+//! commands use. Every problem names the key it is about.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use baton_core::Principal;
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// The file read from the working directory when `--config` is not given.
+pub(crate) const DEFAULT_FILE: &str = "baton.toml";
+
+/// Prefix of the environment variables that set keys (`BATON_DATA_DIR` sets `data_dir`).
+const ENV_PREFIX: &str = "BATON_";
+
+/// Every key, as a file or the environment may set it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct Config {
+    /// Registry folder.
+    #[serde(deserialize_with = "text")]
+    pub(crate) registry: String,
+    /// Where the local store and the chat history live.
+    #[serde(deserialize_with = "text")]
+    pub(crate) data_dir: String,
+    /// `offline` or `scripted:PATH`.
+    #[serde(deserialize_with = "text")]
+    pub(crate) model: String,
+    /// Address `baton serve` listens on.
+    #[serde(deserialize_with = "text")]
+    pub(crate) addr: String,
+    /// Who local turns run as.
+    #[serde(deserialize_with = "text")]
+    pub(crate) principal: String,
+    /// Orchestrator to start turns at (default: the registry's only top-level one).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) orchestrator: Option<String>,
+    /// Longest accepted message, in characters.
+    pub(crate) max_message_chars: usize,
+    /// Largest accepted HTTP request body, in bytes.
+    pub(crate) max_body_bytes: usize,
+    /// Recent turns the orchestrator sees.
+    pub(crate) history_turns: usize,
+    /// Log filter (`info`, `baton=debug,warn`, ...).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) log: Option<String>,
+}
+
+/// Every key, for picking `BATON_*` variables: others are left to other programs.
+const KEYS: &[&str] = &[
+    "registry",
+    "data_dir",
+    "model",
+    "addr",
+    "principal",
+    "orchestrator",
+    "max_message_chars",
+    "max_body_bytes",
+    "history_turns",
+    "log",
+];
+
+/// A scalar read as text: the environment layer types `BATON_PRINCIPAL=123` as a number,
+/// but for a text key it is the text `123`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Text(String),
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl From<Scalar> for String {
+    fn from(s: Scalar) -> String {
+        match s {
+            Scalar::Text(t) => t,
+            Scalar::Unsigned(n) => n.to_string(),
+            Scalar::Signed(n) => n.to_string(),
+            Scalar::Float(n) => n.to_string(),
+            Scalar::Bool(b) => b.to_string(),
+        }
+    }
+}
+
+fn text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Scalar::deserialize(d).map(String::from)
+}
+
+fn optional_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Option::<Scalar>::deserialize(d).map(|s| s.map(String::from))
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let runtime = baton_runtime::RuntimeConfig::default();
+        Config {
+            registry: "shared/registry".to_owned(),
+            data_dir: ".baton".to_owned(),
+            model: "offline".to_owned(),
+            addr: "127.0.0.1:8787".to_owned(),
+            principal: "local-user".to_owned(),
+            orchestrator: None,
+            max_message_chars: runtime.max_message_chars,
+            max_body_bytes: baton_http::DEFAULT_MAX_BODY_BYTES,
+            history_turns: runtime.history_turns,
+            log: None,
+        }
+    }
+}
+
+/// Values given as flags; each set one wins over every other layer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Overrides {
+    pub(crate) config: Option<PathBuf>,
+    pub(crate) registry: Option<PathBuf>,
+    pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) model: Option<String>,
+    pub(crate) addr: Option<String>,
+    pub(crate) principal: Option<String>,
+    pub(crate) orchestrator: Option<String>,
+    pub(crate) log: Option<String>,
+}
+
+/// Which model serves every card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ModelChoice {
+    /// The offline model (deterministic, no network).
+    Offline,
+    /// A scripted model read from this file.
+    Scripted(PathBuf),
+}
+
+/// Checked settings.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) registry: PathBuf,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) model: ModelChoice,
+    pub(crate) addr: SocketAddr,
+    pub(crate) principal: Principal,
+    pub(crate) orchestrator: Option<String>,
+    pub(crate) max_message_chars: usize,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) history_turns: usize,
+    pub(crate) log: Option<String>,
+}
+
+/// Reads every layer and checks the result.
+///
+/// # Errors
+/// A config file that is missing (when named) or invalid, a variable or flag with a bad
+/// value, each naming the key.
+pub(crate) fn load(overrides: &Overrides) -> anyhow::Result<Settings> {
+    let mut config = read_layers(overrides.config.as_deref(), Path::new(DEFAULT_FILE))?;
+    apply(&mut config, overrides);
+    let mut settings = check(config)?;
+    // Paths from flags are kept as given (they need not be UTF-8).
+    if let Some(v) = &overrides.registry {
+        settings.registry.clone_from(v);
+    }
+    if let Some(v) = &overrides.data_dir {
+        settings.data_dir.clone_from(v);
+    }
+    Ok(settings)
+}
+
+fn read_layers(named: Option<&Path>, default_file: &Path) -> anyhow::Result<Config> {
+    let mut figment = Figment::from(Serialized::defaults(Config::default()));
+    match named {
+        Some(path) => {
+            if !path.is_file() {
+                bail!("the config file {} does not exist", path.display());
+            }
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        None if default_file.is_file() => figment = figment.merge(Toml::file_exact(default_file)),
+        None => {}
+    }
+    figment = figment.merge(Env::prefixed(ENV_PREFIX).only(KEYS));
+    figment
+        .extract()
+        .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))
+}
+
+fn apply(config: &mut Config, o: &Overrides) {
+    if let Some(v) = &o.model {
+        config.model.clone_from(v);
+    }
+    if let Some(v) = &o.addr {
+        config.addr.clone_from(v);
+    }
+    if let Some(v) = &o.principal {
+        config.principal.clone_from(v);
+    }
+    if let Some(v) = &o.orchestrator {
+        config.orchestrator = Some(v.clone());
+    }
+    if let Some(v) = &o.log {
+        config.log = Some(v.clone());
+    }
+}
+
+fn check(config: Config) -> anyhow::Result<Settings> {
+    let model = model_choice(&config.model)?;
+    let addr: SocketAddr = config.addr.parse().with_context(|| {
+        format!(
+            "invalid configuration: key \"addr\" = {:?} is not an address like 127.0.0.1:8787",
+            config.addr
+        )
+    })?;
+    let principal = Principal::new(&config.principal).with_context(|| {
+        format!(
+            "invalid configuration: key \"principal\" = {:?}",
+            config.principal
+        )
+    })?;
+    for (key, value) in [
+        ("max_message_chars", config.max_message_chars),
+        ("max_body_bytes", config.max_body_bytes),
+    ] {
+        if value == 0 {
+            bail!("invalid configuration: key {key:?} must be at least 1");
+        }
+    }
+    Ok(Settings {
+        registry: PathBuf::from(config.registry),
+        data_dir: PathBuf::from(config.data_dir),
+        model,
+        addr,
+        principal,
+        orchestrator: config.orchestrator.filter(|o| !o.is_empty()),
+        max_message_chars: config.max_message_chars,
+        max_body_bytes: config.max_body_bytes,
+        history_turns: config.history_turns,
+        log: config.log.filter(|l| !l.is_empty()),
+    })
+}
+
+fn model_choice(value: &str) -> anyhow::Result<ModelChoice> {
+    match value.split_once(':') {
+        None if value == "offline" => Ok(ModelChoice::Offline),
+        Some(("scripted", path)) if !path.is_empty() => {
+            Ok(ModelChoice::Scripted(PathBuf::from(path)))
+        }
+        _ => bail!(
+            "invalid configuration: key \"model\" = {value:?}: use \"offline\" or \"scripted:PATH\""
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_are_offline_or_a_script() {
+        assert_eq!(model_choice("offline").unwrap(), ModelChoice::Offline);
+        assert_eq!(
+            model_choice("scripted:a/b.yaml").unwrap(),
+            ModelChoice::Scripted(PathBuf::from("a/b.yaml"))
+        );
+        for bad in ["bedrock", "scripted:", "offline:x"] {
+            let err = model_choice(bad).unwrap_err().to_string();
+            assert!(err.contains("\"model\""), "{err}");
+        }
+    }
+
+    #[test]
+    fn defaults_need_nothing() {
+        let settings = check(Config::default()).unwrap();
+        assert_eq!(settings.model, ModelChoice::Offline);
+        assert_eq!(settings.addr.to_string(), "127.0.0.1:8787");
+        assert_eq!(settings.principal.as_str(), "local-user");
+        assert_eq!(settings.max_body_bytes, 64 * 1024);
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("baton.toml");
+        std::fs::write(&file, "principal = \"from-file\"\nhistory_turns = 3\n").unwrap();
+        let mut config = read_layers(Some(&file), Path::new("/nonexistent")).unwrap();
+        assert_eq!(config.principal, "from-file");
+        assert_eq!(config.history_turns, 3);
+        apply(
+            &mut config,
+            &Overrides {
+                principal: Some("from-flag".into()),
+                ..Overrides::default()
+            },
+        );
+        assert_eq!(check(config).unwrap().principal.as_str(), "from-flag");
+    }
+
+    #[test]
+    fn an_unknown_key_in_the_file_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("baton.toml");
+        std::fs::write(&file, "registy = \"x\"\n").unwrap();
+        let err = read_layers(Some(&file), Path::new("/nonexistent"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("registy"), "{err}");
+    }
+
+    #[test]
+    fn a_named_file_that_is_missing_is_an_error() {
+        let err = read_layers(Some(Path::new("/no/such/baton.toml")), Path::new("/x"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/no/such/baton.toml"), "{err}");
+    }
+
+    #[test]
+    fn a_bad_address_is_named() {
+        let err = check(Config {
+            addr: "localhost".into(),
+            ..Config::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("\"addr\""), "{err}");
+    }
+}

@@ -1,0 +1,43 @@
+//! The `baton` command: chat with the assistant, serve it over HTTP, validate a registry.
+//!
+//! Exit status: 0 success, 1 a failure the user can fix (printed as `error: ...`), 2 a
+//! usage error.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod chat;
+mod cli;
+mod config;
+mod logging;
+mod render;
+mod serve;
+mod setup;
+mod validate;
+
+use std::io::{Error, ErrorKind};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let outcome = tokio::runtime::Runtime::new()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(cli.run()));
+    match outcome {
+        Ok(code) => code,
+        // The reader went away (`baton chat ... | head`): nothing left to say.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<Error>()
+                    .is_some_and(|io| io.kind() == ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

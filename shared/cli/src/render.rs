@@ -1,0 +1,377 @@
+//! Showing a turn's events in a terminal or a pipe.
+//!
+//! Text mode prints the answer as it arrives, a spinner with the latest progress line on
+//! stderr while specialists work (terminals only), and a footer: who was consulted, then,
+//! dimmer, the cost and the episode id. Colour and the spinner appear only on terminals,
+//! so piped output carries no ANSI codes. JSON mode prints each event as one line and
+//! nothing else.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use baton_core::events::{Event, WireEvent};
+use baton_core::turn::TurnOutcome;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+const DIM: &str = "\x1b[2m";
+const DIMMER: &str = "\x1b[2;90m";
+const RED: &str = "\x1b[31m";
+const BOLD: &str = "\x1b[1m";
+const RESET: &str = "\x1b[0m";
+
+/// How output is decorated.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Style {
+    /// One JSON line per event, nothing else.
+    pub(crate) json: bool,
+    /// ANSI colour on the answer stream.
+    pub(crate) color: bool,
+    /// A spinner on stderr.
+    pub(crate) spinner: bool,
+    /// stdout is a terminal (so the spinner and the answer share a screen).
+    pub(crate) stdout_tty: bool,
+}
+
+impl Style {
+    /// Decorations the real stdout and stderr allow.
+    pub(crate) fn detect(json: bool) -> Style {
+        use std::io::IsTerminal;
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let stdout_tty = io::stdout().is_terminal();
+        Style {
+            json,
+            color: !json && !no_color && stdout_tty,
+            spinner: !json && io::stderr().is_terminal(),
+            stdout_tty,
+        }
+    }
+}
+
+/// What a rendered turn ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ending {
+    /// The `completed` outcome, if the stream got that far.
+    pub(crate) outcome: Option<TurnOutcome>,
+}
+
+/// Renders one turn at a time onto `out`.
+pub(crate) struct Renderer<W: Write> {
+    out: W,
+    style: Style,
+    spinner: Option<ProgressBar>,
+    /// The answer's last line has no newline yet.
+    mid_line: bool,
+    /// A line break was added so a spinner would not overwrite the answer; the next text's
+    /// own leading break is then dropped.
+    broke_line: bool,
+    footer: String,
+    cost_usd: Option<f64>,
+    outcome: Option<TurnOutcome>,
+}
+
+impl<W: Write> Renderer<W> {
+    pub(crate) fn new(out: W, style: Style) -> Self {
+        Renderer {
+            out,
+            style,
+            spinner: None,
+            mid_line: false,
+            broke_line: false,
+            footer: String::new(),
+            cost_usd: None,
+            outcome: None,
+        }
+    }
+
+    /// Shows one event.
+    ///
+    /// # Errors
+    /// Writing to `out` failed (a closed pipe, for instance).
+    pub(crate) fn event(&mut self, wire: &WireEvent) -> io::Result<()> {
+        if let Event::Completed { outcome } = &wire.event {
+            self.outcome = Some(*outcome);
+        }
+        if self.style.json {
+            serde_json::to_writer(&mut self.out, wire)?;
+            self.out.write_all(b"\n")?;
+            return self.out.flush();
+        }
+        match &wire.event {
+            Event::Thinking {} => self.progress("Thinking…")?,
+            Event::Status { message, .. } => self.progress(message)?,
+            Event::Text { text, .. } => self.text(text)?,
+            Event::DelegatedAnswer { label, text, .. } => {
+                self.end_line()?;
+                let (b, r) = self.paint(BOLD);
+                writeln!(self.out, "{b}{label}:{r}")?;
+                self.text(text)?;
+            }
+            Event::Error { message } => {
+                self.stop_spinner();
+                self.end_line()?;
+                let (red, r) = self.paint(RED);
+                writeln!(self.out, "{red}{message}{r}")?;
+                self.out.flush()?;
+            }
+            Event::AgentsConsulted { footer, .. } => self.footer.clone_from(footer),
+            Event::Usage { cost_usd, .. } => self.cost_usd = Some(*cost_usd),
+            Event::ResponseId { .. }
+            | Event::Completed { .. }
+            | Event::Reasoning { .. }
+            | Event::ToolCallStart { .. }
+            | Event::ToolResult { .. }
+            | Event::ToolCallEnd { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// Ends the turn: the footer line (text mode), and what the turn ended with.
+    ///
+    /// # Errors
+    /// Writing to `out` failed.
+    pub(crate) fn finish(&mut self, episode_id: &str) -> io::Result<Ending> {
+        self.stop_spinner();
+        if !self.style.json {
+            self.end_line()?;
+            let mut details = Vec::new();
+            if let Some(cost) = self.cost_usd {
+                details.push(money(cost));
+            }
+            details.push(format!("episode {episode_id}"));
+            let details = details.join(" · ");
+            let (dim, r) = self.paint(DIM);
+            let (dimmer, _) = self.paint(DIMMER);
+            if self.footer.is_empty() {
+                writeln!(self.out, "{dimmer}{details}{r}")?;
+            } else {
+                writeln!(self.out, "{dim}{}{r}{dimmer} · {details}{r}", self.footer)?;
+            }
+            self.out.flush()?;
+        }
+        let ending = Ending {
+            outcome: self.outcome.take(),
+        };
+        self.mid_line = false;
+        self.broke_line = false;
+        self.footer.clear();
+        self.cost_usd = None;
+        Ok(ending)
+    }
+
+    /// Stops any spinner (before a prompt or an error message).
+    pub(crate) fn stop_spinner(&mut self) {
+        if let Some(s) = self.spinner.take() {
+            s.finish_and_clear();
+        }
+    }
+
+    fn progress(&mut self, message: &str) -> io::Result<()> {
+        if !self.style.spinner {
+            return Ok(());
+        }
+        if self.mid_line && self.style.stdout_tty {
+            // stdout is this terminal too: keep the spinner off the answer's line.
+            writeln!(self.out)?;
+            self.out.flush()?;
+            self.mid_line = false;
+            self.broke_line = true;
+        }
+        let spinner = self.spinner.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        spinner.set_message(message.to_owned());
+        Ok(())
+    }
+
+    fn text(&mut self, text: &str) -> io::Result<()> {
+        self.stop_spinner();
+        let mut text = text;
+        if self.broke_line {
+            text = text.strip_prefix('\n').unwrap_or(text);
+            self.broke_line = false;
+        }
+        if text.is_empty() {
+            return Ok(());
+        }
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()?;
+        self.mid_line = !text.ends_with('\n');
+        Ok(())
+    }
+
+    fn end_line(&mut self) -> io::Result<()> {
+        if self.mid_line {
+            writeln!(self.out)?;
+            self.mid_line = false;
+        }
+        Ok(())
+    }
+
+    /// The escape codes for `code` and its reset, or nothing without colour.
+    fn paint(&self, code: &'static str) -> (&'static str, &'static str) {
+        if self.style.color {
+            (code, RESET)
+        } else {
+            ("", "")
+        }
+    }
+}
+
+/// A cost in USD with enough digits to show fractions of a cent.
+fn money(cost: f64) -> String {
+    if cost == 0.0 {
+        return "$0.00".to_owned();
+    }
+    let digits = if cost >= 0.01 { 4 } else { 6 };
+    format!("${cost:.digits$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use baton_core::events::PROTOCOL_VERSION;
+
+    use super::*;
+
+    fn wire(seq: u64, event: Event) -> WireEvent {
+        WireEvent {
+            v: PROTOCOL_VERSION,
+            turn_id: Arc::from("t1"),
+            seq,
+            event,
+        }
+    }
+
+    fn turn() -> Vec<WireEvent> {
+        vec![
+            wire(1, Event::Thinking {}),
+            wire(
+                2,
+                Event::Status {
+                    codes: vec!["searching_offers".into()],
+                    message: "Looking for offers…".into(),
+                },
+            ),
+            wire(
+                3,
+                Event::Text {
+                    source: "orchestrator".into(),
+                    text: "Roast coffee ".into(),
+                },
+            ),
+            wire(
+                4,
+                Event::Text {
+                    source: "orchestrator".into(),
+                    text: "earns 500 points.".into(),
+                },
+            ),
+            wire(
+                5,
+                Event::AgentsConsulted {
+                    agents: vec![],
+                    footer: "Consulted: Shop".into(),
+                },
+            ),
+            wire(
+                6,
+                Event::Usage {
+                    models: vec![],
+                    cost_usd: 0.000221,
+                },
+            ),
+            wire(
+                7,
+                Event::Completed {
+                    outcome: TurnOutcome::Answered,
+                },
+            ),
+        ]
+    }
+
+    fn render(style: Style) -> (String, Ending) {
+        let mut out = Vec::new();
+        let mut r = Renderer::new(&mut out, style);
+        for e in turn() {
+            r.event(&e).unwrap();
+        }
+        let ending = r.finish("ep_1").unwrap();
+        (String::from_utf8(out).unwrap(), ending)
+    }
+
+    #[test]
+    fn plain_text_has_the_answer_and_a_footer_without_escape_codes() {
+        let (text, ending) = render(Style::default());
+        assert_eq!(
+            text,
+            "Roast coffee earns 500 points.\nConsulted: Shop · $0.000221 · episode ep_1\n"
+        );
+        assert_eq!(ending.outcome, Some(TurnOutcome::Answered));
+    }
+
+    #[test]
+    fn colour_dims_the_footer() {
+        let (text, _) = render(Style {
+            color: true,
+            ..Style::default()
+        });
+        assert!(text.contains("\x1b[2mConsulted: Shop\x1b[0m"), "{text:?}");
+        assert!(text.starts_with("Roast coffee "));
+    }
+
+    #[test]
+    fn json_mode_prints_one_line_per_event_and_nothing_else() {
+        let (text, ending) = render(Style {
+            json: true,
+            ..Style::default()
+        });
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 7);
+        assert_eq!(ending.outcome, Some(TurnOutcome::Answered));
+        for (line, original) in lines.iter().zip(turn()) {
+            let back: WireEvent = serde_json::from_str(line).unwrap();
+            assert_eq!(back, original);
+        }
+    }
+
+    #[test]
+    fn an_error_event_is_its_own_line() {
+        let mut out = Vec::new();
+        let mut r = Renderer::new(&mut out, Style::default());
+        r.event(&wire(
+            1,
+            Event::Text {
+                source: "orchestrator".into(),
+                text: "Partly".into(),
+            },
+        ))
+        .unwrap();
+        r.event(&wire(
+            2,
+            Event::Error {
+                message: "Something went wrong; please try again.".into(),
+            },
+        ))
+        .unwrap();
+        r.finish("ep_1").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "Partly\nSomething went wrong; please try again.\nepisode ep_1\n"
+        );
+    }
+
+    #[test]
+    fn money_shows_fractions_of_a_cent() {
+        assert_eq!(money(0.0), "$0.00");
+        assert_eq!(money(0.000221), "$0.000221");
+        assert_eq!(money(0.1234567), "$0.1235");
+    }
+}

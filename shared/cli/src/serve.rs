@@ -1,0 +1,68 @@
+//! `baton serve`: the HTTP app over the local runtime, until Ctrl-C.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use baton_http::{AppState, LocalPrincipal};
+use tokio::net::TcpListener;
+
+use crate::cli::ServeArgs;
+use crate::config::Settings;
+use crate::{logging, setup};
+
+/// Runs `baton serve`.
+///
+/// # Errors
+/// A runtime that cannot be assembled, an address that cannot be bound, a failing listener.
+pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    logging::init(
+        settings.log.as_deref(),
+        "info",
+        logging::server_wants_json(args.log_json),
+    )?;
+    let setup::Assembled { runtime, metrics } = setup::assemble(settings)?;
+    let principals = Arc::new(LocalPrincipal::new(Some(settings.principal.clone())));
+    let state = AppState::new(runtime, principals)
+        .with_metrics(metrics)
+        .with_max_body_bytes(settings.max_body_bytes);
+    let listener = TcpListener::bind(settings.addr)
+        .await
+        .with_context(|| format!("listening on {}", settings.addr))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    tracing::info!(%addr, url = %format!("http://{addr}"), principal = %settings.principal, "baton serve listening");
+    baton_http::serve(listener, state, shutdown_signal())
+        .await
+        .context("serving")?;
+    tracing::info!("baton serve stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C, or SIGTERM on Unix (how service managers and containers ask a process to stop).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("shutting down: finishing open requests");
+}

@@ -1,0 +1,97 @@
+//! Assembling the runtime from settings: the registry (with the same checks as
+//! `baton validate`), the model, the local store, the connectors and metrics.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use baton_core::ports::connector::Connector;
+use baton_core::ports::model::Model;
+use baton_core::registry::Registry;
+use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
+use baton_local::offline::OfflineModel;
+use baton_runtime::metrics::LocalMetrics;
+use baton_runtime::scripted::ScriptedModel;
+use baton_runtime::{Runtime, RuntimeConfig};
+
+use crate::config::{ModelChoice, Settings};
+
+/// A loaded registry and the connectors that serve its tools.
+pub(crate) struct Loaded {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) connectors: BTreeMap<String, Arc<dyn Connector>>,
+}
+
+/// A runtime ready for turns, and its counters.
+pub(crate) struct Assembled {
+    pub(crate) runtime: Runtime,
+    pub(crate) metrics: Arc<LocalMetrics>,
+}
+
+/// Reads and checks the registry at `root`: every reference, schema and connector setting.
+///
+/// Every model is served through an override (offline or scripted), so any provider name
+/// is accepted here; connector kinds must be ones this program ships.
+///
+/// # Errors
+/// Every problem found, each naming file, field and value.
+pub(crate) fn load(root: &Path) -> anyhow::Result<Loaded> {
+    let connectors = baton_connectors::default_connectors(root);
+    let registry = baton_runtime::registry_files::load_registry(root, &connectors, &[])
+        .with_context(|| format!("the registry {} is not valid", root.display()))?;
+    Ok(Loaded {
+        registry: Arc::new(registry),
+        connectors,
+    })
+}
+
+/// Prints the registry's non-fatal findings to stderr.
+pub(crate) fn print_warnings(registry: &Registry) {
+    for warning in registry.warnings() {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// Builds the runtime the settings describe.
+///
+/// # Errors
+/// An invalid registry, an unreadable script, a store that cannot be opened (locked,
+/// damaged, not writable), or a registry the runtime cannot serve.
+pub(crate) fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
+    let Loaded {
+        registry,
+        connectors,
+    } = load(&settings.registry)?;
+    print_warnings(&registry);
+
+    let model: Arc<dyn Model> = match &settings.model {
+        ModelChoice::Offline => Arc::new(OfflineModel::new(registry.clone())),
+        ModelChoice::Scripted(path) => Arc::new(
+            ScriptedModel::from_file(path)
+                .with_context(|| format!("loading the scripted model {}", path.display()))?,
+        ),
+    };
+    let store = EmbeddedStore::open(&settings.data_dir).with_context(|| {
+        format!(
+            "opening the local store {}",
+            settings.data_dir.join(DATABASE_FILE).display()
+        )
+    })?;
+    let metrics = Arc::new(LocalMetrics::default());
+    let mut builder = Runtime::builder(registry)
+        .model_override(model)
+        .store(Arc::new(store))
+        .metrics(metrics.clone())
+        .config(RuntimeConfig {
+            max_message_chars: settings.max_message_chars,
+            history_turns: settings.history_turns,
+            orchestrator: settings.orchestrator.clone(),
+            ..RuntimeConfig::default()
+        });
+    for (kind, connector) in connectors {
+        builder = builder.connector(&kind, connector);
+    }
+    let runtime = builder.build()?;
+    Ok(Assembled { runtime, metrics })
+}

@@ -1,0 +1,10 @@
+//! The `baton` binary run as a user would: exit codes, stdout and stderr.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod chat;
+mod config;
+mod offline;
+mod serve;
+mod support;
+mod validate;

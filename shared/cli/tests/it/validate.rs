@@ -1,0 +1,43 @@
+//! `baton validate`.
+
+use crate::support::*;
+
+#[test]
+fn the_shipped_registry_is_valid() {
+    let run = Sandbox::new().run(&["validate", REGISTRY]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.starts_with("registry OK: 5 agents, "), "{run:?}");
+    assert!(run.stdout.contains(" tools, "), "{run:?}");
+}
+
+#[test]
+fn a_broken_registry_names_file_field_and_value() {
+    let sandbox = Sandbox::new();
+    let copy = sandbox.path().join("registry");
+    copy_dir(std::path::Path::new(REGISTRY), &copy);
+    let card = copy.join("agents/shop.yaml");
+    let text = std::fs::read_to_string(&card).unwrap();
+    std::fs::write(&card, text.replace("- search_offers", "- search_ofers")).unwrap();
+
+    let run = sandbox.run(&["validate", copy.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.starts_with("error: "), "{run:?}");
+    for part in ["agents/shop.yaml", "tools", "search_ofers"] {
+        assert!(run.stderr.contains(part), "missing {part:?}: {run:?}");
+    }
+    assert!(run.stdout.is_empty(), "{run:?}");
+}
+
+#[test]
+fn a_missing_registry_is_a_plain_error() {
+    let run = Sandbox::new().run(&["validate", "no/such/registry"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no/such/registry"), "{run:?}");
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+}
+
+#[test]
+fn an_unknown_subcommand_is_a_usage_error() {
+    let run = Sandbox::new().run(&["frobnicate"]);
+    assert_eq!(run.code, 2, "{run:?}");
+}

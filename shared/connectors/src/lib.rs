@@ -1,0 +1,46 @@
+//! Baton's tool connectors: how a tool listed in `tools.yaml` reaches its data.
+//!
+//! Every connector answers one call with one envelope (D-28) whose `principal` is the
+//! request's principal (D-29), and checks each tool's settings at load time so that a bad
+//! registry fails before serving. This crate depends on `baton-core` only (plus tokio for
+//! timers and file reads); it never talks to a model or a store.
+//!
+//! Shipped kinds:
+//! - [`FixtureConnector`] (`fixture`): demo data files under the registry's `fixtures/`,
+//!   searched by content words, with optional fault injection for demos and tests.
+//! - [`RateTableConnector`] (`rate_table`): an amount times a rate from a table.
+//!
+//! Adding a connector: implement `baton_core::ports::connector::Connector` (answer with an
+//! envelope whose `principal` is the request's principal), check its configuration in
+//! `check_config`, give it a `KIND` constant, and add it to [`default_connectors`] (or to
+//! the program's own connector map).
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod envelope;
+mod error;
+mod fixture;
+mod rate_table;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use baton_core::ports::connector::Connector;
+
+pub use fixture::FixtureConnector;
+pub use rate_table::RateTableConnector;
+
+/// Every connector kind this crate ships, keyed by the kind name used in `tools.yaml`.
+pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Connector>> {
+    let mut connectors: BTreeMap<String, Arc<dyn Connector>> = BTreeMap::new();
+    connectors.insert(
+        FixtureConnector::KIND.to_owned(),
+        Arc::new(FixtureConnector::new(registry_root)),
+    );
+    connectors.insert(
+        RateTableConnector::KIND.to_owned(),
+        Arc::new(RateTableConnector::new()),
+    );
+    connectors
+}

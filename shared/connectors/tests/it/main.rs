@@ -1,0 +1,5 @@
+//! Integration tests of the connectors against the shipped registry's data.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod shipped_registry;

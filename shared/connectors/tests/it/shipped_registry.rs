@@ -1,0 +1,197 @@
+//! The shipped registry's tools, answered by the shipped connectors.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use baton_connectors::default_connectors;
+use baton_core::Principal;
+use baton_core::ports::connector::{ConnectorRequest, Envelope, EnvelopeStatus};
+use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry")
+}
+
+fn read_dir(dir: &str, ext: &str) -> Vec<SourceFile> {
+    let mut files: Vec<SourceFile> = std::fs::read_dir(root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .map(|p| SourceFile {
+            path: format!("{dir}/{}", p.file_name().unwrap().to_str().unwrap()),
+            text: std::fs::read_to_string(&p).unwrap(),
+        })
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
+}
+
+fn read_one(name: &str) -> Option<SourceFile> {
+    Some(SourceFile {
+        path: name.to_owned(),
+        text: std::fs::read_to_string(root().join(name)).unwrap(),
+    })
+}
+
+fn registry() -> Registry {
+    let sources = RegistrySources {
+        agents: read_dir("agents", "yaml"),
+        blocks: read_dir("blocks", "md"),
+        models: read_one("models.yaml"),
+        tools: read_one("tools.yaml"),
+    };
+    let options = LoadOptions {
+        connector_kinds: default_connectors(&root()).into_keys().collect(),
+        providers: vec!["bedrock".into(), "offline".into()],
+    };
+    Registry::load(&sources, &options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+async fn call(registry: &Registry, tool: &str, args: Value) -> Envelope {
+    let tool = registry.tool(tool).unwrap();
+    let connectors = default_connectors(&root());
+    tool.check_args(&args)
+        .unwrap_or_else(|e| panic!("{}: {e}", tool.id));
+    connectors[&*tool.connector_kind]
+        .call(ConnectorRequest {
+            tool_id: tool.id.clone(),
+            config: tool.connector_config.clone(),
+            args,
+            principal: Principal::new("demo-user").unwrap(),
+            episode_id: Arc::from("ep-demo"),
+            agent_id: Arc::from("test"),
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", tool.id))
+}
+
+/// Arguments that satisfy each shipped tool's schema.
+fn sample_args(tool: &str) -> Value {
+    match tool {
+        "calculate_redemption" => json!({"points": 10_000, "reward_type": "gift_card"}),
+        "get_points_balance"
+        | "get_points_by_method"
+        | "get_redemption_history"
+        | "get_purchase_history"
+        | "lookup_receipts" => json!({}),
+        "search_help_articles" => json!({"query": "points missing"}),
+        _ => json!({"query": "coffee"}),
+    }
+}
+
+#[test]
+fn every_shipped_tool_passes_its_connector_check() {
+    let registry = registry();
+    let connectors = default_connectors(&root());
+    let mut checked = 0;
+    for tool in registry.tools() {
+        let connector = connectors
+            .get(&*tool.connector_kind)
+            .unwrap_or_else(|| panic!("{}: no connector {}", tool.id, tool.connector_kind));
+        connector
+            .check_config(&tool.id, &tool.connector_config)
+            .unwrap_or_else(|e| panic!("{}: {e}", tool.id));
+        checked += 1;
+    }
+    assert_eq!(checked, 10);
+}
+
+#[tokio::test]
+async fn every_shipped_tool_answers_ok_for_the_callers_principal() {
+    let registry = registry();
+    for tool in registry.tools() {
+        let e = call(&registry, &tool.id, sample_args(&tool.id)).await;
+        assert_eq!(e.status, EnvelopeStatus::Ok, "{}", tool.id);
+        assert_eq!(e.principal, "demo-user", "{}", tool.id);
+        assert_eq!(
+            e.major_version(),
+            tool.envelope_major,
+            "{}: envelope_major in tools.yaml and the data's version disagree",
+            tool.id
+        );
+    }
+}
+
+/// The offline model fills a tool's `result_template` from one record (or the payload),
+/// so every `{field}` must exist in the data.
+#[tokio::test]
+async fn result_templates_name_fields_the_data_has() {
+    let registry = registry();
+    for tool in registry.tools() {
+        let template = tool
+            .result_template
+            .as_deref()
+            .unwrap_or_else(|| panic!("{} has no result_template", tool.id));
+        let e = call(&registry, &tool.id, sample_args(&tool.id)).await;
+        let record = match e.payload.get("items") {
+            Some(items) => items[0].clone(),
+            None => e.payload.clone(),
+        };
+        assert!(
+            record.is_object(),
+            "{}: no record in {}",
+            tool.id,
+            e.payload
+        );
+        let fields = template
+            .split('{')
+            .skip(1)
+            .filter_map(|s| s.split_once('}').map(|(f, _)| f));
+        for field in fields {
+            assert!(
+                record.get(field).is_some(),
+                "{}: template field {field:?} missing from {record}",
+                tool.id
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_demo_sentence_finds_coffee_offers_and_the_unscannable_receipt() {
+    let registry = registry();
+    let offers = call(
+        &registry,
+        "search_offers",
+        json!({"query": "find me coffee deals"}),
+    )
+    .await;
+    let items = offers.payload["items"].as_array().unwrap();
+    assert!(items.len() >= 3, "{}", offers.payload);
+    for offer in items {
+        assert!(
+            offer["tags"].to_string().contains("coffee"),
+            "not a coffee offer: {offer}"
+        );
+    }
+
+    let receipts = call(
+        &registry,
+        "lookup_receipts",
+        json!({"query": "my receipt didn't scan"}),
+    )
+    .await;
+    assert_eq!(receipts.payload["items"][0]["id"], "R-20427");
+
+    let help = call(
+        &registry,
+        "search_help_articles",
+        json!({"query": "my receipt didn't scan"}),
+    )
+    .await;
+    assert_eq!(help.payload["items"][0]["id"], "HC-101");
+}
+
+#[tokio::test]
+async fn the_calculator_prices_points_with_the_shipped_rates() {
+    let registry = registry();
+    let e = call(
+        &registry,
+        "calculate_redemption",
+        json!({"points": 25_000, "reward_type": "gift_card"}),
+    )
+    .await;
+    assert_eq!(e.payload["value"], json!(25.0));
+    assert_eq!(e.payload["unit"], "usd");
+}

@@ -1,0 +1,202 @@
+//! The stream protocol's events (DESIGN §5).
+//!
+//! [`Event`] is everything that may reach a client; [`WireEvent`] adds the protocol
+//! version, the turn id and the sequence number. Nothing internal is an `Event`: how the
+//! engine keeps each sub-agent's text apart (its segments) never reaches the wire.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::turn::{ConsultedAgent, ModelUsage, TurnOutcome};
+
+/// Version of the event protocol carried in every event (`v`).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// `source` of text written by the orchestrator itself.
+pub const SOURCE_ORCHESTRATOR: &str = "orchestrator";
+/// `source` of an attributed note that follows a delegated answer.
+pub const SOURCE_NOTE: &str = "note";
+
+/// Outcome of one tool call as shown to clients (no payloads, no error text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// The tool answered.
+    Ok,
+    /// Degraded data.
+    Partial,
+    /// No usable data.
+    Unavailable,
+}
+
+/// One event a client may see.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The turn was received and is being worked on (sent at once).
+    Thinking {},
+    /// An id for the response (the turn id; lets a client correlate and retry).
+    ResponseId {
+        /// The id.
+        response_id: String,
+        /// The episode the turn belongs to.
+        episode_id: String,
+    },
+    /// Answer text.
+    Text {
+        /// `orchestrator`, a sub-agent id, or `note`.
+        source: String,
+        /// The text piece.
+        text: String,
+    },
+    /// Reasoning text (never part of the answer).
+    Reasoning {
+        /// Who reasons.
+        source: String,
+        /// The text piece.
+        text: String,
+    },
+    /// A progress line in the assistant's words (D-12).
+    Status {
+        /// Status codes merged into this line.
+        codes: Vec<String>,
+        /// The line.
+        message: String,
+    },
+    /// A sub-agent's tool call started.
+    ToolCallStart {
+        /// Call id.
+        call_id: String,
+        /// Sub-agent.
+        agent: String,
+        /// Tool id.
+        tool: String,
+    },
+    /// A sub-agent's tool call returned.
+    ToolResult {
+        /// Call id.
+        call_id: String,
+        /// Sub-agent.
+        agent: String,
+        /// Tool id.
+        tool: String,
+        /// Outcome.
+        status: ToolOutcome,
+    },
+    /// A sub-agent's tool call is over.
+    ToolCallEnd {
+        /// Call id.
+        call_id: String,
+        /// Sub-agent.
+        agent: String,
+        /// Tool id.
+        tool: String,
+        /// Wall time.
+        duration_ms: u64,
+    },
+    /// A specialist's verbatim answer delivered by the harness (Direct Line).
+    DelegatedAnswer {
+        /// Sub-agent.
+        agent: String,
+        /// Its label.
+        label: String,
+        /// The verbatim text.
+        text: String,
+    },
+    /// Who was consulted, from the runtime trace (D-20).
+    AgentsConsulted {
+        /// Entries in dispatch order.
+        agents: Vec<ConsultedAgent>,
+        /// A plain footer line for text-only channels.
+        footer: String,
+    },
+    /// Tokens and cost (D-32).
+    Usage {
+        /// By model.
+        models: Vec<ModelUsage>,
+        /// Total in USD.
+        cost_usd: f64,
+    },
+    /// Something went wrong, in plain language only.
+    Error {
+        /// The message.
+        message: String,
+    },
+    /// The turn is over; the stream closes.
+    Completed {
+        /// How it ended.
+        outcome: TurnOutcome,
+    },
+}
+
+impl Event {
+    /// The SSE `event:` name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Thinking {} => "thinking",
+            Event::ResponseId { .. } => "response_id",
+            Event::Text { .. } => "text",
+            Event::Reasoning { .. } => "reasoning",
+            Event::Status { .. } => "status",
+            Event::ToolCallStart { .. } => "tool_call_start",
+            Event::ToolResult { .. } => "tool_result",
+            Event::ToolCallEnd { .. } => "tool_call_end",
+            Event::DelegatedAnswer { .. } => "delegated_answer",
+            Event::AgentsConsulted { .. } => "agents_consulted",
+            Event::Usage { .. } => "usage",
+            Event::Error { .. } => "error",
+            Event::Completed { .. } => "completed",
+        }
+    }
+
+    /// Whether this event ends a turn's stream.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, Event::Completed { .. })
+    }
+}
+
+/// An event on the wire: version, turn id and sequence number added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireEvent {
+    /// Protocol version.
+    pub v: u32,
+    /// Turn id.
+    pub turn_id: Arc<str>,
+    /// Position in the turn's stream, from 1; also the SSE `id`.
+    pub seq: u64,
+    /// The event.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_event_is_one_flat_json_object() {
+        let e = WireEvent {
+            v: PROTOCOL_VERSION,
+            turn_id: Arc::from("t1"),
+            seq: 3,
+            event: Event::Text {
+                source: "orchestrator".into(),
+                text: "hi".into(),
+            },
+        };
+        let json = serde_json::to_string(&e).unwrap_or_default();
+        assert_eq!(
+            json,
+            r#"{"v":1,"turn_id":"t1","seq":3,"type":"text","source":"orchestrator","text":"hi"}"#
+        );
+        let back: WireEvent = serde_json::from_str(&json).unwrap_or_else(|_| e.clone());
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn thinking_has_only_its_type() {
+        let json = serde_json::to_string(&Event::Thinking {}).unwrap_or_default();
+        assert_eq!(json, r#"{"type":"thinking"}"#);
+    }
+}

@@ -1,0 +1,135 @@
+//! Fastpath allowlist (D-14): decided deterministically from the user's text alone.
+
+use super::words::words;
+
+const GREETINGS: &[&str] = &[
+    "hi",
+    "hello",
+    "hey",
+    "hiya",
+    "howdy",
+    "yo",
+    "good morning",
+    "good afternoon",
+    "good evening",
+    "morning",
+    "evening",
+    "greetings",
+];
+const ACKNOWLEDGEMENTS: &[&str] = &[
+    "ok",
+    "okay",
+    "k",
+    "thanks",
+    "thank you",
+    "thx",
+    "ty",
+    "got it",
+    "great",
+    "cool",
+    "nice",
+    "perfect",
+    "sounds good",
+    "awesome",
+    "alright",
+    "all right",
+    "understood",
+    "cheers",
+    "thanks a lot",
+    "thank you so much",
+    "bye",
+    "goodbye",
+    "see you",
+];
+const CHITCHAT: &[&str] = &[
+    "how are you",
+    "what's up",
+    "whats up",
+    "how's it going",
+    "hows it going",
+    "how are you doing",
+    "who are you",
+    "what can you do",
+    "how is your day",
+    "sup",
+];
+/// Words that may pad an allowed phrase ("hi there", "ok thanks!").
+const FILLER: &[&str] = &[
+    "there",
+    "so",
+    "much",
+    "very",
+    "again",
+    "then",
+    "lol",
+    "please",
+    "today",
+    "baton",
+    "assistant",
+];
+
+/// The allowlist category of a message, if it is nothing but a greeting,
+/// acknowledgement or chitchat.
+pub fn category(text: &str) -> Option<&'static str> {
+    let ws: Vec<String> = words(text).collect();
+    if ws.is_empty() || ws.len() > 8 {
+        return None;
+    }
+    let mut rest: &[String] = &ws;
+    let mut found: Option<&'static str> = None;
+    'outer: while !rest.is_empty() {
+        // The longest phrase that opens the rest wins ("how are you doing" over "how are you").
+        let mut best: Option<(&'static str, usize)> = None;
+        for (cat, phrases) in [
+            ("greeting", GREETINGS),
+            ("acknowledgement", ACKNOWLEDGEMENTS),
+            ("chitchat", CHITCHAT),
+        ] {
+            for phrase in phrases.iter() {
+                let n = phrase.split(' ').count();
+                let matches =
+                    rest.len() >= n && rest.iter().zip(phrase.split(' ')).all(|(a, b)| a == b);
+                if matches && best.is_none_or(|(_, m)| n > m) {
+                    best = Some((cat, n));
+                }
+            }
+        }
+        if let Some((cat, n)) = best {
+            found.get_or_insert(cat);
+            rest = &rest[n..];
+            continue 'outer;
+        }
+        if FILLER.contains(&rest[0].as_str()) {
+            rest = &rest[1..];
+            continue;
+        }
+        return None;
+    }
+    found
+}
+
+/// Whether `text` is in one of the allowed categories.
+pub fn allowed(text: &str, allow: &[String]) -> Option<&'static str> {
+    category(text).filter(|c| allow.iter().any(|a| a == c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn greetings_and_thanks_are_allowed() {
+        assert_eq!(category("Hi there!"), Some("greeting"));
+        assert_eq!(category("ok thanks"), Some("acknowledgement"));
+        assert_eq!(category("how are you?"), Some("chitchat"));
+        assert_eq!(category("hey, how are you doing"), Some("greeting"));
+    }
+
+    #[test]
+    fn questions_and_requests_are_not() {
+        assert_eq!(category("hi, find me coffee deals"), None);
+        assert_eq!(category("what is my points balance"), None);
+        assert_eq!(category("thanks, and is it safe to mix bleach?"), None);
+        assert_eq!(category(""), None);
+    }
+}

@@ -1,0 +1,61 @@
+//! Content words: the lowercase words of a text minus stop words, shared by the guards.
+
+use std::collections::BTreeSet;
+
+/// Words too common to say anything about intent.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but",
+    "by", "can", "could", "did", "didn't", "do", "does", "for", "from", "get", "give", "got",
+    "had", "has", "have", "hi", "how", "i", "i'm", "if", "in", "into", "is", "it", "it's", "its",
+    "just", "know", "let", "like", "me", "my", "need", "no", "not", "of", "on", "or", "our",
+    "please", "show", "so", "some", "tell", "than", "that", "the", "their", "them", "then",
+    "there", "these", "they", "this", "to", "too", "up", "us", "want", "was", "we", "were", "what",
+    "when", "where", "which", "while", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// Splits a text into lowercase words (letters, digits and inner apostrophes).
+pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .map(|w| {
+            w.trim_matches(|c| c == '\'' || c == '’')
+                .replace('’', "'")
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+}
+
+/// The content words of a text.
+pub fn content_words(text: &str) -> BTreeSet<String> {
+    words(text)
+        .filter(|w| !STOP_WORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Whether two texts share at least one content word.
+pub fn shares_content_word(a: &str, b: &str) -> bool {
+    let a = content_words(a);
+    words(b).any(|w| a.contains(&w))
+}
+
+/// Number of words.
+pub fn word_count(text: &str) -> usize {
+    words(text).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_do_not_count_as_overlap() {
+        assert!(!shares_content_word(
+            "find me the deals",
+            "I want the refund"
+        ));
+        assert!(shares_content_word("coffee deals", "find me coffee deals"));
+        assert!(shares_content_word(
+            "Receipt didn't scan",
+            "my RECEIPT failed"
+        ));
+    }
+}

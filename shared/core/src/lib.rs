@@ -1,0 +1,25 @@
+//! Baton's pure domain.
+//!
+//! Agent cards and registries (validated at load), prompt assembly, the stream protocol's
+//! events, the routing trace, the guards, cost, and the ports the runtime talks to.
+//!
+//! This crate must never depend on tokio, an AWS SDK, an HTTP server or a database: it
+//! does no I/O. Ports are object-safe traits (boxed futures and streams) because models
+//! and stores are picked by registry key at run time.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod consulted;
+pub mod cost;
+pub mod events;
+pub mod guard;
+pub mod message;
+pub mod ports;
+pub mod principal;
+pub mod prompt;
+pub mod registry;
+pub mod tool_result;
+pub mod trace;
+pub mod turn;
+
+pub use principal::Principal;

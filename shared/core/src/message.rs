@@ -1,0 +1,110 @@
+//! Conversation messages as the model port sees them.
+
+use serde::{Deserialize, Serialize};
+
+/// Who said it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The user (tool results travel in user messages, as in Bedrock's Converse API).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// Outcome of a tool call as reported back to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultStatus {
+    /// The tool answered.
+    Ok,
+    /// The tool failed or its data is unavailable.
+    Error,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Content {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A tool call the model made.
+    ToolUse {
+        /// The call's id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Arguments.
+        input: serde_json::Value,
+    },
+    /// The result of a tool call.
+    ToolResult {
+        /// Id of the call this answers.
+        id: String,
+        /// Outcome.
+        status: ToolResultStatus,
+        /// Result content (JSON; text results are JSON strings).
+        content: serde_json::Value,
+    },
+}
+
+/// One message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Author.
+    pub role: Role,
+    /// Pieces.
+    pub content: Vec<Content>,
+}
+
+impl Message {
+    /// A user text message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::User,
+            content: vec![Content::Text { text: text.into() }],
+        }
+    }
+
+    /// An assistant text message.
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Message {
+            role: Role::Assistant,
+            content: vec![Content::Text { text: text.into() }],
+        }
+    }
+
+    /// The text of a user message made only of text (tool-result messages give `None`).
+    pub fn user_text(&self) -> Option<&str> {
+        if self.role != Role::User {
+            return None;
+        }
+        let mut texts = self.content.iter().filter_map(|c| match c {
+            Content::Text { text } => Some(text.as_str()),
+            _ => None,
+        });
+        let first = texts.next()?;
+        Some(first)
+    }
+
+    /// Whether this message carries tool results.
+    pub fn has_tool_results(&self) -> bool {
+        self.content
+            .iter()
+            .any(|c| matches!(c, Content::ToolResult { .. }))
+    }
+
+    /// Concatenated text pieces.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for c in &self.content {
+            if let Content::Text { text } = c {
+                out.push_str(text);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,134 @@
+//! The `Connector` port: how a tool reaches data, and the envelope it answers with (D-28).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::principal::Principal;
+
+/// Status of an envelope: the only decision boundary (D-28).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvelopeStatus {
+    /// Payload is safe to use.
+    Ok,
+    /// Usable, degraded data.
+    Partial,
+    /// Not safe to act on: the call failed.
+    Error,
+}
+
+/// A source that failed while building a partial answer (observability only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedSource {
+    /// Source name.
+    pub source: String,
+    /// Whether the producer considered it critical.
+    #[serde(default)]
+    pub critical: bool,
+}
+
+/// Cache metadata: observable, never acted on.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CacheMeta {
+    /// Served from cache.
+    #[serde(default)]
+    pub cached: bool,
+    /// Time to live in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_s: Option<u64>,
+}
+
+/// The universal response envelope of a data connector (`EnricherResponse`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// Decision boundary.
+    pub status: EnvelopeStatus,
+    /// The data.
+    #[serde(default)]
+    pub payload: serde_json::Value,
+    /// Sources that failed (never inspected for criticality by consumers).
+    #[serde(default)]
+    pub partial: Vec<FailedSource>,
+    /// Who the data is for, as asserted by the producer.
+    pub principal: String,
+    /// Semantic version of the payload schema.
+    pub version: String,
+    /// Kind of payload.
+    pub domain_type: String,
+    /// Producer id.
+    pub enricher_id: String,
+    /// Cache metadata.
+    #[serde(default)]
+    pub cache_meta: CacheMeta,
+}
+
+impl Envelope {
+    /// The major version number, if the version parses.
+    pub fn major_version(&self) -> Option<u64> {
+        major_of(&self.version)
+    }
+}
+
+/// Major component of a `MAJOR.MINOR.PATCH` version string.
+pub fn major_of(version: &str) -> Option<u64> {
+    version
+        .trim()
+        .trim_start_matches('v')
+        .split('.')
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// One call of a tool through its connector.
+#[derive(Debug, Clone)]
+pub struct ConnectorRequest {
+    /// Registry id of the tool.
+    pub tool_id: Arc<str>,
+    /// Connector configuration from `tools.yaml`.
+    pub config: Arc<serde_json::Value>,
+    /// Validated arguments.
+    pub args: serde_json::Value,
+    /// On whose behalf (D-29): always set.
+    pub principal: Principal,
+    /// Episode the call belongs to.
+    pub episode_id: Arc<str>,
+    /// Agent making the call.
+    pub agent_id: Arc<str>,
+}
+
+/// What went wrong reaching a connector.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConnectorError {
+    /// The backend could not be reached or failed; retrying later may help.
+    #[error("connector unavailable: {0}")]
+    Unavailable(String),
+    /// The backend answered with something that is not an envelope.
+    #[error("connector answered with an invalid envelope: {0}")]
+    InvalidEnvelope(String),
+    /// The connector is misconfigured.
+    #[error("connector misconfigured: {0}")]
+    Config(String),
+}
+
+/// A kind of connector (fixture, envelope HTTP, ...).
+///
+/// Contract: one call, one envelope. Cancellation: the future may be dropped at any
+/// await point (timeouts do so); a connector must not leave shared state half-written.
+#[async_trait]
+pub trait Connector: Send + Sync {
+    /// Calls the backend for one tool invocation.
+    async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError>;
+
+    /// Checks one tool's connector configuration at load time (files exist, fields
+    /// make sense), so a bad registry fails before serving.
+    ///
+    /// # Errors
+    /// A plain description of what is wrong with the configuration.
+    fn check_config(&self, tool_id: &str, config: &serde_json::Value) -> Result<(), String> {
+        let _ = (tool_id, config);
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+//! The `Metrics` port: counters and measurements (CloudWatch EMF on AWS, a local registry
+//! on a laptop).
+
+/// A sink for metrics.
+pub trait Metrics: Send + Sync {
+    /// Adds `value` to counter `name` with the given dimensions.
+    fn count(&self, name: &'static str, value: u64, dimensions: &[(&'static str, &str)]);
+
+    /// Records one measurement (milliseconds, USD, ...).
+    fn measure(&self, name: &'static str, value: f64, dimensions: &[(&'static str, &str)]);
+}
+
+/// Metrics that go nowhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoMetrics;
+
+impl Metrics for NoMetrics {
+    fn count(&self, _: &'static str, _: u64, _: &[(&'static str, &str)]) {}
+    fn measure(&self, _: &'static str, _: f64, _: &[(&'static str, &str)]) {}
+}
+
+/// Counter: envelopes suppressed because their principal differed (D-29).
+pub const PRINCIPAL_MISMATCH_TOTAL: &str = "principal_mismatch_total";
+/// Counter: envelopes with an incompatible major version (D-28).
+pub const ENVELOPE_VERSION_MISMATCH_TOTAL: &str = "envelope_version_mismatch_total";
+/// Counter: status codes no card maps (D-12).
+pub const UNKNOWN_STATUS_CODE_TOTAL: &str = "unknown_status_code_total";
+/// Measurement: cost of a turn in USD (D-32).
+pub const TURN_COST_USD: &str = "turn_cost_usd";
+/// Counter: turns by outcome.
+pub const TURNS_TOTAL: &str = "turns_total";
+/// Counter: sub-agent invocations by outcome.
+pub const SUBAGENT_INVOCATIONS_TOTAL: &str = "subagent_invocations_total";

@@ -1,0 +1,148 @@
+//! The `Store` port: the episode journal (D-24 … D-26).
+//!
+//! An episode belongs to one principal. A turn is *claimed* before it runs (so a duplicate
+//! turn id is never run twice and two turns never interleave on one episode) and
+//! *committed* once, atomically, with its narration, per-sub-agent segments, routing
+//! record, usage and body references. Bodies (tool messages, component payloads) are
+//! written before the record that references them and never enter model context.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::principal::Principal;
+use crate::turn::{EpisodeState, TurnRecord};
+
+/// Episode metadata (`META`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeMeta {
+    /// Episode id.
+    pub episode_id: String,
+    /// The owner; nobody else may read or write it.
+    pub owner: Principal,
+    /// Number of committed turns; the optimistic-concurrency version.
+    pub version: u64,
+    /// Creation time, epoch ms.
+    pub created_ms: u64,
+    /// Last commit time, epoch ms.
+    pub updated_ms: u64,
+    /// Rolling summary written by compaction, if any.
+    pub rolling_summary: Option<String>,
+    /// Mutable runtime state carried between turns.
+    pub state: EpisodeState,
+}
+
+/// A request to claim a turn before running it.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// Caller.
+    pub principal: Principal,
+    /// Episode to continue, or `None` to start one (the store picks `new_episode_id`).
+    pub episode_id: Option<String>,
+    /// Id for a new episode when `episode_id` is `None`.
+    pub new_episode_id: String,
+    /// Turn id (client-supplied or generated); unique across the store.
+    pub turn_id: String,
+    /// Now, epoch ms.
+    pub now_ms: u64,
+    /// How long the claim holds before another turn may take the episode over.
+    pub lease_ms: u64,
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The turn may run; here is the episode as of now.
+    Claimed(EpisodeMeta),
+    /// This turn id already completed for this principal: replay it, run nothing.
+    Completed(Box<TurnRecord>),
+    /// This turn id is running right now.
+    InFlight,
+    /// Another turn is running on this episode.
+    Busy,
+}
+
+/// One body (tool message or component payload) stored apart from the turn record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Body {
+    /// Key, unique within the episode (e.g. `<turn_id>/<call_id>`).
+    pub key: String,
+    /// JSON document.
+    pub json: serde_json::Value,
+}
+
+/// One turn to commit.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    /// Caller (must own the episode).
+    pub principal: Principal,
+    /// The version the turn was run against; the commit fails with `Conflict` otherwise.
+    pub expected_version: u64,
+    /// The record; its `seq` must be `expected_version + 1`.
+    pub record: TurnRecord,
+    /// Bodies referenced by the record, written first.
+    pub bodies: Vec<Body>,
+    /// Episode state after the turn.
+    pub state: EpisodeState,
+}
+
+/// What went wrong in the store, phrased as what the caller can do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    /// No such episode for this principal (also when it belongs to someone else: D-30).
+    #[error("episode not found")]
+    NotFound,
+    /// The episode changed since it was read; reload and retry.
+    #[error("episode version conflict")]
+    Conflict,
+    /// The store cannot be reached or is locked; retry later.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Stored data cannot be read; nothing was changed.
+    #[error("store data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// The episode journal.
+///
+/// Every method is atomic: on `Err` nothing was changed. Futures may be dropped at any
+/// await point; a dropped `commit` either happened or did not.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Claims a turn (D-25, D-26); creates the episode when `episode_id` is `None`.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's.
+    async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError>;
+
+    /// Drops a claim without committing (the turn failed before it could commit).
+    async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError>;
+
+    /// Commits a claimed turn and releases its claim; returns the new version.
+    ///
+    /// # Errors
+    /// `Conflict` when the episode's version is no longer `expected_version`.
+    async fn commit(&self, commit: Commit) -> Result<u64, StoreError>;
+
+    /// Episode metadata, checked for ownership.
+    async fn episode(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeMeta, StoreError>;
+
+    /// The last `limit` committed turns of an episode, oldest first, checked for ownership.
+    async fn turns(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError>;
+
+    /// Reads one body, checked for ownership.
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError>;
+}

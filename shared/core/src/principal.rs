@@ -1,0 +1,45 @@
+//! The principal: on whose behalf a turn runs (D-29, D-30).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// An authenticated user or service id. Built only from the auth context, never from a
+/// request body.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Principal(Arc<str>);
+
+/// Why a string cannot be a principal.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a principal must be 1 to 128 visible characters without spaces")]
+pub struct InvalidPrincipal;
+
+impl Principal {
+    /// Validates and wraps a principal id.
+    ///
+    /// # Errors
+    /// Empty, longer than 128 characters, or containing whitespace or control characters.
+    pub fn new(id: &str) -> Result<Self, InvalidPrincipal> {
+        let ok = !id.is_empty()
+            && id.chars().count() <= 128
+            && id.chars().all(|c| !c.is_whitespace() && !c.is_control());
+        if ok {
+            Ok(Principal(Arc::from(id)))
+        } else {
+            Err(InvalidPrincipal)
+        }
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Principal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}

@@ -1,0 +1,199 @@
+//! The authored shapes: what YAML and front matter deserialize into before validation.
+//!
+//! Unknown fields are rejected so that a typo is a load error, not a silent default.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// An agent card as written (D-1).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCard {
+    pub(crate) id: String,
+    #[serde(default)]
+    pub(crate) label: Option<String>,
+    pub(crate) description: String,
+    pub(crate) role: String,
+    pub(crate) model: String,
+    #[serde(default)]
+    pub(crate) tools: Vec<String>,
+    #[serde(default)]
+    pub(crate) prompt_blocks: Vec<String>,
+    #[serde(default)]
+    pub(crate) sub_agents: Vec<String>,
+    #[serde(default)]
+    pub(crate) tuning: RawTuning,
+    #[serde(default)]
+    pub(crate) limits: RawLimits,
+    #[serde(default)]
+    pub(crate) routing: RawRouting,
+    /// Extra `ask_<id>` argument properties (JSON Schema), e.g. a support category.
+    #[serde(default)]
+    pub(crate) ask_args: BTreeMap<String, serde_json::Value>,
+    // Orchestrator-only fields.
+    #[serde(default)]
+    pub(crate) composition: Option<String>,
+    #[serde(default)]
+    pub(crate) fanout_cap: Option<u32>,
+    #[serde(default)]
+    pub(crate) fastpath: Option<RawFastpath>,
+    #[serde(default)]
+    pub(crate) direct_line: Option<serde_json::Value>,
+    #[serde(default)]
+    pub(crate) status_messages: Option<RawStatusMessages>,
+    #[serde(default)]
+    pub(crate) obligations: Option<serde_json::Value>,
+    #[serde(default)]
+    pub(crate) turn_limits: Option<RawTurnLimits>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTuning {
+    pub(crate) max_output_tokens: Option<u32>,
+    pub(crate) temperature: Option<f32>,
+    pub(crate) reasoning_effort: Option<String>,
+    pub(crate) text_verbosity: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub(crate) max_tool_calls: Option<u32>,
+    pub(crate) timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRouting {
+    #[serde(default)]
+    pub(crate) examples: Vec<String>,
+    #[serde(default)]
+    pub(crate) keywords: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFastpath {
+    #[serde(default)]
+    pub(crate) allow: Vec<String>,
+    pub(crate) fallback: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStatusMessages {
+    /// Window in which concurrent codes merge into one line.
+    pub(crate) merge_window_ms: Option<u64>,
+    /// Silence after which a generic progress line is shown.
+    pub(crate) idle_after_ms: Option<u64>,
+    /// The generic progress line.
+    pub(crate) idle_text: Option<String>,
+    #[serde(default)]
+    pub(crate) codes: BTreeMap<String, RawStatusCode>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStatusCode {
+    pub(crate) text: Option<String>,
+    pub(crate) policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTurnLimits {
+    pub(crate) max_subagents: Option<u32>,
+    pub(crate) max_tool_calls: Option<u32>,
+    pub(crate) max_iterations: Option<u32>,
+    pub(crate) episode_max_calls: Option<u32>,
+    pub(crate) episode_window_s: Option<u64>,
+    pub(crate) breaker_failures: Option<u32>,
+    pub(crate) breaker_cooldown_ms: Option<u64>,
+}
+
+/// `models.yaml` (D-4).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawModels {
+    #[serde(default)]
+    pub(crate) summarizer: Option<String>,
+    pub(crate) models: BTreeMap<String, RawModel>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawModel {
+    pub(crate) provider: String,
+    pub(crate) model_id: String,
+    pub(crate) context_window: u64,
+    pub(crate) prices: RawPrices,
+    #[serde(default)]
+    pub(crate) capabilities: RawCapabilities,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrices {
+    pub(crate) input: f64,
+    pub(crate) output: f64,
+    #[serde(default)]
+    pub(crate) cache_read: f64,
+    #[serde(default)]
+    pub(crate) cache_write: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCapabilities {
+    #[serde(default)]
+    pub(crate) tool_choice: bool,
+    #[serde(default)]
+    pub(crate) cache_points: bool,
+    #[serde(default)]
+    pub(crate) parallel_tool_calls: bool,
+}
+
+/// `tools.yaml` (D-5).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTools {
+    pub(crate) tools: BTreeMap<String, RawTool>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTool {
+    pub(crate) description: String,
+    pub(crate) connector: RawConnector,
+    pub(crate) schema: serde_json::Value,
+    #[serde(default)]
+    pub(crate) timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) status: Option<String>,
+    #[serde(default)]
+    pub(crate) result_template: Option<String>,
+    /// Major envelope version this tool expects; others are failures (D-28).
+    #[serde(default)]
+    pub(crate) envelope_major: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct RawConnector {
+    pub(crate) kind: String,
+    #[serde(flatten)]
+    pub(crate) config: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A prompt block's front matter.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBlockMeta {
+    #[serde(default)]
+    pub(crate) id: Option<String>,
+    pub(crate) owner: String,
+    pub(crate) category: String,
+    #[serde(default)]
+    pub(crate) required: bool,
+}

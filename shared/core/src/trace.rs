@@ -1,0 +1,125 @@
+//! The routing record: one per turn (D-31), built by the runtime as it goes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::turn::AgentStatus;
+
+/// Fan-out relative to the cap (D-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CapBehavior {
+    /// Fewer calls than the cap.
+    #[default]
+    Within,
+    /// Exactly the cap.
+    At,
+    /// More calls than the cap: the extra ones were dropped.
+    Over,
+}
+
+impl CapBehavior {
+    /// Classifies `calls` against `cap`.
+    pub fn of(calls: usize, cap: usize) -> Self {
+        match calls.cmp(&cap) {
+            std::cmp::Ordering::Less => CapBehavior::Within,
+            std::cmp::Ordering::Equal => CapBehavior::At,
+            std::cmp::Ordering::Greater => CapBehavior::Over,
+        }
+    }
+}
+
+/// Why a call emitted by the orchestrator did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The tool name is not one of this orchestrator's.
+    UnknownTool,
+    /// Arguments failed the schema or were not JSON.
+    InvalidArgs,
+    /// A second call to the same sub-agent.
+    Duplicate,
+    /// Mixed intent and no content word shared with the user's text (D-8).
+    NoOverlap,
+    /// Beyond the fan-out cap (D-9).
+    OverCap,
+    /// A turn or episode limit (D-15).
+    Limit,
+}
+
+/// A dropped call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedCall {
+    /// Tool name as emitted.
+    pub tool: String,
+    /// Why.
+    pub reason: DropReason,
+}
+
+/// A guard that changed something.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GuardFired {
+    /// Guard name (`intent_count`, `echo`, `overlap`, `verbatim`, `fastpath`, ...).
+    pub guard: String,
+    /// What it did.
+    pub detail: String,
+}
+
+/// Per-sub-agent outcome in the routing record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentOutcome {
+    /// Card id.
+    pub agent_id: String,
+    /// Outcome.
+    pub status: AgentStatus,
+    /// Wall time.
+    pub latency_ms: u64,
+    /// Tool calls made.
+    pub tool_calls: u32,
+}
+
+/// The routing record of one turn.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RoutingRecord {
+    /// Sub-agents invoked, in dispatch order.
+    pub invoked: Vec<String>,
+    /// Largest `intent_count` the orchestrator reported.
+    pub intent_count: u32,
+    /// The fan-out cap in force.
+    pub cap: u32,
+    /// Calls relative to the cap.
+    pub cap_behavior: CapBehavior,
+    /// Calls that did not run.
+    pub dropped: Vec<DroppedCall>,
+    /// Guards that fired.
+    pub guards: Vec<GuardFired>,
+    /// Re-asks and model retries.
+    pub retries: u32,
+    /// Text-only answer allowed by the Fastpath allowlist (its category).
+    pub fastpath: Option<String>,
+    /// Per-sub-agent outcome.
+    pub outcomes: Vec<AgentOutcome>,
+    /// Composition policy used.
+    pub composition: String,
+    /// Limit that tripped, if any.
+    pub limit: Option<String>,
+    /// `principal_mismatch` suppressions during the turn.
+    pub principal_mismatches: u32,
+}
+
+impl RoutingRecord {
+    /// Notes a guard firing.
+    pub fn guard(&mut self, guard: &str, detail: impl Into<String>) {
+        self.guards.push(GuardFired {
+            guard: guard.to_owned(),
+            detail: detail.into(),
+        });
+    }
+
+    /// Notes a dropped call.
+    pub fn drop_call(&mut self, tool: &str, reason: DropReason) {
+        self.dropped.push(DroppedCall {
+            tool: tool.to_owned(),
+            reason,
+        });
+    }
+}

@@ -1,0 +1,192 @@
+//! What a committed turn and an episode's carried state look like.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ports::model::TokenUsage;
+use crate::trace::RoutingRecord;
+
+/// How one consulted sub-agent ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Answered.
+    Ok,
+    /// Answered with degraded data.
+    Partial,
+    /// Failed (error, malformed output, unavailable data).
+    Error,
+    /// Ran out of time.
+    Timeout,
+}
+
+impl AgentStatus {
+    /// Whether the sub-agent produced a usable answer.
+    pub fn answered(self) -> bool {
+        matches!(self, AgentStatus::Ok | AgentStatus::Partial)
+    }
+}
+
+/// One entry of `agents_consulted` (D-20): built from the runtime trace only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsultedAgent {
+    /// Card id.
+    pub agent_id: String,
+    /// Display label.
+    pub label: String,
+    /// Outcome.
+    pub status: AgentStatus,
+    /// Wall time of the invocation.
+    pub duration_ms: u64,
+    /// Tool calls the sub-agent made.
+    pub tool_calls: u32,
+}
+
+/// Tokens and cost of one model within a turn (D-32).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelUsage {
+    /// Registry key of the model.
+    pub model: String,
+    /// Calls made.
+    pub calls: u32,
+    /// Tokens.
+    #[serde(flatten)]
+    pub tokens: TokenUsage,
+    /// Cost in USD.
+    pub cost_usd: f64,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnOutcome {
+    /// Answered in full.
+    Answered,
+    /// A limit tripped; some work was not done and the user was offered to continue.
+    Limited,
+    /// The turn could not be answered (the user was told so in plain words).
+    Failed,
+}
+
+/// A sub-agent's part of a turn: kept apart so each sub-agent later sees only its own
+/// history (D-17).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    /// Card id.
+    pub agent_id: String,
+    /// The query it was given.
+    pub query: String,
+    /// Its answer text (narration only).
+    pub text: String,
+    /// Outcome.
+    pub status: AgentStatus,
+}
+
+/// A committed turn (`TURN#<seq>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    /// Episode id.
+    pub episode_id: String,
+    /// Position in the episode, from 1.
+    pub seq: u64,
+    /// Turn id (idempotency key).
+    pub turn_id: String,
+    /// Commit time, epoch ms.
+    pub created_ms: u64,
+    /// The user's text.
+    pub user_text: String,
+    /// What the user was shown, as one text (narration only, no payloads).
+    pub narration: String,
+    /// Per-sub-agent parts.
+    pub segments: Vec<Segment>,
+    /// `agents_consulted` as sent.
+    pub consulted: Vec<ConsultedAgent>,
+    /// The routing record (D-31).
+    pub routing: RoutingRecord,
+    /// Usage by model.
+    pub usage: Vec<ModelUsage>,
+    /// Total cost in USD.
+    pub cost_usd: f64,
+    /// Keys of the bodies stored for this turn.
+    pub body_keys: Vec<String>,
+    /// How it ended.
+    pub outcome: TurnOutcome,
+}
+
+/// Work a limit stopped, kept so that "continue" can pick it up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingCall {
+    /// Sub-agent to consult.
+    pub agent_id: String,
+    /// The query it would have been given.
+    pub query: String,
+}
+
+/// Model and tool calls in one minute, for the per-episode sliding window (D-15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RateBucket {
+    /// Start of the minute, epoch ms.
+    pub minute_ms: u64,
+    /// Calls counted in it.
+    pub calls: u32,
+}
+
+/// Runtime state carried from one turn of an episode to the next.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct EpisodeState {
+    /// Calls per minute over the recent window.
+    #[serde(default)]
+    pub rate_window: Vec<RateBucket>,
+    /// Work a limit stopped last turn.
+    #[serde(default)]
+    pub pending: Vec<PendingCall>,
+}
+
+impl EpisodeState {
+    /// Calls counted within `window_ms` before `now_ms`.
+    pub fn calls_in_window(&self, now_ms: u64, window_ms: u64) -> u32 {
+        let from = now_ms.saturating_sub(window_ms);
+        self.rate_window
+            .iter()
+            .filter(|b| b.minute_ms + 60_000 > from)
+            .map(|b| b.calls)
+            .sum()
+    }
+
+    /// Records `calls` at `now_ms` and forgets buckets older than `window_ms`.
+    pub fn record_calls(&mut self, now_ms: u64, window_ms: u64, calls: u32) {
+        let minute = now_ms - now_ms % 60_000;
+        let from = now_ms.saturating_sub(window_ms);
+        self.rate_window.retain(|b| b.minute_ms + 60_000 > from);
+        match self.rate_window.iter_mut().find(|b| b.minute_ms == minute) {
+            Some(bucket) => bucket.calls += calls,
+            None if calls > 0 => self.rate_window.push(RateBucket {
+                minute_ms: minute,
+                calls,
+            }),
+            None => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sliding_window_forgets_old_minutes() {
+        let mut s = EpisodeState::default();
+        s.record_calls(0, 300_000, 10);
+        s.record_calls(120_000, 300_000, 5);
+        assert_eq!(s.calls_in_window(120_000, 300_000), 15);
+        // Six minutes later the first bucket has left the window.
+        assert_eq!(s.calls_in_window(360_001, 300_000), 5);
+        s.record_calls(500_000, 300_000, 1);
+        assert_eq!(
+            s.rate_window,
+            vec![RateBucket {
+                minute_ms: 480_000,
+                calls: 1
+            }]
+        );
+    }
+}

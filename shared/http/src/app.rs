@@ -1,0 +1,29 @@
+//! The router.
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+
+use crate::error::Error;
+use crate::state::AppState;
+use crate::{episodes, health, turns};
+
+/// The Baton HTTP app over `state`: every route, the body limit, and JSON
+/// refusals for unknown paths (404) and methods (405).
+///
+/// Serve it with [`serve`](crate::serve) or any tower-compatible host (the turn Lambda);
+/// tests drive it with `app(state).oneshot(request)`.
+pub fn app(state: AppState) -> Router {
+    let mut router = Router::new()
+        .route("/v1/turns", post(turns::post_turn))
+        .route("/v1/episodes/{id}", get(episodes::get_episode))
+        .route("/healthz", get(health::healthz));
+    if state.metrics.is_some() {
+        router = router.route("/metrics", get(health::metrics));
+    }
+    router
+        .fallback(|| async { Error::NoRoute })
+        .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .with_state(state)
+}

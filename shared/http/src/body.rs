@@ -1,0 +1,194 @@
+//! The body of `POST /v1/turns`, and how a request's bytes become one.
+//!
+//! The bytes are checked in steps (content type, JSON syntax, an object, known fields,
+//! field types) so that each refusal says in plain words what is wrong and names the field,
+//! without serde's internals.
+
+use axum::http::HeaderMap;
+use axum::http::header::CONTENT_TYPE;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+
+/// What a client sends to start a turn. The principal is deliberately absent: it comes from
+/// the auth context (D-30), and a body that carries one is refused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnBody {
+    /// The user's message.
+    pub message: String,
+    /// Episode to continue; absent starts a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
+    /// Idempotency key chosen by the client (D-25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// Locale, e.g. `en-US`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// Coarse location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+}
+
+const REQUIRED: &[&str] = &["message"];
+const OPTIONAL: &[&str] = &["episode_id", "turn_id", "locale", "location"];
+
+/// Parses a turn body.
+pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error> {
+    if !is_json(headers) {
+        return Err(Error::ContentType);
+    }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        tracing::debug!(error = %e, "turn body is not JSON");
+        Error::MalformedJson
+    })?;
+    let Value::Object(fields) = value else {
+        return Err(Error::InvalidBody(
+            "the request body must be a JSON object with a \"message\" field".to_owned(),
+        ));
+    };
+    check_fields(&fields)?;
+    serde_json::from_value(Value::Object(fields)).map_err(|e| {
+        // Unreachable after the checks above; kept as a refusal rather than a panic.
+        tracing::warn!(error = %e, "turn body passed the checks but did not deserialize");
+        Error::InvalidBody("the request body does not have the expected fields".to_owned())
+    })
+}
+
+fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
+    for name in fields.keys() {
+        if name == "principal" {
+            return Err(Error::InvalidBody(
+                "unknown field \"principal\": the caller is identified by authentication, \
+                 never by the request body"
+                    .to_owned(),
+            ));
+        }
+        if !REQUIRED.contains(&name.as_str()) && !OPTIONAL.contains(&name.as_str()) {
+            return Err(Error::InvalidBody(format!(
+                "unknown field {name:?}; the fields are message, episode_id, turn_id, locale \
+                 and location"
+            )));
+        }
+    }
+    for name in REQUIRED {
+        match fields.get(*name) {
+            Some(Value::String(_)) => {}
+            Some(_) => return Err(Error::InvalidBody(format!("{name:?} must be a string"))),
+            None => return Err(Error::InvalidBody(format!("the {name:?} field is missing"))),
+        }
+    }
+    for name in OPTIONAL {
+        match fields.get(*name) {
+            None | Some(Value::String(_) | Value::Null) => {}
+            Some(_) => return Err(Error::InvalidBody(format!("{name:?} must be a string"))),
+        }
+    }
+    Ok(())
+}
+
+/// `application/json` or `application/<something>+json`, parameters ignored.
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn json_headers() -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        h
+    }
+
+    fn message(err: Error) -> String {
+        err.to_string()
+    }
+
+    #[test]
+    fn a_full_body_parses() {
+        let body = parse(
+            &json_headers(),
+            br#"{"message":"hi","episode_id":"ep1","turn_id":"t1","locale":"en-US","location":null}"#,
+        )
+        .unwrap();
+        assert_eq!(body.message, "hi");
+        assert_eq!(body.episode_id.as_deref(), Some("ep1"));
+        assert_eq!(body.location, None);
+    }
+
+    #[test]
+    fn charset_parameter_and_suffix_types_are_json() {
+        for ct in [
+            "application/json; charset=utf-8",
+            "application/vnd.baton+json",
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(CONTENT_TYPE, HeaderValue::from_static(ct));
+            assert!(parse(&h, br#"{"message":"hi"}"#).is_ok(), "{ct}");
+        }
+    }
+
+    #[test]
+    fn text_plain_is_refused() {
+        let mut h = HeaderMap::new();
+        h.insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        assert_eq!(parse(&h, br#"{"message":"hi"}"#), Err(Error::ContentType));
+    }
+
+    #[test]
+    fn a_principal_in_the_body_is_refused_by_name() {
+        let err = parse(&json_headers(), br#"{"message":"hi","principal":"bob"}"#).unwrap_err();
+        assert!(message(err).contains("\"principal\""));
+    }
+
+    #[test]
+    fn an_unknown_field_is_named() {
+        let err = parse(&json_headers(), br#"{"message":"hi","mesage":"x"}"#).unwrap_err();
+        assert!(message(err).starts_with("unknown field \"mesage\""));
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_field() {
+        let err = parse(&json_headers(), br#"{"message":3}"#).unwrap_err();
+        assert_eq!(message(err), "\"message\" must be a string");
+        let err = parse(&json_headers(), br#"{"message":"hi","locale":["x"]}"#).unwrap_err();
+        assert_eq!(message(err), "\"locale\" must be a string");
+    }
+
+    #[test]
+    fn a_missing_message_is_named() {
+        let err = parse(&json_headers(), br#"{"locale":"en"}"#).unwrap_err();
+        assert_eq!(message(err), "the \"message\" field is missing");
+    }
+
+    #[test]
+    fn broken_json_is_malformed() {
+        assert_eq!(
+            parse(&json_headers(), br#"{"message": "#),
+            Err(Error::MalformedJson)
+        );
+    }
+
+    #[test]
+    fn an_array_is_not_a_body() {
+        assert!(matches!(
+            parse(&json_headers(), b"[]"),
+            Err(Error::InvalidBody(_))
+        ));
+    }
+}

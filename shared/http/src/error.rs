@@ -1,0 +1,140 @@
+//! The one error type of the HTTP edge: each variant knows its status and a body that is
+//! safe to show (`{"error": {"code": "...", "message": "..."}}`).
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use baton_runtime::{RejectionKind, TurnRejection};
+use serde_json::json;
+
+use crate::principal::AuthError;
+
+/// A `Result` whose error is this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Why a request was refused. Every message is plain language; the detail, if any, was
+/// logged where it happened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// No usable principal (401).
+    #[error("{0}")]
+    Unauthorized(AuthError),
+    /// The body is not declared as JSON (400).
+    #[error("the request body must be JSON, sent with content-type: application/json")]
+    ContentType,
+    /// The body is not valid JSON (400).
+    #[error("the request body is not valid JSON")]
+    MalformedJson,
+    /// The JSON does not have the expected shape; the message names the field (400).
+    #[error("{0}")]
+    InvalidBody(String),
+    /// The body could not be read (400).
+    #[error("the request body could not be read")]
+    UnreadableBody,
+    /// The body is over the configured limit (413).
+    #[error("the request body is larger than the limit of {limit} bytes")]
+    BodyTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The runtime refused the turn or the lookup.
+    #[error("{0}")]
+    Rejected(TurnRejection),
+    /// No route matches the path (404).
+    #[error("there is nothing at this address")]
+    NoRoute,
+    /// The path exists but not for this method (405).
+    #[error("this address does not accept that method")]
+    MethodNotAllowed,
+}
+
+impl Error {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Error::ContentType
+            | Error::MalformedJson
+            | Error::InvalidBody(_)
+            | Error::UnreadableBody => StatusCode::BAD_REQUEST,
+            Error::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::NoRoute => StatusCode::NOT_FOUND,
+            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Rejected(r) => match r.kind {
+                RejectionKind::Invalid => StatusCode::BAD_REQUEST,
+                RejectionKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                RejectionKind::NotFound => StatusCode::NOT_FOUND,
+                RejectionKind::InFlight | RejectionKind::Busy => StatusCode::CONFLICT,
+                RejectionKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            },
+        }
+    }
+
+    /// A stable, machine-readable code for the `error.code` field.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Unauthorized(_) => "unauthorized",
+            Error::ContentType => "unsupported_content_type",
+            Error::MalformedJson => "malformed_json",
+            Error::InvalidBody(_) => "invalid_body",
+            Error::UnreadableBody => "unreadable_body",
+            Error::BodyTooLarge { .. } => "body_too_large",
+            Error::NoRoute => "no_route",
+            Error::MethodNotAllowed => "method_not_allowed",
+            Error::Rejected(r) => match r.kind {
+                RejectionKind::Invalid => "invalid_request",
+                RejectionKind::TooLarge => "message_too_large",
+                RejectionKind::NotFound => "not_found",
+                RejectionKind::InFlight => "turn_in_flight",
+                RejectionKind::Busy => "episode_busy",
+                RejectionKind::Unavailable => "unavailable",
+            },
+        }
+    }
+}
+
+impl From<TurnRejection> for Error {
+    fn from(r: TurnRejection) -> Self {
+        Error::Rejected(r)
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = json!({ "error": { "code": self.code(), "message": self.to_string() } });
+        (status, Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rejected(kind: RejectionKind) -> Error {
+        Error::Rejected(TurnRejection {
+            kind,
+            message: "plain words".into(),
+        })
+    }
+
+    #[test]
+    fn each_rejection_kind_has_its_status() {
+        let cases = [
+            (RejectionKind::Invalid, 400),
+            (RejectionKind::TooLarge, 413),
+            (RejectionKind::NotFound, 404),
+            (RejectionKind::InFlight, 409),
+            (RejectionKind::Busy, 409),
+            (RejectionKind::Unavailable, 503),
+        ];
+        for (kind, status) in cases {
+            assert_eq!(rejected(kind).status().as_u16(), status, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_rejection_shows_the_runtime_message_as_is() {
+        assert_eq!(rejected(RejectionKind::Busy).to_string(), "plain words");
+    }
+}

@@ -1,0 +1,19 @@
+//! Liveness and the in-process counters.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+use crate::error::Error;
+use crate::state::AppState;
+
+/// `GET /healthz`.
+pub(crate) async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+/// `GET /metrics`: every counter, `name,dimension=value` → count.
+pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Json<Value>, Error> {
+    let metrics = state.metrics.as_ref().ok_or(Error::NoRoute)?;
+    Ok(Json(json!({ "counters": metrics.snapshot() })))
+}

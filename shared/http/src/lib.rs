@@ -1,0 +1,39 @@
+//! Baton's HTTP edge: the axum [`app`] that runs turns and streams their events as
+//! Server-Sent Events.
+//!
+//! The same router serves `baton serve` on a laptop and, later, the turn Lambda, so
+//! nothing in it assumes a local machine: who the caller is comes from a
+//! [`PrincipalSource`] chosen by the program (a flag or header locally, the auth context
+//! on AWS), never from the request body (D-30). The turn engine knows nothing of HTTP; the
+//! [`sse`] module alone maps its events to frames.
+//!
+//! Routes:
+//! - `POST /v1/turns`: a [`TurnBody`] in, a `text/event-stream` of the turn's events out;
+//! - `GET /v1/episodes/{id}`: the caller's own episode history as JSON;
+//! - `GET /healthz`: `{"status":"ok"}`;
+//! - `GET /metrics`: in-process counters, only when the state carries them.
+//!
+//! Every failure is an [`Error`] that knows its status and a plain-language JSON body,
+//! `{"error": {"code": "...", "message": "..."}}`; internals go to the log only.
+//!
+//! This crate must never depend on a store, model or cloud SDK: it sees the runtime only.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod app;
+mod body;
+mod episodes;
+mod error;
+mod health;
+mod principal;
+mod serve;
+pub mod sse;
+mod state;
+mod turns;
+
+pub use app::app;
+pub use body::TurnBody;
+pub use error::{Error, Result};
+pub use principal::{AuthError, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
+pub use serve::serve;
+pub use state::{AppState, DEFAULT_MAX_BODY_BYTES};

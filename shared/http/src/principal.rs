@@ -1,0 +1,131 @@
+//! Who is calling: the principal comes from the auth context, never from the body (D-30).
+
+use axum::extract::FromRequestParts;
+use axum::http::HeaderName;
+use axum::http::request::Parts;
+use baton_core::Principal;
+
+use crate::error::Error;
+use crate::state::AppState;
+
+/// The header [`LocalPrincipal`] reads by default.
+pub const PRINCIPAL_HEADER: &str = "x-baton-principal";
+
+/// Why a request has no usable principal. Both become 401.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// The request carries no principal and there is no default.
+    #[error("this request is not authenticated: it names no principal")]
+    Missing,
+    /// The request names a principal that is not a valid id.
+    #[error("the request's principal is not valid: {0}")]
+    Invalid(String),
+}
+
+/// Where the caller's principal comes from. Locally a flag or a header; on AWS the
+/// function URL's IAM context or the API Gateway authorizer.
+pub trait PrincipalSource: Send + Sync {
+    /// The principal of one request, read from its head only (the body is never consulted).
+    ///
+    /// # Errors
+    /// No principal, or one that is not a valid id.
+    fn principal(&self, parts: &Parts) -> Result<Principal, AuthError>;
+}
+
+/// The local principal source: a header (`x-baton-principal` unless changed) when present,
+/// else a configured default (`baton serve --principal`).
+///
+/// Anyone who can reach the server can name any principal with the header, which is why
+/// `baton serve` binds to localhost by default.
+#[derive(Debug, Clone)]
+pub struct LocalPrincipal {
+    header: HeaderName,
+    default: Option<Principal>,
+}
+
+impl LocalPrincipal {
+    /// Reads `x-baton-principal`, falling back to `default`.
+    pub fn new(default: Option<Principal>) -> Self {
+        LocalPrincipal {
+            header: HeaderName::from_static(PRINCIPAL_HEADER),
+            default,
+        }
+    }
+
+    /// Reads `header` instead of `x-baton-principal`.
+    pub fn with_header(mut self, header: HeaderName) -> Self {
+        self.header = header;
+        self
+    }
+}
+
+impl PrincipalSource for LocalPrincipal {
+    fn principal(&self, parts: &Parts) -> Result<Principal, AuthError> {
+        let Some(value) = parts.headers.get(&self.header) else {
+            return self.default.clone().ok_or(AuthError::Missing);
+        };
+        let text = value
+            .to_str()
+            .map_err(|_| AuthError::Invalid("it is not plain text".to_owned()))?;
+        Principal::new(text.trim()).map_err(|e| AuthError::Invalid(e.to_string()))
+    }
+}
+
+/// Extracts the caller's principal through the state's [`PrincipalSource`].
+pub(crate) struct Caller(pub(crate) Principal);
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
+        match state.principals.principal(parts) {
+            Ok(p) => Ok(Caller(p)),
+            Err(e) => {
+                tracing::info!(error = %e, "request refused: no usable principal");
+                Err(Error::Unauthorized(e))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Request;
+
+    fn parts(header: Option<&str>) -> Parts {
+        let mut req = Request::builder().uri("/v1/turns");
+        if let Some(h) = header {
+            req = req.header(PRINCIPAL_HEADER, h);
+        }
+        req.body(()).unwrap().into_parts().0
+    }
+
+    #[test]
+    fn header_wins_over_the_default() {
+        let source = LocalPrincipal::new(Some(Principal::new("local-user").unwrap()));
+        assert_eq!(
+            source.principal(&parts(Some("alice"))).unwrap().as_str(),
+            "alice"
+        );
+        assert_eq!(
+            source.principal(&parts(None)).unwrap().as_str(),
+            "local-user"
+        );
+    }
+
+    #[test]
+    fn no_header_and_no_default_is_missing() {
+        let source = LocalPrincipal::new(None);
+        assert_eq!(source.principal(&parts(None)), Err(AuthError::Missing));
+    }
+
+    #[test]
+    fn a_principal_with_spaces_is_invalid() {
+        let source = LocalPrincipal::new(None);
+        assert!(matches!(
+            source.principal(&parts(Some("two words"))),
+            Err(AuthError::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,60 @@
+//! What every request handler shares.
+
+use std::fmt;
+use std::sync::Arc;
+
+use baton_runtime::Runtime;
+use baton_runtime::metrics::LocalMetrics;
+
+use crate::principal::PrincipalSource;
+
+/// Largest accepted request body unless [`AppState::max_body_bytes`] says otherwise.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The state behind [`app`](crate::app): the runtime, where callers' principals come from,
+/// and optional extras. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The turn engine.
+    pub runtime: Runtime,
+    /// Who is calling (D-30).
+    pub principals: Arc<dyn PrincipalSource>,
+    /// In-process counters served at `GET /metrics`; the route exists only when set.
+    pub metrics: Option<Arc<LocalMetrics>>,
+    /// Largest accepted request body, in bytes (larger ones get 413).
+    pub max_body_bytes: usize,
+}
+
+impl AppState {
+    /// State with no metrics route and the default body limit.
+    pub fn new(runtime: Runtime, principals: Arc<dyn PrincipalSource>) -> Self {
+        AppState {
+            runtime,
+            principals,
+            metrics: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+
+    /// Serves these counters at `GET /metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<LocalMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Sets the largest accepted request body, in bytes.
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+}
+
+impl fmt::Debug for AppState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AppState")
+            .field("entry", &self.runtime.entry().id)
+            .field("metrics", &self.metrics.is_some())
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}

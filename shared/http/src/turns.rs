@@ -1,0 +1,84 @@
+//! `POST /v1/turns`: start a turn and stream its events.
+
+use std::convert::Infallible;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::sse::Sse;
+use axum::response::{IntoResponse, Response};
+use baton_core::events::PROTOCOL_VERSION;
+use baton_runtime::TurnRequest;
+use futures::StreamExt;
+
+use crate::body;
+use crate::error::Error;
+use crate::principal::Caller;
+use crate::sse;
+use crate::state::AppState;
+
+/// Protocol version of the event stream.
+const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("x-baton-protocol");
+/// The turn's id (generated unless the client sent one).
+const TURN_HEADER: HeaderName = HeaderName::from_static("x-baton-turn-id");
+/// The episode's id (new unless the client continued one).
+const EPISODE_HEADER: HeaderName = HeaderName::from_static("x-baton-episode-id");
+/// Present when a completed turn is replayed rather than run (D-25).
+const REPLAY_HEADER: HeaderName = HeaderName::from_static("x-baton-replay");
+/// Asks buffering proxies (nginx) to pass frames through as they come.
+const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buffering");
+
+/// The caller is checked first, then the body; the turn runs on its own task, so a client
+/// that leaves mid-stream only stops the frames: the turn still commits (its answer is in
+/// the episode's history).
+pub(crate) async fn post_turn(
+    State(state): State<AppState>,
+    Caller(principal): Caller,
+    headers: HeaderMap,
+    bytes: Result<Bytes, BytesRejection>,
+) -> Result<Response, Error> {
+    let bytes = bytes.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::BodyTooLarge {
+                limit: state.max_body_bytes,
+            }
+        } else {
+            tracing::info!(error = %rejection.body_text(), "turn body could not be read");
+            Error::UnreadableBody
+        }
+    })?;
+    let body = body::parse(&headers, &bytes)?;
+    let request = TurnRequest {
+        principal,
+        episode_id: body.episode_id,
+        turn_id: body.turn_id,
+        text: body.message,
+        locale: body.locale,
+        location: body.location,
+    };
+    let stream = state.runtime.run_turn(request).await.map_err(|r| {
+        tracing::info!(kind = ?r.kind, message = %r.message, "turn refused");
+        Error::Rejected(r)
+    })?;
+    tracing::info!(turn_id = %stream.turn_id, episode_id = %stream.episode_id, replay = stream.replay, "turn streaming");
+
+    let mut extra = HeaderMap::new();
+    extra.insert(PROTOCOL_HEADER, HeaderValue::from(PROTOCOL_VERSION));
+    extra.insert(ACCEL_BUFFERING_HEADER, HeaderValue::from_static("no"));
+    // Ids were checked by the runtime (letters, digits, `-_.:`), so they are valid headers.
+    for (name, value) in [
+        (TURN_HEADER, &stream.turn_id),
+        (EPISODE_HEADER, &stream.episode_id),
+    ] {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            extra.insert(name, v);
+        }
+    }
+    if stream.replay {
+        extra.insert(REPLAY_HEADER, HeaderValue::from_static("true"));
+    }
+    let frames = stream.map(|wire| Ok::<_, Infallible>(sse::event(&wire)));
+    let sse = Sse::new(frames).keep_alive(sse::keep_alive());
+    Ok((extra, sse).into_response())
+}

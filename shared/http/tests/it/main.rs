@@ -1,0 +1,9 @@
+//! Integration tests of the HTTP edge: every refusal's status and body through `oneshot`,
+//! whole turns over a real socket, and a client that leaves mid-stream.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod refusals;
+mod routes;
+mod server;
+mod support;

@@ -1,0 +1,252 @@
+//! Every way a request is refused: status, code and a plain message.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+
+use crate::support::*;
+
+async fn refused(state: &baton_http::AppState, req: Request<Body>) -> (StatusCode, String, String) {
+    let response = send(state, req).await;
+    let status = response.status();
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/json",
+        "refusals are JSON"
+    );
+    let (code, message) = error_of(response).await;
+    (status, code, message)
+}
+
+#[tokio::test]
+async fn no_principal_and_no_default_is_401() {
+    let state = Rig {
+        default_principal: None,
+        ..Rig::default()
+    }
+    .state();
+    let (status, code, message) = refused(&state, post_turn(r#"{"message":"hi"}"#, None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(code, "unauthorized");
+    assert!(message.contains("not authenticated"), "{message}");
+}
+
+#[tokio::test]
+async fn an_invalid_principal_header_is_401() {
+    let state = Rig::default().state();
+    let (status, _, message) =
+        refused(&state, post_turn(r#"{"message":"hi"}"#, Some("two words"))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(message.contains("principal is not valid"), "{message}");
+}
+
+#[tokio::test]
+async fn the_principal_is_checked_before_the_body() {
+    let state = Rig {
+        default_principal: None,
+        ..Rig::default()
+    }
+    .state();
+    let (status, ..) = refused(&state, post_turn("not json", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_principal_in_the_body_is_400_and_never_used() {
+    let state = Rig::default().state();
+    let (status, code, message) = refused(
+        &state,
+        post_turn(r#"{"message":"hi","principal":"mallory"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(code, "invalid_body");
+    assert!(message.contains("\"principal\""), "{message}");
+}
+
+#[tokio::test]
+async fn an_unknown_field_is_400_naming_it() {
+    let state = Rig::default().state();
+    let (status, _, message) = refused(
+        &state,
+        post_turn(r#"{"message":"hi","colour":"red"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(message.contains("\"colour\""), "{message}");
+    assert!(!message.contains("line"), "no serde positions: {message}");
+}
+
+#[tokio::test]
+async fn malformed_json_is_400() {
+    let state = Rig::default().state();
+    let (status, code, message) = refused(&state, post_turn(r#"{"message": "hi"#, None)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(code, "malformed_json");
+    assert_eq!(message, "the request body is not valid JSON");
+}
+
+#[tokio::test]
+async fn a_wrong_content_type_is_400() {
+    let state = Rig::default().state();
+    let req = Request::post("/v1/turns")
+        .header("content-type", "text/plain")
+        .body(Body::from(r#"{"message":"hi"}"#))
+        .unwrap();
+    let (status, code, _) = refused(&state, req).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(code, "unsupported_content_type");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let state = Rig {
+        max_body_bytes: Some(64),
+        ..Rig::default()
+    }
+    .state();
+    let body = format!(r#"{{"message":"{}"}}"#, "a".repeat(100));
+    let (status, code, message) = refused(&state, post_turn(&body, None)).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(code, "body_too_large");
+    assert!(message.contains("64 bytes"), "{message}");
+}
+
+#[tokio::test]
+async fn an_empty_message_is_400() {
+    let state = Rig::default().state();
+    let (status, code, message) = refused(&state, post_turn(r#"{"message":"   "}"#, None)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(code, "invalid_request");
+    assert!(message.contains("empty"), "{message}");
+}
+
+#[tokio::test]
+async fn a_message_over_the_character_limit_is_413() {
+    let state = Rig {
+        max_message_chars: 10,
+        ..Rig::default()
+    }
+    .state();
+    let (status, code, message) = refused(
+        &state,
+        post_turn(r#"{"message":"this is far too long"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(code, "message_too_large");
+    assert!(message.contains("limit is 10"), "{message}");
+}
+
+#[tokio::test]
+async fn a_turn_on_an_unknown_episode_is_404() {
+    let state = Rig::default().state();
+    let (status, code, _) = refused(
+        &state,
+        post_turn(r#"{"message":"hi","episode_id":"ep_nope"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(code, "not_found");
+}
+
+#[tokio::test]
+async fn a_bad_turn_id_is_400() {
+    let state = Rig::default().state();
+    let (status, _, message) = refused(
+        &state,
+        post_turn(r#"{"message":"hi","turn_id":"has space"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(message.contains("turn id"), "{message}");
+}
+
+/// A turn whose routing call takes a minute holds its claim for the whole test.
+async fn a_running_turn(state: &baton_http::AppState) -> String {
+    let response = send(
+        state,
+        post_turn(r#"{"message":"coffee deals","turn_id":"t1"}"#, None),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    response.headers()["x-baton-episode-id"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn slow() -> Rig {
+    Rig {
+        script: script(60_000, 0),
+        ..Rig::default()
+    }
+}
+
+#[tokio::test]
+async fn the_same_turn_id_while_it_runs_is_409() {
+    let state = slow().state();
+    a_running_turn(&state).await;
+    let (status, code, message) = refused(
+        &state,
+        post_turn(r#"{"message":"coffee deals","turn_id":"t1"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(code, "turn_in_flight");
+    assert!(message.contains("still running"), "{message}");
+}
+
+#[tokio::test]
+async fn another_turn_on_a_busy_episode_is_409() {
+    let state = slow().state();
+    let episode = a_running_turn(&state).await;
+    let body = format!(r#"{{"message":"more","turn_id":"t2","episode_id":"{episode}"}}"#);
+    let (status, code, message) = refused(&state, post_turn(&body, None)).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(code, "episode_busy");
+    assert!(message.contains("in progress"), "{message}");
+}
+
+#[tokio::test]
+async fn a_store_that_is_down_is_503_without_its_detail() {
+    let state = Rig {
+        store: Arc::new(DownStore),
+        ..Rig::default()
+    }
+    .state();
+    let (status, code, message) = refused(&state, post_turn(r#"{"message":"hi"}"#, None)).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(code, "unavailable");
+    assert!(!message.contains("/var/lib"), "{message}");
+    let (status, ..) = refused(&state, get("/v1/episodes/ep_1", None)).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn an_unknown_route_is_a_json_404() {
+    let state = Rig::default().state();
+    let (status, code, _) = refused(&state, get("/v2/nothing", None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(code, "no_route");
+}
+
+#[tokio::test]
+async fn metrics_are_absent_unless_configured() {
+    let state = Rig {
+        metrics: false,
+        ..Rig::default()
+    }
+    .state();
+    let (status, ..) = refused(&state, get("/metrics", None)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_wrong_method_is_a_json_405() {
+    let state = Rig::default().state();
+    let (status, code, _) = refused(&state, get("/v1/turns", None)).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(code, "method_not_allowed");
+}

@@ -1,0 +1,269 @@
+//! A small registry, a test connector, scripted models and stores for the app's tests.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::body::Body;
+use axum::http::{Request, Response};
+use baton_core::Principal;
+use baton_core::ports::connector::{
+    CacheMeta, Connector, ConnectorError, ConnectorRequest, Envelope, EnvelopeStatus,
+};
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
+use baton_core::turn::TurnRecord;
+use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
+use baton_runtime::memory_store::MemoryStore;
+use baton_runtime::metrics::LocalMetrics;
+use baton_runtime::scripted::ScriptedModel;
+use baton_runtime::{Runtime, RuntimeConfig};
+use serde_json::Value;
+use tower::ServiceExt;
+
+/// Answers every tool with its `tools.yaml` payload, for the request's principal.
+pub(crate) struct TestConnector;
+
+#[async_trait]
+impl Connector for TestConnector {
+    async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
+        Ok(Envelope {
+            status: EnvelopeStatus::Ok,
+            payload: request
+                .config
+                .get("payload")
+                .cloned()
+                .unwrap_or(Value::Null),
+            partial: Vec::new(),
+            principal: request.principal.to_string(),
+            version: "1.0.0".into(),
+            domain_type: "test".into(),
+            enricher_id: request.tool_id.to_string(),
+            cache_meta: CacheMeta::default(),
+        })
+    }
+}
+
+/// A store that is always down.
+pub(crate) struct DownStore;
+
+fn down() -> StoreError {
+    StoreError::Unavailable("disk on fire at /var/lib/secret".into())
+}
+
+#[async_trait]
+impl Store for DownStore {
+    async fn claim(&self, _: ClaimRequest) -> Result<Claim, StoreError> {
+        Err(down())
+    }
+    async fn release(&self, _: &str, _: &str) -> Result<(), StoreError> {
+        Err(down())
+    }
+    async fn commit(&self, _: Commit) -> Result<u64, StoreError> {
+        Err(down())
+    }
+    async fn episode(&self, _: &Principal, _: &str) -> Result<EpisodeMeta, StoreError> {
+        Err(down())
+    }
+    async fn turns(&self, _: &Principal, _: &str, _: usize) -> Result<Vec<TurnRecord>, StoreError> {
+        Err(down())
+    }
+    async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {
+        Err(down())
+    }
+}
+
+const MODELS: &str = r#"
+models:
+  m1:
+    provider: test
+    model_id: test-model-1
+    context_window: 100000
+    prices: { input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }
+    capabilities: { tool_choice: true, cache_points: true, parallel_tool_calls: true }
+"#;
+
+const TOOLS: &str = r#"
+tools:
+  search_offers:
+    description: Search current offers.
+    connector: { kind: test, payload: { items: [ { title: "Roast coffee", reward: "500 pts" } ] } }
+    schema: { type: object, properties: { query: { type: string } }, required: [query], additionalProperties: false }
+    status: searching_offers
+"#;
+
+const ORCHESTRATOR: &str = r#"
+id: orchestrator
+description: Routes each request to the right specialists.
+role: orchestrator
+model: m1
+prompt_blocks: [routing]
+sub_agents: [shop]
+composition: mediated
+fanout_cap: 2
+fastpath: { allow: [greeting], fallback: shop }
+status_messages:
+  codes:
+    searching_offers: { text: "Looking for offers…", policy: forward }
+"#;
+
+const SHOP: &str = r#"
+id: shop
+description: Offers, deals and product search.
+role: native
+model: m1
+tools: [search_offers]
+prompt_blocks: [shop-instructions]
+limits: { timeout_ms: 5000 }
+"#;
+
+fn block(owner: &str, category: &str, required: bool, text: &str) -> String {
+    format!("---\nowner: {owner}\ncategory: {category}\nrequired: {required}\n---\n{text}\n")
+}
+
+fn registry() -> Registry {
+    let file = |path: &str, text: String| SourceFile {
+        path: path.into(),
+        text,
+    };
+    let sources = RegistrySources {
+        agents: vec![
+            file("agents/orchestrator.yaml", ORCHESTRATOR.into()),
+            file("agents/shop.yaml", SHOP.into()),
+        ],
+        blocks: vec![
+            file(
+                "blocks/persona.md",
+                block("platform", "persona", true, "You are helpful."),
+            ),
+            file(
+                "blocks/routing.md",
+                block("platform", "instructions", false, "Route requests."),
+            ),
+            file(
+                "blocks/shop-instructions.md",
+                block("vertical", "instructions", false, "Find offers."),
+            ),
+        ],
+        models: Some(file("models.yaml", MODELS.into())),
+        tools: Some(file("tools.yaml", TOOLS.into())),
+    };
+    Registry::load(&sources, &LoadOptions::default()).expect("test registry loads")
+}
+
+/// A turn that routes to `shop`, which calls its tool, then composes. `route_delay_ms`
+/// slows the routing call; `compose_chunk_delay_ms` spaces the composed chunks.
+pub(crate) fn script(route_delay_ms: u64, compose_chunk_delay_ms: u64) -> String {
+    format!(
+        r#"
+agents:
+  orchestrator:
+    - when: {{ purpose: route }}
+      delay_ms: {route_delay_ms}
+      text: ["Let me look. "]
+      tool_calls: [{{ name: ask_shop, args: {{ query: "coffee deals", intent_count: 1 }} }}]
+    - when: {{ purpose: compose }}
+      chunk_delay_ms: {compose_chunk_delay_ms}
+      text: ["Roast coffee ", "earns ", "500 points."]
+  shop:
+    - when: {{ after_tool_results: false }}
+      tool_calls: [{{ name: search_offers, args: {{ query: "coffee deals" }} }}]
+    - when: {{ after_tool_results: true }}
+      text: ["Roast coffee earns 500 points."]
+"#
+    )
+}
+
+/// The answer the script composes.
+pub(crate) const ANSWER: &str = "Roast coffee earns 500 points.";
+
+/// Knobs for [`state`].
+pub(crate) struct Rig {
+    pub(crate) script: String,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) default_principal: Option<&'static str>,
+    pub(crate) max_body_bytes: Option<usize>,
+    pub(crate) max_message_chars: usize,
+    pub(crate) metrics: bool,
+}
+
+impl Default for Rig {
+    fn default() -> Self {
+        Rig {
+            script: script(0, 0),
+            store: Arc::new(MemoryStore::new()),
+            default_principal: Some("alice"),
+            max_body_bytes: None,
+            max_message_chars: 4_000,
+            metrics: true,
+        }
+    }
+}
+
+impl Rig {
+    pub(crate) fn state(self) -> AppState {
+        let model = Arc::new(ScriptedModel::from_yaml(&self.script).expect("script parses"));
+        let metrics = Arc::new(LocalMetrics::default());
+        let runtime = Runtime::builder(Arc::new(registry()))
+            .model_override(model)
+            .store(self.store)
+            .connector("test", Arc::new(TestConnector))
+            .metrics(metrics.clone())
+            .config(RuntimeConfig {
+                max_message_chars: self.max_message_chars,
+                ..RuntimeConfig::default()
+            })
+            .build()
+            .expect("runtime builds");
+        let default = self
+            .default_principal
+            .map(|p| Principal::new(p).expect("valid principal"));
+        let mut state = AppState::new(runtime, Arc::new(LocalPrincipal::new(default)));
+        if self.metrics {
+            state = state.with_metrics(metrics);
+        }
+        if let Some(limit) = self.max_body_bytes {
+            state = state.with_max_body_bytes(limit);
+        }
+        state
+    }
+}
+
+/// `POST /v1/turns` with a JSON body, optionally as `principal`.
+pub(crate) fn post_turn(body: &str, principal: Option<&str>) -> Request<Body> {
+    let mut req = Request::post("/v1/turns").header("content-type", "application/json");
+    if let Some(p) = principal {
+        req = req.header(PRINCIPAL_HEADER, p);
+    }
+    req.body(Body::from(body.to_owned())).unwrap()
+}
+
+/// `GET path`, optionally as `principal`.
+pub(crate) fn get(path: &str, principal: Option<&str>) -> Request<Body> {
+    let mut req = Request::get(path);
+    if let Some(p) = principal {
+        req = req.header(PRINCIPAL_HEADER, p);
+    }
+    req.body(Body::empty()).unwrap()
+}
+
+/// Sends one request to a fresh app over `state`.
+pub(crate) async fn send(state: &AppState, req: Request<Body>) -> Response<Body> {
+    baton_http::app(state.clone()).oneshot(req).await.unwrap()
+}
+
+/// The whole body as text.
+pub(crate) async fn text(response: Response<Body>) -> String {
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// The JSON error body's `(code, message)`.
+pub(crate) async fn error_of(response: Response<Body>) -> (String, String) {
+    let body: Value = serde_json::from_str(&text(response).await).unwrap();
+    (
+        body["error"]["code"].as_str().unwrap().to_owned(),
+        body["error"]["message"].as_str().unwrap().to_owned(),
+    )
+}

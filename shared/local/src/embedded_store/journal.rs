@@ -1,0 +1,361 @@
+//! The store's operations as blocking SQLite work, one transaction each.
+//!
+//! Claims and commits run in `BEGIN IMMEDIATE` transactions: they take the write lock
+//! before reading, so their checks still hold when they write, across processes too.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use baton_core::Principal;
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, StoreError};
+use baton_core::turn::{EpisodeState, TurnRecord};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+
+use super::{bodies, failure};
+
+/// SQLite integers are signed; times and versions past `i64::MAX` are clamped (never
+/// reached in practice, and a clamped version simply never matches).
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn uint(value: i64, what: &str) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|e| failure::undecodable(what, &e))
+}
+
+fn immediate<'c>(conn: &'c mut Connection, doing: &str) -> Result<Transaction<'c>, StoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| failure::sql(doing, e))
+}
+
+fn decode_record(json: &str) -> Result<TurnRecord, StoreError> {
+    serde_json::from_str(json).map_err(|e| failure::undecodable("a turn record", &e))
+}
+
+fn encode<T: serde::Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| {
+        tracing::warn!(error = %e, what, "embedded store: value does not serialize");
+        StoreError::Unavailable("the turn could not be saved".into())
+    })
+}
+
+/// An episode row: its row id (names its body folder) and its metadata.
+struct EpisodeRow {
+    row_id: i64,
+    meta: EpisodeMeta,
+}
+
+/// The episode if it exists and belongs to `principal`; another's is "not found" (D-30).
+fn owned(
+    conn: &Connection,
+    principal: &Principal,
+    episode_id: &str,
+) -> Result<EpisodeRow, StoreError> {
+    let doing = "reading an episode";
+    let row = conn
+        .query_row(
+            "SELECT id, owner, version, created_ms, updated_ms, rolling_summary, state
+             FROM episodes WHERE episode_id = ?1",
+            params![episode_id],
+            |row| {
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, i64>(4)?,
+                    row.get::<_, Option<String>>(5)?,
+                    row.get::<_, String>(6)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(|e| failure::sql(doing, e))?;
+    let Some((row_id, owner, version, created_ms, updated_ms, rolling_summary, state)) = row else {
+        return Err(StoreError::NotFound);
+    };
+    if owner != principal.as_str() {
+        return Err(StoreError::NotFound);
+    }
+    let state: EpisodeState =
+        serde_json::from_str(&state).map_err(|e| failure::undecodable("an episode state", &e))?;
+    Ok(EpisodeRow {
+        row_id,
+        meta: EpisodeMeta {
+            episode_id: episode_id.to_owned(),
+            owner: principal.clone(),
+            version: uint(version, "an episode version")?,
+            created_ms: uint(created_ms, "an episode time")?,
+            updated_ms: uint(updated_ms, "an episode time")?,
+            rolling_summary,
+            state,
+        },
+    })
+}
+
+/// Claims a turn (see the `Store` contract and the crate's tests for the rules).
+pub(crate) fn claim(conn: &mut Connection, req: &ClaimRequest) -> Result<Claim, StoreError> {
+    let doing = "claiming a turn";
+    let sql = |e| failure::sql(doing, e);
+    let tx = immediate(conn, doing)?;
+    let principal = req.principal.as_str();
+    let now = int(req.now_ms);
+
+    let completed: Option<String> = tx
+        .query_row(
+            "SELECT record FROM turns WHERE principal = ?1 AND turn_id = ?2",
+            params![principal, req.turn_id],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    if let Some(json) = completed {
+        return Ok(Claim::Completed(Box::new(decode_record(&json)?)));
+    }
+    let in_flight: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM claims
+             WHERE principal = ?1 AND turn_id = ?2 AND expires_ms > ?3)",
+            params![principal, req.turn_id, now],
+            |row| row.get(0),
+        )
+        .map_err(sql)?;
+    if in_flight {
+        return Ok(Claim::InFlight);
+    }
+
+    let meta = match &req.episode_id {
+        Some(episode_id) => {
+            let meta = owned(&tx, &req.principal, episode_id)?.meta;
+            let busy: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM claims
+                     WHERE episode_id = ?1 AND expires_ms > ?2)",
+                    params![episode_id, now],
+                    |row| row.get(0),
+                )
+                .map_err(sql)?;
+            if busy {
+                return Ok(Claim::Busy);
+            }
+            meta
+        }
+        None => {
+            let taken: bool = tx
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM episodes WHERE episode_id = ?1)",
+                    params![req.new_episode_id],
+                    |row| row.get(0),
+                )
+                .map_err(sql)?;
+            if taken {
+                return Err(StoreError::Conflict);
+            }
+            let meta = EpisodeMeta {
+                episode_id: req.new_episode_id.clone(),
+                owner: req.principal.clone(),
+                version: 0,
+                created_ms: req.now_ms,
+                updated_ms: req.now_ms,
+                rolling_summary: None,
+                state: EpisodeState::default(),
+            };
+            tx.execute(
+                "INSERT INTO episodes
+                 (episode_id, owner, version, created_ms, updated_ms, rolling_summary, state)
+                 VALUES (?1, ?2, 0, ?3, ?3, NULL, ?4)",
+                params![
+                    meta.episode_id,
+                    principal,
+                    now,
+                    encode(&meta.state, "an episode state")?
+                ],
+            )
+            .map_err(sql)?;
+            meta
+        }
+    };
+
+    // Stale claims of this turn id elsewhere would only mislead a later in-flight check.
+    tx.execute(
+        "DELETE FROM claims WHERE principal = ?1 AND turn_id = ?2",
+        params![principal, req.turn_id],
+    )
+    .map_err(sql)?;
+    tx.execute(
+        "INSERT OR REPLACE INTO claims (episode_id, principal, turn_id, expires_ms)
+         VALUES (?1, ?2, ?3, ?4)",
+        params![
+            meta.episode_id,
+            principal,
+            req.turn_id,
+            int(req.now_ms.saturating_add(req.lease_ms))
+        ],
+    )
+    .map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    Ok(Claim::Claimed(meta))
+}
+
+/// Drops the claim `turn_id` holds on `episode_id`, if any.
+pub(crate) fn release(
+    conn: &Connection,
+    episode_id: &str,
+    turn_id: &str,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "DELETE FROM claims WHERE episode_id = ?1 AND turn_id = ?2",
+        params![episode_id, turn_id],
+    )
+    .map_err(|e| failure::sql("releasing a claim", e))?;
+    Ok(())
+}
+
+/// Commits a turn: checks everything, writes the bodies, then the rows, in one transaction.
+pub(crate) fn commit(
+    conn: &mut Connection,
+    bodies_root: &Path,
+    commit: &Commit,
+) -> Result<u64, StoreError> {
+    let doing = "committing a turn";
+    let sql = |e| failure::sql(doing, e);
+    let tx = immediate(conn, doing)?;
+    let record = &commit.record;
+    let principal = commit.principal.as_str();
+    let episode = owned(&tx, &commit.principal, &record.episode_id)?;
+
+    let in_order = episode.meta.version == commit.expected_version
+        && commit.expected_version.checked_add(1) == Some(record.seq);
+    if !in_order {
+        return Err(StoreError::Conflict);
+    }
+    let turn_taken: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM turns WHERE principal = ?1 AND turn_id = ?2)",
+            params![principal, record.turn_id],
+            |row| row.get(0),
+        )
+        .map_err(sql)?;
+    let mut keys = HashSet::new();
+    if turn_taken || !commit.bodies.iter().all(|b| keys.insert(b.key.as_str())) {
+        return Err(StoreError::Conflict);
+    }
+    for key in keys {
+        let key_taken: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM bodies WHERE episode_id = ?1 AND key = ?2)",
+                params![record.episode_id, key],
+                |row| row.get(0),
+            )
+            .map_err(sql)?;
+        if key_taken {
+            return Err(StoreError::Conflict);
+        }
+    }
+    let record_json = encode(record, "a turn record")?;
+    // JSON has no NaN or infinity (they are written as null): refuse a record that would
+    // not read back rather than store one that breaks every later read.
+    if serde_json::from_str::<TurnRecord>(&record_json).is_err() {
+        return Err(StoreError::Unavailable(
+            "the turn could not be saved: it holds a number that cannot be stored".into(),
+        ));
+    }
+    let state_json = encode(&commit.state, "an episode state")?;
+
+    // Bodies go to disk before the record that references them exists.
+    let dir = bodies::episode_dir(&record.episode_id, episode.row_id);
+    for (index, body) in commit.bodies.iter().enumerate() {
+        let file = bodies::body_file(&dir, record.seq, index, &body.key);
+        bodies::write(bodies_root, &file, body)?;
+        tx.execute(
+            "INSERT INTO bodies (episode_id, key, path) VALUES (?1, ?2, ?3)",
+            params![record.episode_id, body.key, file],
+        )
+        .map_err(sql)?;
+    }
+    tx.execute(
+        "INSERT INTO turns (episode_id, seq, principal, turn_id, record)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            record.episode_id,
+            int(record.seq),
+            principal,
+            record.turn_id,
+            record_json
+        ],
+    )
+    .map_err(sql)?;
+    tx.execute(
+        "UPDATE episodes SET version = ?2, updated_ms = ?3, state = ?4 WHERE episode_id = ?1",
+        params![
+            record.episode_id,
+            int(record.seq),
+            int(record.created_ms),
+            state_json
+        ],
+    )
+    .map_err(sql)?;
+    tx.execute(
+        "DELETE FROM claims WHERE principal = ?1 AND turn_id = ?2",
+        params![principal, record.turn_id],
+    )
+    .map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    Ok(record.seq)
+}
+
+/// Episode metadata, checked for ownership.
+pub(crate) fn episode(
+    conn: &Connection,
+    principal: &Principal,
+    episode_id: &str,
+) -> Result<EpisodeMeta, StoreError> {
+    Ok(owned(conn, principal, episode_id)?.meta)
+}
+
+/// The last `limit` turns, oldest first, checked for ownership.
+pub(crate) fn turns(
+    conn: &mut Connection,
+    principal: &Principal,
+    episode_id: &str,
+    limit: usize,
+) -> Result<Vec<TurnRecord>, StoreError> {
+    let doing = "reading turns";
+    let sql = |e| failure::sql(doing, e);
+    // One read transaction: the ownership check and the rows come from the same snapshot.
+    let tx = conn.transaction().map_err(sql)?;
+    owned(&tx, principal, episode_id)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = tx
+        .prepare("SELECT record FROM turns WHERE episode_id = ?1 ORDER BY seq DESC LIMIT ?2")
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map(params![episode_id, limit], |row| row.get::<_, String>(0))
+        .map_err(sql)?;
+    let mut records = Vec::new();
+    for json in rows {
+        records.push(decode_record(&json.map_err(sql)?)?);
+    }
+    records.reverse();
+    Ok(records)
+}
+
+/// Where a body's file is, relative to the bodies folder, checked for ownership.
+pub(crate) fn body_path(
+    conn: &mut Connection,
+    principal: &Principal,
+    episode_id: &str,
+    key: &str,
+) -> Result<String, StoreError> {
+    let doing = "reading a body";
+    let tx = conn.transaction().map_err(|e| failure::sql(doing, e))?;
+    owned(&tx, principal, episode_id)?;
+    tx.query_row(
+        "SELECT path FROM bodies WHERE episode_id = ?1 AND key = ?2",
+        params![episode_id, key],
+        |row| row.get(0),
+    )
+    .optional()
+    .map_err(|e| failure::sql(doing, e))?
+    .ok_or(StoreError::NotFound)
+}

@@ -1,0 +1,183 @@
+//! The embedded store: the episode journal in one SQLite file plus a folder of bodies.
+//!
+//! `<dir>/baton.sqlite` (WAL, `synchronous=NORMAL`, a busy timeout) holds episodes, claims,
+//! turn records and where each body is; `<dir>/bodies/` holds the bodies, each written
+//! atomically before the record that references it is committed. It keeps the same
+//! contracts as every other store (the conformance suite in `baton_runtime::testkit`).
+//!
+//! One connection serves the process, behind a mutex and used only from blocking threads
+//! (`spawn_blocking`), so SQLite never blocks the async workers. Calls queue on an async
+//! gate before taking a blocking thread: they would serialize on the connection anyway,
+//! and a thousand concurrent turns must not become a thousand parked threads. Each call runs to its end
+//! on its blocking thread even if the caller stops waiting: a dropped commit either
+//! happened or did not.
+
+mod bodies;
+mod failure;
+mod journal;
+mod schema;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use baton_core::Principal;
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::turn::TurnRecord;
+use rusqlite::Connection;
+use tokio::sync::Semaphore;
+
+/// The store file's name inside the store folder.
+pub const DATABASE_FILE: &str = "baton.sqlite";
+
+/// The bodies folder's name inside the store folder.
+pub const BODIES_DIR: &str = "bodies";
+
+/// How long a call waits for another process's write lock before giving up.
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A [`Store`] kept in one SQLite file plus a folder of bodies.
+#[derive(Clone)]
+pub struct EmbeddedStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    conn: Mutex<Connection>,
+    bodies: PathBuf,
+    gate: Arc<Semaphore>,
+}
+
+impl fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddedStore")
+            .field("bodies", &self.shared.bodies)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens the store in `dir`, creating the folder, the file and the tables if needed.
+    ///
+    /// # Errors
+    /// `Corrupt` when `baton.sqlite` is damaged, is not a Baton store or was written by a
+    /// newer Baton (the file is left as it is); `Unavailable` when the folder cannot be
+    /// created or the file opened, or another process holds it locked.
+    pub fn open(dir: &Path) -> Result<EmbeddedStore, StoreError> {
+        Self::open_with_busy_timeout(dir, DEFAULT_BUSY_TIMEOUT)
+    }
+
+    /// Like [`EmbeddedStore::open`], waiting at most `busy_timeout` for another process's
+    /// write lock on each call.
+    ///
+    /// # Errors
+    /// As [`EmbeddedStore::open`].
+    pub fn open_with_busy_timeout(
+        dir: &Path,
+        busy_timeout: Duration,
+    ) -> Result<EmbeddedStore, StoreError> {
+        let bodies = dir.join(BODIES_DIR);
+        std::fs::create_dir_all(&bodies).map_err(|e| failure::io("creating the folder", &e))?;
+        let conn = schema::open(&dir.join(DATABASE_FILE), busy_timeout)?;
+        Ok(EmbeddedStore {
+            shared: Arc::new(Shared {
+                conn: Mutex::new(conn),
+                bodies,
+                gate: Arc::new(Semaphore::new(1)),
+            }),
+        })
+    }
+
+    /// Runs `job` on a blocking thread with the connection.
+    async fn run<T, F>(&self, job: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Path) -> Result<T, StoreError> + Send + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        let permit = Arc::clone(&self.shared.gate)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Unavailable("the local store is shutting down".into()))?;
+        tokio::task::spawn_blocking(move || {
+            // Held until the job ends, even if the caller stops waiting.
+            let _permit = permit;
+            // A poisoned lock means a panic mid-call; SQLite rolled the transaction back, so
+            // the connection itself is still sound.
+            let mut conn = shared
+                .conn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            job(&mut conn, &shared.bodies)
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "embedded store: blocking task failed");
+            StoreError::Unavailable("the local store could not be read or written".into())
+        })?
+    }
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
+        self.run(move |conn, _| journal::claim(conn, &request))
+            .await
+    }
+
+    async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
+        let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
+        self.run(move |conn, _| journal::release(conn, &episode_id, &turn_id))
+            .await
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<u64, StoreError> {
+        self.run(move |conn, bodies| journal::commit(conn, bodies, &commit))
+            .await
+    }
+
+    async fn episode(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeMeta, StoreError> {
+        let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
+        self.run(move |conn, _| journal::episode(conn, &principal, &episode_id))
+            .await
+    }
+
+    async fn turns(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
+        self.run(move |conn, _| journal::turns(conn, &principal, &episode_id, limit))
+            .await
+    }
+
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError> {
+        let (principal, episode_id, key) =
+            (principal.clone(), episode_id.to_owned(), key.to_owned());
+        let relative = self
+            .run(move |conn, _| journal::body_path(conn, &principal, &episode_id, &key))
+            .await?;
+        let path = bodies::resolve(&self.shared.bodies, &relative)?;
+        let bytes = tokio::fs::read(&path).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                failure::undecodable("a body file (missing)", &e)
+            } else {
+                failure::io("reading a body", &e)
+            }
+        })?;
+        bodies::decode(&bytes)
+    }
+}

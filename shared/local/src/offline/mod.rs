@@ -1,0 +1,20 @@
+//! The offline model: deterministic, no network, and not a language model.
+//!
+//! It routes by ranking the user's words against agent cards (descriptions, routing
+//! examples, keywords) and composes by template, so that Baton runs end to end on a laptop
+//! and in tests with no model provider.
+
+mod answer;
+mod args;
+mod bm25;
+mod chunks;
+mod compose;
+mod conversation;
+mod model;
+mod render;
+mod route;
+mod segment;
+#[cfg(test)]
+mod testing;
+
+pub use model::OfflineModel;

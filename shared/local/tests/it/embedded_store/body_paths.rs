@@ -1,0 +1,63 @@
+//! Body keys and episode ids are names, never paths: nothing lands outside `bodies/`.
+
+use std::path::{Path, PathBuf};
+
+use baton_core::ports::store::Store;
+use baton_local::embedded_store::{BODIES_DIR, EmbeddedStore};
+use baton_runtime::testkit::store::records::{
+    body, claim_ok, claim_request, commit_of, principal, turn_record,
+};
+use serde_json::json;
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn keys_and_episode_ids_with_path_characters_stay_inside_the_bodies_folder() {
+    let outer = tempfile::tempdir().unwrap();
+    let store_dir = outer.path().join("a").join("store");
+    let store = EmbeddedStore::open(&store_dir).unwrap();
+    let alice = principal("alice");
+    let episode = "../../../ep";
+    let keys = [
+        "../x",
+        "../../../../escaped",
+        "/tmp/absolute",
+        "..\\..\\windows",
+        "..",
+        ".",
+        "",
+    ];
+
+    claim_ok(&store, claim_request(&alice, None, episode, "t-1", 1_000)).await;
+    let bodies = keys.iter().map(|k| body(k, json!({ "key": k }))).collect();
+    let commit = commit_of(&alice, 0, turn_record(episode, 1, "t-1", 1_001), bodies);
+    assert_eq!(store.commit(commit).await, Ok(1));
+
+    for key in keys {
+        assert_eq!(
+            store.body(&alice, episode, key).await,
+            Ok(json!({ "key": key })),
+            "{key:?}"
+        );
+    }
+    let bodies_dir = store_dir.join(BODIES_DIR);
+    let files = files_under(outer.path());
+    let stray: Vec<_> = files
+        .iter()
+        .filter(|f| !f.starts_with(&bodies_dir) && f.parent() != Some(store_dir.as_path()))
+        .collect();
+    assert!(stray.is_empty(), "files outside the store: {stray:?}");
+    let body_files = files.iter().filter(|f| f.starts_with(&bodies_dir)).count();
+    assert_eq!(body_files, keys.len());
+}

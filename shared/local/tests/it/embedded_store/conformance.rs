@@ -1,0 +1,5 @@
+//! Every store scenario, run against a fresh embedded store in a temporary folder.
+
+use super::TempStore;
+
+baton_runtime::store_conformance!(TempStore::new());

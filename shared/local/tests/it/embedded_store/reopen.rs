@@ -1,0 +1,74 @@
+//! What was committed is still there after the store is closed and opened again.
+
+use baton_core::ports::store::{Claim, Commit, Store};
+use baton_local::embedded_store::EmbeddedStore;
+use baton_runtime::testkit::store::records::{
+    body, busy_state, claim_ok, claim_request, commit_of, principal, turn_record,
+};
+use serde_json::json;
+
+#[tokio::test]
+async fn committed_turns_bodies_and_claims_survive_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = principal("alice");
+    let record = turn_record("ep-1", 1, "t-1", 1_001);
+    {
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+        let commit = Commit {
+            state: busy_state(0),
+            ..commit_of(
+                &alice,
+                0,
+                record.clone(),
+                vec![body("t-1/call-1", json!({"offers": [1, 2]}))],
+            )
+        };
+        assert_eq!(store.commit(commit).await, Ok(1));
+        claim_ok(
+            &store,
+            claim_request(&alice, Some("ep-1"), "unused", "t-2", 2_000),
+        )
+        .await;
+    }
+
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let meta = store.episode(&alice, "ep-1").await.unwrap();
+    assert_eq!((meta.version, meta.updated_ms), (1, 1_001));
+    assert_eq!(meta.state, busy_state(0));
+    assert_eq!(
+        store.turns(&alice, "ep-1", usize::MAX).await,
+        Ok(vec![record.clone()])
+    );
+    assert_eq!(
+        store.body(&alice, "ep-1", "t-1/call-1").await,
+        Ok(json!({"offers": [1, 2]}))
+    );
+    let replay = claim_request(&alice, None, "ep-9", "t-1", 3_000);
+    assert_eq!(
+        store.claim(replay).await,
+        Ok(Claim::Completed(Box::new(record)))
+    );
+    let running = claim_request(&alice, Some("ep-1"), "unused", "t-2", 3_000);
+    assert_eq!(store.claim(running).await, Ok(Claim::InFlight));
+}
+
+#[tokio::test]
+async fn two_stores_on_one_folder_see_each_others_commits() {
+    let shared = super::TempStore::new();
+    let other = shared.reopen(std::time::Duration::from_secs(5));
+    let alice = principal("alice");
+
+    claim_ok(
+        &shared.store,
+        claim_request(&alice, None, "ep-1", "t-1", 1_000),
+    )
+    .await;
+    let busy = claim_request(&alice, Some("ep-1"), "unused", "t-2", 1_001);
+    assert_eq!(other.claim(busy).await, Ok(Claim::Busy));
+
+    let record = turn_record("ep-1", 1, "t-1", 1_002);
+    let commit = commit_of(&alice, 0, record.clone(), vec![]);
+    assert_eq!(shared.store.commit(commit).await, Ok(1));
+    assert_eq!(other.turns(&alice, "ep-1", 1).await, Ok(vec![record]));
+}

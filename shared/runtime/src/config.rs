@@ -1,0 +1,31 @@
+//! Runtime settings that are not part of any card.
+
+/// Runtime settings.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// Longest accepted user message, in characters.
+    pub max_message_chars: usize,
+    /// How long a claimed turn holds its episode before another turn may take over.
+    pub lease_ms: u64,
+    /// Recent turns loaded as history for the orchestrator.
+    pub history_turns: usize,
+    /// Pacing between flushed chunks of a buffered sub-agent (direct composition).
+    pub flush_pacing_ms: u64,
+    /// Deadline of a whole turn.
+    pub turn_timeout_ms: u64,
+    /// Orchestrator to start turns at (`None`: the registry's only top-level one).
+    pub orchestrator: Option<String>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            max_message_chars: 4_000,
+            lease_ms: 120_000,
+            history_turns: 12,
+            flush_pacing_ms: 15,
+            turn_timeout_ms: 120_000,
+            orchestrator: None,
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! What every task of one turn shares: identity, inherited context, output, trace, usage
+//! and budgets.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use baton_core::Principal;
+use baton_core::cost::cost_usd;
+use baton_core::ports::model::TokenUsage;
+use baton_core::ports::store::Body;
+use baton_core::prompt::DynamicContext;
+use baton_core::registry::{Agent, ModelSpec, TurnLimits};
+use baton_core::trace::RoutingRecord;
+use baton_core::turn::{ModelUsage, TurnRecord};
+
+use super::output::Output;
+use crate::runtime::Inner;
+
+/// Calls and tokens of one model within a turn.
+type ModelTally = (Arc<ModelSpec>, u32, TokenUsage);
+
+/// The turn-wide context handed to every sub-agent (D-17, D-29).
+pub(crate) struct TurnCtx {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) orchestrator: Arc<Agent>,
+    pub(crate) principal: Principal,
+    pub(crate) episode_id: Arc<str>,
+    pub(crate) turn_id: Arc<str>,
+    pub(crate) user_text: String,
+    pub(crate) locale: Option<String>,
+    pub(crate) location: Option<String>,
+    pub(crate) date: String,
+    pub(crate) rolling_summary: Option<String>,
+    pub(crate) history: Vec<TurnRecord>,
+    pub(crate) out: Output,
+    pub(crate) limits: TurnLimits,
+    pub(crate) trace: Mutex<RoutingRecord>,
+    usage: Mutex<BTreeMap<Arc<str>, ModelTally>>,
+    bodies: Mutex<Vec<Body>>,
+    tool_calls: AtomicU32,
+    model_calls: AtomicU32,
+}
+
+impl TurnCtx {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        principal: Principal,
+        episode_id: Arc<str>,
+        turn_id: Arc<str>,
+        user_text: String,
+        locale: Option<String>,
+        location: Option<String>,
+        out: Output,
+    ) -> Self {
+        let orchestrator = inner.entry.clone();
+        let orch = orchestrator.orchestration.as_ref();
+        let limits = orch.map(|o| o.limits).unwrap_or_default();
+        let mut trace = RoutingRecord::default();
+        if let Some(o) = orch {
+            trace.cap = o.fanout_cap;
+            trace.composition = o.composition.to_string();
+        }
+        let date = baton_core::prompt::civil_date(inner.clock.now_ms());
+        TurnCtx {
+            inner,
+            orchestrator,
+            principal,
+            episode_id,
+            turn_id,
+            user_text,
+            locale,
+            location,
+            date,
+            rolling_summary: None,
+            history: Vec::new(),
+            out,
+            limits,
+            trace: Mutex::new(trace),
+            usage: Mutex::new(BTreeMap::new()),
+            bodies: Mutex::new(Vec::new()),
+            tool_calls: AtomicU32::new(0),
+            model_calls: AtomicU32::new(0),
+        }
+    }
+
+    /// The per-request dynamic context (after the cache point).
+    pub(crate) fn dynamic(&self) -> DynamicContext<'_> {
+        DynamicContext {
+            date: &self.date,
+            locale: self.locale.as_deref(),
+            location: self.location.as_deref(),
+            user_id: self.principal.as_str(),
+        }
+    }
+
+    /// Edits the routing record.
+    pub(crate) fn trace<R>(&self, f: impl FnOnce(&mut RoutingRecord) -> R) -> Option<R> {
+        self.trace.lock().ok().map(|mut t| f(&mut t))
+    }
+
+    /// Adds one model call's usage.
+    pub(crate) fn add_usage(&self, model: &Arc<ModelSpec>, usage: &TokenUsage) {
+        self.model_calls.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut u) = self.usage.lock() {
+            let entry = u
+                .entry(model.key.clone())
+                .or_insert_with(|| (model.clone(), 0, TokenUsage::default()));
+            entry.1 += 1;
+            entry.2.add(usage);
+        }
+    }
+
+    /// Usage by model with cost, and the total cost (D-32).
+    pub(crate) fn usage(&self) -> (Vec<ModelUsage>, f64) {
+        let Ok(u) = self.usage.lock() else {
+            return (Vec::new(), 0.0);
+        };
+        let models: Vec<ModelUsage> = u
+            .values()
+            .map(|(spec, calls, tokens)| ModelUsage {
+                model: spec.key.to_string(),
+                calls: *calls,
+                tokens: *tokens,
+                cost_usd: round_usd(cost_usd(tokens, &spec.prices)),
+            })
+            .collect();
+        let total = round_usd(models.iter().map(|m| m.cost_usd).sum());
+        (models, total)
+    }
+
+    /// Takes one tool call from the turn budget (D-15); false when it is spent.
+    pub(crate) fn take_tool_call(&self) -> bool {
+        let max = self.limits.max_tool_calls;
+        self.tool_calls
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Model and tool calls made so far (for the episode's sliding window).
+    pub(crate) fn calls_made(&self) -> u32 {
+        self.tool_calls.load(Ordering::Relaxed) + self.model_calls.load(Ordering::Relaxed)
+    }
+
+    /// Keeps a body (tool message) to store apart from the turn record (D-19).
+    pub(crate) fn add_body(&self, body: Body) {
+        if let Ok(mut b) = self.bodies.lock() {
+            b.push(body);
+        }
+    }
+
+    /// The bodies kept so far.
+    pub(crate) fn take_bodies(&self) -> Vec<Body> {
+        self.bodies
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
+    }
+
+    /// The label of a card.
+    pub(crate) fn label_of(&self, agent_id: &str) -> String {
+        self.inner
+            .registry
+            .agent(agent_id)
+            .map(|a| a.label.to_string())
+            .unwrap_or_else(|| agent_id.to_owned())
+    }
+}
+
+/// Cost to a billionth of a dollar: enough for tokens, free of float noise in events.
+fn round_usd(usd: f64) -> f64 {
+    (usd * 1e9).round() / 1e9
+}

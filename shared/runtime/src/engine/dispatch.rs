@@ -1,0 +1,68 @@
+//! Concurrent fan-out (D-10, D-11): every job runs at once, each bounded by its card's
+//! timeout; one failing or timing out never cancels the others. Status lines render
+//! alongside.
+
+use std::time::Duration;
+
+use baton_core::ports::metrics::SUBAGENT_INVOCATIONS_TOTAL;
+use baton_core::turn::AgentStatus;
+use futures::future::join_all;
+
+use super::context::TurnCtx;
+use super::status::{self, StatusTx};
+use super::subagent::{self, AgentJob, AgentResult, TextMode};
+
+/// Runs `jobs` concurrently; results come back in job order.
+pub(crate) async fn dispatch(
+    ctx: &TurnCtx,
+    jobs: &[AgentJob],
+    mode: &TextMode,
+) -> Vec<AgentResult> {
+    let (tx, rx) = status::channel(jobs.iter().map(|j| j.agent.id.clone()));
+    let runs = async move {
+        let results = join_all(jobs.iter().map(|job| one(ctx, job, mode, &tx))).await;
+        drop(tx); // Ends the renderer once every sub-agent is done.
+        results
+    };
+    let (results, ()) = tokio::join!(runs, status::render(ctx, rx));
+    if let TextMode::Slot(slot) = mode {
+        slot.finish(ctx).await;
+    }
+    results
+}
+
+async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &StatusTx) -> AgentResult {
+    let agent = &job.agent;
+    let mut result = AgentResult {
+        status: AgentStatus::Error,
+        text: String::new(),
+        tool_calls: 0,
+        duration_ms: 0,
+    };
+    let started = tokio::time::Instant::now();
+    let limit = Duration::from_millis(agent.limits.timeout_ms);
+    if tokio::time::timeout(limit, subagent::run(ctx, job, mode, status, &mut result))
+        .await
+        .is_err()
+    {
+        tracing::warn!(agent = %agent.id, timeout_ms = agent.limits.timeout_ms, "sub-agent timed out");
+        result.status = AgentStatus::Timeout;
+        result.duration_ms = started.elapsed().as_millis() as u64;
+    }
+    status.finished(&agent.id);
+    if let TextMode::Slot(slot) = mode {
+        slot.done(ctx, &agent.id).await;
+    }
+    let outcome = match result.status {
+        AgentStatus::Ok => "ok",
+        AgentStatus::Partial => "partial",
+        AgentStatus::Error => "error",
+        AgentStatus::Timeout => "timeout",
+    };
+    ctx.inner.metrics.count(
+        SUBAGENT_INVOCATIONS_TOTAL,
+        1,
+        &[("agent", &agent.id), ("outcome", outcome)],
+    );
+    result
+}

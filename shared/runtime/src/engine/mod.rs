@@ -1,0 +1,170 @@
+//! The turn engine: checks and claims a turn, then runs it on its own task.
+//!
+//! `route` (routing call and guards) → `dispatch` (concurrent sub-agents, each in
+//! `subagent` with its `tools`) → `compose` → commit, all in `turn`; events leave through
+//! `output`, progress lines through `status`, and `direct` composition shares a
+//! `live_slot`.
+
+mod compose;
+mod context;
+mod dispatch;
+mod live_slot;
+mod model_call;
+mod output;
+mod route;
+mod status;
+mod subagent;
+mod tools;
+mod turn;
+
+use std::sync::Arc;
+
+use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_ORCHESTRATOR, WireEvent};
+use baton_core::ports::store::{Claim, ClaimRequest};
+use baton_core::turn::TurnRecord;
+use tokio::sync::mpsc;
+
+use crate::request::{RejectionKind, TurnRejection, TurnRequest};
+use crate::runtime::{Inner, store_rejection};
+use crate::stream::TurnStream;
+use context::TurnCtx;
+use output::Output;
+
+const MAX_ID_CHARS: usize = 128;
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_CHARS
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+}
+
+/// Checks a turn request, claims the turn, and starts it.
+pub(crate) async fn start(
+    inner: Arc<Inner>,
+    request: TurnRequest,
+) -> Result<TurnStream, TurnRejection> {
+    let text = request.text.trim().to_owned();
+    if text.is_empty() {
+        return Err(TurnRejection::new(
+            RejectionKind::Invalid,
+            "The message is empty; please type something.",
+        ));
+    }
+    let chars = text.chars().count();
+    let max = inner.config.max_message_chars;
+    if chars > max {
+        return Err(TurnRejection::new(
+            RejectionKind::TooLarge,
+            format!("The message is too long ({chars} characters; the limit is {max})."),
+        ));
+    }
+    for (what, id) in [
+        ("episode id", &request.episode_id),
+        ("turn id", &request.turn_id),
+    ] {
+        if let Some(id) = id
+            && !valid_id(id)
+        {
+            return Err(TurnRejection::new(
+                RejectionKind::Invalid,
+                format!(
+                    "The {what} is not valid: use up to {MAX_ID_CHARS} letters, digits, '-', '_', '.' or ':'."
+                ),
+            ));
+        }
+    }
+    let turn_id = request
+        .turn_id
+        .clone()
+        .unwrap_or_else(|| format!("t_{}", uuid::Uuid::new_v4().simple()));
+    let claim = ClaimRequest {
+        principal: request.principal.clone(),
+        episode_id: request.episode_id.clone(),
+        new_episode_id: format!("ep_{}", uuid::Uuid::new_v4().simple()),
+        turn_id: turn_id.clone(),
+        now_ms: inner.clock.now_ms(),
+        lease_ms: inner.config.lease_ms,
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    match inner.store.claim(claim).await.map_err(store_rejection)? {
+        Claim::Claimed(meta) => {
+            let episode_id = meta.episode_id.clone();
+            let turn: Arc<str> = Arc::from(turn_id.as_str());
+            let ctx = TurnCtx::new(
+                inner.clone(),
+                request.principal,
+                Arc::from(episode_id.as_str()),
+                turn.clone(),
+                text,
+                request.locale,
+                request.location,
+                Output::new(turn, tx),
+            );
+            tokio::spawn(turn::run(ctx, meta));
+            Ok(TurnStream {
+                turn_id,
+                episode_id,
+                replay: false,
+                events: rx,
+            })
+        }
+        Claim::Completed(record) => {
+            let episode_id = record.episode_id.clone();
+            tokio::spawn(replay(*record, tx));
+            Ok(TurnStream {
+                turn_id,
+                episode_id,
+                replay: true,
+                events: rx,
+            })
+        }
+        Claim::InFlight => Err(TurnRejection::new(
+            RejectionKind::InFlight,
+            "That turn is still running; wait for it to finish.",
+        )),
+        Claim::Busy => Err(TurnRejection::new(
+            RejectionKind::Busy,
+            "Another turn is in progress on this conversation; try again when it finishes.",
+        )),
+    }
+}
+
+/// Replays a completed turn's stored answer (D-25): nothing runs again.
+async fn replay(record: TurnRecord, tx: mpsc::UnboundedSender<WireEvent>) {
+    let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
+    let events = [
+        Event::Thinking {},
+        Event::ResponseId {
+            response_id: record.turn_id.clone(),
+            episode_id: record.episode_id.clone(),
+        },
+        Event::Text {
+            source: SOURCE_ORCHESTRATOR.to_owned(),
+            text: record.narration.clone(),
+        },
+        Event::AgentsConsulted {
+            footer: baton_core::consulted::footer(&record.consulted),
+            agents: record.consulted.clone(),
+        },
+        Event::Usage {
+            models: record.usage.clone(),
+            cost_usd: record.cost_usd,
+        },
+        Event::Completed {
+            outcome: record.outcome,
+        },
+    ];
+    for (i, event) in events.into_iter().enumerate() {
+        let wire = WireEvent {
+            v: PROTOCOL_VERSION,
+            turn_id: turn_id.clone(),
+            seq: i as u64 + 1,
+            event,
+        };
+        if tx.send(wire).is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! One model call as the engine needs it: text forwarded as it streams, tool calls
+//! assembled from fragments, usage counted, transient failures retried with jittered
+//! backoff while nothing has been shown yet.
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_core::ports::model::{ModelError, ModelEvent, ModelRequest, StopReason, TokenUsage};
+use baton_core::registry::Agent;
+use futures::StreamExt;
+
+use super::context::TurnCtx;
+
+/// Retries of a transient failure before any output.
+const MAX_RETRIES: u32 = 2;
+
+/// A tool call as the model emitted it (arguments not yet parsed).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RawCall {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) args: String,
+}
+
+impl RawCall {
+    /// Parsed arguments; an empty argument text is `{}`.
+    pub(crate) fn parse(&self) -> Result<serde_json::Value, String> {
+        if self.args.trim().is_empty() {
+            return Ok(serde_json::Value::Object(Default::default()));
+        }
+        match serde_json::from_str::<serde_json::Value>(&self.args) {
+            Ok(v @ serde_json::Value::Object(_)) => Ok(v),
+            Ok(_) => Err("arguments are not a JSON object".to_owned()),
+            Err(e) => Err(format!("arguments are not valid JSON: {e}")),
+        }
+    }
+}
+
+/// What a call produced.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    pub(crate) text: String,
+    pub(crate) calls: Vec<RawCall>,
+    pub(crate) stop: Option<StopReason>,
+}
+
+/// Where streamed pieces go while the call runs.
+pub(crate) trait Sink: Send {
+    /// A text piece.
+    fn text(&mut self, text: &str) -> impl Future<Output = ()> + Send;
+    /// A reasoning piece.
+    fn reasoning(&mut self, text: &str) -> impl Future<Output = ()> + Send;
+    /// A tool call is starting (lets a sink release held-back text).
+    fn tool_start(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// Runs one call of `agent`'s model.
+pub(crate) async fn call(
+    ctx: &TurnCtx,
+    agent: &Arc<Agent>,
+    request: ModelRequest,
+    sink: &mut impl Sink,
+) -> Result<Reply, ModelError> {
+    let Some(model) = ctx.inner.model_for(&agent.model).cloned() else {
+        return Err(ModelError::Invalid(format!(
+            "no adapter for provider {}",
+            agent.model.provider
+        )));
+    };
+    let mut attempt = 0;
+    loop {
+        let mut shown = false;
+        let result = one(ctx, agent, &model, request.clone(), sink, &mut shown).await;
+        match result {
+            Err(e) if e.is_retryable() && !shown && attempt < MAX_RETRIES => {
+                attempt += 1;
+                ctx.trace(|t| t.retries += 1);
+                let wait = backoff(attempt);
+                tracing::warn!(agent = %agent.id, attempt, ?wait, error = %e, "model call failed; retrying");
+                tokio::time::sleep(wait).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn one(
+    ctx: &TurnCtx,
+    agent: &Arc<Agent>,
+    model: &Arc<dyn baton_core::ports::model::Model>,
+    request: ModelRequest,
+    sink: &mut impl Sink,
+    shown: &mut bool,
+) -> Result<Reply, ModelError> {
+    let mut stream = model.stream(request);
+    let mut reply = Reply::default();
+    let mut usage = TokenUsage::default();
+    let mut open: Vec<RawCall> = Vec::new();
+    let mut outcome = Ok(());
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(ModelEvent::TextDelta(t)) => {
+                *shown = true;
+                reply.text.push_str(&t);
+                sink.text(&t).await;
+            }
+            Ok(ModelEvent::ReasoningDelta(t)) => sink.reasoning(&t).await,
+            Ok(ModelEvent::ToolUseStart { id, name }) => {
+                sink.tool_start().await;
+                open.push(RawCall {
+                    id,
+                    name,
+                    args: String::new(),
+                });
+            }
+            Ok(ModelEvent::ToolUseDelta { id, fragment }) => {
+                if let Some(c) = open.iter_mut().rev().find(|c| c.id == id) {
+                    c.args.push_str(&fragment);
+                }
+            }
+            Ok(ModelEvent::ToolUseStop { id }) => {
+                if let Some(pos) = open.iter().position(|c| c.id == id) {
+                    reply.calls.push(open.remove(pos));
+                }
+            }
+            Ok(ModelEvent::Stop(reason)) => reply.stop = Some(reason),
+            Ok(ModelEvent::Usage(u)) => usage.add(&u),
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    // A call whose stop never came still counts: providers may end the stream early.
+    reply.calls.append(&mut open);
+    ctx.add_usage(&agent.model, &usage);
+    outcome.map(|()| reply)
+}
+
+fn backoff(attempt: u32) -> Duration {
+    let base = 100u64 << attempt.min(6);
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(attempt);
+    let jitter = h.finish() % (base / 2 + 1);
+    Duration::from_millis(base / 2 + jitter)
+}
+
+/// A sink that drops everything (calls whose text is not shown).
+pub(crate) struct Quiet;
+
+impl Sink for Quiet {
+    async fn text(&mut self, _: &str) {}
+    async fn reasoning(&mut self, _: &str) {}
+}

@@ -1,0 +1,232 @@
+//! Status events (D-12): sub-agents and connectors emit typed codes; the orchestrator's
+//! card gives the words and a policy per code. Concurrent batched codes within a short
+//! window merge into one line; unknown codes are dropped and logged; a sub-agent silent
+//! for too long gets a generic progress line.
+//!
+//! Codes travel on a channel; liveness does not: each sub-agent stamps an atomic clock on
+//! the shared board whenever it does anything, so the hot streaming path never wakes the
+//! renderer.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use baton_core::events::Event;
+use baton_core::ports::metrics::UNKNOWN_STATUS_CODE_TOTAL;
+use baton_core::registry::{StatusMessages, StatusPolicy};
+use tokio::sync::mpsc;
+use tokio::time::{Duration, Instant, sleep_until};
+
+use super::context::TurnCtx;
+
+struct Lane {
+    agent: Arc<str>,
+    /// Milliseconds after the board's start of the lane's last sign of life.
+    last_ms: AtomicU64,
+    done: AtomicBool,
+}
+
+struct Board {
+    start: Instant,
+    lanes: Vec<Lane>,
+}
+
+impl Board {
+    fn lane(&self, agent: &str) -> Option<&Lane> {
+        self.lanes.iter().find(|l| &*l.agent == agent)
+    }
+}
+
+/// The sending side, held by every sub-agent task of a turn.
+#[derive(Clone)]
+pub(crate) struct StatusTx {
+    codes: mpsc::UnboundedSender<(Arc<str>, Arc<str>)>,
+    board: Arc<Board>,
+}
+
+impl StatusTx {
+    /// The sub-agent did something (text, a tool call ...).
+    pub(crate) fn activity(&self, agent: &str) {
+        if let Some(lane) = self.board.lane(agent) {
+            let ms = self.board.start.elapsed().as_millis() as u64;
+            lane.last_ms.store(ms, Ordering::Relaxed);
+        }
+    }
+
+    /// A typed status code from `agent`.
+    pub(crate) fn code(&self, agent: &Arc<str>, code: &Arc<str>) {
+        self.activity(agent);
+        let _ = self.codes.send((agent.clone(), code.clone()));
+    }
+
+    /// The sub-agent is over: no progress lines for it any more.
+    pub(crate) fn finished(&self, agent: &str) {
+        if let Some(lane) = self.board.lane(agent) {
+            lane.done.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The receiving side.
+pub(crate) struct StatusRx {
+    codes: mpsc::UnboundedReceiver<(Arc<str>, Arc<str>)>,
+    board: Arc<Board>,
+}
+
+/// A channel pair for the sub-agents of one dispatch.
+pub(crate) fn channel(agents: impl IntoIterator<Item = Arc<str>>) -> (StatusTx, StatusRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let board = Arc::new(Board {
+        start: Instant::now(),
+        lanes: agents
+            .into_iter()
+            .map(|agent| Lane {
+                agent,
+                last_ms: AtomicU64::new(0),
+                done: AtomicBool::new(false),
+            })
+            .collect(),
+    });
+    (
+        StatusTx {
+            codes: tx,
+            board: board.clone(),
+        },
+        StatusRx { codes: rx, board },
+    )
+}
+
+/// Renders status lines until every sender is gone.
+pub(crate) async fn render(ctx: &TurnCtx, rx: StatusRx) {
+    let StatusRx { mut codes, board } = rx;
+    let default = StatusMessages::default();
+    let config = ctx
+        .orchestrator
+        .orchestration
+        .as_ref()
+        .map(|o| &o.status)
+        .unwrap_or(&default);
+    let window = Duration::from_millis(config.merge_window_ms);
+    let idle = config.idle_after_ms;
+    let mut batch: Vec<(String, String)> = Vec::new();
+    let mut batch_due: Option<Instant> = None;
+    // Per lane: the activity stamp for which an idle line was already shown.
+    let mut shown: Vec<Option<u64>> = vec![None; board.lanes.len()];
+    let sleep = sleep_until(board.start);
+    tokio::pin!(sleep);
+    loop {
+        let idle_due = board
+            .lanes
+            .iter()
+            .enumerate()
+            .filter(|(i, l)| {
+                !l.done.load(Ordering::Relaxed)
+                    && shown[*i] != Some(l.last_ms.load(Ordering::Relaxed))
+            })
+            .map(|(i, l)| {
+                (
+                    board.start + Duration::from_millis(l.last_ms.load(Ordering::Relaxed) + idle),
+                    i,
+                )
+            })
+            .min();
+        let next = match (batch_due, idle_due) {
+            (Some(b), Some((i, _))) => Some(b.min(i)),
+            (b, i) => b.or(i.map(|(at, _)| at)),
+        };
+        if let Some(at) = next {
+            sleep.as_mut().reset(at);
+        }
+        tokio::select! {
+            msg = codes.recv() => {
+                let Some((agent, code)) = msg else { break };
+                let Some(m) = config.codes.get(&*code) else {
+                    tracing::warn!(%agent, %code, "unknown status code dropped");
+                    ctx.inner.metrics.count(UNKNOWN_STATUS_CODE_TOTAL, 1, &[("code", &code)]);
+                    continue;
+                };
+                let text = m.text.replace("{agent}", &ctx.label_of(&agent));
+                match m.policy {
+                    StatusPolicy::Suppress => {}
+                    StatusPolicy::Forward | StatusPolicy::Transform => {
+                        ctx.out.emit(Event::Status { codes: vec![code.to_string()], message: text }).await;
+                    }
+                    StatusPolicy::Batch => {
+                        batch.push((code.to_string(), text));
+                        batch_due.get_or_insert_with(|| Instant::now() + window);
+                    }
+                }
+            }
+            () = &mut sleep, if next.is_some() => {
+                let now = Instant::now();
+                if batch_due.is_some_and(|b| b <= now) {
+                    batch_due = None;
+                    let line = merge(&batch);
+                    let codes = batch.drain(..).map(|(c, _)| c).collect();
+                    if !line.is_empty() {
+                        ctx.out.emit(Event::Status { codes, message: line }).await;
+                    }
+                }
+                if let Some((at, i)) = idle_due
+                    && at <= now
+                {
+                    let lane = &board.lanes[i];
+                    shown[i] = Some(lane.last_ms.load(Ordering::Relaxed));
+                    let message = config.idle_text.replace("{agent}", &ctx.label_of(&lane.agent));
+                    ctx.out.emit(Event::Status { codes: Vec::new(), message }).await;
+                }
+            }
+        }
+    }
+}
+
+/// Merges lines into one: "Looking for offers and checking your receipt…".
+fn merge(lines: &[(String, String)]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (_, text) in lines {
+        let t = text
+            .trim()
+            .trim_end_matches(['…', '.'])
+            .trim_end_matches("...")
+            .trim()
+            .to_owned();
+        if !t.is_empty() && !parts.contains(&t) {
+            parts.push(t);
+        }
+    }
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(if i + 1 == parts.len() { " and " } else { ", " });
+            let mut c = p.chars();
+            if let Some(first) = c.next() {
+                out.extend(first.to_lowercase());
+                out.push_str(c.as_str());
+            }
+        } else {
+            out.push_str(p);
+        }
+    }
+    if !out.is_empty() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_lines_read_as_one_sentence() {
+        let lines = vec![
+            ("a".to_owned(), "Looking for offers…".to_owned()),
+            ("b".to_owned(), "Checking your receipt...".to_owned()),
+            ("c".to_owned(), "Looking for offers…".to_owned()),
+        ];
+        assert_eq!(
+            merge(&lines),
+            "Looking for offers and checking your receipt…"
+        );
+        assert_eq!(merge(&[]), "");
+    }
+}

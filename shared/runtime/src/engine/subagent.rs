@@ -1,0 +1,276 @@
+//! One sub-agent invocation: instantiated from its card with the inherited context and only
+//! its own prior turns (D-17), running its own tool loop within its limits.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::ports::model::CallPurpose;
+use baton_core::registry::Agent;
+use baton_core::tool_result::DataStatus;
+use baton_core::turn::AgentStatus;
+use futures::future::join_all;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::context::TurnCtx;
+use super::live_slot::LiveSlot;
+use super::model_call::{self, Sink};
+use super::status::StatusTx;
+use super::tools;
+
+/// What the orchestrator asked one sub-agent.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentJob {
+    pub(crate) agent: Arc<Agent>,
+    /// The orchestrator's tool-use id.
+    pub(crate) call_id: String,
+    /// The query after verbatim protection.
+    pub(crate) query: String,
+    pub(crate) prior_context: Option<String>,
+    /// Card-declared extra arguments (e.g. a support category).
+    pub(crate) extra: serde_json::Map<String, Value>,
+    /// The arguments as the orchestrator will see them in its transcript.
+    pub(crate) args: Value,
+}
+
+/// How it went.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentResult {
+    pub(crate) status: AgentStatus,
+    pub(crate) text: String,
+    pub(crate) tool_calls: u32,
+    pub(crate) duration_ms: u64,
+}
+
+/// Where a sub-agent's text goes while it streams (D-13).
+#[derive(Clone)]
+pub(crate) enum TextMode {
+    /// Collected for the orchestrator's composition call.
+    Collect,
+    /// Streamed through the output pipeline as it comes (passthrough).
+    Live,
+    /// Competing for the live slot (direct).
+    Slot(Arc<LiveSlot>),
+}
+
+struct AgentSink<'a> {
+    ctx: &'a TurnCtx,
+    agent_id: &'a str,
+    mode: &'a TextMode,
+    status: &'a StatusTx,
+}
+
+impl Sink for AgentSink<'_> {
+    async fn text(&mut self, text: &str) {
+        self.status.activity(self.agent_id);
+        match self.mode {
+            TextMode::Collect => {}
+            TextMode::Live => self.ctx.out.text(self.agent_id, text).await,
+            TextMode::Slot(slot) => slot.text(self.ctx, self.agent_id, text).await,
+        }
+    }
+
+    async fn reasoning(&mut self, _: &str) {
+        // A specialist's reasoning is never shown; it only proves the agent is alive.
+        self.status.activity(self.agent_id);
+    }
+}
+
+/// Runs the sub-agent to its answer (the caller bounds it with the card's timeout).
+pub(crate) async fn run(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    mode: &TextMode,
+    status: &StatusTx,
+    result: &mut AgentResult,
+) {
+    let agent = &job.agent;
+    let started = Instant::now();
+    let mut request = agent.request(
+        CallPurpose::Agent,
+        agent
+            .prompt
+            .system(&ctx.dynamic(), inherited(ctx, job).as_deref()),
+    );
+    request.messages = own_history(ctx, agent);
+    request.messages.push(Message::user(job.query.clone()));
+    let mut sink = AgentSink {
+        ctx,
+        agent_id: &agent.id,
+        mode,
+        status,
+    };
+    let mut data_outcomes: Vec<DataStatus> = Vec::new();
+    let max_calls = agent.limits.max_tool_calls;
+    loop {
+        let reply = match model_call::call(ctx, agent, request.clone(), &mut sink).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(agent = %agent.id, error = %e, "sub-agent model call failed");
+                result.status = AgentStatus::Error;
+                result.duration_ms = started.elapsed().as_millis() as u64;
+                return;
+            }
+        };
+        result.text.push_str(&reply.text);
+        if reply.calls.is_empty() {
+            break;
+        }
+        let room = max_calls.saturating_sub(result.tool_calls) as usize;
+        if room == 0 {
+            ctx.trace(|t| {
+                t.guard(
+                    "subagent_tool_limit",
+                    format!("{} reached {} tool calls", agent.id, max_calls),
+                )
+            });
+            break;
+        }
+        let runs = join_all(
+            reply
+                .calls
+                .iter()
+                .take(room)
+                .map(|c| tools::run(ctx, agent, c, status)),
+        )
+        .await;
+        result.tool_calls += runs.len() as u32;
+        let mut uses = Vec::new();
+        if !reply.text.is_empty() {
+            uses.push(Content::Text {
+                text: reply.text.clone(),
+            });
+        }
+        let mut results = Vec::new();
+        for (call, run) in reply
+            .calls
+            .iter()
+            .zip(runs.iter().map(Some).chain(std::iter::repeat(None)))
+        {
+            uses.push(Content::ToolUse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                input: call.parse().unwrap_or(Value::Object(Default::default())),
+            });
+            let (st, content) = match run {
+                Some(run) => {
+                    data_outcomes.push(run.data.status);
+                    let st = if run.data.status == DataStatus::Unavailable {
+                        ToolResultStatus::Error
+                    } else {
+                        ToolResultStatus::Ok
+                    };
+                    (st, serde_json::to_value(&run.data).unwrap_or(Value::Null))
+                }
+                None => (
+                    ToolResultStatus::Error,
+                    Value::String(format!(
+                        "Not run: the limit of {max_calls} tool calls was reached."
+                    )),
+                ),
+            };
+            results.push(Content::ToolResult {
+                id: call.id.clone(),
+                status: st,
+                content,
+            });
+        }
+        request.messages.push(Message {
+            role: Role::Assistant,
+            content: uses,
+        });
+        request.messages.push(Message {
+            role: Role::User,
+            content: results,
+        });
+    }
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    let unavailable = data_outcomes
+        .iter()
+        .filter(|s| **s == DataStatus::Unavailable)
+        .count();
+    let partial = data_outcomes.contains(&DataStatus::Partial);
+    result.status = if result.text.trim().is_empty()
+        || (!data_outcomes.is_empty() && unavailable == data_outcomes.len())
+    {
+        AgentStatus::Error
+    } else if partial || unavailable > 0 {
+        AgentStatus::Partial
+    } else {
+        AgentStatus::Ok
+    };
+}
+
+/// The sub-agent's own prior turns only (D-17).
+fn own_history(ctx: &TurnCtx, agent: &Agent) -> Vec<Message> {
+    let mut messages = Vec::new();
+    for turn in &ctx.history {
+        for seg in turn
+            .segments
+            .iter()
+            .filter(|s| s.agent_id == *agent.id && !s.text.is_empty())
+        {
+            messages.push(Message::user(seg.query.clone()));
+            messages.push(Message::assistant(seg.text.clone()));
+        }
+    }
+    messages
+}
+
+/// The inherited context that goes after the cache point: prior context (filled by the
+/// runtime on an intent switch when the orchestrator gave none, D-18) and extra arguments.
+fn inherited(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
+    let mut out = String::new();
+    let prior = job
+        .prior_context
+        .clone()
+        .filter(|p| !p.trim().is_empty())
+        .or_else(|| fill_prior_context(ctx, &job.agent));
+    if let Some(prior) = prior {
+        let _ = write!(out, "<prior_context>\n{}\n</prior_context>", prior.trim());
+    }
+    if !job.extra.is_empty() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str("<request_details>\n");
+        for (k, v) in &job.extra {
+            let v = v
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| v.to_string());
+            let _ = writeln!(out, "{k}: {v}");
+        }
+        out.push_str("</request_details>");
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+const PRIOR_CONTEXT_CHARS: usize = 600;
+
+fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
+    let last = ctx.history.last()?;
+    if last.segments.iter().any(|s| s.agent_id == *agent.id) {
+        return None; // Not a switch: it already has its own history.
+    }
+    let mut text = String::new();
+    if let Some(summary) = &ctx.rolling_summary {
+        let _ = writeln!(text, "Summary so far: {summary}");
+    }
+    let _ = write!(
+        text,
+        "Last turn, the user said: {:?}. The assistant answered: {}",
+        last.user_text, last.narration
+    );
+    if text.chars().count() > PRIOR_CONTEXT_CHARS {
+        text = text.chars().take(PRIOR_CONTEXT_CHARS).collect::<String>() + "…";
+    }
+    ctx.trace(|t| {
+        t.guard(
+            "prior_context",
+            format!("filled for {} from the last turn", agent.id),
+        )
+    });
+    Some(text)
+}

@@ -1,0 +1,205 @@
+//! Running one data tool call for a sub-agent: schema check, breaker, budget, connector
+//! call with the principal (D-29), timeout, and the envelope decision (D-28): status is the
+//! only boundary; a foreign principal is suppressed and counted, never retried.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_core::events::{Event, ToolOutcome};
+use baton_core::ports::connector::{ConnectorRequest, EnvelopeStatus};
+use baton_core::ports::metrics::{ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISMATCH_TOTAL};
+use baton_core::ports::store::Body;
+use baton_core::registry::Agent;
+use baton_core::tool_result::{DataStatus, ToolData};
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use super::context::TurnCtx;
+use super::model_call::RawCall;
+use super::status::StatusTx;
+
+/// What one tool call came to.
+pub(crate) struct ToolRun {
+    pub(crate) data: ToolData,
+}
+
+const UNAVAILABLE: &str = "This information is unavailable right now.";
+
+fn unavailable(tool: &str, note: &str) -> ToolData {
+    ToolData {
+        tool: tool.to_owned(),
+        status: DataStatus::Unavailable,
+        data: Value::Null,
+        note: Some(note.to_owned()),
+    }
+}
+
+/// Runs one call made by `agent`.
+pub(crate) async fn run(
+    ctx: &TurnCtx,
+    agent: &Arc<Agent>,
+    call: &RawCall,
+    status: &StatusTx,
+) -> ToolRun {
+    let Some(tool) = agent.tool(&call.name).cloned() else {
+        ctx.trace(|t| {
+            t.guard(
+                "unknown_tool",
+                format!("{} called unknown tool {}", agent.id, call.name),
+            )
+        });
+        return ToolRun {
+            data: unavailable(&call.name, "There is no such tool."),
+        };
+    };
+    let args = match call.parse().and_then(|a| tool.check_args(&a).map(|()| a)) {
+        Ok(a) => a,
+        Err(problem) => {
+            tracing::warn!(agent = %agent.id, tool = %tool.id, %problem, "tool arguments rejected");
+            ctx.trace(|t| t.guard("invalid_args", format!("{}: {}", tool.id, problem)));
+            return ToolRun {
+                data: ToolData {
+                    tool: tool.id.to_string(),
+                    status: DataStatus::Unavailable,
+                    data: Value::Null,
+                    note: Some(format!("The arguments were invalid: {problem}")),
+                },
+            };
+        }
+    };
+    if !ctx.take_tool_call() {
+        ctx.trace(|t| {
+            t.limit
+                .get_or_insert_with(|| "turn_tool_calls".to_owned())
+                .clone()
+        });
+        return ToolRun {
+            data: unavailable(&tool.id, "This turn has used all of its tool calls."),
+        };
+    }
+    let limits = ctx.limits;
+    let cooldown = Duration::from_millis(limits.breaker_cooldown_ms);
+    if !ctx.inner.breakers.allow(&tool.id, cooldown) {
+        ctx.trace(|t| t.guard("breaker", format!("{} is open", tool.id)));
+        return ToolRun {
+            data: unavailable(&tool.id, UNAVAILABLE),
+        };
+    }
+    if let Some(code) = &tool.status_code {
+        status.code(&agent.id, code);
+    }
+    let call_id = format!("{}.{}", agent.id, call.id);
+    ctx.out
+        .emit(Event::ToolCallStart {
+            call_id: call_id.clone(),
+            agent: agent.id.to_string(),
+            tool: tool.id.to_string(),
+        })
+        .await;
+    let started = Instant::now();
+    let Some(connector) = ctx.inner.connectors.get(&*tool.connector_kind).cloned() else {
+        return ToolRun {
+            data: unavailable(&tool.id, UNAVAILABLE),
+        };
+    };
+    let request = ConnectorRequest {
+        tool_id: tool.id.clone(),
+        config: tool.connector_config.clone(),
+        args: args.clone(),
+        principal: ctx.principal.clone(),
+        episode_id: ctx.episode_id.clone(),
+        agent_id: agent.id.clone(),
+    };
+    let answer = tokio::time::timeout(
+        Duration::from_millis(tool.timeout_ms),
+        connector.call(request),
+    )
+    .await;
+    let data = match answer {
+        Err(_) => {
+            tracing::warn!(agent = %agent.id, tool = %tool.id, "tool timed out");
+            ctx.inner
+                .breakers
+                .record(&tool.id, false, limits.breaker_failures);
+            unavailable(&tool.id, UNAVAILABLE)
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(agent = %agent.id, tool = %tool.id, error = %e, "tool failed");
+            ctx.inner
+                .breakers
+                .record(&tool.id, false, limits.breaker_failures);
+            unavailable(&tool.id, UNAVAILABLE)
+        }
+        Ok(Ok(envelope)) => {
+            ctx.inner
+                .breakers
+                .record(&tool.id, true, limits.breaker_failures);
+            if envelope.principal != ctx.principal.as_str() {
+                // A security boundary, not a quality issue: suppress, count, alert; no retry.
+                ctx.inner
+                    .metrics
+                    .count(PRINCIPAL_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
+                ctx.trace(|t| t.principal_mismatches += 1);
+                tracing::error!(
+                    alert = true,
+                    agent = %agent.id,
+                    tool = %tool.id,
+                    enricher = %envelope.enricher_id,
+                    "envelope principal does not match the caller; payload suppressed"
+                );
+                unavailable(&tool.id, UNAVAILABLE)
+            } else if let Some(expected) = tool.envelope_major
+                && envelope.major_version() != Some(expected)
+            {
+                ctx.inner
+                    .metrics
+                    .count(ENVELOPE_VERSION_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
+                tracing::warn!(tool = %tool.id, version = %envelope.version, expected, "incompatible envelope version");
+                unavailable(&tool.id, UNAVAILABLE)
+            } else {
+                let status = match envelope.status {
+                    EnvelopeStatus::Ok => DataStatus::Ok,
+                    EnvelopeStatus::Partial => DataStatus::Partial,
+                    EnvelopeStatus::Error => DataStatus::Unavailable,
+                };
+                ToolData {
+                    tool: tool.id.to_string(),
+                    status,
+                    note: (status == DataStatus::Unavailable).then(|| UNAVAILABLE.to_owned()),
+                    data: if status == DataStatus::Unavailable {
+                        Value::Null
+                    } else {
+                        envelope.payload
+                    },
+                }
+            }
+        }
+    };
+    let outcome = match data.status {
+        DataStatus::Ok => ToolOutcome::Ok,
+        DataStatus::Partial => ToolOutcome::Partial,
+        DataStatus::Unavailable => ToolOutcome::Unavailable,
+    };
+    ctx.out
+        .emit(Event::ToolResult {
+            call_id: call_id.clone(),
+            agent: agent.id.to_string(),
+            tool: tool.id.to_string(),
+            status: outcome,
+        })
+        .await;
+    ctx.out
+        .emit(Event::ToolCallEnd {
+            call_id: call_id.clone(),
+            agent: agent.id.to_string(),
+            tool: tool.id.to_string(),
+            duration_ms: started.elapsed().as_millis() as u64,
+        })
+        .await;
+    // The tool message is kept apart from the narration (D-19).
+    ctx.add_body(Body {
+        key: format!("{}/{}", ctx.turn_id, call_id),
+        json: json!({ "agent": &*agent.id, "tool": &*tool.id, "input": args, "result": &data }),
+    });
+    ToolRun { data }
+}

@@ -1,0 +1,392 @@
+//! The turn driver (DESIGN §3): history, routing, fan-out, composition, the consulted
+//! record, the journal commit, usage and completion — in that order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_core::consulted::footer;
+use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
+use baton_core::message::Message;
+use baton_core::ports::metrics::{TURN_COST_USD, TURNS_TOTAL};
+use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
+use baton_core::registry::Composition;
+use baton_core::trace::{AgentOutcome, DropReason};
+use baton_core::turn::{
+    AgentStatus, ConsultedAgent, EpisodeState, PendingCall, Segment, TurnOutcome, TurnRecord,
+};
+
+use super::compose;
+use super::context::TurnCtx;
+use super::dispatch::dispatch;
+use super::live_slot::LiveSlot;
+use super::route::{self, Plan};
+use super::subagent::{AgentJob, AgentResult, TextMode};
+
+const TROUBLE: &str = "I'm having trouble answering right now. Please try again in a moment.";
+const COMMIT_ATTEMPTS: usize = 3;
+
+/// Runs a claimed turn to its end. Never panics; every failure ends in plain words.
+pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
+    ctx.out.emit(Event::Thinking {}).await;
+    ctx.out
+        .emit(Event::ResponseId {
+            response_id: ctx.turn_id.to_string(),
+            episode_id: ctx.episode_id.to_string(),
+        })
+        .await;
+
+    let store = ctx.inner.store.clone();
+    match store
+        .turns(
+            &ctx.principal,
+            &ctx.episode_id,
+            ctx.inner.config.history_turns,
+        )
+        .await
+    {
+        Ok(history) => ctx.history = history,
+        Err(e) => {
+            tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not load the episode's history");
+            ctx.out
+                .emit(Event::Error {
+                    message:
+                        "Conversation storage is unavailable right now; please try again shortly."
+                            .into(),
+                })
+                .await;
+            let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
+            ctx.out
+                .emit(Event::Completed {
+                    outcome: TurnOutcome::Failed,
+                })
+                .await;
+            return;
+        }
+    }
+    ctx.rolling_summary = meta.rolling_summary.clone();
+    let mut state = meta.state.clone();
+    let now = ctx.inner.clock.now_ms();
+
+    let mut work = Work::default();
+    let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
+    if used >= ctx.limits.episode_max_calls {
+        // D-15: the episode's sliding window is spent; say so and offer to go on later.
+        ctx.trace(|t| t.limit = Some("episode_rate".into()));
+        let text = "We've done a lot in the last few minutes, so I'm pausing for a moment. Ask again shortly and I'll continue.";
+        ctx.out.text(SOURCE_ORCHESTRATOR, text).await;
+        work.outcome = TurnOutcome::Limited;
+        work.pending = std::mem::take(&mut state.pending);
+    } else {
+        let previous = std::mem::take(&mut state.pending);
+        orchestrate(&ctx, &previous, &mut work).await;
+    }
+    finish(ctx, meta, state, work).await;
+}
+
+/// What the turn did, gathered for the record.
+struct Work {
+    jobs: Vec<AgentJob>,
+    results: Vec<AgentResult>,
+    pending: Vec<PendingCall>,
+    outcome: TurnOutcome,
+    error: Option<String>,
+}
+
+impl Default for Work {
+    fn default() -> Self {
+        Work {
+            jobs: Vec::new(),
+            results: Vec::new(),
+            pending: Vec::new(),
+            outcome: TurnOutcome::Answered,
+            error: None,
+        }
+    }
+}
+
+async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
+    let mut iterations = 0;
+    let plan = if !previous.is_empty() && route::is_continue(&ctx.user_text) {
+        route::resume(ctx, previous)
+    } else {
+        match route::route(ctx, &mut iterations).await {
+            Ok(plan) => plan,
+            Err(e) => {
+                tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed");
+                work.outcome = TurnOutcome::Failed;
+                work.error = Some(TROUBLE.into());
+                return;
+            }
+        }
+    };
+    let Plan {
+        jobs,
+        refused,
+        text: preamble,
+        fastpath,
+        pending,
+    } = plan;
+    work.pending = pending;
+    if fastpath {
+        return;
+    }
+    let composition = ctx
+        .orchestrator
+        .orchestration
+        .as_ref()
+        .map(|o| o.composition)
+        .unwrap_or_default();
+    let mode = match composition {
+        Composition::Passthrough if jobs.len() == 1 => TextMode::Live,
+        Composition::Direct => TextMode::Slot(Arc::new(LiveSlot::new(Duration::from_millis(
+            ctx.inner.config.flush_pacing_ms,
+        )))),
+        _ => TextMode::Collect,
+    };
+    ctx.out.paragraph().await;
+    let results = dispatch(ctx, &jobs, &mode).await;
+    match mode {
+        TextMode::Collect => {
+            let mut messages = route::conversation(ctx);
+            messages.extend(compose::round_messages(
+                &preamble, &jobs, &results, &refused,
+            ));
+            work.jobs = jobs;
+            work.results = results;
+            compose_rounds(ctx, messages, &mut iterations, work).await;
+        }
+        TextMode::Live | TextMode::Slot(_) => {
+            compose::acknowledge_failures(ctx, &jobs, &results).await;
+            work.jobs = jobs;
+            work.results = results;
+        }
+    }
+}
+
+/// Mediated composition, with further rounds while the orchestrator keeps calling
+/// sub-agents, bounded by the orchestrator's iteration limit (D-15).
+async fn compose_rounds(
+    ctx: &TurnCtx,
+    mut messages: Vec<Message>,
+    iterations: &mut u32,
+    work: &mut Work,
+) {
+    loop {
+        if *iterations >= ctx.limits.max_iterations {
+            ctx.trace(|t| {
+                t.limit
+                    .get_or_insert_with(|| "orchestrator_iterations".into())
+                    .clone()
+            });
+            compose::template(ctx, &work.jobs, &work.results).await;
+            return;
+        }
+        *iterations += 1;
+        let reply = match compose::mediated(ctx, messages.clone()).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::warn!(turn_id = %ctx.turn_id, error = %e, "composition call failed; composing from the answers");
+                compose::template(ctx, &work.jobs, &work.results).await;
+                return;
+            }
+        };
+        if reply.calls.is_empty() {
+            if reply.text.trim().is_empty() {
+                compose::template(ctx, &work.jobs, &work.results).await;
+            }
+            return;
+        }
+        // The orchestrator wants more: screen the calls as for routing, within the limits.
+        let dispatched = work.jobs.len() as u32;
+        let room = ctx.limits.max_subagents.saturating_sub(dispatched) as usize;
+        let (jobs, refused, over) = route::follow_up(ctx, reply.calls, room);
+        for p in over {
+            work.pending.push(p);
+        }
+        if jobs.is_empty() {
+            compose::template(ctx, &work.jobs, &work.results).await;
+            return;
+        }
+        ctx.out.paragraph().await;
+        let results = dispatch(ctx, &jobs, &TextMode::Collect).await;
+        messages.extend(compose::round_messages(
+            &reply.text,
+            &jobs,
+            &results,
+            &refused,
+        ));
+        work.jobs.extend(jobs);
+        work.results.extend(results);
+    }
+}
+
+async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut work: Work) {
+    let limit = ctx.trace(|t| t.limit.clone()).flatten();
+    if let Some(why) = &limit
+        && work.outcome != TurnOutcome::Limited
+    {
+        let done: Vec<(String, AgentStatus)> = work
+            .jobs
+            .iter()
+            .zip(&work.results)
+            .map(|(j, r)| (j.agent.label.to_string(), r.status))
+            .collect();
+        compose::limit_note(&ctx, &done, &work.pending, limit_words(why)).await;
+        work.outcome = TurnOutcome::Limited;
+    }
+    if let Some(message) = &work.error {
+        ctx.out
+            .emit(Event::Error {
+                message: message.clone(),
+            })
+            .await;
+    }
+
+    let consulted: Vec<ConsultedAgent> = work
+        .jobs
+        .iter()
+        .zip(&work.results)
+        .map(|(j, r)| ConsultedAgent {
+            agent_id: j.agent.id.to_string(),
+            label: j.agent.label.to_string(),
+            status: r.status,
+            duration_ms: r.duration_ms,
+            tool_calls: r.tool_calls,
+        })
+        .collect();
+    ctx.trace(|t| {
+        t.invoked = consulted.iter().map(|c| c.agent_id.clone()).collect();
+        t.outcomes = consulted
+            .iter()
+            .map(|c| AgentOutcome {
+                agent_id: c.agent_id.clone(),
+                status: c.status,
+                latency_ms: c.duration_ms,
+                tool_calls: c.tool_calls,
+            })
+            .collect();
+        for p in &work.pending {
+            if !t.dropped.iter().any(|d| d.reason == DropReason::Limit) {
+                t.drop_call(&format!("ask_{}", p.agent_id), DropReason::Limit);
+            }
+        }
+    });
+    ctx.out
+        .emit(Event::AgentsConsulted {
+            footer: footer(&consulted),
+            agents: consulted.clone(),
+        })
+        .await;
+
+    let (usage, cost) = ctx.usage();
+    let now = ctx.inner.clock.now_ms();
+    state.record_calls(now, ctx.limits.episode_window_ms, ctx.calls_made());
+    state.pending = std::mem::take(&mut work.pending);
+    let mut narration = ctx.out.narration().await.trim().to_owned();
+    if let Some(message) = &work.error {
+        narration = message.clone();
+    }
+    let routing = ctx.trace(|t| t.clone()).unwrap_or_default();
+    tracing::info!(
+        target: "baton::routing",
+        turn_id = %ctx.turn_id,
+        episode_id = %ctx.episode_id,
+        routing = %serde_json::to_string(&routing).unwrap_or_default(),
+        "routing record"
+    );
+    let bodies = ctx.take_bodies();
+    let mut record = TurnRecord {
+        episode_id: ctx.episode_id.to_string(),
+        seq: meta.version + 1,
+        turn_id: ctx.turn_id.to_string(),
+        created_ms: now,
+        user_text: ctx.user_text.clone(),
+        narration,
+        segments: work
+            .jobs
+            .iter()
+            .zip(&work.results)
+            .map(|(j, r)| Segment {
+                agent_id: j.agent.id.to_string(),
+                query: j.query.clone(),
+                text: r.text.clone(),
+                status: r.status,
+            })
+            .collect(),
+        consulted,
+        routing,
+        usage: usage.clone(),
+        cost_usd: cost,
+        body_keys: bodies.iter().map(|b| b.key.clone()).collect(),
+        outcome: work.outcome,
+    };
+    let store = ctx.inner.store.clone();
+    let mut expected = meta.version;
+    let mut saved = false;
+    for _ in 0..COMMIT_ATTEMPTS {
+        let commit = Commit {
+            principal: ctx.principal.clone(),
+            expected_version: expected,
+            record: record.clone(),
+            bodies: bodies.clone(),
+            state: state.clone(),
+        };
+        match store.commit(commit).await {
+            Ok(_) => {
+                saved = true;
+                break;
+            }
+            Err(StoreError::Conflict) => match store.episode(&ctx.principal, &ctx.episode_id).await
+            {
+                // D-26: someone committed in between; append after them, nothing interleaves.
+                Ok(m) => {
+                    expected = m.version;
+                    record.seq = m.version + 1;
+                }
+                Err(e) => {
+                    tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not reload the episode after a conflict");
+                    break;
+                }
+            },
+            Err(e) => {
+                tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not commit the turn");
+                break;
+            }
+        }
+    }
+    if !saved {
+        let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
+        ctx.out
+            .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it may be missing from its history.".into() })
+            .await;
+    }
+    let outcome = match work.outcome {
+        TurnOutcome::Answered => "answered",
+        TurnOutcome::Limited => "limited",
+        TurnOutcome::Failed => "failed",
+    };
+    ctx.inner
+        .metrics
+        .count(TURNS_TOTAL, 1, &[("outcome", outcome)]);
+    ctx.inner.metrics.measure(TURN_COST_USD, cost, &[]);
+    ctx.out
+        .emit(Event::Usage {
+            models: usage,
+            cost_usd: cost,
+        })
+        .await;
+    ctx.out
+        .emit(Event::Completed {
+            outcome: work.outcome,
+        })
+        .await;
+}
+
+fn limit_words(limit: &str) -> &'static str {
+    match limit {
+        "turn_tool_calls" => "this turn reached its limit of tool calls",
+        "turn_subagents" => "this turn reached its limit of specialists",
+        "orchestrator_iterations" => "this turn reached its limit of steps",
+        _ => "this turn reached one of its limits",
+    }
+}

@@ -1,0 +1,31 @@
+//! Baton's turn engine.
+//!
+//! Given a registry and an adapter behind each port, [`Runtime::run_turn`] runs one user
+//! turn: the orchestrator's routing call, the guards, the concurrent sub-agent fan-out
+//! with per-sub-agent tool loops and limits, composition, the consulted record, the
+//! journal commit, and the event stream.
+//!
+//! This crate talks to ports only: it never depends on an AWS SDK, an HTTP server or a
+//! database. It adds tokio for concurrency and time.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod breaker;
+pub mod clock;
+pub mod config;
+mod engine;
+pub mod history;
+pub mod memory_store;
+pub mod metrics;
+pub mod registry_files;
+pub mod request;
+mod runtime;
+pub mod scripted;
+pub mod stream;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
+
+pub use config::RuntimeConfig;
+pub use request::{RejectionKind, TurnRejection, TurnRequest};
+pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+pub use stream::TurnStream;

@@ -1,0 +1,248 @@
+//! An in-memory store with the same contracts as the durable ones.
+//!
+//! Used by tests and by runs that need no history across restarts. Everything sits behind
+//! one `std::sync::Mutex`: every method locks, works on plain maps and unlocks without
+//! awaiting, so each call is atomic and no lock is held across an await.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use baton_core::Principal;
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::turn::TurnRecord;
+
+/// A [`Store`] that keeps episodes, turns, claims and bodies in memory.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    episodes: HashMap<String, Episode>,
+    /// Completed turns by idempotency key (principal, turn id) → (episode, index in `turns`).
+    completed: HashMap<(Principal, String), (String, usize)>,
+    /// At most one claim per episode; expired ones linger until replaced.
+    claims: HashMap<String, ClaimEntry>,
+}
+
+#[derive(Debug)]
+struct Episode {
+    meta: EpisodeMeta,
+    /// Oldest first; `turns[i].seq == i + 1`.
+    turns: Vec<TurnRecord>,
+    bodies: HashMap<String, serde_json::Value>,
+}
+
+#[derive(Debug)]
+struct ClaimEntry {
+    principal: Principal,
+    turn_id: String,
+    expires_ms: u64,
+}
+
+impl ClaimEntry {
+    fn live_at(&self, now_ms: u64) -> bool {
+        self.expires_ms > now_ms
+    }
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, StoreError> {
+        // A poisoned lock means a panic mid-update: refuse rather than serve half a write.
+        self.inner
+            .lock()
+            .map_err(|_| StoreError::Unavailable("the in-memory store is out of order".into()))
+    }
+}
+
+impl Inner {
+    /// The episode, if it exists and belongs to `principal` (another's is "not found").
+    fn owned(&self, principal: &Principal, episode_id: &str) -> Result<&Episode, StoreError> {
+        self.episodes
+            .get(episode_id)
+            .filter(|e| &e.meta.owner == principal)
+            .ok_or(StoreError::NotFound)
+    }
+
+    fn claim(&mut self, req: ClaimRequest) -> Result<Claim, StoreError> {
+        let key = (req.principal.clone(), req.turn_id.clone());
+        if let Some((episode_id, index)) = self.completed.get(&key) {
+            let record = self
+                .episodes
+                .get(episode_id)
+                .and_then(|e| e.turns.get(*index))
+                .ok_or_else(|| StoreError::Corrupt("a completed turn is missing".into()))?;
+            return Ok(Claim::Completed(Box::new(record.clone())));
+        }
+        let in_flight = self.claims.values().any(|c| {
+            c.principal == req.principal && c.turn_id == req.turn_id && c.live_at(req.now_ms)
+        });
+        if in_flight {
+            return Ok(Claim::InFlight);
+        }
+
+        let meta = match &req.episode_id {
+            Some(episode_id) => {
+                let meta = self.owned(&req.principal, episode_id)?.meta.clone();
+                if self
+                    .claims
+                    .get(episode_id)
+                    .is_some_and(|c| c.live_at(req.now_ms))
+                {
+                    return Ok(Claim::Busy);
+                }
+                meta
+            }
+            None => {
+                if self.episodes.contains_key(&req.new_episode_id) {
+                    return Err(StoreError::Conflict);
+                }
+                let meta = EpisodeMeta {
+                    episode_id: req.new_episode_id.clone(),
+                    owner: req.principal.clone(),
+                    version: 0,
+                    created_ms: req.now_ms,
+                    updated_ms: req.now_ms,
+                    rolling_summary: None,
+                    state: Default::default(),
+                };
+                self.episodes.insert(
+                    meta.episode_id.clone(),
+                    Episode {
+                        meta: meta.clone(),
+                        turns: Vec::new(),
+                        bodies: HashMap::new(),
+                    },
+                );
+                meta
+            }
+        };
+
+        // Stale claims of this turn id elsewhere would only mislead a later in-flight check.
+        self.claims
+            .retain(|_, c| !(c.principal == req.principal && c.turn_id == req.turn_id));
+        self.claims.insert(
+            meta.episode_id.clone(),
+            ClaimEntry {
+                principal: req.principal,
+                turn_id: req.turn_id,
+                expires_ms: req.now_ms.saturating_add(req.lease_ms),
+            },
+        );
+        Ok(Claim::Claimed(meta))
+    }
+
+    fn commit(&mut self, commit: Commit) -> Result<u64, StoreError> {
+        let Commit {
+            principal,
+            expected_version,
+            record,
+            bodies,
+            state,
+        } = commit;
+        let episode_id = record.episode_id.clone();
+        let key = (principal.clone(), record.turn_id.clone());
+
+        // Every check happens before the first change, so a refused commit changes nothing.
+        let episode = self.owned(&principal, &episode_id)?;
+        let in_order = episode.meta.version == expected_version
+            && expected_version.checked_add(1) == Some(record.seq);
+        let mut keys = HashSet::new();
+        let keys_fresh = bodies
+            .iter()
+            .all(|b| keys.insert(b.key.as_str()) && !episode.bodies.contains_key(&b.key));
+        if !in_order || !keys_fresh || self.completed.contains_key(&key) {
+            return Err(StoreError::Conflict);
+        }
+
+        let episode = self
+            .episodes
+            .get_mut(&episode_id)
+            .ok_or(StoreError::NotFound)?;
+        episode
+            .bodies
+            .extend(bodies.into_iter().map(|b| (b.key, b.json)));
+        episode.meta.version = record.seq;
+        episode.meta.updated_ms = record.created_ms;
+        episode.meta.state = state;
+        let version = episode.meta.version;
+        let index = episode.turns.len();
+        episode.turns.push(record);
+        self.claims
+            .retain(|_, c| !(c.principal == key.0 && c.turn_id == key.1));
+        self.completed.insert(key, (episode_id, index));
+        Ok(version)
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
+        self.lock()?.claim(request)
+    }
+
+    async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        if inner
+            .claims
+            .get(episode_id)
+            .is_some_and(|c| c.turn_id == turn_id)
+        {
+            inner.claims.remove(episode_id);
+        }
+        Ok(())
+    }
+
+    async fn commit(&self, commit: Commit) -> Result<u64, StoreError> {
+        self.lock()?.commit(commit)
+    }
+
+    async fn episode(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeMeta, StoreError> {
+        Ok(self.lock()?.owned(principal, episode_id)?.meta.clone())
+    }
+
+    async fn turns(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        let inner = self.lock()?;
+        let turns = &inner.owned(principal, episode_id)?.turns;
+        let skip = turns.len().saturating_sub(limit);
+        Ok(turns[skip..].to_vec())
+    }
+
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError> {
+        let inner = self.lock()?;
+        inner
+            .owned(principal, episode_id)?
+            .bodies
+            .get(key)
+            .cloned()
+            .ok_or(StoreError::NotFound)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryStore;
+
+    crate::store_conformance!(MemoryStore::new());
+}

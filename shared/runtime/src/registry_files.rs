@@ -1,0 +1,129 @@
+//! Reads a registry directory into sources for the (pure) loader, then checks each
+//! tool's connector configuration against the connectors this program has.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use baton_core::ports::connector::Connector;
+use baton_core::registry::{
+    LoadError, LoadErrors, LoadOptions, Registry, RegistrySources, SourceFile,
+};
+
+/// Reads `agents/*.yaml`, `blocks/*.md`, `models.yaml` and `tools.yaml` under `root`.
+///
+/// # Errors
+/// A missing directory or an unreadable file, as a load error naming the path.
+pub fn read_sources(root: &Path) -> Result<RegistrySources, LoadErrors> {
+    let mut errors = Vec::new();
+    let mut sources = RegistrySources::default();
+    if !root.is_dir() {
+        return Err(LoadErrors(vec![LoadError {
+            file: root.display().to_string(),
+            field: "(registry)".into(),
+            value: String::new(),
+            problem: "no such directory".into(),
+        }]));
+    }
+    sources.agents = read_dir(root, "agents", &["yaml", "yml"], &mut errors);
+    sources.blocks = read_dir(root, "blocks", &["md"], &mut errors);
+    sources.models = read_one(root, "models.yaml", &mut errors);
+    sources.tools = read_one(root, "tools.yaml", &mut errors);
+    if errors.is_empty() {
+        Ok(sources)
+    } else {
+        Err(LoadErrors(errors))
+    }
+}
+
+/// Reads and validates a registry directory, including each tool's connector config.
+///
+/// # Errors
+/// Every problem found.
+pub fn load_registry(
+    root: &Path,
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+    providers: &[String],
+) -> Result<Registry, LoadErrors> {
+    let sources = read_sources(root)?;
+    let options = LoadOptions {
+        connector_kinds: connectors.keys().cloned().collect(),
+        providers: providers.to_vec(),
+    };
+    let registry = Registry::load(&sources, &options)?;
+    let mut errors = Vec::new();
+    for tool in registry.tools() {
+        if let Some(connector) = connectors.get(&*tool.connector_kind)
+            && let Err(problem) = connector.check_config(&tool.id, &tool.connector_config)
+        {
+            errors.push(LoadError {
+                file: "tools.yaml".into(),
+                field: format!("tools.{}.connector", tool.id),
+                value: tool.connector_config.to_string(),
+                problem,
+            });
+        }
+    }
+    if errors.is_empty() {
+        Ok(registry)
+    } else {
+        Err(LoadErrors(errors))
+    }
+}
+
+fn read_one(root: &Path, name: &str, errors: &mut Vec<LoadError>) -> Option<SourceFile> {
+    let path = root.join(name);
+    if !path.exists() {
+        return None;
+    }
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Some(SourceFile {
+            path: name.to_owned(),
+            text,
+        }),
+        Err(e) => {
+            errors.push(unreadable(name, &e));
+            None
+        }
+    }
+}
+
+fn read_dir(root: &Path, dir: &str, exts: &[&str], errors: &mut Vec<LoadError>) -> Vec<SourceFile> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(root.join(dir)) {
+        Ok(entries) => entries,
+        Err(_) => return out,
+    };
+    let mut paths: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| exts.contains(&e))
+        })
+        .collect();
+    paths.sort();
+    for path in paths {
+        let name = format!(
+            "{dir}/{}",
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+        );
+        match std::fs::read_to_string(&path) {
+            Ok(text) => out.push(SourceFile { path: name, text }),
+            Err(e) => errors.push(unreadable(&name, &e)),
+        }
+    }
+    out
+}
+
+fn unreadable(name: &str, e: &std::io::Error) -> LoadError {
+    LoadError {
+        file: name.to_owned(),
+        field: "(file)".into(),
+        value: String::new(),
+        problem: format!("cannot read: {e}"),
+    }
+}

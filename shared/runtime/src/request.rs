@@ -1,0 +1,57 @@
+//! What a caller hands the runtime for one turn, and how a turn can be refused before it
+//! starts.
+
+use baton_core::Principal;
+
+/// One user turn.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// The authenticated caller (from the auth context, never the body: D-30).
+    pub principal: Principal,
+    /// Episode to continue; `None` starts a new one.
+    pub episode_id: Option<String>,
+    /// Client-chosen idempotency key; generated when absent (D-25).
+    pub turn_id: Option<String>,
+    /// The user's message.
+    pub text: String,
+    /// Locale, e.g. `en-US`.
+    pub locale: Option<String>,
+    /// Coarse location.
+    pub location: Option<String>,
+}
+
+/// Why a turn was refused before it started. Safe to show: `message` is plain language.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TurnRejection {
+    /// What kind of refusal (maps to an HTTP status or exit code).
+    pub kind: RejectionKind,
+    /// Plain-language explanation.
+    pub message: String,
+}
+
+/// Kinds of refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectionKind {
+    /// The request is malformed (empty message, bad id ...).
+    Invalid,
+    /// The message is over the configured size limit.
+    TooLarge,
+    /// No such episode for this caller.
+    NotFound,
+    /// This turn id is running right now.
+    InFlight,
+    /// Another turn is running on this episode.
+    Busy,
+    /// The store or another dependency is unavailable; try again later.
+    Unavailable,
+}
+
+impl TurnRejection {
+    pub(crate) fn new(kind: RejectionKind, message: impl Into<String>) -> Self {
+        TurnRejection {
+            kind,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! The runtime: a registry plus the adapters behind each port, shared by every turn.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use baton_core::Principal;
+use baton_core::ports::clock::Clock;
+use baton_core::ports::connector::Connector;
+use baton_core::ports::metrics::{Metrics, NoMetrics};
+use baton_core::ports::model::Model;
+use baton_core::ports::store::{Store, StoreError};
+use baton_core::registry::{Agent, ModelSpec, Registry};
+
+use crate::breaker::Breakers;
+use crate::clock::SystemClock;
+use crate::config::RuntimeConfig;
+use crate::history::{EpisodeHistory, HistoryTurn};
+use crate::request::{RejectionKind, TurnRejection, TurnRequest};
+use crate::stream::TurnStream;
+
+/// Why a runtime could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot build the runtime: {}", .0.join("; "))]
+pub struct BuildError(pub Vec<String>);
+
+/// Everything a turn needs; cheap to clone.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) entry: Arc<Agent>,
+    pub(crate) models: BTreeMap<String, Arc<dyn Model>>,
+    pub(crate) model_override: Option<Arc<dyn Model>>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) connectors: BTreeMap<String, Arc<dyn Connector>>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) metrics: Arc<dyn Metrics>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) breakers: Breakers,
+}
+
+impl Inner {
+    /// The model adapter serving a registry model.
+    pub(crate) fn model_for(&self, spec: &ModelSpec) -> Option<&Arc<dyn Model>> {
+        self.model_override
+            .as_ref()
+            .or_else(|| self.models.get(&*spec.provider))
+    }
+}
+
+/// Assembles a [`Runtime`].
+pub struct RuntimeBuilder {
+    registry: Arc<Registry>,
+    models: BTreeMap<String, Arc<dyn Model>>,
+    model_override: Option<Arc<dyn Model>>,
+    store: Option<Arc<dyn Store>>,
+    connectors: BTreeMap<String, Arc<dyn Connector>>,
+    clock: Arc<dyn Clock>,
+    metrics: Arc<dyn Metrics>,
+    config: RuntimeConfig,
+}
+
+impl RuntimeBuilder {
+    /// Serves every model whose `provider` is `provider` with `model`.
+    pub fn provider(mut self, provider: &str, model: Arc<dyn Model>) -> Self {
+        self.models.insert(provider.to_owned(), model);
+        self
+    }
+
+    /// Serves every model, whatever its provider, with `model` (offline and scripted runs).
+    pub fn model_override(mut self, model: Arc<dyn Model>) -> Self {
+        self.model_override = Some(model);
+        self
+    }
+
+    /// The journal.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Serves tools of connector kind `kind`.
+    pub fn connector(mut self, kind: &str, connector: Arc<dyn Connector>) -> Self {
+        self.connectors.insert(kind.to_owned(), connector);
+        self
+    }
+
+    /// Wall clock (defaults to the system clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Metrics sink (defaults to none).
+    pub fn metrics(mut self, metrics: Arc<dyn Metrics>) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Settings.
+    pub fn config(mut self, config: RuntimeConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Checks that every model and tool of the registry has an adapter, then builds.
+    ///
+    /// # Errors
+    /// Missing store, unknown entry orchestrator, a provider or connector kind with no
+    /// adapter.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let mut problems = Vec::new();
+        let entry = match self.registry.entry(self.config.orchestrator.as_deref()) {
+            Ok(e) => Some(e.clone()),
+            Err(e) => {
+                problems.push(e);
+                None
+            }
+        };
+        if self.model_override.is_none() {
+            for m in self.registry.models() {
+                if !self.models.contains_key(&*m.provider) {
+                    problems.push(format!(
+                        "no model adapter for provider {:?} (model {})",
+                        m.provider, m.key
+                    ));
+                }
+            }
+        }
+        for t in self.registry.tools() {
+            if !self.connectors.contains_key(&*t.connector_kind) {
+                problems.push(format!(
+                    "no connector for kind {:?} (tool {})",
+                    t.connector_kind, t.id
+                ));
+            }
+        }
+        if self.store.is_none() {
+            problems.push("no store".to_owned());
+        }
+        let (Some(entry), Some(store), true) = (entry, self.store, problems.is_empty()) else {
+            return Err(BuildError(problems));
+        };
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                registry: self.registry,
+                entry,
+                models: self.models,
+                model_override: self.model_override,
+                store,
+                connectors: self.connectors,
+                clock: self.clock,
+                metrics: self.metrics,
+                config: self.config,
+                breakers: Breakers::default(),
+            }),
+        })
+    }
+}
+
+impl Runtime {
+    /// Starts assembling a runtime over a loaded registry.
+    pub fn builder(registry: Arc<Registry>) -> RuntimeBuilder {
+        RuntimeBuilder {
+            registry,
+            models: BTreeMap::new(),
+            model_override: None,
+            store: None,
+            connectors: BTreeMap::new(),
+            clock: Arc::new(SystemClock),
+            metrics: Arc::new(NoMetrics),
+            config: RuntimeConfig::default(),
+        }
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// The orchestrator turns start at.
+    pub fn entry(&self) -> &Arc<Agent> {
+        &self.inner.entry
+    }
+
+    /// Settings.
+    pub fn config(&self) -> &RuntimeConfig {
+        &self.inner.config
+    }
+
+    /// Starts a turn. Checks the message, claims the turn on its episode, then returns the
+    /// event stream at once; the turn runs on its own task and commits even if the stream
+    /// is dropped.
+    ///
+    /// # Errors
+    /// A refusal in plain language: bad or oversized message, unknown episode, a
+    /// duplicate turn still running, another turn running on the episode, or the store
+    /// unavailable.
+    pub async fn run_turn(&self, request: TurnRequest) -> Result<TurnStream, TurnRejection> {
+        crate::engine::start(self.inner.clone(), request).await
+    }
+
+    /// The narration history of one of the caller's episodes.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's (D-30).
+    pub async fn history(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeHistory, TurnRejection> {
+        let turns = self
+            .inner
+            .store
+            .turns(principal, episode_id, usize::MAX)
+            .await
+            .map_err(store_rejection)?;
+        Ok(EpisodeHistory {
+            episode_id: episode_id.to_owned(),
+            turns: turns.iter().map(HistoryTurn::from).collect(),
+        })
+    }
+}
+
+pub(crate) fn store_rejection(e: StoreError) -> TurnRejection {
+    match e {
+        StoreError::NotFound => {
+            TurnRejection::new(RejectionKind::NotFound, "That conversation was not found.")
+        }
+        StoreError::Conflict => TurnRejection::new(
+            RejectionKind::Busy,
+            "A turn is in progress on this conversation; try again in a moment.",
+        ),
+        StoreError::Unavailable(detail) | StoreError::Corrupt(detail) => {
+            tracing::error!(%detail, "store failure");
+            TurnRejection::new(
+                RejectionKind::Unavailable,
+                "Conversation storage is unavailable right now; please try again shortly.",
+            )
+        }
+    }
+}

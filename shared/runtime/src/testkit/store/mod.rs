@@ -1,0 +1,73 @@
+//! The store conformance suite (D-24 … D-26): one set of scenarios every [`Store`] must pass.
+//!
+//! Each scenario is a `pub async fn` over `&dyn Store` that starts from an empty store and
+//! panics on the first broken expectation. An adapter runs the whole suite with one line:
+//!
+//! ```ignore
+//! baton_runtime::store_conformance!(MyStore::new());
+//! ```
+//!
+//! The expression is evaluated once per scenario, so every scenario gets a fresh store. It
+//! may be a store or any [`StoreFixture`], e.g. a store together with the temporary folder
+//! it lives in.
+
+use baton_core::ports::store::Store;
+
+pub mod claim;
+pub mod commit;
+pub mod read;
+pub mod records;
+
+/// What a scenario runs against: a store plus whatever must outlive it (a temp folder).
+pub trait StoreFixture {
+    /// The store under test.
+    fn store(&self) -> &dyn Store;
+}
+
+impl<S: Store> StoreFixture for S {
+    fn store(&self) -> &dyn Store {
+        self
+    }
+}
+
+/// Expands to one `#[tokio::test]` per conformance scenario, each on a fresh store built by
+/// the given expression (a [`Store`] or a [`StoreFixture`]). The calling crate needs
+/// `tokio` (with `macros` and `rt`) and `baton-runtime`'s `testkit` feature in its tests.
+#[macro_export]
+macro_rules! store_conformance {
+    ($make:expr) => {
+        $crate::store_conformance!(@scenarios $make;
+            claim::new_episode_claim_creates_an_empty_owned_episode,
+            claim::completed_duplicate_replays_its_record,
+            claim::running_duplicate_is_in_flight,
+            claim::second_turn_on_a_claimed_episode_is_busy,
+            claim::expired_lease_can_be_taken_over,
+            claim::expired_duplicate_can_be_claimed_again,
+            claim::release_frees_the_episode,
+            claim::turn_ids_are_namespaced_by_principal,
+            claim::taken_new_episode_id_is_a_conflict,
+            commit::stale_commit_conflicts_and_retry_at_next_seq_succeeds,
+            commit::refused_commit_loses_nothing,
+            commit::turn_id_commits_only_once,
+            commit::reused_body_key_conflicts_and_keeps_the_first_body,
+            commit::commit_is_visible_to_the_next_claim_and_to_turns,
+            commit::episode_state_round_trips,
+            read::other_principal_sees_not_found,
+            read::unknown_episode_is_not_found,
+            read::turns_are_oldest_first_and_limited,
+            read::bodies_round_trip,
+        );
+    };
+    (@scenarios $make:expr; $($module:ident :: $name:ident),* $(,)?) => {
+        $(
+            #[::tokio::test]
+            async fn $name() {
+                let fixture = $make;
+                $crate::testkit::store::$module::$name(
+                    $crate::testkit::store::StoreFixture::store(&fixture),
+                )
+                .await;
+            }
+        )*
+    };
+}

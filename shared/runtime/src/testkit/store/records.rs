@@ -1,0 +1,164 @@
+//! Builders for the requests and records the scenarios send, and short drivers for the
+//! steps many scenarios share.
+
+use baton_core::Principal;
+use baton_core::ports::model::TokenUsage;
+use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit, EpisodeMeta, Store};
+use baton_core::trace::{AgentOutcome, RoutingRecord};
+use baton_core::turn::{
+    AgentStatus, ConsultedAgent, EpisodeState, ModelUsage, PendingCall, RateBucket, Segment,
+    TurnOutcome, TurnRecord,
+};
+
+/// The lease every scenario claims with.
+pub const LEASE_MS: u64 = 30_000;
+
+/// A principal from a known-good id.
+pub fn principal(id: &str) -> Principal {
+    Principal::new(id).expect("test principal ids are valid")
+}
+
+/// A claim of `turn_id` at `now_ms`: on `episode_id`, or on a new episode `new_episode_id`.
+pub fn claim_request(
+    principal: &Principal,
+    episode_id: Option<&str>,
+    new_episode_id: &str,
+    turn_id: &str,
+    now_ms: u64,
+) -> ClaimRequest {
+    ClaimRequest {
+        principal: principal.clone(),
+        episode_id: episode_id.map(str::to_owned),
+        new_episode_id: new_episode_id.to_owned(),
+        turn_id: turn_id.to_owned(),
+        now_ms,
+        lease_ms: LEASE_MS,
+    }
+}
+
+/// A turn record with every field filled, so a round trip that drops a field shows.
+pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -> TurnRecord {
+    let mut routing = RoutingRecord {
+        invoked: vec!["offers".into(), "support".into()],
+        intent_count: 2,
+        cap: 3,
+        retries: 1,
+        composition: "mediated".into(),
+        outcomes: vec![AgentOutcome {
+            agent_id: "offers".into(),
+            status: AgentStatus::Ok,
+            latency_ms: 420,
+            tool_calls: 2,
+        }],
+        ..RoutingRecord::default()
+    };
+    routing.guard("verbatim", "single intent");
+    TurnRecord {
+        episode_id: episode_id.to_owned(),
+        seq,
+        turn_id: turn_id.to_owned(),
+        created_ms,
+        user_text: format!("question {seq}"),
+        narration: format!("answer {seq}"),
+        segments: vec![Segment {
+            agent_id: "offers".into(),
+            query: format!("question {seq}"),
+            text: format!("offers answer {seq}"),
+            status: AgentStatus::Ok,
+        }],
+        consulted: vec![ConsultedAgent {
+            agent_id: "offers".into(),
+            label: "Offers".into(),
+            status: AgentStatus::Partial,
+            duration_ms: 420,
+            tool_calls: 2,
+        }],
+        routing,
+        usage: vec![ModelUsage {
+            model: "orchestrator".into(),
+            calls: 2,
+            tokens: TokenUsage {
+                input: 1_200,
+                output: 80,
+                cache_read: 900,
+                cache_write: 0,
+            },
+            cost_usd: 0.001_25,
+        }],
+        cost_usd: 0.001_25,
+        body_keys: vec![format!("{turn_id}/call-1")],
+        outcome: TurnOutcome::Answered,
+    }
+}
+
+/// A state with both parts filled.
+pub fn busy_state(minute_ms: u64) -> EpisodeState {
+    EpisodeState {
+        rate_window: vec![RateBucket {
+            minute_ms,
+            calls: 7,
+        }],
+        pending: vec![PendingCall {
+            agent_id: "support".into(),
+            query: "reset my password".into(),
+        }],
+    }
+}
+
+/// A commit of `record` by `principal` against `expected_version`, with these bodies and
+/// an empty state.
+pub fn commit_of(
+    principal: &Principal,
+    expected_version: u64,
+    record: TurnRecord,
+    bodies: Vec<Body>,
+) -> Commit {
+    Commit {
+        principal: principal.clone(),
+        expected_version,
+        record,
+        bodies,
+        state: EpisodeState::default(),
+    }
+}
+
+/// A body.
+pub fn body(key: &str, json: serde_json::Value) -> Body {
+    Body {
+        key: key.to_owned(),
+        json,
+    }
+}
+
+/// Claims `turn_id` and expects the claim to be granted.
+pub async fn claim_ok(store: &dyn Store, request: ClaimRequest) -> EpisodeMeta {
+    match store.claim(request.clone()).await {
+        Ok(Claim::Claimed(meta)) => meta,
+        other => panic!("claim of {request:?} should be granted, got {other:?}"),
+    }
+}
+
+/// Claims `turn_id` on `episode_id` (or a new episode of that id when `new` is true) at
+/// `now_ms`, then commits it as the next turn; returns the committed record.
+pub async fn run_turn(
+    store: &dyn Store,
+    principal: &Principal,
+    episode_id: &str,
+    new: bool,
+    turn_id: &str,
+    now_ms: u64,
+) -> TurnRecord {
+    let existing = (!new).then_some(episode_id);
+    let meta = claim_ok(
+        store,
+        claim_request(principal, existing, episode_id, turn_id, now_ms),
+    )
+    .await;
+    let record = turn_record(episode_id, meta.version + 1, turn_id, now_ms + 1);
+    let version = store
+        .commit(commit_of(principal, meta.version, record.clone(), vec![]))
+        .await
+        .expect("commit of a claimed turn at the current version succeeds");
+    assert_eq!(version, meta.version + 1, "commit returns the new version");
+    record
+}

@@ -1,0 +1,400 @@
+//! Engine behaviour over the public API: isolation, idempotency, bad input, faults.
+
+use std::time::Duration;
+
+use baton_core::Principal;
+use baton_core::events::Event;
+use baton_core::ports::store::Store;
+use baton_core::turn::TurnOutcome;
+use baton_runtime::RejectionKind;
+use futures::StreamExt;
+
+use crate::support::*;
+
+const TWO_TURNS: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route, user_contains: "receipt" }
+      tool_calls: [{ name: ask_support, args: { query: "my receipt R-77 didn't scan", intent_count: 1 } }]
+    - when: { purpose: route, user_contains: "coffee" }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  support:
+    - text: ["Receipt R-77 is being reviewed by the SUPPORT-SECRET team."]
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_specialists_request_never_contains_another_specialists_turns() {
+    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let (episode, _) = run(&rig, request("my receipt R-77 didn't scan", None, "t1")).await;
+    run(&rig, request("find coffee deals", Some(&episode), "t2")).await;
+    run(&rig, request("my receipt again", Some(&episode), "t3")).await;
+    let requests = rig.model.requests();
+    let shop: Vec<_> = requests.iter().filter(|r| &*r.agent_id == "shop").collect();
+    assert!(!shop.is_empty());
+    for r in shop {
+        let seen = format!("{:?}", r.messages);
+        assert!(
+            !seen.contains("SUPPORT-SECRET"),
+            "shop saw support's answer: {seen}"
+        );
+        assert!(!seen.contains("R-77"), "shop saw support's query: {seen}");
+    }
+    // Support, asked again, sees its own earlier turn.
+    let support_last = requests
+        .iter()
+        .rfind(|r| &*r.agent_id == "support")
+        .unwrap();
+    assert!(format!("{:?}", support_last.messages).contains("SUPPORT-SECRET"));
+    assert!(!format!("{:?}", support_last.messages).contains("Roast coffee"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_that_leaves_mid_stream_does_not_lose_the_turn() {
+    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let mut stream = rig
+        .runtime
+        .run_turn(request("find coffee deals", None, "t1"))
+        .await
+        .unwrap();
+    let episode = stream.episode_id.clone();
+    let first = stream.next().await.unwrap();
+    assert!(matches!(first.event, Event::Thinking {}));
+    drop(stream);
+    // Let the turn run to its commit.
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !rig
+            .store
+            .turns(&alice(), &episode, 10)
+            .await
+            .unwrap()
+            .is_empty()
+        {
+            break;
+        }
+    }
+    let history = rig.runtime.history(&alice(), &episode).await.unwrap();
+    assert_eq!(history.turns.len(), 1);
+    assert_eq!(history.turns[0].narration, "Done.");
+    assert_eq!(history.turns[0].consulted[0].agent_id, "shop");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_duplicate_replays_and_runs_nothing() {
+    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let (episode, first) = run(&rig, request("find coffee deals", None, "t1")).await;
+    let calls = rig.model.requests().len();
+    let replay = rig
+        .runtime
+        .run_turn(request("find coffee deals", Some(&episode), "t1"))
+        .await
+        .unwrap();
+    assert!(replay.replay);
+    let events: Vec<_> = replay.collect().await;
+    assert_eq!(answer(&events), answer(&first));
+    assert_eq!(rig.model.requests().len(), calls, "nothing ran twice");
+    assert_eq!(
+        rig.store.turns(&alice(), &episode, 10).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_in_flight_duplicate_and_a_concurrent_turn_are_refused() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      delay_ms: 1000
+      text: ["Hello!"]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let (episode, _) = run(&rig, request("hi", None, "t0")).await;
+    let running = rig
+        .runtime
+        .run_turn(request("hello", Some(&episode), "t1"))
+        .await
+        .unwrap();
+    let dup = rig
+        .runtime
+        .run_turn(request("hello", Some(&episode), "t1"))
+        .await
+        .unwrap_err();
+    assert_eq!(dup.kind, RejectionKind::InFlight);
+    let other = rig
+        .runtime
+        .run_turn(request("hey", Some(&episode), "t2"))
+        .await
+        .unwrap_err();
+    assert_eq!(other.kind, RejectionKind::Busy);
+    let events: Vec<_> = running.collect().await;
+    assert!(matches!(
+        events.last().unwrap().event,
+        Event::Completed {
+            outcome: TurnOutcome::Answered
+        }
+    ));
+    // Once it is done, the next turn goes through.
+    run(&rig, request("hey", Some(&episode), "t2")).await;
+    assert_eq!(
+        rig.store.turns(&alice(), &episode, 10).await.unwrap().len(),
+        3
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_plain_refusal() {
+    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let empty = rig
+        .runtime
+        .run_turn(request("   ", None, "t1"))
+        .await
+        .unwrap_err();
+    assert_eq!(empty.kind, RejectionKind::Invalid);
+    let long = "x".repeat(rig.runtime.config().max_message_chars + 1);
+    let too_long = rig
+        .runtime
+        .run_turn(request(&long, None, "t1"))
+        .await
+        .unwrap_err();
+    assert_eq!(too_long.kind, RejectionKind::TooLarge);
+    assert!(too_long.message.contains("too long"));
+    let unknown = rig
+        .runtime
+        .run_turn(request("hi", Some("ep_nope"), "t1"))
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.kind, RejectionKind::NotFound);
+    let bad_id = rig
+        .runtime
+        .run_turn(request("hi", Some("../../etc"), "t1"))
+        .await
+        .unwrap_err();
+    assert_eq!(bad_id.kind, RejectionKind::Invalid);
+}
+
+#[tokio::test(start_paused = true)]
+async fn another_principals_episode_is_not_found() {
+    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
+    let mut bob = request("find coffee deals", Some(&episode), "t2");
+    bob.principal = Principal::new("bob").unwrap();
+    let refused = rig.runtime.run_turn(bob).await.unwrap_err();
+    assert_eq!(refused.kind, RejectionKind::NotFound);
+    let history = rig
+        .runtime
+        .history(&Principal::new("bob").unwrap(), &episode)
+        .await
+        .unwrap_err();
+    assert_eq!(history.kind, RejectionKind::NotFound);
+}
+
+#[tokio::test(start_paused = true)]
+async fn garbage_from_the_model_never_reaches_the_user() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      text: ["Sure."]
+      tool_calls:
+        - { name: ask_shop, raw: '{"query": "coffee", "intent_co' }
+        - { name: ask_weather, args: { query: "rain", intent_count: 1 } }
+    - when: { purpose: compose }
+      error: malformed
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
+    let text = answer(&events);
+    assert!(
+        text.contains("Roast coffee"),
+        "the fallback specialist still answered: {text}"
+    );
+    for e in &events {
+        let json = serde_json::to_string(&e.event).unwrap();
+        assert!(
+            !json.contains("scripted garbage") && !json.contains("intent_co"),
+            "{json}"
+        );
+    }
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    let reasons: Vec<_> = turn
+        .routing
+        .dropped
+        .iter()
+        .map(|d| format!("{:?}", d.reason))
+        .collect();
+    assert_eq!(reasons, ["InvalidArgs", "UnknownTool"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_routing_call_ends_in_plain_words_and_keeps_history() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route, user_contains: "coffee" }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+    - when: { purpose: route }
+      error: unavailable
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let (episode, _) = run(&rig, request("coffee", None, "t1")).await;
+    let (_, events) = run(&rig, request("and the weather?", Some(&episode), "t2")).await;
+    let errors: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Error { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        ["I'm having trouble answering right now. Please try again in a moment."]
+    );
+    assert!(matches!(
+        events.last().unwrap().event,
+        Event::Completed {
+            outcome: TurnOutcome::Failed
+        }
+    ));
+    let turns = rig.store.turns(&alice(), &episode, 10).await.unwrap();
+    assert_eq!(
+        turns.len(),
+        2,
+        "the first turn is still there and the failed one is recorded"
+    );
+    assert_eq!(turns[0].narration, "Done.");
+    assert_eq!(
+        turns[1].routing.retries, 2,
+        "a transient failure was retried before giving up"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_under_reported_intent_count_runs_what_was_called() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "find me coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let (episode, _) = run(
+        &rig,
+        request(
+            "my receipt didn't scan and find me coffee deals",
+            None,
+            "t1",
+        ),
+    )
+    .await;
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    assert_eq!(turn.routing.invoked, ["shop"]);
+    assert_eq!(
+        turn.routing.retries, 0,
+        "nothing signals the miss: the failsafe cannot fire"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn fan_out_takes_the_slowest_not_the_sum() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      delay_ms: 50
+      tool_calls:
+        - { name: ask_shop, args: { query: "coffee deals", intent_count: 2 } }
+        - { name: ask_support, args: { query: "receipt didn't scan", intent_count: 2 } }
+    - when: { purpose: compose }
+      delay_ms: 50
+      text: ["Done."]
+  shop:
+    - { when: { after_tool_results: false }, delay_ms: 100, tool_calls: [{ name: search_offers, args: { query: "coffee" } }] }
+    - { when: { after_tool_results: true }, delay_ms: 100, text: ["Deals."] }
+  support:
+    - { when: { after_tool_results: false }, delay_ms: 300, tool_calls: [{ name: lookup_receipt, args: { query: "receipt" } }] }
+    - { when: { after_tool_results: true }, delay_ms: 300, text: ["Rescan it."] }
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let start = tokio::time::Instant::now();
+    run(
+        &rig,
+        request("coffee deals and my receipt didn't scan", None, "t1"),
+    )
+    .await;
+    // 50 (route) + max(200, 600) + 50 (compose): the sub-agents overlapped.
+    assert_eq!(start.elapsed().as_millis(), 700);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_episode_sliding_window_pauses_a_busy_conversation() {
+    let setup = Setup {
+        turn_limits: "turn_limits: { episode_max_calls: 3 }",
+        ..Setup::default()
+    };
+    let rig = make_rig(&setup, TWO_TURNS);
+    let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
+    let (_, events) = run(&rig, request("find coffee deals", Some(&episode), "t2")).await;
+    assert!(answer(&events).contains("pausing"));
+    assert!(matches!(
+        events.last().unwrap().event,
+        Event::Completed {
+            outcome: TurnOutcome::Limited
+        }
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failing_tool_opens_its_breaker() {
+    let setup = Setup {
+        rewards_tool: "down_points",
+        turn_limits: "turn_limits: { breaker_failures: 1 }",
+        ..Setup::default()
+    };
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Unavailable."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: down_points, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Your balance is unavailable right now."] }
+"#;
+    let rig = make_rig(&setup, script);
+    let (episode, events) = run(&rig, request("my points", None, "t1")).await;
+    assert!(
+        !serde_json::to_string(&events.iter().map(|e| &e.event).collect::<Vec<_>>())
+            .unwrap()
+            .contains("502")
+    );
+    let (_, _) = run(&rig, request("my points", Some(&episode), "t2")).await;
+    let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
+    assert!(
+        !turns[0].routing.guards.iter().any(|g| g.guard == "breaker"),
+        "the first failure is a real call"
+    );
+    assert!(
+        turns[1].routing.guards.iter().any(|g| g.guard == "breaker"),
+        "then the breaker is open"
+    );
+    assert_eq!(
+        turns[1].consulted[0].status,
+        baton_core::turn::AgentStatus::Error
+    );
+}

@@ -1,0 +1,13 @@
+//! The engine's integration tests: golden transcripts and behaviour over the public API.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod behaviour;
+mod golden;
+mod support;
