@@ -274,6 +274,33 @@ pub(crate) async fn latency_phase(
     Ok(Value::Object(out))
 }
 
+/// Resident memory of this process while it holds `n` turns open in process (no HTTP):
+/// the engine's share of the server's memory under many streams.
+pub(crate) async fn held_turns_memory(dir: &Path, n: usize) -> anyhow::Result<Value> {
+    let hold = Latencies {
+        orchestrator: 500,
+        shopping: 1000,
+        support: 2000,
+    };
+    workload::write(dir, "mediated", hold)?;
+    let rt = build(dir)?;
+    let me = std::process::id();
+    let before = crate::stats::rss_mib(me).map(|r| r.0).unwrap_or_default();
+    let turns = futures::future::join_all((0..n).map(|_| turn(&rt, MIXED_PROMPT)));
+    let sample = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        crate::stats::rss_mib(me).map(|r| r.0).unwrap_or_default()
+    };
+    let (runs, during) = futures::join!(turns, sample);
+    for run in runs {
+        validate(&run?, "mediated", MIXED_PROMPT)?;
+    }
+    Ok(
+        json!({ "turns": n, "rss_before_mib": before, "rss_while_open_mib": during,
+               "kib_per_open_turn": (during - before) * 1024.0 / n as f64 }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -71,6 +71,10 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         out[*composition] = section;
     }
 
+    if !args.smoke {
+        let d = tempfile::tempdir()?;
+        out["held_turns_in_process"] = inproc::held_turns_memory(d.path(), args.streams).await?;
+    }
     if args.serve && !args.smoke {
         let baton = match &args.baton {
             Some(p) => p.clone(),
@@ -205,9 +209,15 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             true,
         ),
         (
-            "cold start to ready: ms",
+            "cold start, process spawn to serving: ms",
             "serve_cold_start.ready_ms_median",
             "cold_start.process_wall_ms.median",
+            true,
+        ),
+        (
+            "registry load + validation + build, in process: ms",
+            "build_ms_median",
+            "cold_start.in_process_build_ms.median",
             true,
         ),
         (
@@ -217,9 +227,21 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             true,
         ),
         (
-            "peak RSS under concurrent streams: MiB",
+            "peak RSS (baton: serve, N streams; reference: in process, 100 turns): MiB",
             "serve_streams.peak_rss_vmhwm_mib",
             "zero_latency.peak_rss_mib_after_concurrency",
+            true,
+        ),
+        (
+            "baton serve RSS with all N streams open: MiB",
+            "serve_streams.rss_with_all_streams_open_mib",
+            "",
+            true,
+        ),
+        (
+            "engine memory per open turn, in process: KiB",
+            "held_turns_in_process.kib_per_open_turn",
+            "",
             true,
         ),
         (

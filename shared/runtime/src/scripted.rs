@@ -324,14 +324,14 @@ fn steps(request: &ModelRequest, rule: &Rule) -> Vec<Step> {
 }
 
 impl Model for ScriptedModel {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
+    fn stream(&self, request: &ModelRequest) -> ModelStream {
         if let Some(log) = &self.log
             && let Ok(mut log) = log.lock()
         {
             log.push(request.clone());
         }
-        let steps = match self.pick(&request) {
-            Some(rule) => steps(&request, &rule),
+        let steps = match self.pick(request) {
+            Some(rule) => steps(request, &rule),
             None => vec![(
                 0,
                 Err(ModelError::Invalid(format!(
@@ -386,12 +386,12 @@ agents:
         )
         .unwrap();
         let first: Vec<_> = model
-            .stream(request("a", CallPurpose::Route, "coffee"))
+            .stream(&request("a", CallPurpose::Route, "coffee"))
             .collect()
             .await;
         assert_eq!(first, vec![Err(ModelError::Throttled)]);
         let second: Vec<_> = model
-            .stream(request("a", CallPurpose::Route, "coffee"))
+            .stream(&request("a", CallPurpose::Route, "coffee"))
             .collect()
             .await;
         assert_eq!(second[0], Ok(ModelEvent::TextDelta("hi ".into())));
@@ -402,7 +402,7 @@ agents:
     async fn no_matching_rule_is_an_error_not_a_panic() {
         let model = ScriptedModel::new(Script::default());
         let out: Vec<_> = model
-            .stream(request("x", CallPurpose::Agent, "q"))
+            .stream(&request("x", CallPurpose::Agent, "q"))
             .collect()
             .await;
         assert!(matches!(out.as_slice(), [Err(ModelError::Invalid(_))]));
@@ -416,7 +416,7 @@ agents:
         .unwrap();
         let start = tokio::time::Instant::now();
         let out: Vec<_> = model
-            .stream(request("a", CallPurpose::Agent, "q"))
+            .stream(&request("a", CallPurpose::Agent, "q"))
             .collect()
             .await;
         assert_eq!(out.len(), 4);

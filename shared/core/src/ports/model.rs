@@ -21,16 +21,18 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 
 /// A language model (or a deterministic stand-in for one).
 ///
-/// Contract: `stream` does no work until polled; dropping the stream cancels the call.
-/// A stream ends after [`ModelEvent::Stop`] (and, where the provider reports it, a final
+/// Contract: the request is borrowed only for the call itself — a model converts what it
+/// needs into its own form before returning (so the runtime can retry the same request
+/// without copying it). Dropping the stream cancels the call. A stream ends after
+/// [`ModelEvent::Stop`] (and, where the provider reports it, a final
 /// [`ModelEvent::Usage`]). Errors are terminal: nothing follows an `Err`.
 pub trait Model: Send + Sync {
     /// Start one conversation call.
-    fn stream(&self, request: ModelRequest) -> ModelStream;
+    fn stream(&self, request: &ModelRequest) -> ModelStream;
 }
 
 impl<M: Model + ?Sized> Model for Arc<M> {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
+    fn stream(&self, request: &ModelRequest) -> ModelStream {
         (**self).stream(request)
     }
 }

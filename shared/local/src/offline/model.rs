@@ -70,12 +70,10 @@ impl OfflineModel {
 }
 
 impl Model for OfflineModel {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
-        let inner = self.inner.clone();
-        // The reply is computed on first poll, as the port's contract asks.
-        stream::once(async move { inner.respond(&request) })
-            .flat_map(|events| stream::iter(events.into_iter().map(Ok)))
-            .boxed()
+    fn stream(&self, request: &ModelRequest) -> ModelStream {
+        // Deterministic and cheap: the whole reply is worked out now, then streamed.
+        let events = self.inner.respond(request);
+        stream::iter(events.into_iter().map(Ok)).boxed()
     }
 }
 

@@ -144,7 +144,7 @@ pub(crate) fn request(agent: &str, purpose: CallPurpose, text: &str) -> ModelReq
 /// Every event of one call (errors fail the test).
 pub(crate) async fn collect(model: &dyn Model, request: ModelRequest) -> Vec<ModelEvent> {
     model
-        .stream(request)
+        .stream(&request)
         .map(|e| e.expect("the offline model never fails"))
         .collect()
         .await

@@ -115,7 +115,7 @@ pub(crate) async fn mediated(ctx: &TurnCtx, messages: Vec<Message>) -> Result<Re
         orch.prompt.system(&ctx.dynamic(), None),
     );
     request.messages = messages;
-    model_call::call(ctx, &orch, request, &mut Live(ctx)).await
+    model_call::call(ctx, &orch, &request, &mut Live(ctx)).await
 }
 
 /// The runtime's own composition when the orchestrator's composition call fails: each

@@ -62,7 +62,7 @@ pub(crate) trait Sink: Send {
 pub(crate) async fn call(
     ctx: &TurnCtx,
     agent: &Arc<Agent>,
-    request: ModelRequest,
+    request: &ModelRequest,
     sink: &mut impl Sink,
 ) -> Result<Reply, ModelError> {
     let Some(model) = ctx.inner.model_for(&agent.model).cloned() else {
@@ -74,7 +74,7 @@ pub(crate) async fn call(
     let mut attempt = 0;
     loop {
         let mut shown = false;
-        let result = one(ctx, agent, &model, request.clone(), sink, &mut shown).await;
+        let result = one(ctx, agent, &model, request, sink, &mut shown).await;
         match result {
             Err(e) if e.is_retryable() && !shown && attempt < MAX_RETRIES => {
                 attempt += 1;
@@ -92,7 +92,7 @@ async fn one(
     ctx: &TurnCtx,
     agent: &Arc<Agent>,
     model: &Arc<dyn baton_core::ports::model::Model>,
-    request: ModelRequest,
+    request: &ModelRequest,
     sink: &mut impl Sink,
     shown: &mut bool,
 ) -> Result<Reply, ModelError> {

@@ -123,7 +123,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         held: String::new(),
     };
     *iterations += 1;
-    let reply = model_call::call(ctx, &orch, request.clone(), &mut sink).await?;
+    let reply = model_call::call(ctx, &orch, &request, &mut sink).await?;
     let mut plan = Plan {
         text: reply.text.clone(),
         ..Plan::default()
@@ -169,7 +169,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         again.system = orch.prompt.system(&ctx.dynamic(), Some(&note));
         *iterations += 1;
         ctx.trace(|t| t.retries += 1);
-        let added = match model_call::call(ctx, &orch, again, &mut Quiet).await {
+        let added = match model_call::call(ctx, &orch, &again, &mut Quiet).await {
             Ok(r) => {
                 let before = candidates.len();
                 for c in screen(ctx, &orch, r.calls, &mut plan.refused) {

@@ -104,7 +104,7 @@ pub(crate) async fn run(
     let mut data_outcomes: Vec<DataStatus> = Vec::new();
     let max_calls = agent.limits.max_tool_calls;
     loop {
-        let reply = match model_call::call(ctx, agent, request.clone(), &mut sink).await {
+        let reply = match model_call::call(ctx, agent, &request, &mut sink).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(agent = %agent.id, error = %e, "sub-agent model call failed");
