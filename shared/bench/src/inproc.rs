@@ -195,7 +195,7 @@ pub(crate) async fn concurrent(
 }
 
 /// The same sleeps in the same shape with no runtime around them: tokio's timer floor.
-async fn sleep_floor(lat: Latencies, kind: &str) -> Duration {
+async fn sleep_floor(lat: Latencies, kind: &str, compose: bool) -> Duration {
     let ms = Duration::from_millis;
     let sub = |x: u64| async move {
         tokio::time::sleep(ms(x)).await;
@@ -210,7 +210,9 @@ async fn sleep_floor(lat: Latencies, kind: &str) -> Duration {
         "single_support" => sub(lat.support).await,
         _ => sub(lat.shopping).await,
     }
-    tokio::time::sleep(ms(lat.orchestrator)).await;
+    if compose {
+        tokio::time::sleep(ms(lat.orchestrator)).await;
+    }
     t0.elapsed()
 }
 
@@ -243,7 +245,12 @@ pub(crate) async fn latency_phase(
             validate(&run, composition, prompt)?;
             turns.push(run.latency.as_secs_f64() * 1000.0);
             ttfts.push(run.ttft.as_secs_f64() * 1000.0);
-            floors.push(sleep_floor(l, kind).await.as_secs_f64() * 1000.0);
+            floors.push(
+                sleep_floor(l, kind, composition != "direct")
+                    .await
+                    .as_secs_f64()
+                    * 1000.0,
+            );
         }
         // Direct composition has no composition call: its ideal has one orchestrator call.
         let ideal_ms = (ideal(kind)

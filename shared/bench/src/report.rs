@@ -26,6 +26,11 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
                     "store": "memory", "model": "scripted, zero cost" },
     });
 
+    // First, while the heap is fresh: memory held per open turn.
+    if !args.smoke {
+        let d = tempfile::tempdir()?;
+        out["held_turns_in_process"] = inproc::held_turns_memory(d.path(), args.streams).await?;
+    }
     // Registry load + validation + runtime build, in process.
     workload::write(dir.path(), "mediated", Latencies::default())?;
     let mut builds = Vec::new();
@@ -71,10 +76,6 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         out[*composition] = section;
     }
 
-    if !args.smoke {
-        let d = tempfile::tempdir()?;
-        out["held_turns_in_process"] = inproc::held_turns_memory(d.path(), args.streams).await?;
-    }
     if args.serve && !args.smoke {
         let baton = match &args.baton {
             Some(p) => p.clone(),

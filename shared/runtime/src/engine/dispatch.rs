@@ -7,6 +7,7 @@ use std::time::Duration;
 use baton_core::ports::metrics::SUBAGENT_INVOCATIONS_TOTAL;
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
+use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::status::{self, StatusTx};
@@ -41,10 +42,15 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &StatusTx) 
     };
     let started = tokio::time::Instant::now();
     let limit = Duration::from_millis(agent.limits.timeout_ms);
-    if tokio::time::timeout(limit, subagent::run(ctx, job, mode, status, &mut result))
-        .await
-        .is_err()
-    {
+    // OpenTelemetry GenAI conventions: one `invoke_agent` span per sub-agent.
+    let span = tracing::info_span!(
+        "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %agent.id,
+        turn_id = %ctx.turn_id,
+    );
+    let run = subagent::run(ctx, job, mode, status, &mut result).instrument(span);
+    if tokio::time::timeout(limit, run).await.is_err() {
         tracing::warn!(agent = %agent.id, timeout_ms = agent.limits.timeout_ms, "sub-agent timed out");
         result.status = AgentStatus::Timeout;
         result.duration_ms = started.elapsed().as_millis() as u64;

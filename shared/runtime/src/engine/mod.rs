@@ -23,6 +23,7 @@ use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_ORCHESTRATOR, WireEvent
 use baton_core::ports::store::{Claim, ClaimRequest};
 use baton_core::turn::TurnRecord;
 use tokio::sync::mpsc;
+use tracing::Instrument as _;
 
 use crate::request::{RejectionKind, TurnRejection, TurnRequest};
 use crate::runtime::{Inner, store_rejection};
@@ -102,7 +103,15 @@ pub(crate) async fn start(
                 request.location,
                 Output::new(turn, tx),
             );
-            tokio::spawn(turn::run(ctx, meta));
+            // The orchestrator's own `invoke_agent` span covers the whole turn.
+            let span = tracing::info_span!(
+                "invoke_agent",
+                gen_ai.operation.name = "invoke_agent",
+                gen_ai.agent.name = %inner.entry.id,
+                turn_id = %turn_id,
+                episode_id = %episode_id,
+            );
+            tokio::spawn(turn::run(ctx, meta).instrument(span));
             Ok(TurnStream {
                 turn_id,
                 episode_id,

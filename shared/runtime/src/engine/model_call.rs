@@ -10,6 +10,7 @@ use std::time::Duration;
 use baton_core::ports::model::{ModelError, ModelEvent, ModelRequest, StopReason, TokenUsage};
 use baton_core::registry::Agent;
 use futures::StreamExt;
+use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 
@@ -74,7 +75,18 @@ pub(crate) async fn call(
     let mut attempt = 0;
     loop {
         let mut shown = false;
-        let result = one(ctx, agent, &model, request, sink, &mut shown).await;
+        // OpenTelemetry GenAI conventions: one `chat` span per model call.
+        let span = tracing::info_span!(
+            "chat",
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %agent.model.model_id,
+            gen_ai.agent.name = %agent.id,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+        );
+        let result = one(ctx, agent, &model, request, sink, &mut shown)
+            .instrument(span)
+            .await;
         match result {
             Err(e) if e.is_retryable() && !shown && attempt < MAX_RETRIES => {
                 attempt += 1;
@@ -137,6 +149,9 @@ async fn one(
     }
     // A call whose stop never came still counts: providers may end the stream early.
     reply.calls.append(&mut open);
+    let span = tracing::Span::current();
+    span.record("gen_ai.usage.input_tokens", usage.input);
+    span.record("gen_ai.usage.output_tokens", usage.output);
     ctx.add_usage(&agent.model, &usage);
     outcome.map(|()| reply)
 }

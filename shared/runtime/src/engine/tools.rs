@@ -13,6 +13,7 @@ use baton_core::registry::Agent;
 use baton_core::tool_result::{DataStatus, ToolData};
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::model_call::RawCall;
@@ -110,9 +111,16 @@ pub(crate) async fn run(
         episode_id: ctx.episode_id.clone(),
         agent_id: agent.id.clone(),
     };
+    // OpenTelemetry GenAI conventions: one `execute_tool` span per tool call.
+    let span = tracing::info_span!(
+        "execute_tool",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool.id,
+        gen_ai.agent.name = %agent.id,
+    );
     let answer = tokio::time::timeout(
         Duration::from_millis(tool.timeout_ms),
-        connector.call(request),
+        connector.call(request).instrument(span),
     )
     .await;
     let data = match answer {

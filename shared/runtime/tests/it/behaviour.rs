@@ -398,3 +398,43 @@ agents:
         baton_core::turn::AgentStatus::Error
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn tool_arguments_that_fail_their_schema_never_reach_the_connector() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: 42, colour: "blue" } }]
+    - when: { after_tool_results: true }
+      text: ["I could not search just now."]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, Event::ToolCallStart { .. })),
+        "the connector was not called"
+    );
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    assert!(
+        turn.routing
+            .guards
+            .iter()
+            .any(|g| g.guard == "invalid_args")
+    );
+    // The specialist saw a plain explanation, not a crash.
+    let followup = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "shop")
+        .unwrap();
+    assert!(format!("{:?}", followup.messages).contains("arguments were invalid"));
+}
