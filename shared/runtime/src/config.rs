@@ -21,7 +21,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
             max_message_chars: 4_000,
-            lease_ms: 120_000,
+            lease_ms: 150_000,
             history_turns: 12,
             flush_pacing_ms: 15,
             turn_timeout_ms: 120_000,

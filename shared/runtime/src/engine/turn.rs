@@ -23,6 +23,7 @@ use super::route::{self, Plan};
 use super::subagent::{AgentJob, AgentResult, TextMode};
 
 const TROUBLE: &str = "I'm having trouble answering right now. Please try again in a moment.";
+const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again in a moment.";
 const COMMIT_ATTEMPTS: usize = 3;
 
 /// Runs a claimed turn to its end. Never panics; every failure ends in plain words.
@@ -78,7 +79,16 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         work.pending = std::mem::take(&mut state.pending);
     } else {
         let previous = std::mem::take(&mut state.pending);
-        orchestrate(&ctx, &previous, &mut work).await;
+        // One deadline bounds the whole turn, retries included; the lease outlives it.
+        let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
+        if tokio::time::timeout(deadline, orchestrate(&ctx, &previous, &mut work))
+            .await
+            .is_err()
+        {
+            tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
+            work.outcome = TurnOutcome::Failed;
+            work.error = Some(TOO_LONG.into());
+        }
     }
     finish(ctx, meta, state, work).await;
 }

@@ -438,3 +438,91 @@ agents:
         .unwrap();
     assert!(format!("{:?}", followup.messages).contains("arguments were invalid"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_past_its_deadline_ends_in_plain_words_and_is_recorded() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      delay_ms: 60000
+      text: ["Too late."]
+"#;
+    let config = baton_runtime::RuntimeConfig {
+        turn_timeout_ms: 3_000,
+        ..Default::default()
+    };
+    let rig = make_rig_with(&Setup::default(), script, config);
+    let start = tokio::time::Instant::now();
+    let (episode, events) = run(&rig, request("hello there, what can you do", None, "t1")).await;
+    assert!(start.elapsed() < Duration::from_secs(4));
+    assert!(events.iter().any(
+        |e| matches!(&e.event, Event::Error { message } if message.contains("taking too long"))
+    ));
+    assert!(matches!(
+        events.last().unwrap().event,
+        Event::Completed {
+            outcome: TurnOutcome::Failed
+        }
+    ));
+    assert_eq!(
+        rig.store.turns(&alice(), &episode, 1).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_intent_switch_without_prior_context_gets_it_from_the_runtime() {
+    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
+    run(
+        &rig,
+        request("my receipt didn't scan", Some(&episode), "t2"),
+    )
+    .await;
+    let support = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "support")
+        .unwrap();
+    let suffix = support.system.last().unwrap().text.to_string();
+    assert!(suffix.contains("<prior_context>"), "{suffix}");
+    assert!(suffix.contains("find coffee deals"), "{suffix}");
+    // Not in the cached prefix: per-turn values stay after the cache point.
+    assert!(!support.system[0].text.contains("find coffee deals"));
+    let turn = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    assert!(
+        turn.routing
+            .guards
+            .iter()
+            .any(|g| g.guard == "prior_context")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unknown_status_code_is_dropped_and_counted() {
+    let setup = Setup {
+        rewards_tool: "broken_points",
+        ..Setup::default()
+    };
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: broken_points, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Unavailable."] }
+"#;
+    let rig = make_rig(&setup, script);
+    let (_, events) = run(&rig, request("my points", None, "t1")).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.event, Event::Status { .. }))
+    );
+    assert_eq!(rig.metrics.counter("unknown_status_code_total"), 1);
+}

@@ -98,6 +98,7 @@ tools:
     description: A balance service whose data is unusable.
     connector: { kind: test, status: error, payload: null }
     schema: { type: object, properties: {}, additionalProperties: false }
+    status: recalculating_points
 "#;
 
 fn block(owner: &str, category: &str, required: bool, text: &str) -> String {
@@ -238,6 +239,10 @@ pub struct Rig {
 }
 
 pub fn make_rig(setup: &Setup, script: &str) -> Rig {
+    make_rig_with(setup, script, RuntimeConfig::default())
+}
+
+pub fn make_rig_with(setup: &Setup, script: &str, config: RuntimeConfig) -> Rig {
     let model = Arc::new(ScriptedModel::from_yaml(script).unwrap().recording());
     let store = Arc::new(MemoryStore::new());
     let metrics = Arc::new(LocalMetrics::default());
@@ -247,7 +252,7 @@ pub fn make_rig(setup: &Setup, script: &str) -> Rig {
         .connector("test", Arc::new(TestConnector))
         .clock(Arc::new(FixedClock(1_795_305_600_000)))
         .metrics(metrics.clone())
-        .config(RuntimeConfig::default())
+        .config(config)
         .build()
         .unwrap();
     Rig {
