@@ -152,9 +152,12 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
     // Sample the server's memory while the streams are open.
     let mut all_open_rss = None;
     let mut max_rss: f64 = 0.0;
+    let mut timeline: Vec<(u64, f64, usize)> = Vec::new();
     while tasks.iter().any(|t| !t.is_finished()) {
         if let Some((now, _)) = rss_mib(pid) {
             max_rss = max_rss.max(now);
+            let done = tasks.iter().filter(|t| t.is_finished()).count();
+            timeline.push((t0.elapsed().as_millis() as u64, now, done));
             if all_open_rss.is_none() && opened.load(Ordering::Relaxed) == n {
                 all_open_rss = Some((now, t0.elapsed().as_secs_f64() * 1000.0));
             }
@@ -184,5 +187,6 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         "all_streams_open_after_ms": all_open_rss.map(|r| r.1),
         "rss_max_sampled_mib": max_rss,
         "peak_rss_vmhwm_mib": peak,
+        "rss_timeline_ms_mib_done": timeline.iter().step_by(10).collect::<Vec<_>>(),
     }))
 }

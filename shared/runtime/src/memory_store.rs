@@ -200,8 +200,8 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    async fn commit(&self, commit: Commit) -> Result<u64, StoreError> {
-        self.lock()?.commit(commit)
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
+        self.lock()?.commit(commit.clone())
     }
 
     async fn episode(

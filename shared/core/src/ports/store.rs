@@ -117,11 +117,12 @@ pub trait Store: Send + Sync {
     /// Drops a claim without committing (the turn failed before it could commit).
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError>;
 
-    /// Commits a claimed turn and releases its claim; returns the new version.
+    /// Commits a claimed turn and releases its claim; returns the new version. The commit
+    /// is borrowed so that a caller can retry it after a conflict without keeping a copy.
     ///
     /// # Errors
     /// `Conflict` when the episode's version is no longer `expected_version`.
-    async fn commit(&self, commit: Commit) -> Result<u64, StoreError>;
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError>;
 
     /// Episode metadata, checked for ownership.
     async fn episode(

@@ -58,7 +58,7 @@ impl Store for DownStore {
     async fn release(&self, _: &str, _: &str) -> Result<(), StoreError> {
         Err(down())
     }
-    async fn commit(&self, _: Commit) -> Result<u64, StoreError> {
+    async fn commit(&self, _: &Commit) -> Result<u64, StoreError> {
         Err(down())
     }
     async fn episode(&self, _: &Principal, _: &str) -> Result<EpisodeMeta, StoreError> {

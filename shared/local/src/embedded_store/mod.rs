@@ -27,7 +27,7 @@ use baton_core::Principal;
 use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
 use baton_core::turn::TurnRecord;
 use rusqlite::Connection;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The store file's name inside the store folder.
 pub const DATABASE_FILE: &str = "baton.sqlite";
@@ -90,17 +90,35 @@ impl EmbeddedStore {
         })
     }
 
+    /// Waits for this call's turn at the connection.
+    async fn admit(&self) -> Result<OwnedSemaphorePermit, StoreError> {
+        Arc::clone(&self.shared.gate)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Unavailable("the local store is shutting down".into()))
+    }
+
     /// Runs `job` on a blocking thread with the connection.
     async fn run<T, F>(&self, job: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection, &Path) -> Result<T, StoreError> + Send + 'static,
     {
+        let permit = self.admit().await?;
+        self.run_admitted(permit, job).await
+    }
+
+    /// Runs `job` on a blocking thread, holding `permit` until it ends.
+    async fn run_admitted<T, F>(
+        &self,
+        permit: OwnedSemaphorePermit,
+        job: F,
+    ) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection, &Path) -> Result<T, StoreError> + Send + 'static,
+    {
         let shared = Arc::clone(&self.shared);
-        let permit = Arc::clone(&self.shared.gate)
-            .acquire_owned()
-            .await
-            .map_err(|_| StoreError::Unavailable("the local store is shutting down".into()))?;
         tokio::task::spawn_blocking(move || {
             // Held until the job ends, even if the caller stops waiting.
             let _permit = permit;
@@ -133,9 +151,15 @@ impl Store for EmbeddedStore {
             .await
     }
 
-    async fn commit(&self, commit: Commit) -> Result<u64, StoreError> {
-        self.run(move |conn, bodies| journal::commit(conn, bodies, &commit))
-            .await
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
+        // Copied only once this call's turn at the connection has come, so queued commits
+        // do not each hold a second copy of their turn.
+        let permit = self.admit().await?;
+        let commit = commit.clone();
+        self.run_admitted(permit, move |conn, bodies| {
+            journal::commit(conn, bodies, &commit)
+        })
+        .await
     }
 
     async fn episode(

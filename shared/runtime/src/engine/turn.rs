@@ -305,43 +305,45 @@ async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut wo
         "routing record"
     );
     let bodies = ctx.take_bodies();
-    let mut record = TurnRecord {
-        episode_id: ctx.episode_id.to_string(),
-        seq: meta.version + 1,
-        turn_id: ctx.turn_id.to_string(),
-        created_ms: now,
-        user_text: ctx.user_text.clone(),
-        narration,
-        segments: work
-            .jobs
-            .iter()
-            .zip(&work.results)
-            .map(|(j, r)| Segment {
-                agent_id: j.agent.id.to_string(),
-                query: j.query.clone(),
-                text: r.text.clone(),
-                status: r.status,
-            })
-            .collect(),
-        consulted,
-        routing,
-        usage: usage.clone(),
-        cost_usd: cost,
-        body_keys: bodies.iter().map(|b| b.key.clone()).collect(),
-        outcome: work.outcome,
+    let outcome = work.outcome;
+    // The turn's working data goes into the record by value: nothing is held twice while
+    // the commit waits for the store.
+    let segments = work
+        .jobs
+        .into_iter()
+        .zip(work.results)
+        .map(|(j, r)| Segment {
+            agent_id: j.agent.id.to_string(),
+            query: j.query,
+            text: r.text,
+            status: r.status,
+        })
+        .collect();
+    let mut commit = Commit {
+        principal: ctx.principal.clone(),
+        expected_version: meta.version,
+        record: TurnRecord {
+            episode_id: ctx.episode_id.to_string(),
+            seq: meta.version + 1,
+            turn_id: ctx.turn_id.to_string(),
+            created_ms: now,
+            user_text: ctx.user_text.clone(),
+            narration,
+            segments,
+            consulted,
+            routing,
+            usage: usage.clone(),
+            cost_usd: cost,
+            body_keys: bodies.iter().map(|b| b.key.clone()).collect(),
+            outcome,
+        },
+        bodies,
+        state,
     };
     let store = ctx.inner.store.clone();
-    let mut expected = meta.version;
     let mut saved = false;
     for _ in 0..COMMIT_ATTEMPTS {
-        let commit = Commit {
-            principal: ctx.principal.clone(),
-            expected_version: expected,
-            record: record.clone(),
-            bodies: bodies.clone(),
-            state: state.clone(),
-        };
-        match store.commit(commit).await {
+        match store.commit(&commit).await {
             Ok(_) => {
                 saved = true;
                 break;
@@ -350,8 +352,8 @@ async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut wo
             {
                 // D-26: someone committed in between; append after them, nothing interleaves.
                 Ok(m) => {
-                    expected = m.version;
-                    record.seq = m.version + 1;
+                    commit.expected_version = m.version;
+                    commit.record.seq = m.version + 1;
                 }
                 Err(e) => {
                     tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not reload the episode after a conflict");
@@ -364,20 +366,21 @@ async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut wo
             }
         }
     }
+    drop(commit);
     if !saved {
         let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
         ctx.out
             .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it may be missing from its history.".into() })
             .await;
     }
-    let outcome = match work.outcome {
+    let label = match outcome {
         TurnOutcome::Answered => "answered",
         TurnOutcome::Limited => "limited",
         TurnOutcome::Failed => "failed",
     };
     ctx.inner
         .metrics
-        .count(TURNS_TOTAL, 1, &[("outcome", outcome)]);
+        .count(TURNS_TOTAL, 1, &[("outcome", label)]);
     ctx.inner.metrics.measure(TURN_COST_USD, cost, &[]);
     ctx.out
         .emit(Event::Usage {
@@ -385,11 +388,7 @@ async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut wo
             cost_usd: cost,
         })
         .await;
-    ctx.out
-        .emit(Event::Completed {
-            outcome: work.outcome,
-        })
-        .await;
+    ctx.out.emit(Event::Completed { outcome }).await;
 }
 
 fn limit_words(limit: &str) -> &'static str {

@@ -42,7 +42,7 @@ async fn keys_and_episode_ids_with_path_characters_stay_inside_the_bodies_folder
     claim_ok(&store, claim_request(&alice, None, episode, "t-1", 1_000)).await;
     let bodies = keys.iter().map(|k| body(k, json!({ "key": k }))).collect();
     let commit = commit_of(&alice, 0, turn_record(episode, 1, "t-1", 1_001), bodies);
-    assert_eq!(store.commit(commit).await, Ok(1));
+    assert_eq!(store.commit(&commit).await, Ok(1));
 
     for key in keys {
         assert_eq!(

@@ -30,7 +30,7 @@ async fn writes_against_a_locked_file_are_unavailable_until_it_is_released() {
         "{outcome:?}"
     );
     let commit = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 1_002), vec![]);
-    let outcome = tokio::time::timeout(guard, store.commit(commit))
+    let outcome = tokio::time::timeout(guard, store.commit(&commit))
         .await
         .unwrap();
     assert!(
@@ -42,5 +42,5 @@ async fn writes_against_a_locked_file_are_unavailable_until_it_is_released() {
     let claim = claim_request(&alice, None, "ep-2", "t-2", 1_003);
     assert!(matches!(store.claim(claim).await, Ok(Claim::Claimed(_))));
     let commit = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 1_004), vec![]);
-    assert_eq!(store.commit(commit).await, Ok(1));
+    assert_eq!(store.commit(&commit).await, Ok(1));
 }

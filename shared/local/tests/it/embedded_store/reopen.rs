@@ -24,7 +24,7 @@ async fn committed_turns_bodies_and_claims_survive_reopening() {
                 vec![body("t-1/call-1", json!({"offers": [1, 2]}))],
             )
         };
-        assert_eq!(store.commit(commit).await, Ok(1));
+        assert_eq!(store.commit(&commit).await, Ok(1));
         claim_ok(
             &store,
             claim_request(&alice, Some("ep-1"), "unused", "t-2", 2_000),
@@ -69,6 +69,6 @@ async fn two_stores_on_one_folder_see_each_others_commits() {
 
     let record = turn_record("ep-1", 1, "t-1", 1_002);
     let commit = commit_of(&alice, 0, record.clone(), vec![]);
-    assert_eq!(shared.store.commit(commit).await, Ok(1));
+    assert_eq!(shared.store.commit(&commit).await, Ok(1));
     assert_eq!(other.turns(&alice, "ep-1", 1).await, Ok(vec![record]));
 }

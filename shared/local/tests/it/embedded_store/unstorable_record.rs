@@ -19,7 +19,7 @@ async fn a_record_with_a_non_finite_cost_is_refused_and_the_episode_stays_readab
 
     let mut record = turn_record("ep-1", 2, "t-2", 2_001);
     record.cost_usd = f64::NAN;
-    let outcome = store.commit(commit_of(&alice, 1, record, vec![])).await;
+    let outcome = store.commit(&commit_of(&alice, 1, record, vec![])).await;
     assert!(
         matches!(outcome, Err(StoreError::Unavailable(_))),
         "{outcome:?}"
@@ -31,7 +31,7 @@ async fn a_record_with_a_non_finite_cost_is_refused_and_the_episode_stays_readab
     );
     let retry = turn_record("ep-1", 2, "t-2", 2_002);
     assert_eq!(
-        store.commit(commit_of(&alice, 1, retry, vec![])).await,
+        store.commit(&commit_of(&alice, 1, retry, vec![])).await,
         Ok(2)
     );
 }

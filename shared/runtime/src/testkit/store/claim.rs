@@ -101,10 +101,10 @@ pub async fn expired_lease_can_be_taken_over(store: &dyn Store) {
 
     let record = turn_record("ep-1", 1, "t-2", expiry + 2);
     let commit = commit_of(&alice, 0, record, vec![]);
-    assert_eq!(store.commit(commit).await, Ok(1));
+    assert_eq!(store.commit(&commit).await, Ok(1));
     let stale = turn_record("ep-1", 1, "t-1", expiry + 3);
     let stale = commit_of(&alice, 0, stale, vec![]);
-    assert_eq!(store.commit(stale).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&stale).await, Err(StoreError::Conflict));
 }
 
 /// A turn id whose own lease ran out may be claimed again (its earlier run is presumed dead).

@@ -22,17 +22,17 @@ pub async fn stale_commit_conflicts_and_retry_at_next_seq_succeeds(store: &dyn S
     assert_eq!(meta.version, 1);
 
     let stale = commit_of(&alice, 0, turn_record("ep-1", 1, "t-2", 2_001), vec![]);
-    assert_eq!(store.commit(stale).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&stale).await, Err(StoreError::Conflict));
     let same_seq = commit_of(&alice, 1, turn_record("ep-1", 1, "t-2", 2_001), vec![]);
-    assert_eq!(store.commit(same_seq).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&same_seq).await, Err(StoreError::Conflict));
     let skipped = commit_of(&alice, 1, turn_record("ep-1", 3, "t-2", 2_001), vec![]);
-    assert_eq!(store.commit(skipped).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&skipped).await, Err(StoreError::Conflict));
     let ahead = commit_of(&alice, 2, turn_record("ep-1", 3, "t-2", 2_001), vec![]);
-    assert_eq!(store.commit(ahead).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&ahead).await, Err(StoreError::Conflict));
 
     let retry = turn_record("ep-1", 2, "t-2", 2_002);
     let commit = commit_of(&alice, 1, retry.clone(), vec![]);
-    assert_eq!(store.commit(commit).await, Ok(2));
+    assert_eq!(store.commit(&commit).await, Ok(2));
     let turns = store.turns(&alice, "ep-1", usize::MAX).await.unwrap();
     assert_eq!(turns.len(), 2);
     assert_eq!(turns[1], retry);
@@ -53,7 +53,7 @@ pub async fn refused_commit_loses_nothing(store: &dyn Store) {
             vec![body("t-1/call-1", json!({"kept": true}))],
         )
     };
-    assert_eq!(store.commit(commit).await, Ok(1));
+    assert_eq!(store.commit(&commit).await, Ok(1));
     let before = store.episode(&alice, "ep-1").await.unwrap();
 
     claim_ok(
@@ -70,7 +70,7 @@ pub async fn refused_commit_loses_nothing(store: &dyn Store) {
             vec![body("t-2/call-1", json!("lost"))],
         )
     };
-    assert_eq!(store.commit(refused).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&refused).await, Err(StoreError::Conflict));
 
     assert_eq!(store.episode(&alice, "ep-1").await, Ok(before));
     assert_eq!(
@@ -103,9 +103,9 @@ pub async fn turn_id_commits_only_once(store: &dyn Store) {
     claim_ok(store, rerun).await;
 
     let first = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 40_000), vec![]);
-    assert_eq!(store.commit(first).await, Ok(1));
+    assert_eq!(store.commit(&first).await, Ok(1));
     let second = commit_of(&alice, 0, turn_record("ep-2", 1, "t-1", 40_001), vec![]);
-    assert_eq!(store.commit(second).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&second).await, Err(StoreError::Conflict));
 
     assert_eq!(store.episode(&alice, "ep-2").await.unwrap().version, 0);
     assert_eq!(store.turns(&alice, "ep-2", usize::MAX).await, Ok(vec![]));
@@ -122,7 +122,7 @@ pub async fn reused_body_key_conflicts_and_keeps_the_first_body(store: &dyn Stor
         turn_record("ep-1", 1, "t-1", 1_001),
         vec![body("shared", json!(1))],
     );
-    assert_eq!(store.commit(first).await, Ok(1));
+    assert_eq!(store.commit(&first).await, Ok(1));
 
     claim_ok(
         store,
@@ -135,14 +135,14 @@ pub async fn reused_body_key_conflicts_and_keeps_the_first_body(store: &dyn Stor
         turn_record("ep-1", 2, "t-2", 2_001),
         vec![body("fresh", json!(2)), body("shared", json!(2))],
     );
-    assert_eq!(store.commit(reuse).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&reuse).await, Err(StoreError::Conflict));
     let repeat = commit_of(
         &alice,
         1,
         turn_record("ep-1", 2, "t-2", 2_001),
         vec![body("twice", json!(2)), body("twice", json!(3))],
     );
-    assert_eq!(store.commit(repeat).await, Err(StoreError::Conflict));
+    assert_eq!(store.commit(&repeat).await, Err(StoreError::Conflict));
 
     assert_eq!(store.body(&alice, "ep-1", "shared").await, Ok(json!(1)));
     assert_eq!(
@@ -162,7 +162,7 @@ pub async fn commit_is_visible_to_the_next_claim_and_to_turns(store: &dyn Store)
         state: busy_state(0),
         ..commit_of(&alice, 0, first.clone(), vec![])
     };
-    assert_eq!(store.commit(commit).await, Ok(1));
+    assert_eq!(store.commit(&commit).await, Ok(1));
 
     // Well within t-1's lease: only the commit can have freed the episode.
     let next = claim_ok(
@@ -181,7 +181,7 @@ pub async fn commit_is_visible_to_the_next_claim_and_to_turns(store: &dyn Store)
 
     let second = turn_record("ep-1", 2, "t-2", 1_700);
     let commit = commit_of(&alice, next.version, second.clone(), vec![]);
-    assert_eq!(store.commit(commit).await, Ok(2));
+    assert_eq!(store.commit(&commit).await, Ok(2));
     assert_eq!(
         store.turns(&alice, "ep-1", usize::MAX).await,
         Ok(vec![first, second])
@@ -197,7 +197,7 @@ pub async fn episode_state_round_trips(store: &dyn Store) {
         state: busy_state(60_000),
         ..commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 1_001), vec![])
     };
-    store.commit(commit).await.unwrap();
+    store.commit(&commit).await.unwrap();
     let meta = store.episode(&alice, "ep-1").await.unwrap();
     assert_eq!(meta.state, busy_state(60_000));
 
@@ -210,7 +210,7 @@ pub async fn episode_state_round_trips(store: &dyn Store) {
         state: EpisodeState::default(),
         ..commit_of(&alice, 1, turn_record("ep-1", 2, "t-2", 2_001), vec![])
     };
-    store.commit(cleared).await.unwrap();
+    store.commit(&cleared).await.unwrap();
     let meta = store.episode(&alice, "ep-1").await.unwrap();
     assert_eq!(meta.state, EpisodeState::default());
     assert_eq!(meta.rolling_summary, None);

@@ -18,7 +18,7 @@ pub async fn other_principal_sees_not_found(store: &dyn Store) {
         record.clone(),
         vec![body("t-1/call-1", json!({"secret": 1}))],
     );
-    store.commit(commit).await.unwrap();
+    store.commit(&commit).await.unwrap();
 
     let claim = claim_request(&bob, Some("ep-1"), "unused", "b-1", 2_000);
     assert_eq!(store.claim(claim).await, Err(StoreError::NotFound));
@@ -32,7 +32,7 @@ pub async fn other_principal_sees_not_found(store: &dyn Store) {
         Err(StoreError::NotFound)
     );
     let intrusion = commit_of(&bob, 1, turn_record("ep-1", 2, "b-1", 2_001), vec![]);
-    assert_eq!(store.commit(intrusion).await, Err(StoreError::NotFound));
+    assert_eq!(store.commit(&intrusion).await, Err(StoreError::NotFound));
 
     assert_eq!(store.episode(&alice, "ep-1").await.unwrap().version, 1);
     assert_eq!(
@@ -65,7 +65,7 @@ pub async fn unknown_episode_is_not_found(store: &dyn Store) {
         Err(StoreError::NotFound)
     );
     let commit = commit_of(&alice, 0, turn_record("ep-404", 1, "t-1", 1_001), vec![]);
-    assert_eq!(store.commit(commit).await, Err(StoreError::NotFound));
+    assert_eq!(store.commit(&commit).await, Err(StoreError::NotFound));
     // The failed claim did not reserve the turn id.
     claim_ok(store, claim_request(&alice, None, "ep-1", "t-1", 1_002)).await;
 }
@@ -113,7 +113,7 @@ pub async fn bodies_round_trip(store: &dyn Store) {
         turn_record("ep-1", 1, "t-1", 1_001),
         bodies.clone(),
     );
-    store.commit(commit).await.unwrap();
+    store.commit(&commit).await.unwrap();
 
     for expected in &bodies {
         assert_eq!(

@@ -156,7 +156,7 @@ pub async fn run_turn(
     .await;
     let record = turn_record(episode_id, meta.version + 1, turn_id, now_ms + 1);
     let version = store
-        .commit(commit_of(principal, meta.version, record.clone(), vec![]))
+        .commit(&commit_of(principal, meta.version, record.clone(), vec![]))
         .await
         .expect("commit of a claimed turn at the current version succeeds");
     assert_eq!(version, meta.version + 1, "commit returns the new version");
