@@ -85,6 +85,9 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         out["serve_cold_start"] = serve_load::cold_start(&baton, d.path(), 10).await?;
         let d = tempfile::tempdir()?;
         out["serve_streams"] = serve_load::streams(&baton, d.path(), args.streams).await?;
+        let d = tempfile::tempdir()?;
+        out["serve_idle_connections"] =
+            serve_load::idle_connections(&baton, d.path(), args.streams).await?;
     }
     tokio::time::sleep(Duration::from_millis(1)).await;
     Ok(out)
@@ -236,6 +239,12 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
         (
             "baton serve RSS with all N streams open: MiB",
             "serve_streams.rss_with_all_streams_open_mib",
+            "",
+            true,
+        ),
+        (
+            "baton serve: memory per idle keep-alive HTTP connection: KiB",
+            "serve_idle_connections.kib_per_connection",
             "",
             true,
         ),

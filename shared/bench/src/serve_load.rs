@@ -190,3 +190,27 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         "rss_timeline_ms_mib_done": timeline.iter().step_by(10).collect::<Vec<_>>(),
     }))
 }
+
+/// The HTTP share alone: `n` keep-alive connections to a fresh server that have each
+/// served a health check and now sit idle.
+pub(crate) async fn idle_connections(baton: &Path, dir: &Path, n: usize) -> anyhow::Result<Value> {
+    workload::write(dir, "mediated", Latencies::default())?;
+    let data = tempfile::tempdir()?;
+    let (server, _) = start(baton, dir, data.path()).await?;
+    let pid = server.child.id();
+    let idle = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let keep = reqwest::Client::builder()
+        .pool_max_idle_per_host(n)
+        .build()?;
+    let health = format!("{}/healthz", server.base);
+    let checks = futures::future::join_all((0..n).map(|_| keep.get(&health).send())).await;
+    let open = checks.iter().filter(|r| r.is_ok()).count();
+    drop(checks);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let with = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    drop(keep);
+    Ok(
+        json!({ "connections": open, "rss_idle_mib": idle, "rss_with_connections_mib": with,
+               "kib_per_connection": (with - idle) * 1024.0 / n.max(1) as f64 }),
+    )
+}
