@@ -4,13 +4,17 @@ use std::collections::BTreeSet;
 
 /// Words too common to say anything about intent.
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but",
-    "by", "can", "could", "did", "didn't", "do", "does", "for", "from", "get", "give", "got",
-    "had", "has", "have", "hi", "how", "i", "i'm", "if", "in", "into", "is", "it", "it's", "its",
-    "just", "know", "let", "like", "me", "my", "need", "no", "not", "of", "on", "or", "our",
-    "please", "show", "so", "some", "tell", "than", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "to", "too", "up", "us", "want", "was", "we", "were", "what",
-    "when", "where", "which", "while", "who", "why", "will", "with", "would", "you", "your",
+    // Contractions first: "what's" says no more about intent than "what".
+    "can't", "don't", "doesn't", "he's", "how's", "i'd", "i'll", "i've", "isn't", "let's", "she's",
+    "that's", "there's", "they're", "wasn't", "we're", "what's", "where's", "who's", "won't",
+    "you're", "you've", "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at",
+    "be", "been", "but", "by", "can", "could", "did", "didn't", "do", "does", "for", "from", "get",
+    "give", "got", "had", "has", "have", "hi", "how", "i", "i'm", "if", "in", "into", "is", "it",
+    "it's", "its", "just", "know", "let", "like", "me", "my", "need", "no", "not", "of", "on",
+    "or", "our", "please", "show", "so", "some", "tell", "than", "that", "the", "their", "them",
+    "then", "there", "these", "they", "this", "to", "too", "up", "us", "want", "was", "we", "were",
+    "what", "when", "where", "which", "while", "who", "why", "will", "with", "would", "you",
+    "your",
 ];
 
 /// Splits a text into lowercase words (letters, digits and inner apostrophes).

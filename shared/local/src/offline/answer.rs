@@ -18,6 +18,7 @@ use super::conversation::{
     tool_name_of, user_turn,
 };
 use super::render::{records, render_record};
+use super::segment;
 
 /// Records shown per result; the rest are counted.
 const MAX_RECORDS: usize = 5;
@@ -44,7 +45,8 @@ impl ToolIndex {
     }
 
     /// The offered tool that best matches the words, else the first offered one.
-    fn pick<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
+    /// The best-matching tool on offer, if any scores above zero.
+    fn best<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
         let scores = self.index.scores(&terms(words));
         let mut best: Option<(&str, f64)> = None;
         for (tool, score) in self.tools.iter().zip(scores) {
@@ -55,7 +57,36 @@ impl ToolIndex {
                 best = Some((name, score));
             }
         }
-        best.map(|(n, _)| n).or_else(|| {
+        best.map(|(n, _)| n)
+    }
+
+    /// One tool per clause that matches a different tool ("my balance and what 10,000
+    /// points are worth" asks two), each with its own clause; the whole query otherwise.
+    fn pick_per_clause<'a, 'q>(
+        &self,
+        query: &'q str,
+        offered: &'a [&'a str],
+    ) -> Vec<(&'a str, &'q str)> {
+        let mut calls: Vec<(&str, &str)> = Vec::new();
+        for span in segment::split(query) {
+            let clause = span.of(query);
+            if let Some(name) = self.best(clause, offered)
+                && !calls.iter().any(|(n, _)| *n == name)
+            {
+                calls.push((name, clause));
+            }
+        }
+        if calls.len() < 2 {
+            return self
+                .pick(query, offered)
+                .map(|n| vec![(n, query)])
+                .unwrap_or_default();
+        }
+        calls
+    }
+
+    fn pick<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
+        self.best(words, offered).or_else(|| {
             // Nothing matched: the agent's first own tool on offer, else whatever is offered.
             self.tools
                 .iter()
@@ -83,26 +114,28 @@ pub(crate) fn respond(
     }
     let query = user_turn(request).map(|(_, t)| t.trim()).unwrap_or("");
     let offered: Vec<&str> = request.tools.iter().map(|t| &*t.name).collect();
-    let chosen = match &request.tool_choice {
-        ToolChoice::None => None,
-        ToolChoice::Tool(name) => Some(name.as_str()),
+    let chosen: Vec<(&str, &str)> = match &request.tool_choice {
+        ToolChoice::None => Vec::new(),
+        ToolChoice::Tool(name) => vec![(name.as_str(), query)],
         // Nothing to look up: say what this agent is for instead of calling blind.
-        _ if query.is_empty() => None,
-        ToolChoice::Auto | ToolChoice::Any => tools.pick(query, &offered),
+        _ if query.is_empty() => Vec::new(),
+        ToolChoice::Auto | ToolChoice::Any => tools.pick_per_clause(query, &offered),
     };
-    let Some(name) = chosen else {
+    if chosen.is_empty() {
         reply.text(&format!("Here's how I can help: {}", agent.description));
         return;
-    };
-    let schema = request
-        .tools
-        .iter()
-        .find(|t| &*t.name == name)
-        .map(|t| t.input_schema.clone())
-        .or_else(|| registry.tool(name).map(|t| t.schema.clone()));
-    let args = schema.map(|s| fill_object(&s, query)).unwrap_or_default();
-    let id = format!("call_{}", next_call_number(request));
-    reply.tool_call(id, name, &Value::Object(args));
+    }
+    let first = next_call_number(request);
+    for (i, (name, words)) in chosen.into_iter().enumerate() {
+        let schema = request
+            .tools
+            .iter()
+            .find(|t| &*t.name == name)
+            .map(|t| t.input_schema.clone())
+            .or_else(|| registry.tool(name).map(|t| t.schema.clone()));
+        let args = schema.map(|s| fill_object(&s, words)).unwrap_or_default();
+        reply.tool_call(format!("call_{}", first + i), name, &Value::Object(args));
+    }
 }
 
 /// The answer text for some tool results.
@@ -215,6 +248,25 @@ mod tests {
             }],
         });
         req
+    }
+
+    #[tokio::test]
+    async fn two_clauses_for_two_tools_make_two_calls_each_with_its_clause() {
+        let model = OfflineModel::new(registry());
+        let events = collect(
+            &model,
+            request(
+                "shop",
+                CallPurpose::Agent,
+                "find me coffee deals and list the product categories",
+            ),
+        )
+        .await;
+        let calls = calls_of(&events);
+        let names: Vec<&str> = calls.iter().map(|c| c.1.as_str()).collect();
+        assert_eq!(names, ["search_offers", "list_categories"]);
+        assert_eq!(calls[0].2, json!({"query": "find me coffee deals"}));
+        assert_ne!(calls[0].0, calls[1].0, "each call has its own id");
     }
 
     #[tokio::test]
