@@ -17,13 +17,14 @@ pub struct TurnStream {
     pub episode_id: String,
     /// Whether this replays a turn that already completed (D-25).
     pub replay: bool,
-    pub(crate) events: mpsc::UnboundedReceiver<WireEvent>,
+    // Boxed: the channel allocates slots in blocks, and a pointer keeps each block small.
+    pub(crate) events: mpsc::UnboundedReceiver<Box<WireEvent>>,
 }
 
 impl Stream for TurnStream {
     type Item = WireEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
-        self.events.poll_recv(cx)
+        self.events.poll_recv(cx).map(|e| e.map(|e| *e))
     }
 }

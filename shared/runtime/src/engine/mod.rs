@@ -141,7 +141,7 @@ pub(crate) async fn start(
 }
 
 /// Replays a completed turn's stored answer (D-25): nothing runs again.
-async fn replay(record: TurnRecord, tx: mpsc::UnboundedSender<WireEvent>) {
+async fn replay(record: TurnRecord, tx: mpsc::UnboundedSender<Box<WireEvent>>) {
     let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
     let events = [
         Event::Thinking {},
@@ -172,7 +172,7 @@ async fn replay(record: TurnRecord, tx: mpsc::UnboundedSender<WireEvent>) {
             seq: i as u64 + 1,
             event,
         };
-        if tx.send(wire).is_err() {
+        if tx.send(Box::new(wire)).is_err() {
             return;
         }
     }

@@ -20,12 +20,12 @@ struct State {
 /// Shared by every task of a turn; emission order is seq order.
 pub(crate) struct Output {
     turn_id: Arc<str>,
-    tx: mpsc::UnboundedSender<WireEvent>,
+    tx: mpsc::UnboundedSender<Box<WireEvent>>,
     state: Mutex<State>,
 }
 
 impl Output {
-    pub(crate) fn new(turn_id: Arc<str>, tx: mpsc::UnboundedSender<WireEvent>) -> Self {
+    pub(crate) fn new(turn_id: Arc<str>, tx: mpsc::UnboundedSender<Box<WireEvent>>) -> Self {
         Output {
             turn_id,
             tx,
@@ -58,12 +58,12 @@ impl Output {
         if state.client_gone {
             return;
         }
-        let wire = WireEvent {
+        let wire = Box::new(WireEvent {
             v: PROTOCOL_VERSION,
             turn_id: self.turn_id.clone(),
             seq: state.seq,
             event,
-        };
+        });
         if self.tx.send(wire).is_err() {
             state.client_gone = true;
             tracing::info!(turn_id = %self.turn_id, "client left; the turn goes on and will commit");
