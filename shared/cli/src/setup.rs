@@ -37,6 +37,13 @@ pub(crate) struct Assembled {
 /// # Errors
 /// Every problem found, each naming file, field and value.
 pub(crate) fn load(root: &Path) -> anyhow::Result<Loaded> {
+    if !root.is_dir() {
+        anyhow::bail!(
+            "there is no registry folder at {}: run baton from the repository root, or give one \
+             with --registry DIR (or BATON_REGISTRY, or `registry` in baton.toml)",
+            root.display()
+        );
+    }
     let connectors = baton_connectors::default_connectors(root);
     let registry = baton_runtime::registry_files::load_registry(root, &connectors, &[])
         .with_context(|| format!("the registry {} is not valid", root.display()))?;

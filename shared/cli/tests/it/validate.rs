@@ -33,6 +33,10 @@ fn a_missing_registry_is_a_plain_error() {
     let run = Sandbox::new().run(&["validate", "no/such/registry"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("no/such/registry"), "{run:?}");
+    assert!(
+        run.stderr.contains("--registry"),
+        "it says how to give one: {run:?}"
+    );
     assert!(!run.stderr.contains("panicked"), "{run:?}");
 }
 
