@@ -32,7 +32,8 @@ struct Episode {
     meta: EpisodeMeta,
     /// Oldest first; `turns[i].seq == i + 1`.
     turns: Vec<TurnRecord>,
-    bodies: HashMap<String, serde_json::Value>,
+    /// Compact JSON text, parsed when read.
+    bodies: HashMap<String, String>,
 }
 
 #[derive(Debug)]
@@ -235,8 +236,11 @@ impl Store for MemoryStore {
             .owned(principal, episode_id)?
             .bodies
             .get(key)
-            .cloned()
             .ok_or(StoreError::NotFound)
+            .and_then(|text| {
+                serde_json::from_str(text)
+                    .map_err(|e| StoreError::Corrupt(format!("a stored body is not JSON: {e}")))
+            })
     }
 }
 

@@ -66,8 +66,8 @@ pub enum Claim {
 pub struct Body {
     /// Key, unique within the episode (e.g. `<turn_id>/<call_id>`).
     pub key: String,
-    /// JSON document.
-    pub json: serde_json::Value,
+    /// The document as compact JSON text: written as it is, parsed only when read back.
+    pub json: String,
 }
 
 /// One turn to commit.

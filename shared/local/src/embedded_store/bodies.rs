@@ -60,13 +60,10 @@ pub(crate) fn write(root: &Path, relative: &str, body: &Body) -> Result<(), Stor
     if let Some(parent) = target.parent() {
         fs::create_dir_all(parent).map_err(|e| failure::io(doing, &e))?;
     }
-    let bytes = serde_json::to_vec(&body.json).map_err(|e| {
-        tracing::warn!(error = %e, "embedded store: body does not serialize");
-        StoreError::Unavailable("a body could not be saved".into())
-    })?;
+    let bytes = body.json.as_bytes();
     let temp = target.with_extension("json.tmp");
     let written = fs::File::create(&temp).and_then(|mut file| {
-        file.write_all(&bytes)?;
+        file.write_all(bytes)?;
         file.sync_all()
     });
     written

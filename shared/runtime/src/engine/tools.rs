@@ -11,13 +11,22 @@ use baton_core::ports::metrics::{ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISM
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
 use baton_core::tool_result::{DataStatus, ToolData};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::model_call::RawCall;
 use super::status::StatusTx;
+
+/// A tool message as stored apart from the narration.
+#[derive(serde::Serialize)]
+struct ToolMessage<'a> {
+    agent: &'a str,
+    tool: &'a str,
+    input: &'a Value,
+    result: &'a ToolData,
+}
 
 /// What one tool call came to.
 pub(crate) struct ToolRun {
@@ -204,10 +213,21 @@ pub(crate) async fn run(
             duration_ms: started.elapsed().as_millis() as u64,
         })
         .await;
-    // The tool message is kept apart from the narration (D-19).
-    ctx.add_body(Body {
-        key: format!("{}/{}", ctx.turn_id, call_id),
-        json: json!({ "agent": &*agent.id, "tool": &*tool.id, "input": args, "result": &data }),
-    });
+    // The tool message is kept apart from the narration (D-19), as compact JSON text.
+    let message = ToolMessage {
+        agent: &agent.id,
+        tool: &tool.id,
+        input: &args,
+        result: &data,
+    };
+    match serde_json::to_string(&message) {
+        Ok(json) => ctx.add_body(Body {
+            key: format!("{}/{}", ctx.turn_id, call_id),
+            json,
+        }),
+        Err(e) => {
+            tracing::warn!(tool = %tool.id, error = %e, "tool message not kept: it does not serialize")
+        }
+    }
     ToolRun { data }
 }

@@ -126,7 +126,7 @@ pub fn commit_of(
 pub fn body(key: &str, json: serde_json::Value) -> Body {
     Body {
         key: key.to_owned(),
-        json,
+        json: json.to_string(),
     }
 }
 
