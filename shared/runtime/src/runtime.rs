@@ -191,9 +191,9 @@ impl Runtime {
         &self.inner.config
     }
 
-    /// Starts a turn. Checks the message, claims the turn on its episode, then returns the
-    /// event stream at once; the turn runs on its own task and commits even if the stream
-    /// is dropped.
+    /// Starts a turn. Checks the message and claims the turn on its episode, then returns
+    /// the event stream at once. The turn runs as the stream is read; dropping the stream
+    /// early hands the rest of the turn to the runtime, so it still commits.
     ///
     /// # Errors
     /// A refusal in plain language: bad or oversized message, unknown episode, a

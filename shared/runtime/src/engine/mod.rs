@@ -22,6 +22,7 @@ use std::sync::Arc;
 use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_ORCHESTRATOR, WireEvent};
 use baton_core::ports::store::{Claim, ClaimRequest};
 use baton_core::turn::TurnRecord;
+use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
@@ -89,6 +90,13 @@ pub(crate) async fn start(
         lease_ms: inner.config.lease_ms,
     };
     let (tx, rx) = mpsc::unbounded_channel();
+    let runtime = Handle::try_current().map_err(|_| {
+        tracing::error!("run_turn was called outside a tokio runtime");
+        TurnRejection::new(
+            RejectionKind::Unavailable,
+            "The assistant is not running properly; please try again later.",
+        )
+    })?;
     match inner.store.claim(claim).await.map_err(store_rejection)? {
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
@@ -111,22 +119,26 @@ pub(crate) async fn start(
                 turn_id = %turn_id,
                 episode_id = %episode_id,
             );
-            tokio::spawn(turn::run(ctx, meta).instrument(span));
             Ok(TurnStream {
                 turn_id,
                 episode_id,
                 replay: false,
                 events: rx,
+                driver: Some(Box::pin(turn::run(ctx, meta).instrument(span))),
+                runtime: runtime.clone(),
             })
         }
         Claim::Completed(record) => {
             let episode_id = record.episode_id.clone();
-            tokio::spawn(replay(*record, tx));
+            replay(*record, &tx);
+            drop(tx);
             Ok(TurnStream {
                 turn_id,
                 episode_id,
                 replay: true,
                 events: rx,
+                driver: None,
+                runtime: runtime.clone(),
             })
         }
         Claim::InFlight => Err(TurnRejection::new(
@@ -141,7 +153,7 @@ pub(crate) async fn start(
 }
 
 /// Replays a completed turn's stored answer (D-25): nothing runs again.
-async fn replay(record: TurnRecord, tx: mpsc::UnboundedSender<Box<WireEvent>>) {
+fn replay(record: TurnRecord, tx: &mpsc::UnboundedSender<Box<WireEvent>>) {
     let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
     let events = [
         Event::Thinking {},
