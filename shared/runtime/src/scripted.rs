@@ -263,64 +263,84 @@ fn estimate(request: &ModelRequest, rule: &Rule) -> TokenUsage {
 
 type Step = (u64, Result<ModelEvent, ModelError>);
 
-fn steps(request: &ModelRequest, rule: &Rule) -> Vec<Step> {
-    let mut out: Vec<Step> = Vec::new();
-    let gap = rule.chunk_delay_ms;
-    let mut first = true;
-    let mut push = |out: &mut Vec<Step>, item: Result<ModelEvent, ModelError>| {
-        let delay = if first { rule.delay_ms } else { gap };
-        first = false;
-        out.push((delay, item));
-    };
-    for r in &rule.reasoning {
-        push(&mut out, Ok(ModelEvent::ReasoningDelta(r.clone())));
+/// Plays one rule back step by step: each event is made when it is due, so a call holds
+/// only its rule and a position (a test double should not inflate the memory it measures).
+struct Playback {
+    rule: Arc<Rule>,
+    usage: TokenUsage,
+    pos: usize,
+}
+
+impl Playback {
+    fn new(request: &ModelRequest, rule: Arc<Rule>) -> Self {
+        let usage = rule.usage.unwrap_or_else(|| estimate(request, &rule));
+        Playback {
+            rule,
+            usage,
+            pos: 0,
+        }
     }
-    for t in &rule.text {
-        push(&mut out, Ok(ModelEvent::TextDelta(t.clone())));
-    }
-    for (i, call) in rule.tool_calls.iter().enumerate() {
-        let id = format!("tooluse_{i}");
-        push(
-            &mut out,
-            Ok(ModelEvent::ToolUseStart {
-                id: id.clone(),
-                name: call.name.clone(),
-            }),
-        );
-        let args = match (&call.raw, &call.args) {
-            (Some(raw), _) => raw.clone(),
-            (None, Some(args)) => args.to_string(),
-            (None, None) => "{}".to_owned(),
+
+    fn next_step(&mut self) -> Option<Step> {
+        let rule = &*self.rule;
+        let delay = if self.pos == 0 {
+            rule.delay_ms
+        } else {
+            rule.chunk_delay_ms
         };
-        push(
-            &mut out,
-            Ok(ModelEvent::ToolUseDelta {
-                id: id.clone(),
-                fragment: args,
-            }),
-        );
-        push(&mut out, Ok(ModelEvent::ToolUseStop { id }));
+        let mut i = self.pos;
+        self.pos += 1;
+        if let Some(r) = rule.reasoning.get(i) {
+            return Some((delay, Ok(ModelEvent::ReasoningDelta(r.clone()))));
+        }
+        i -= rule.reasoning.len();
+        if let Some(t) = rule.text.get(i) {
+            return Some((delay, Ok(ModelEvent::TextDelta(t.clone()))));
+        }
+        i -= rule.text.len();
+        if let Some(call) = rule.tool_calls.get(i / 3) {
+            let id = format!("tooluse_{}", i / 3);
+            let event = match i % 3 {
+                0 => ModelEvent::ToolUseStart {
+                    id,
+                    name: call.name.clone(),
+                },
+                1 => ModelEvent::ToolUseDelta {
+                    id,
+                    fragment: match (&call.raw, &call.args) {
+                        (Some(raw), _) => raw.clone(),
+                        (None, Some(args)) => args.to_string(),
+                        (None, None) => "{}".to_owned(),
+                    },
+                },
+                _ => ModelEvent::ToolUseStop { id },
+            };
+            return Some((delay, Ok(event)));
+        }
+        i -= rule.tool_calls.len() * 3;
+        match (rule.error, i) {
+            (Some(error), 0) => {
+                let e = match error {
+                    ScriptedError::Throttled => ModelError::Throttled,
+                    ScriptedError::Unavailable => ModelError::Unavailable("scripted outage".into()),
+                    ScriptedError::Invalid => ModelError::Invalid("scripted rejection".into()),
+                    ScriptedError::Timeout => ModelError::Timeout,
+                    ScriptedError::Malformed => ModelError::Malformed("scripted garbage".into()),
+                };
+                Some((delay, Err(e)))
+            }
+            (None, 0) => {
+                let stop = if rule.tool_calls.is_empty() {
+                    StopReason::EndTurn
+                } else {
+                    StopReason::ToolUse
+                };
+                Some((delay, Ok(ModelEvent::Stop(stop))))
+            }
+            (None, 1) => Some((0, Ok(ModelEvent::Usage(self.usage)))),
+            _ => None,
+        }
     }
-    if let Some(error) = rule.error {
-        let e = match error {
-            ScriptedError::Throttled => ModelError::Throttled,
-            ScriptedError::Unavailable => ModelError::Unavailable("scripted outage".into()),
-            ScriptedError::Invalid => ModelError::Invalid("scripted rejection".into()),
-            ScriptedError::Timeout => ModelError::Timeout,
-            ScriptedError::Malformed => ModelError::Malformed("scripted garbage".into()),
-        };
-        push(&mut out, Err(e));
-        return out;
-    }
-    let stop = if rule.tool_calls.is_empty() {
-        StopReason::EndTurn
-    } else {
-        StopReason::ToolUse
-    };
-    let usage = rule.usage.unwrap_or_else(|| estimate(request, rule));
-    push(&mut out, Ok(ModelEvent::Stop(stop)));
-    out.push((0, Ok(ModelEvent::Usage(usage))));
-    out
 }
 
 impl Model for ScriptedModel {
@@ -330,23 +350,23 @@ impl Model for ScriptedModel {
         {
             log.push(request.clone());
         }
-        let steps = match self.pick(request) {
-            Some(rule) => steps(request, &rule),
-            None => vec![(
-                0,
-                Err(ModelError::Invalid(format!(
-                    "the script has no answer for agent {} ({:?})",
-                    request.agent_id, request.purpose
-                ))),
-            )],
+        let Some(rule) = self.pick(request) else {
+            let missing = ModelError::Invalid(format!(
+                "the script has no answer for agent {} ({:?})",
+                request.agent_id, request.purpose
+            ));
+            return Box::pin(stream::iter([Err(missing)]));
         };
-        Box::pin(stream::unfold(steps.into_iter(), |mut steps| async move {
-            let (delay, item) = steps.next()?;
-            if delay > 0 {
-                tokio::time::sleep(Duration::from_millis(delay)).await;
-            }
-            Some((item, steps))
-        }))
+        Box::pin(stream::unfold(
+            Playback::new(request, rule),
+            |mut play| async move {
+                let (delay, item) = play.next_step()?;
+                if delay > 0 {
+                    tokio::time::sleep(Duration::from_millis(delay)).await;
+                }
+                Some((item, play))
+            },
+        ))
     }
 }
 
