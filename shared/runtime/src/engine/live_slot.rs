@@ -61,10 +61,7 @@ impl LiveSlot {
         s.owner = None;
         // Hand the slot down the queue; flush finished agents entirely, stop at one still running.
         while let Some((next, chunks, finished)) = s.queue.pop_front() {
-            for chunk in chunks {
-                tokio::time::sleep(self.pacing).await;
-                ctx.out.text(&next, &chunk).await;
-            }
+            self.flush(ctx, &next, chunks).await;
             if !finished {
                 s.owner = Some(next);
                 break;
@@ -76,11 +73,16 @@ impl LiveSlot {
     pub(crate) async fn finish(&self, ctx: &TurnCtx) {
         let mut s = self.state.lock().await;
         while let Some((next, chunks, _)) = s.queue.pop_front() {
-            for chunk in chunks {
-                tokio::time::sleep(self.pacing).await;
-                ctx.out.text(&next, &chunk).await;
-            }
+            self.flush(ctx, &next, chunks).await;
         }
         s.owner = None;
+    }
+
+    /// Sends a buffered sub-agent's text with a small pacing, so it still reads as a stream.
+    async fn flush(&self, ctx: &TurnCtx, agent: &str, chunks: Vec<String>) {
+        for chunk in chunks {
+            tokio::time::sleep(self.pacing).await;
+            ctx.out.text(agent, &chunk).await;
+        }
     }
 }

@@ -11,7 +11,7 @@ use baton_core::guard::{echo, fanout, fastpath, intent, overlap, verbatim};
 use baton_core::message::Message;
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::registry::Agent;
-use baton_core::trace::DropReason;
+use baton_core::trace::{CapBehavior, DropReason};
 use baton_core::turn::PendingCall;
 use serde_json::Value;
 
@@ -240,38 +240,16 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         }
     }
 
-    // D-9 fan-out cap: over-cap calls never run.
-    let (kept, over, behavior) = fanout::apply_cap(candidates, o.fanout_cap as usize);
-    ctx.trace(|t| {
-        t.cap_behavior = behavior;
-        for c in &over {
-            t.drop_call(&c.raw.name, DropReason::OverCap);
-        }
-    });
-    let mut candidates = kept;
-    for c in over {
-        plan.refused.push((
-            c.raw,
-            "Not run: more specialists were asked than this assistant consults at once.".into(),
-        ));
-    }
-
-    // D-15: sub-agents per turn; the rest waits for "continue".
     let room = ctx.limits.max_subagents as usize;
-    if candidates.len() > room {
-        for c in candidates.split_off(room) {
-            ctx.trace(|t| {
-                t.drop_call(&c.raw.name, DropReason::Limit);
-                t.limit.get_or_insert_with(|| "turn_subagents".to_owned());
-            });
-            plan.pending.push(PendingCall {
-                agent_id: c.agent.id.to_string(),
-                query: c.model_query().to_owned(),
-            });
-        }
-    }
-
-    if candidates.is_empty() && plan.pending.is_empty() {
+    let (jobs, pending) = into_jobs(
+        ctx,
+        candidates,
+        o.fanout_cap as usize,
+        room,
+        &mut plan.refused,
+    );
+    plan.pending = pending;
+    if jobs.is_empty() && plan.pending.is_empty() {
         let fallback = fallback_agent(ctx);
         ctx.trace(|t| {
             t.guard(
@@ -282,22 +260,71 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         plan.jobs.push(fallback_job(ctx, fallback, "fallback"));
         return Ok(plan);
     }
+    plan.jobs = jobs;
+    Ok(plan)
+}
 
-    // D-8 verbatim protection, applied as each call is turned into a job.
-    let calls = candidates.len();
-    for c in candidates {
-        let v = verbatim::effective_query(&ctx.user_text, c.model_query(), calls);
-        if v.overridden {
+/// The last guards, shared by routing and later rounds: the fan-out cap (D-9: over-cap
+/// calls never run), the turn's sub-agent room (D-15: the rest waits for "continue"),
+/// then verbatim protection (D-8) as each call becomes a job.
+fn into_jobs(
+    ctx: &TurnCtx,
+    candidates: Vec<Candidate>,
+    cap: usize,
+    room: usize,
+    refused: &mut Vec<(RawCall, String)>,
+) -> (Vec<AgentJob>, Vec<PendingCall>) {
+    let (mut kept, over, behavior) = fanout::apply_cap(candidates, cap);
+    ctx.trace(|t| {
+        // Across rounds the record keeps the closest the turn came to the cap.
+        let rank = |b: CapBehavior| match b {
+            CapBehavior::Within => 0,
+            CapBehavior::At => 1,
+            CapBehavior::Over => 2,
+        };
+        if rank(behavior) > rank(t.cap_behavior) {
+            t.cap_behavior = behavior;
+        }
+        for c in &over {
+            t.drop_call(&c.raw.name, DropReason::OverCap);
+        }
+    });
+    for c in over {
+        refused.push((
+            c.raw,
+            "Not run: more specialists were asked than this assistant consults at once.".into(),
+        ));
+    }
+    let mut pending = Vec::new();
+    if kept.len() > room {
+        for c in kept.split_off(room) {
             ctx.trace(|t| {
-                t.guard(
-                    "verbatim",
-                    format!("{}: the user's exact words were used", c.agent.id),
-                )
+                t.drop_call(&c.raw.name, DropReason::Limit);
+                t.limit.get_or_insert_with(|| "turn_subagents".to_owned());
+            });
+            pending.push(PendingCall {
+                agent_id: c.agent.id.to_string(),
+                query: c.model_query().to_owned(),
             });
         }
-        plan.jobs.push(job(c, v.query));
     }
-    Ok(plan)
+    let calls = kept.len();
+    let jobs = kept
+        .into_iter()
+        .map(|c| {
+            let v = verbatim::effective_query(&ctx.user_text, c.model_query(), calls);
+            if v.overridden {
+                ctx.trace(|t| {
+                    t.guard(
+                        "verbatim",
+                        format!("{}: the user's exact words were used", c.agent.id),
+                    )
+                });
+            }
+            job(c, v.query)
+        })
+        .collect();
+    (jobs, pending)
 }
 
 /// Unknown tools, unparsable or schema-failing arguments and duplicates are refused here.
@@ -357,35 +384,7 @@ pub(crate) fn follow_up(
         .unwrap_or(1);
     let mut refused = Vec::new();
     let candidates = screen(ctx, &orch, calls, &mut refused);
-    let (mut kept, over, _) = fanout::apply_cap(candidates, cap);
-    for c in over {
-        ctx.trace(|t| t.drop_call(&c.raw.name, DropReason::OverCap));
-        refused.push((
-            c.raw,
-            "Not run: more specialists were asked than this assistant consults at once.".into(),
-        ));
-    }
-    let mut pending = Vec::new();
-    if kept.len() > room {
-        for c in kept.split_off(room) {
-            ctx.trace(|t| {
-                t.drop_call(&c.raw.name, DropReason::Limit);
-                t.limit.get_or_insert_with(|| "turn_subagents".to_owned());
-            });
-            pending.push(PendingCall {
-                agent_id: c.agent.id.to_string(),
-                query: c.model_query().to_owned(),
-            });
-        }
-    }
-    let n = kept.len();
-    let jobs = kept
-        .into_iter()
-        .map(|c| {
-            let q = verbatim::effective_query(&ctx.user_text, c.model_query(), n).query;
-            job(c, q)
-        })
-        .collect();
+    let (jobs, pending) = into_jobs(ctx, candidates, cap, room, &mut refused);
     (jobs, refused, pending)
 }
 
