@@ -526,3 +526,60 @@ agents:
     );
     assert_eq!(rig.metrics.counter("unknown_status_code_total"), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_orchestrator_may_ask_again_while_composing() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      once: true
+      text: ["One more check."]
+      tool_calls: [{ name: ask_rewards, args: { query: "points for coffee", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Deals found, and you have 1200 points."]
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+  rewards:
+    - text: ["You have 1200 points."]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
+    assert!(answer(&events).ends_with("Deals found, and you have 1200 points."));
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    assert_eq!(turn.routing.invoked, ["shop", "rewards"]);
+    assert_eq!(turn.outcome, TurnOutcome::Answered);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_orchestrator_that_never_stops_asking_hits_its_step_limit() {
+    let setup = Setup {
+        turn_limits: "turn_limits: { max_iterations: 3, max_subagents: 8 }",
+        ..Setup::default()
+    };
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }]
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+  rewards:
+    - text: ["You have 1200 points."]
+"#;
+    let rig = make_rig(&setup, script);
+    let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
+    let text = answer(&events);
+    assert!(text.contains("Roast coffee earns 500 points."), "{text}");
+    assert!(text.contains("Would you like me to continue?"), "{text}");
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    assert_eq!(
+        turn.routing.limit.as_deref(),
+        Some("orchestrator_iterations")
+    );
+    assert_eq!(turn.outcome, TurnOutcome::Limited);
+}
