@@ -21,7 +21,12 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let outcome = tokio::runtime::Runtime::new()
+    // One thread serves every turn: a turn is microseconds of CPU between waits, so a
+    // single thread carries thousands of turns a second without hand-offs between cores;
+    // SQLite work and the line editor run on the blocking pool.
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .map_err(anyhow::Error::from)
         .and_then(|rt| rt.block_on(cli.run()));
     match outcome {
