@@ -69,7 +69,7 @@ pub(crate) fn round_messages(
         uses.push(Content::ToolUse {
             id: job.call_id.clone(),
             name: job.agent.ask_tool_name().to_owned(),
-            input: job.args.clone(),
+            input: job.executed_args(jobs.len()),
         });
         let a = answer(job, result);
         let status = if a.unavailable.is_some() {

@@ -1,7 +1,6 @@
 //! What every task of one turn shares: identity, inherited context, output, trace, usage
 //! and budgets.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -36,7 +35,8 @@ pub(crate) struct TurnCtx {
     pub(crate) out: Output,
     pub(crate) limits: TurnLimits,
     pub(crate) trace: Mutex<RoutingRecord>,
-    usage: Mutex<BTreeMap<Arc<str>, ModelTally>>,
+    /// A turn uses one or two models: a short list beats a map.
+    usage: Mutex<Vec<ModelTally>>,
     bodies: Mutex<Vec<Body>>,
     tool_calls: AtomicU32,
     model_calls: AtomicU32,
@@ -78,7 +78,7 @@ impl TurnCtx {
             out,
             limits,
             trace: Mutex::new(trace),
-            usage: Mutex::new(BTreeMap::new()),
+            usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
             model_calls: AtomicU32::new(0),
@@ -104,11 +104,13 @@ impl TurnCtx {
     pub(crate) fn add_usage(&self, model: &Arc<ModelSpec>, usage: &TokenUsage) {
         self.model_calls.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut u) = self.usage.lock() {
-            let entry = u
-                .entry(model.key.clone())
-                .or_insert_with(|| (model.clone(), 0, TokenUsage::default()));
-            entry.1 += 1;
-            entry.2.add(usage);
+            match u.iter_mut().find(|t| t.0.key == model.key) {
+                Some(tally) => {
+                    tally.1 += 1;
+                    tally.2.add(usage);
+                }
+                None => u.push((model.clone(), 1, *usage)),
+            }
         }
     }
 
@@ -117,8 +119,8 @@ impl TurnCtx {
         let Ok(u) = self.usage.lock() else {
             return (Vec::new(), 0.0);
         };
-        let models: Vec<ModelUsage> = u
-            .values()
+        let mut models: Vec<ModelUsage> = u
+            .iter()
             .map(|(spec, calls, tokens)| ModelUsage {
                 model: spec.key.to_string(),
                 calls: *calls,
@@ -126,6 +128,7 @@ impl TurnCtx {
                 cost_usd: round_usd(cost_usd(tokens, &spec.prices)),
             })
             .collect();
+        models.sort_by(|a, b| a.model.cmp(&b.model));
         let total = round_usd(models.iter().map(|m| m.cost_usd).sum());
         (models, total)
     }

@@ -389,7 +389,10 @@ pub(crate) fn follow_up(
 }
 
 fn job(c: Candidate, query: String) -> AgentJob {
-    let mut extra = c.args.as_object().cloned().unwrap_or_default();
+    let mut extra = match c.args {
+        Value::Object(map) => map,
+        _ => Default::default(),
+    };
     let prior_context = extra
         .remove("prior_context")
         .and_then(|v| v.as_str().map(str::to_owned));
@@ -401,7 +404,6 @@ fn job(c: Candidate, query: String) -> AgentJob {
         query,
         prior_context,
         extra,
-        args: c.args,
     }
 }
 
@@ -416,14 +418,12 @@ fn fallback_agent(ctx: &TurnCtx) -> Arc<Agent> {
 }
 
 fn fallback_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> AgentJob {
-    let args = serde_json::json!({ "query": ctx.user_text, "intent_count": 1 });
     AgentJob {
         call_id: format!("{why}_0"),
         agent,
         query: ctx.user_text.clone(),
         prior_context: None,
         extra: Default::default(),
-        args,
     }
 }
 
@@ -452,7 +452,6 @@ pub(crate) fn resume(ctx: &TurnCtx, pending: &[PendingCall]) -> Plan {
         };
         plan.jobs.push(AgentJob {
             call_id: format!("continue_{i}"),
-            args: serde_json::json!({ "query": p.query, "intent_count": pending.len() }),
             agent,
             query: p.query.clone(),
             prior_context: None,

@@ -30,8 +30,20 @@ pub(crate) struct AgentJob {
     pub(crate) prior_context: Option<String>,
     /// Card-declared extra arguments (e.g. a support category).
     pub(crate) extra: serde_json::Map<String, Value>,
-    /// The arguments as the orchestrator will see them in its transcript.
-    pub(crate) args: Value,
+}
+
+impl AgentJob {
+    /// The call as it was executed, for the orchestrator's transcript: derived rather than
+    /// kept, so an open turn does not hold a second copy of every call's arguments.
+    pub(crate) fn executed_args(&self, calls: usize) -> Value {
+        let mut args = self.extra.clone();
+        args.insert("query".into(), Value::String(self.query.clone()));
+        args.insert("intent_count".into(), Value::from(calls));
+        if let Some(prior) = &self.prior_context {
+            args.insert("prior_context".into(), Value::String(prior.clone()));
+        }
+        Value::Object(args)
+    }
 }
 
 /// How it went.

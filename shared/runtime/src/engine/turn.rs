@@ -90,7 +90,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
             work.error = Some(TOO_LONG.into());
         }
     }
-    finish(ctx, meta, state, work).await;
+    finish(&ctx, meta, state, work).await;
 }
 
 /// What the turn did, gathered for the record.
@@ -230,7 +230,7 @@ async fn compose_rounds(
     }
 }
 
-async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut work: Work) {
+async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut work: Work) {
     let limit = ctx.trace(|t| t.limit.clone()).flatten();
     if let Some(why) = &limit
         && work.outcome != TurnOutcome::Limited
@@ -241,7 +241,7 @@ async fn finish(ctx: TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut wo
             .zip(&work.results)
             .map(|(j, r)| (j.agent.label.to_string(), r.status))
             .collect();
-        compose::limit_note(&ctx, &done, &work.pending, limit_words(why)).await;
+        compose::limit_note(ctx, &done, &work.pending, limit_words(why)).await;
         work.outcome = TurnOutcome::Limited;
     }
     if let Some(message) = &work.error {
