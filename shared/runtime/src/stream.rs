@@ -10,13 +10,53 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use baton_core::events::WireEvent;
 use futures::Stream;
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
 
 /// The rest of a turn's work.
 pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Events waiting for the reader. Events are only made while the reader polls the turn,
+/// so a plain queue needs no wake-ups; once the reader is gone, events are dropped.
+#[derive(Default)]
+pub(crate) struct Outbox {
+    state: Mutex<OutboxState>,
+}
+
+#[derive(Default)]
+struct OutboxState {
+    queue: VecDeque<Box<WireEvent>>,
+    reader_gone: bool,
+}
+
+impl Outbox {
+    /// Queues an event; false when the reader has left.
+    pub(crate) fn push(&self, event: Box<WireEvent>) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        if s.reader_gone {
+            return false;
+        }
+        s.queue.push_back(event);
+        true
+    }
+
+    fn pop(&self) -> Option<Box<WireEvent>> {
+        self.state.lock().ok()?.queue.pop_front()
+    }
+
+    fn reader_left(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.reader_gone = true;
+            s.queue = VecDeque::new();
+        }
+    }
+}
 
 /// A running (or replayed) turn.
 pub struct TurnStream {
@@ -26,8 +66,7 @@ pub struct TurnStream {
     pub episode_id: String,
     /// Whether this replays a turn that already completed (D-25).
     pub replay: bool,
-    // Boxed: the channel allocates slots in blocks, and a pointer keeps each block small.
-    pub(crate) events: mpsc::UnboundedReceiver<Box<WireEvent>>,
+    pub(crate) events: Arc<Outbox>,
     /// The turn itself, until it ends.
     pub(crate) driver: Option<Driver>,
     /// Where the turn goes on if the stream is dropped early.
@@ -51,25 +90,29 @@ impl Stream for TurnStream {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
         let this = &mut *self;
         loop {
-            if let Poll::Ready(event) = this.events.poll_recv(cx) {
-                return Poll::Ready(event.map(|e| *e));
+            if let Some(event) = this.events.pop() {
+                return Poll::Ready(Some(*event));
             }
             let Some(driver) = this.driver.as_mut() else {
-                // Senders live only inside the driver; without it the channel is closing.
-                return Poll::Pending;
+                return Poll::Ready(None); // the turn is over and everything was read
             };
             if driver.as_mut().poll(cx).is_ready() {
                 this.driver = None;
-                continue; // drain what it sent; then the closed channel ends the stream
+                continue;
             }
-            // Still running: hand over whatever this step emitted, or wait for its wake-up.
-            return this.events.poll_recv(cx).map(|e| e.map(|e| *e));
+            // Still running: hand over what this step emitted, or wait for its wake-up
+            // (the turn registered this task's waker on whatever it waits for).
+            match this.events.pop() {
+                Some(event) => return Poll::Ready(Some(*event)),
+                None => return Poll::Pending,
+            }
         }
     }
 }
 
 impl Drop for TurnStream {
     fn drop(&mut self) {
+        self.events.reader_left();
         if let Some(driver) = self.driver.take() {
             // The reader left: the turn goes on by itself and commits.
             drop(self.runtime.spawn(driver));

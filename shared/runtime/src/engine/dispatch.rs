@@ -22,7 +22,7 @@ pub(crate) async fn dispatch(
     let (tx, rx) = status::channel(jobs.iter().map(|j| j.agent.id.clone()));
     let runs = async move {
         let results = join_all(jobs.iter().map(|job| one(ctx, job, mode, &tx))).await;
-        drop(tx); // Ends the renderer once every sub-agent is done.
+        tx.close(); // Ends the renderer once every sub-agent is done.
         results
     };
     let (results, ()) = tokio::join!(runs, status::render(ctx, rx));

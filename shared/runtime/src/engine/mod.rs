@@ -23,12 +23,11 @@ use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_ORCHESTRATOR, WireEvent
 use baton_core::ports::store::{Claim, ClaimRequest};
 use baton_core::turn::TurnRecord;
 use tokio::runtime::Handle;
-use tokio::sync::mpsc;
 use tracing::Instrument as _;
 
 use crate::request::{RejectionKind, TurnRejection, TurnRequest};
 use crate::runtime::{Inner, store_rejection};
-use crate::stream::TurnStream;
+use crate::stream::{Outbox, TurnStream};
 use context::TurnCtx;
 use output::Output;
 
@@ -89,7 +88,7 @@ pub(crate) async fn start(
         now_ms: inner.clock.now_ms(),
         lease_ms: inner.config.lease_ms,
     };
-    let (tx, rx) = mpsc::unbounded_channel();
+    let outbox = Arc::new(Outbox::default());
     let runtime = Handle::try_current().map_err(|_| {
         tracing::error!("run_turn was called outside a tokio runtime");
         TurnRejection::new(
@@ -109,7 +108,7 @@ pub(crate) async fn start(
                 text,
                 request.locale,
                 request.location,
-                Output::new(turn, tx),
+                Output::new(turn, outbox.clone()),
             );
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             let span = tracing::info_span!(
@@ -123,20 +122,19 @@ pub(crate) async fn start(
                 turn_id,
                 episode_id,
                 replay: false,
-                events: rx,
+                events: outbox.clone(),
                 driver: Some(Box::pin(turn::run(ctx, meta).instrument(span))),
                 runtime: runtime.clone(),
             })
         }
         Claim::Completed(record) => {
             let episode_id = record.episode_id.clone();
-            replay(*record, &tx);
-            drop(tx);
+            replay(*record, &outbox);
             Ok(TurnStream {
                 turn_id,
                 episode_id,
                 replay: true,
-                events: rx,
+                events: outbox.clone(),
                 driver: None,
                 runtime: runtime.clone(),
             })
@@ -153,7 +151,7 @@ pub(crate) async fn start(
 }
 
 /// Replays a completed turn's stored answer (D-25): nothing runs again.
-fn replay(record: TurnRecord, tx: &mpsc::UnboundedSender<Box<WireEvent>>) {
+fn replay(record: TurnRecord, outbox: &Outbox) {
     let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
     let events = [
         Event::Thinking {},
@@ -184,7 +182,7 @@ fn replay(record: TurnRecord, tx: &mpsc::UnboundedSender<Box<WireEvent>>) {
             seq: i as u64 + 1,
             event,
         };
-        if tx.send(Box::new(wire)).is_err() {
+        if !outbox.push(Box::new(wire)) {
             return;
         }
     }

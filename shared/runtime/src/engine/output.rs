@@ -1,13 +1,14 @@
 //! The turn's output: numbers events, sends them to the client while it listens, and keeps
 //! what the user was shown (the narration) for the journal.
 //!
-//! The channel is unbounded on purpose: a turn emits a bounded number of events, and the
-//! engine must never wait on a slow (or vanished) client while it holds the order lock.
+//! Events go to the stream's outbox, which its reader drains as it drives the turn; the
+//! engine never waits on a slow (or vanished) client while it holds the order lock.
 
 use std::sync::{Arc, Mutex};
 
 use baton_core::events::{Event, PROTOCOL_VERSION, WireEvent};
-use tokio::sync::mpsc;
+
+use crate::stream::Outbox;
 
 struct State {
     seq: u64,
@@ -20,15 +21,15 @@ struct State {
 /// Shared by every task of a turn; emission order is seq order.
 pub(crate) struct Output {
     turn_id: Arc<str>,
-    tx: mpsc::UnboundedSender<Box<WireEvent>>,
+    outbox: Arc<Outbox>,
     state: Mutex<State>,
 }
 
 impl Output {
-    pub(crate) fn new(turn_id: Arc<str>, tx: mpsc::UnboundedSender<Box<WireEvent>>) -> Self {
+    pub(crate) fn new(turn_id: Arc<str>, outbox: Arc<Outbox>) -> Self {
         Output {
             turn_id,
-            tx,
+            outbox,
             state: Mutex::new(State {
                 seq: 0,
                 narration: String::new(),
@@ -64,7 +65,7 @@ impl Output {
             seq: state.seq,
             event,
         });
-        if self.tx.send(wire).is_err() {
+        if !self.outbox.push(wire) {
             state.client_gone = true;
             tracing::info!(turn_id = %self.turn_id, "client left; the turn goes on and will commit");
         }

@@ -3,9 +3,9 @@
 //! window merge into one line; unknown codes are dropped and logged; a sub-agent silent
 //! for too long gets a generic progress line.
 //!
-//! Codes travel on a channel; liveness does not: each sub-agent stamps an atomic clock on
-//! the shared board whenever it does anything, so the hot streaming path never wakes the
-//! renderer.
+//! Codes are queued on a shared board that wakes the renderer; liveness is not: each
+//! sub-agent stamps an atomic clock on the board whenever it does anything, so the hot
+//! streaming path never wakes the renderer.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use baton_core::events::Event;
 use baton_core::ports::metrics::UNKNOWN_STATUS_CODE_TOTAL;
 use baton_core::registry::{StatusMessages, StatusPolicy};
-use tokio::sync::mpsc;
+use std::sync::Mutex;
+
+use tokio::sync::Notify;
 use tokio::time::{Duration, Instant, sleep_until};
 
 use super::context::TurnCtx;
@@ -28,6 +30,9 @@ struct Lane {
 struct Board {
     start: Instant,
     lanes: Vec<Lane>,
+    codes: Mutex<Vec<(Arc<str>, Arc<str>)>>,
+    wake: Notify,
+    closed: AtomicBool,
 }
 
 impl Board {
@@ -39,7 +44,6 @@ impl Board {
 /// The sending side, held by every sub-agent task of a turn.
 #[derive(Clone)]
 pub(crate) struct StatusTx {
-    codes: mpsc::UnboundedSender<(Arc<str>, Arc<str>)>,
     board: Arc<Board>,
 }
 
@@ -55,7 +59,16 @@ impl StatusTx {
     /// A typed status code from `agent`.
     pub(crate) fn code(&self, agent: &Arc<str>, code: &Arc<str>) {
         self.activity(agent);
-        let _ = self.codes.send((agent.clone(), code.clone()));
+        if let Ok(mut codes) = self.board.codes.lock() {
+            codes.push((agent.clone(), code.clone()));
+        }
+        self.board.wake.notify_one();
+    }
+
+    /// Every sub-agent is over: the renderer finishes.
+    pub(crate) fn close(&self) {
+        self.board.closed.store(true, Ordering::Release);
+        self.board.wake.notify_one();
     }
 
     /// The sub-agent is over: no progress lines for it any more.
@@ -68,13 +81,11 @@ impl StatusTx {
 
 /// The receiving side.
 pub(crate) struct StatusRx {
-    codes: mpsc::UnboundedReceiver<(Arc<str>, Arc<str>)>,
     board: Arc<Board>,
 }
 
-/// A channel pair for the sub-agents of one dispatch.
+/// A sender and receiver pair for the sub-agents of one dispatch.
 pub(crate) fn channel(agents: impl IntoIterator<Item = Arc<str>>) -> (StatusTx, StatusRx) {
-    let (tx, rx) = mpsc::unbounded_channel();
     let board = Arc::new(Board {
         start: Instant::now(),
         lanes: agents
@@ -85,19 +96,21 @@ pub(crate) fn channel(agents: impl IntoIterator<Item = Arc<str>>) -> (StatusTx, 
                 done: AtomicBool::new(false),
             })
             .collect(),
+        codes: Mutex::new(Vec::new()),
+        wake: Notify::new(),
+        closed: AtomicBool::new(false),
     });
     (
         StatusTx {
-            codes: tx,
             board: board.clone(),
         },
-        StatusRx { codes: rx, board },
+        StatusRx { board },
     )
 }
 
-/// Renders status lines until every sender is gone.
+/// Renders status lines until the dispatch closes the board.
 pub(crate) async fn render(ctx: &TurnCtx, rx: StatusRx) {
-    let StatusRx { mut codes, board } = rx;
+    let StatusRx { board } = rx;
     let default = StatusMessages::default();
     let config = ctx
         .orchestrator
@@ -114,6 +127,39 @@ pub(crate) async fn render(ctx: &TurnCtx, rx: StatusRx) {
     let sleep = sleep_until(board.start);
     tokio::pin!(sleep);
     loop {
+        let arrived = board
+            .codes
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default();
+        for (agent, code) in arrived {
+            let Some(m) = config.codes.get(&*code) else {
+                tracing::warn!(%agent, %code, "unknown status code dropped");
+                ctx.inner
+                    .metrics
+                    .count(UNKNOWN_STATUS_CODE_TOTAL, 1, &[("code", &code)]);
+                continue;
+            };
+            let text = m.text.replace("{agent}", &ctx.label_of(&agent));
+            match m.policy {
+                StatusPolicy::Suppress => {}
+                StatusPolicy::Forward | StatusPolicy::Transform => {
+                    ctx.out
+                        .emit(Event::Status {
+                            codes: vec![code.to_string()],
+                            message: text,
+                        })
+                        .await;
+                }
+                StatusPolicy::Batch => {
+                    batch.push((code.to_string(), text));
+                    batch_due.get_or_insert_with(|| Instant::now() + window);
+                }
+            }
+        }
+        if board.closed.load(Ordering::Acquire) {
+            break;
+        }
         let idle_due = board
             .lanes
             .iter()
@@ -137,25 +183,7 @@ pub(crate) async fn render(ctx: &TurnCtx, rx: StatusRx) {
             sleep.as_mut().reset(at);
         }
         tokio::select! {
-            msg = codes.recv() => {
-                let Some((agent, code)) = msg else { break };
-                let Some(m) = config.codes.get(&*code) else {
-                    tracing::warn!(%agent, %code, "unknown status code dropped");
-                    ctx.inner.metrics.count(UNKNOWN_STATUS_CODE_TOTAL, 1, &[("code", &code)]);
-                    continue;
-                };
-                let text = m.text.replace("{agent}", &ctx.label_of(&agent));
-                match m.policy {
-                    StatusPolicy::Suppress => {}
-                    StatusPolicy::Forward | StatusPolicy::Transform => {
-                        ctx.out.emit(Event::Status { codes: vec![code.to_string()], message: text }).await;
-                    }
-                    StatusPolicy::Batch => {
-                        batch.push((code.to_string(), text));
-                        batch_due.get_or_insert_with(|| Instant::now() + window);
-                    }
-                }
-            }
+            () = board.wake.notified() => {}
             () = &mut sleep, if next.is_some() => {
                 let now = Instant::now();
                 if batch_due.is_some_and(|b| b <= now) {
