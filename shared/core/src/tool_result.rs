@@ -1,7 +1,9 @@
 //! The JSON the runtime hands back to a model as tool results.
 //!
 //! Models read these (a language model as text, the offline model by field), so their shape
-//! is part of the contract between the runtime and every `Model`.
+//! is part of the contract between the runtime and every `Model`. The runtime hands each
+//! one over as compact JSON text: a `ToolResult` whose content is a JSON string holding
+//! the document.
 
 use serde::{Deserialize, Serialize};
 

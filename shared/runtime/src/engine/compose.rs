@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::context::TurnCtx;
 use super::model_call::{self, RawCall, Reply, Sink};
-use super::subagent::{AgentJob, AgentResult};
+use super::subagent::{AgentJob, AgentResult, as_json_text};
 
 /// Streams the composed answer as the orchestrator.
 struct Live<'a>(&'a TurnCtx);
@@ -80,7 +80,7 @@ pub(crate) fn round_messages(
         outcomes.push(Content::ToolResult {
             id: job.call_id.clone(),
             status,
-            content: serde_json::to_value(&a).unwrap_or(Value::Null),
+            content: as_json_text(&a),
         });
     }
     for (raw, why) in refused {

@@ -173,7 +173,7 @@ pub(crate) async fn run(
                     } else {
                         ToolResultStatus::Ok
                     };
-                    (st, serde_json::to_value(&run.data).unwrap_or(Value::Null))
+                    (st, as_json_text(&run.data))
                 }
                 None => (
                     ToolResultStatus::Error,
@@ -285,4 +285,12 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
         )
     });
     Some(text)
+}
+
+/// A document as models receive it: compact JSON text, what a language model reads anyway,
+/// and a fraction of the memory of a value tree while the call is open.
+pub(crate) fn as_json_text(document: &impl serde::Serialize) -> Value {
+    serde_json::to_string(document)
+        .map(Value::String)
+        .unwrap_or(Value::Null)
 }
