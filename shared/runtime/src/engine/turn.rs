@@ -319,7 +319,9 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             status: r.status,
         })
         .collect();
-    let mut commit = Commit {
+    // Boxed: the turn's future keeps room for its largest step, so the record lives on the
+    // heap only while it is being saved.
+    let mut commit = Box::new(Commit {
         principal: ctx.principal.clone(),
         expected_version: meta.version,
         record: TurnRecord {
@@ -339,7 +341,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         },
         bodies,
         state,
-    };
+    });
     let store = ctx.inner.store.clone();
     let mut saved = false;
     for _ in 0..COMMIT_ATTEMPTS {
