@@ -19,7 +19,7 @@ pub(crate) async fn dispatch(
     jobs: &[AgentJob],
     mode: &TextMode,
 ) -> Vec<AgentResult> {
-    let (tx, rx) = status::channel(jobs.iter().map(|j| j.agent.id.clone()));
+    let (tx, rx) = status::board(jobs.iter().map(|j| j.agent.id.clone()));
     let runs = async move {
         let results = join_all(jobs.iter().map(|job| one(ctx, job, mode, &tx))).await;
         tx.close(); // Ends the renderer once every sub-agent is done.

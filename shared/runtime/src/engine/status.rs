@@ -85,7 +85,7 @@ pub(crate) struct StatusRx {
 }
 
 /// A sender and receiver pair for the sub-agents of one dispatch.
-pub(crate) fn channel(agents: impl IntoIterator<Item = Arc<str>>) -> (StatusTx, StatusRx) {
+pub(crate) fn board(agents: impl IntoIterator<Item = Arc<str>>) -> (StatusTx, StatusRx) {
     let board = Arc::new(Board {
         start: Instant::now(),
         lanes: agents
