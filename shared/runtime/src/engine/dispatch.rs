@@ -10,7 +10,7 @@ use futures::future::join_all;
 use tracing::Instrument as _;
 
 use super::context::TurnCtx;
-use super::status::{self, StatusTx};
+use super::status::{self, Board};
 use super::subagent::{self, AgentJob, AgentResult, TextMode};
 
 /// Runs `jobs` concurrently; results come back in job order.
@@ -19,20 +19,20 @@ pub(crate) async fn dispatch(
     jobs: &[AgentJob],
     mode: &TextMode,
 ) -> Vec<AgentResult> {
-    let (tx, rx) = status::board(jobs.iter().map(|j| j.agent.id.clone()));
-    let runs = async move {
-        let results = join_all(jobs.iter().map(|job| one(ctx, job, mode, &tx))).await;
-        tx.close(); // Ends the renderer once every sub-agent is done.
+    let board = Board::new(jobs.iter().map(|j| j.agent.id.clone()));
+    let runs = async {
+        let results = join_all(jobs.iter().map(|job| one(ctx, job, mode, &board))).await;
+        board.close(); // Ends the renderer once every sub-agent is done.
         results
     };
-    let (results, ()) = tokio::join!(runs, status::render(ctx, rx));
+    let (results, ()) = tokio::join!(runs, status::render(ctx, &board));
     if let TextMode::Slot(slot) = mode {
         slot.finish(ctx).await;
     }
     results
 }
 
-async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &StatusTx) -> AgentResult {
+async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> AgentResult {
     let agent = &job.agent;
     let mut result = AgentResult {
         status: AgentStatus::Error,

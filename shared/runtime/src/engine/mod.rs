@@ -122,9 +122,9 @@ pub(crate) async fn start(
                 turn_id,
                 episode_id,
                 replay: false,
-                events: outbox.clone(),
+                events: outbox,
                 driver: Some(Box::pin(turn::run(ctx, meta).instrument(span))),
-                runtime: runtime.clone(),
+                runtime,
             })
         }
         Claim::Completed(record) => {
@@ -134,9 +134,9 @@ pub(crate) async fn start(
                 turn_id,
                 episode_id,
                 replay: true,
-                events: outbox.clone(),
+                events: outbox,
                 driver: None,
-                runtime: runtime.clone(),
+                runtime,
             })
         }
         Claim::InFlight => Err(TurnRejection::new(

@@ -3,18 +3,17 @@
 //! window merge into one line; unknown codes are dropped and logged; a sub-agent silent
 //! for too long gets a generic progress line.
 //!
-//! Codes are queued on a shared board that wakes the renderer; liveness is not: each
-//! sub-agent stamps an atomic clock on the board whenever it does anything, so the hot
+//! One board per dispatch, borrowed by the sub-agents and the renderer (they run on the
+//! same task). Codes are queued on it and wake the renderer; liveness is not: each
+//! sub-agent stamps an atomic clock on its lane whenever it does anything, so the hot
 //! streaming path never wakes the renderer.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use baton_core::events::Event;
 use baton_core::ports::metrics::UNKNOWN_STATUS_CODE_TOTAL;
 use baton_core::registry::{StatusMessages, StatusPolicy};
-use std::sync::Mutex;
-
 use tokio::sync::Notify;
 use tokio::time::{Duration, Instant, sleep_until};
 
@@ -27,7 +26,8 @@ struct Lane {
     done: AtomicBool,
 }
 
-struct Board {
+/// The status board of one dispatch.
+pub(crate) struct Board {
     start: Instant,
     lanes: Vec<Lane>,
     codes: Mutex<Vec<(Arc<str>, Arc<str>)>>,
@@ -36,22 +36,32 @@ struct Board {
 }
 
 impl Board {
+    /// A board with one lane per sub-agent.
+    pub(crate) fn new(agents: impl IntoIterator<Item = Arc<str>>) -> Self {
+        Board {
+            start: Instant::now(),
+            lanes: agents
+                .into_iter()
+                .map(|agent| Lane {
+                    agent,
+                    last_ms: AtomicU64::new(0),
+                    done: AtomicBool::new(false),
+                })
+                .collect(),
+            codes: Mutex::new(Vec::new()),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+        }
+    }
+
     fn lane(&self, agent: &str) -> Option<&Lane> {
         self.lanes.iter().find(|l| &*l.agent == agent)
     }
-}
 
-/// The sending side, held by every sub-agent task of a turn.
-#[derive(Clone)]
-pub(crate) struct StatusTx {
-    board: Arc<Board>,
-}
-
-impl StatusTx {
     /// The sub-agent did something (text, a tool call ...).
     pub(crate) fn activity(&self, agent: &str) {
-        if let Some(lane) = self.board.lane(agent) {
-            let ms = self.board.start.elapsed().as_millis() as u64;
+        if let Some(lane) = self.lane(agent) {
+            let ms = self.start.elapsed().as_millis() as u64;
             lane.last_ms.store(ms, Ordering::Relaxed);
         }
     }
@@ -59,58 +69,28 @@ impl StatusTx {
     /// A typed status code from `agent`.
     pub(crate) fn code(&self, agent: &Arc<str>, code: &Arc<str>) {
         self.activity(agent);
-        if let Ok(mut codes) = self.board.codes.lock() {
+        if let Ok(mut codes) = self.codes.lock() {
             codes.push((agent.clone(), code.clone()));
         }
-        self.board.wake.notify_one();
+        self.wake.notify_one();
     }
 
     /// Every sub-agent is over: the renderer finishes.
     pub(crate) fn close(&self) {
-        self.board.closed.store(true, Ordering::Release);
-        self.board.wake.notify_one();
+        self.closed.store(true, Ordering::Release);
+        self.wake.notify_one();
     }
 
     /// The sub-agent is over: no progress lines for it any more.
     pub(crate) fn finished(&self, agent: &str) {
-        if let Some(lane) = self.board.lane(agent) {
+        if let Some(lane) = self.lane(agent) {
             lane.done.store(true, Ordering::Relaxed);
         }
     }
 }
 
-/// The receiving side.
-pub(crate) struct StatusRx {
-    board: Arc<Board>,
-}
-
-/// A sender and receiver pair for the sub-agents of one dispatch.
-pub(crate) fn board(agents: impl IntoIterator<Item = Arc<str>>) -> (StatusTx, StatusRx) {
-    let board = Arc::new(Board {
-        start: Instant::now(),
-        lanes: agents
-            .into_iter()
-            .map(|agent| Lane {
-                agent,
-                last_ms: AtomicU64::new(0),
-                done: AtomicBool::new(false),
-            })
-            .collect(),
-        codes: Mutex::new(Vec::new()),
-        wake: Notify::new(),
-        closed: AtomicBool::new(false),
-    });
-    (
-        StatusTx {
-            board: board.clone(),
-        },
-        StatusRx { board },
-    )
-}
-
 /// Renders status lines until the dispatch closes the board.
-pub(crate) async fn render(ctx: &TurnCtx, rx: StatusRx) {
-    let StatusRx { board } = rx;
+pub(crate) async fn render(ctx: &TurnCtx, board: &Board) {
     let default = StatusMessages::default();
     let config = ctx
         .orchestrator

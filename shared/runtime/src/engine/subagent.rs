@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use super::context::TurnCtx;
 use super::live_slot::LiveSlot;
 use super::model_call::{self, Sink};
-use super::status::StatusTx;
+use super::status::Board;
 use super::tools;
 
 /// What the orchestrator asked one sub-agent.
@@ -70,7 +70,7 @@ struct AgentSink<'a> {
     ctx: &'a TurnCtx,
     agent_id: &'a str,
     mode: &'a TextMode,
-    status: &'a StatusTx,
+    status: &'a Board,
 }
 
 impl Sink for AgentSink<'_> {
@@ -94,7 +94,7 @@ pub(crate) async fn run(
     ctx: &TurnCtx,
     job: &AgentJob,
     mode: &TextMode,
-    status: &StatusTx,
+    status: &Board,
     result: &mut AgentResult,
 ) {
     let agent = &job.agent;

@@ -17,7 +17,7 @@ use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::model_call::RawCall;
-use super::status::StatusTx;
+use super::status::Board;
 
 /// A tool message as stored apart from the narration.
 #[derive(serde::Serialize)]
@@ -49,7 +49,7 @@ pub(crate) async fn run(
     ctx: &TurnCtx,
     agent: &Arc<Agent>,
     call: &RawCall,
-    status: &StatusTx,
+    status: &Board,
 ) -> ToolRun {
     let Some(tool) = agent.tool(&call.name).cloned() else {
         ctx.trace(|t| {
