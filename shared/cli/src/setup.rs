@@ -6,8 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
+use baton_aws::bedrock::BedrockModel;
+use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::ports::connector::Connector;
-use baton_core::ports::model::Model;
+use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
@@ -15,7 +17,7 @@ use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig};
 
-use crate::config::{ModelChoice, Settings};
+use crate::config::{ModelChoice, Settings, StoreChoice};
 
 /// A loaded registry and the connectors that serve its tools.
 pub(crate) struct Loaded {
@@ -65,30 +67,25 @@ pub(crate) fn print_warnings(registry: &Registry) {
 /// # Errors
 /// An invalid registry, an unreadable script, a store that cannot be opened (locked,
 /// damaged, not writable), or a registry the runtime cannot serve.
-pub(crate) fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
+pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
     let Loaded {
         registry,
         connectors,
     } = load(&settings.registry)?;
     print_warnings(&registry);
 
-    let model: Arc<dyn Model> = match &settings.model {
-        ModelChoice::Offline => Arc::new(OfflineModel::new(registry.clone())),
-        ModelChoice::Scripted(path) => Arc::new(
-            ScriptedModel::from_file(path)
-                .with_context(|| format!("loading the scripted model {}", path.display()))?,
-        ),
+    // The AWS settings (region, credentials, endpoints) are loaded once, and only when a
+    // part needs them.
+    let needs_aws =
+        settings.model == ModelChoice::Bedrock || settings.store != StoreChoice::Embedded;
+    let aws = if needs_aws {
+        Some(baton_aws::sdk::Clients::from_env().await)
+    } else {
+        None
     };
-    let store = EmbeddedStore::open(&settings.data_dir).with_context(|| {
-        format!(
-            "opening the local store {}",
-            settings.data_dir.join(DATABASE_FILE).display()
-        )
-    })?;
+
     let metrics = Arc::new(LocalMetrics::default());
-    let mut builder = Runtime::builder(registry)
-        .model_override(model)
-        .store(Arc::new(store))
+    let mut builder = Runtime::builder(registry.clone())
         .metrics(metrics.clone())
         .config(RuntimeConfig {
             max_message_chars: settings.max_message_chars,
@@ -96,6 +93,39 @@ pub(crate) fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             orchestrator: settings.orchestrator.clone(),
             ..RuntimeConfig::default()
         });
+    builder = match (&settings.model, &aws) {
+        (ModelChoice::Offline, _) => {
+            builder.model_override(Arc::new(OfflineModel::new(registry.clone())))
+        }
+        (ModelChoice::Scripted(path), _) => builder
+            .model_override(Arc::new(ScriptedModel::from_file(path).with_context(
+                || format!("loading the scripted model {}", path.display()),
+            )?)),
+        (ModelChoice::Bedrock, Some(aws)) => {
+            let bedrock = BedrockModel::new(aws.bedrock.clone(), registry.models());
+            builder
+                .provider("bedrock", Arc::new(bedrock))
+                .provider("offline", Arc::new(OfflineModel::new(registry.clone())))
+        }
+        (ModelChoice::Bedrock, None) => anyhow::bail!("the AWS settings were not loaded"),
+    };
+    let store: Arc<dyn Store> = match (&settings.store, &aws) {
+        (StoreChoice::Embedded, _) => {
+            Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
+                format!(
+                    "opening the local store {}",
+                    settings.data_dir.join(DATABASE_FILE).display()
+                )
+            })?)
+        }
+        (StoreChoice::DynamoDb { table, bucket }, Some(aws)) => Arc::new(DynamoStore::new(
+            aws.dynamodb.clone(),
+            aws.s3.clone(),
+            JournalConfig::new(table.clone(), bucket.clone()),
+        )),
+        (StoreChoice::DynamoDb { .. }, None) => anyhow::bail!("the AWS settings were not loaded"),
+    };
+    builder = builder.store(store);
     for (kind, connector) in connectors {
         builder = builder.connector(&kind, connector);
     }

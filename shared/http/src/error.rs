@@ -16,7 +16,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// logged where it happened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    /// No usable principal (401).
+    /// No usable principal (401; 403 for [`AuthError::NoIdentity`]).
     #[error("{0}")]
     Unauthorized(AuthError),
     /// The body is not declared as JSON (400).
@@ -52,6 +52,7 @@ impl Error {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
+            Error::Unauthorized(AuthError::NoIdentity) => StatusCode::FORBIDDEN,
             Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::ContentType
             | Error::MalformedJson
@@ -73,6 +74,7 @@ impl Error {
     /// A stable, machine-readable code for the `error.code` field.
     pub fn code(&self) -> &'static str {
         match self {
+            Error::Unauthorized(AuthError::NoIdentity) => "forbidden",
             Error::Unauthorized(_) => "unauthorized",
             Error::ContentType => "unsupported_content_type",
             Error::MalformedJson => "malformed_json",
@@ -131,6 +133,17 @@ mod tests {
         for (kind, status) in cases {
             assert_eq!(rejected(kind).status().as_u16(), status, "{kind:?}");
         }
+    }
+
+    #[test]
+    fn no_identity_is_forbidden_and_other_auth_failures_unauthorized() {
+        let forbidden = Error::Unauthorized(AuthError::NoIdentity);
+        assert_eq!(forbidden.status(), StatusCode::FORBIDDEN);
+        assert_eq!(forbidden.code(), "forbidden");
+        assert_eq!(
+            Error::Unauthorized(AuthError::Missing).status(),
+            StatusCode::UNAUTHORIZED
+        );
     }
 
     #[test]

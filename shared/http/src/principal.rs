@@ -11,7 +11,8 @@ use crate::state::AppState;
 /// The header [`LocalPrincipal`] reads by default.
 pub const PRINCIPAL_HEADER: &str = "x-baton-principal";
 
-/// Why a request has no usable principal. Both become 401.
+/// Why a request has no usable principal. `Missing` and `Invalid` become 401; `NoIdentity`
+/// becomes 403.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// The request carries no principal and there is no default.
@@ -20,6 +21,11 @@ pub enum AuthError {
     /// The request names a principal that is not a valid id.
     #[error("the request's principal is not valid: {0}")]
     Invalid(String),
+    /// The request reached the service without an authenticated identity in its auth
+    /// context (on AWS: no IAM caller and no authorizer claims). Asking again with the
+    /// same credentials will not help, hence 403 rather than 401.
+    #[error("this request carries no authenticated identity, so it cannot be served")]
+    NoIdentity,
 }
 
 /// Where the caller's principal comes from. Locally a flag or a header; on AWS the

@@ -35,6 +35,8 @@ pub(crate) struct TurnCtx {
     pub(crate) out: Output,
     pub(crate) limits: TurnLimits,
     pub(crate) trace: Mutex<RoutingRecord>,
+    /// When the turn started running (for its latency metric).
+    pub(crate) started: tokio::time::Instant,
     /// A turn uses one or two models: a short list beats a map.
     usage: Mutex<Vec<ModelTally>>,
     bodies: Mutex<Vec<Body>>,
@@ -78,6 +80,7 @@ impl TurnCtx {
             out,
             limits,
             trace: Mutex::new(trace),
+            started: tokio::time::Instant::now(),
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),

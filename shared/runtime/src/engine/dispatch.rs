@@ -5,6 +5,11 @@
 use std::time::Duration;
 
 use baton_core::ports::metrics::SUBAGENT_INVOCATIONS_TOTAL;
+
+/// Measurement: wall time of one sub-agent, by agent and outcome (D-31).
+pub(crate) const SUBAGENT_LATENCY_MS: &str = "subagent_latency_ms";
+/// Measurement: sub-agents started together by one fan-out (D-9, D-31).
+pub(crate) const FANOUT_WIDTH: &str = "fanout_width";
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
 use tracing::Instrument as _;
@@ -19,6 +24,9 @@ pub(crate) async fn dispatch(
     jobs: &[AgentJob],
     mode: &TextMode,
 ) -> Vec<AgentResult> {
+    ctx.inner
+        .metrics
+        .measure(FANOUT_WIDTH, jobs.len() as f64, &[]);
     let board = Board::new(jobs.iter().map(|j| j.agent.id.clone()));
     let runs = async {
         let results = join_all(jobs.iter().map(|job| one(ctx, job, mode, &board))).await;
@@ -68,6 +76,11 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
     ctx.inner.metrics.count(
         SUBAGENT_INVOCATIONS_TOTAL,
         1,
+        &[("agent", &agent.id), ("outcome", outcome)],
+    );
+    ctx.inner.metrics.measure(
+        SUBAGENT_LATENCY_MS,
+        started.elapsed().as_secs_f64() * 1000.0,
         &[("agent", &agent.id), ("outcome", outcome)],
     );
     result

@@ -12,7 +12,8 @@ use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::registry::Composition;
 use baton_core::trace::{AgentOutcome, DropReason};
 use baton_core::turn::{
-    AgentStatus, ConsultedAgent, EpisodeState, PendingCall, Segment, TurnOutcome, TurnRecord,
+    AgentStatus, ConsultedAgent, EpisodeState, ModelUsage, PendingCall, Segment, TurnOutcome,
+    TurnRecord,
 };
 
 use super::compose;
@@ -37,14 +38,19 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         .await;
 
     let store = ctx.inner.store.clone();
-    match store
-        .turns(
-            &ctx.principal,
-            &ctx.episode_id,
-            ctx.inner.config.history_turns,
-        )
-        .await
-    {
+    // A new episode has no history: skip the read (on DynamoDB it is a billed request).
+    let history = if meta.version == 0 {
+        Ok(Vec::new())
+    } else {
+        store
+            .turns(
+                &ctx.principal,
+                &ctx.episode_id,
+                ctx.inner.config.history_turns,
+            )
+            .await
+    };
+    match history {
         Ok(history) => ctx.history = history,
         Err(e) => {
             tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not load the episode's history");
@@ -384,6 +390,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         .metrics
         .count(TURNS_TOTAL, 1, &[("outcome", label)]);
     ctx.inner.metrics.measure(TURN_COST_USD, cost, &[]);
+    report(ctx, label, &usage);
     ctx.out
         .emit(Event::Usage {
             models: usage,
@@ -391,6 +398,71 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         })
         .await;
     ctx.out.emit(Event::Completed { outcome }).await;
+}
+
+/// Measurement: a turn's wall time, from its claim to its commit, by outcome (D-31).
+pub(crate) const TURN_LATENCY_MS: &str = "turn_latency_ms";
+/// Counter: guard firings, by guard (D-31).
+pub(crate) const GUARD_FIRINGS_TOTAL: &str = "guard_firings_total";
+/// Counter: orchestrator calls that did not run, by reason (D-9, D-31).
+pub(crate) const CALLS_DROPPED_TOTAL: &str = "calls_dropped_total";
+/// Counter: model retries and re-asks (D-31).
+pub(crate) const MODEL_RETRIES_TOTAL: &str = "model_retries_total";
+/// Counter: tokens, by model and kind (`input`, `output`, `cache_read`, `cache_write`; D-32).
+pub(crate) const MODEL_TOKENS_TOTAL: &str = "model_tokens_total";
+
+/// The turn's measurements from its routing record and usage (D-31, D-32).
+fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage]) {
+    let metrics = &ctx.inner.metrics;
+    let (guards, dropped, retries) = ctx
+        .trace(|t| {
+            let guards: Vec<String> = t.guards.iter().map(|g| g.guard.clone()).collect();
+            let dropped: Vec<DropReason> = t.dropped.iter().map(|d| d.reason).collect();
+            (guards, dropped, t.retries)
+        })
+        .unwrap_or_default();
+    for guard in &guards {
+        metrics.count(GUARD_FIRINGS_TOTAL, 1, &[("guard", guard)]);
+    }
+    for reason in dropped {
+        metrics.count(CALLS_DROPPED_TOTAL, 1, &[("reason", drop_label(reason))]);
+    }
+    if retries > 0 {
+        metrics.count(MODEL_RETRIES_TOTAL, u64::from(retries), &[]);
+    }
+    for m in usage {
+        let kinds = [
+            ("input", m.tokens.input),
+            ("output", m.tokens.output),
+            ("cache_read", m.tokens.cache_read),
+            ("cache_write", m.tokens.cache_write),
+        ];
+        for (kind, tokens) in kinds {
+            if tokens > 0 {
+                metrics.count(
+                    MODEL_TOKENS_TOTAL,
+                    tokens,
+                    &[("model", &m.model), ("kind", kind)],
+                );
+            }
+        }
+    }
+    metrics.measure(
+        TURN_LATENCY_MS,
+        ctx.started.elapsed().as_secs_f64() * 1000.0,
+        &[("outcome", outcome)],
+    );
+}
+
+fn drop_label(reason: DropReason) -> &'static str {
+    match reason {
+        DropReason::UnknownTool => "unknown_tool",
+        DropReason::InvalidArgs => "invalid_args",
+        DropReason::Duplicate => "duplicate",
+        DropReason::NoOverlap => "no_overlap",
+        DropReason::OverCap => "over_cap",
+        DropReason::Limit => "limit",
+    }
 }
 
 fn limit_words(limit: &str) -> &'static str {

@@ -1,0 +1,38 @@
+//! The history writer: the DynamoDB Streams consumer of Baton's journal (D-27).
+//!
+//! It reads the journal table's stream and maintains what the turn path must not pay for:
+//!
+//! - episode aggregates (`AGG`): turns, tokens by kind, cost, per-agent executions and
+//!   outcomes, the last sequence number;
+//! - the audit trail (`AUDIT#<seq>#<agent>`): one item per sub-agent execution;
+//! - compaction marks: `due_pk`/`compaction_due` on `META` once an episode has
+//!   `BATON_COMPACTION_THRESHOLD` turns since its last summary;
+//! - the body archive: every `BODY` copied to `archive/<episode>/<url-safe key>.json` in S3.
+//!
+//! Key decision: every projection is idempotent and commutes across items, because the
+//! stream redelivers (Lambda retries from the lowest failed sequence number) and orders
+//! records only per item, not per episode. Aggregates are applied once per turn through a
+//! condition on a number set of applied sequence numbers; audit items and archives are
+//! plain overwrites of content derived from the record alone.
+//!
+//! This crate depends on the journal's table contract (D-24), not on the journal's code:
+//! it must keep working on records written by any version of the writer side, ignoring
+//! shapes it does not know.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+mod aggregate;
+mod archive;
+mod audit;
+mod change;
+mod config;
+mod error;
+mod keys;
+mod writer;
+
+pub use aggregate::{AgentTally, EpisodeAggregates};
+pub use archive::archive_key;
+pub use audit::AuditEntry;
+pub use config::{Config, DEFAULT_COMPACTION_THRESHOLD};
+pub use error::{Error, Result};
+pub use writer::{BatchSummary, HistoryWriter};

@@ -1,0 +1,250 @@
+//! The function's settings, read from its environment once during Init.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use baton_aws::journal::JournalConfig;
+use baton_aws::sdk::WarmUpTargets;
+use baton_runtime::RuntimeConfig;
+
+/// The largest request body Lambda accepts for a synchronous invocation (6 MB). A larger
+/// `BATON_MAX_BODY_BYTES` could never take effect.
+pub const LAMBDA_MAX_REQUEST_BYTES: usize = 6 * 1024 * 1024;
+
+/// A setting that is missing or not understood. The message names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A required variable is not set.
+    #[error("{0} is not set: the function needs it to start")]
+    Missing(&'static str),
+    /// A variable is set to something unusable.
+    #[error("{name} is set to {value:?}, but it must be {expected}")]
+    Invalid {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+}
+
+/// Everything the function reads from its environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `BATON_TABLE`: the journal's DynamoDB table (required).
+    pub table: String,
+    /// `BATON_BUCKET`: the S3 bucket for large bodies (required).
+    pub bucket: String,
+    /// `BATON_REGISTRY`: the registry folder (default `registry`, beside the binary's
+    /// working directory, which is the package root on Lambda).
+    pub registry: PathBuf,
+    /// `BATON_INLINE_BODY_LIMIT`: bodies up to this many bytes stay in the table.
+    pub inline_body_limit: usize,
+    /// `BATON_METRICS_NAMESPACE`: the CloudWatch namespace of the EMF metrics (default
+    /// `Baton`).
+    pub metrics_namespace: String,
+    /// `BATON_MAX_BODY_BYTES`: largest accepted request body (default 64 KiB, at most
+    /// Lambda's 6 MB).
+    pub max_body_bytes: usize,
+    /// `BATON_MAX_MESSAGE_CHARS`: longest accepted user message.
+    pub max_message_chars: usize,
+    /// `BATON_HISTORY_TURNS`: recent turns loaded as history.
+    pub history_turns: usize,
+    /// `BATON_TURN_TIMEOUT_MS`: deadline of a whole turn; keep it under the function's
+    /// timeout so that a turn always ends in its own words.
+    pub turn_timeout_ms: u64,
+    /// `BATON_ORCHESTRATOR`: the orchestrator turns start at (default: the registry's only
+    /// top-level one).
+    pub orchestrator: Option<String>,
+    /// `BATON_WARM_UP_TIMEOUT_MS`: how long Init may spend opening connections.
+    pub warm_up_timeout: Duration,
+    /// `BIND`: where the function listens when it runs outside Lambda (local development).
+    pub bind: String,
+}
+
+impl Config {
+    /// Reads the process environment.
+    ///
+    /// # Errors
+    /// A required variable is missing, or a value is not understood.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads settings through `lookup` (tests pass a map).
+    ///
+    /// # Errors
+    /// A required variable is missing, or a value is not understood.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
+        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
+            match get(name) {
+                None => Ok(default),
+                Some(v) => v
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(ConfigError::Invalid {
+                        name,
+                        value: v,
+                        expected: "a positive whole number",
+                    }),
+            }
+        };
+        let defaults = RuntimeConfig::default();
+        let max_body_bytes = number(
+            "BATON_MAX_BODY_BYTES",
+            baton_http::DEFAULT_MAX_BODY_BYTES as u64,
+        )?;
+        if max_body_bytes > LAMBDA_MAX_REQUEST_BYTES as u64 {
+            return Err(ConfigError::Invalid {
+                name: "BATON_MAX_BODY_BYTES",
+                value: max_body_bytes.to_string(),
+                expected: "at most 6291456 (Lambda's request limit)",
+            });
+        }
+        let inline = number(
+            "BATON_INLINE_BODY_LIMIT",
+            JournalConfig::DEFAULT_INLINE_BODY_LIMIT as u64,
+        )?;
+        if inline > JournalConfig::MAX_INLINE_BODY_LIMIT as u64 {
+            return Err(ConfigError::Invalid {
+                name: "BATON_INLINE_BODY_LIMIT",
+                value: inline.to_string(),
+                expected: "at most 358400 (a table item must stay under 400 KB)",
+            });
+        }
+        Ok(Config {
+            table: required("BATON_TABLE")?,
+            bucket: required("BATON_BUCKET")?,
+            registry: PathBuf::from(get("BATON_REGISTRY").unwrap_or_else(|| "registry".into())),
+            inline_body_limit: inline as usize,
+            metrics_namespace: get("BATON_METRICS_NAMESPACE").unwrap_or_else(|| "Baton".into()),
+            max_body_bytes: max_body_bytes as usize,
+            max_message_chars: number("BATON_MAX_MESSAGE_CHARS", defaults.max_message_chars as u64)?
+                as usize,
+            history_turns: number("BATON_HISTORY_TURNS", defaults.history_turns as u64)? as usize,
+            turn_timeout_ms: number("BATON_TURN_TIMEOUT_MS", defaults.turn_timeout_ms)?,
+            orchestrator: get("BATON_ORCHESTRATOR"),
+            warm_up_timeout: Duration::from_millis(number("BATON_WARM_UP_TIMEOUT_MS", 2_000)?),
+            bind: get("BIND").unwrap_or_else(|| "127.0.0.1:3000".into()),
+        })
+    }
+
+    /// The runtime settings these settings imply.
+    pub fn runtime(&self) -> RuntimeConfig {
+        RuntimeConfig {
+            max_message_chars: self.max_message_chars,
+            history_turns: self.history_turns,
+            turn_timeout_ms: self.turn_timeout_ms,
+            orchestrator: self.orchestrator.clone(),
+            ..RuntimeConfig::default()
+        }
+    }
+
+    /// What Init warms: the table, the bucket and Bedrock.
+    pub fn warm_up_targets(&self) -> WarmUpTargets {
+        WarmUpTargets {
+            table: Some(self.table.clone()),
+            bucket: Some(self.bucket.clone()),
+            bedrock: true,
+        }
+    }
+
+    /// The journal's settings.
+    pub fn journal(&self) -> JournalConfig {
+        JournalConfig::new(&self.table, &self.bucket).with_inline_body_limit(self.inline_body_limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn table_and_bucket_are_enough() {
+        let c = config(&[("BATON_TABLE", "journal"), ("BATON_BUCKET", "bodies")]).unwrap();
+        assert_eq!(c.table, "journal");
+        assert_eq!(c.registry, PathBuf::from("registry"));
+        assert_eq!(c.metrics_namespace, "Baton");
+        assert_eq!(c.max_body_bytes, baton_http::DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(
+            c.inline_body_limit,
+            JournalConfig::DEFAULT_INLINE_BODY_LIMIT
+        );
+    }
+
+    #[test]
+    fn a_missing_table_names_the_variable() {
+        let err = config(&[("BATON_BUCKET", "bodies")]).unwrap_err();
+        assert_eq!(err, ConfigError::Missing("BATON_TABLE"));
+        assert!(err.to_string().contains("BATON_TABLE"));
+    }
+
+    #[test]
+    fn a_blank_value_counts_as_missing() {
+        let err = config(&[("BATON_TABLE", "t"), ("BATON_BUCKET", "  ")]).unwrap_err();
+        assert_eq!(err, ConfigError::Missing("BATON_BUCKET"));
+    }
+
+    #[test]
+    fn a_bad_number_names_variable_and_value() {
+        let err = config(&[
+            ("BATON_TABLE", "t"),
+            ("BATON_BUCKET", "b"),
+            ("BATON_TURN_TIMEOUT_MS", "soon"),
+        ])
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("BATON_TURN_TIMEOUT_MS") && text.contains("soon"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_body_limit_over_lambdas_is_refused() {
+        let err = config(&[
+            ("BATON_TABLE", "t"),
+            ("BATON_BUCKET", "b"),
+            ("BATON_MAX_BODY_BYTES", "7000000"),
+        ])
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigError::Invalid {
+                name: "BATON_MAX_BODY_BYTES",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn limits_reach_the_runtime() {
+        let c = config(&[
+            ("BATON_TABLE", "t"),
+            ("BATON_BUCKET", "b"),
+            ("BATON_MAX_MESSAGE_CHARS", "100"),
+            ("BATON_ORCHESTRATOR", "orchestrator"),
+        ])
+        .unwrap();
+        let r = c.runtime();
+        assert_eq!(r.max_message_chars, 100);
+        assert_eq!(r.orchestrator.as_deref(), Some("orchestrator"));
+    }
+}

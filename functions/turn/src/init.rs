@@ -1,0 +1,225 @@
+//! Init: the registry loaded and validated, the adapters chosen, the runtime and the router
+//! built — once per process, before the first invocation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use baton_aws::bedrock::BedrockModel;
+use baton_aws::emf::EmfMetrics;
+use baton_aws::journal::DynamoStore;
+use baton_aws::sdk::Clients;
+use baton_core::ports::connector::Connector;
+use baton_core::ports::metrics::Metrics;
+use baton_core::ports::model::{Model, ModelError, ModelRequest, ModelStream};
+use baton_core::ports::store::Store;
+use baton_core::registry::Registry;
+use baton_http::{AppState, PrincipalSource};
+use baton_runtime::Runtime;
+
+use crate::config::Config;
+use crate::tracker::{TrackedStore, TurnTracker};
+use crate::{incoming, outgoing};
+
+/// The provider name whose models Bedrock serves.
+pub const BEDROCK_PROVIDER: &str = "bedrock";
+
+/// Why Init failed. Each message says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// There is no registry folder where the settings say.
+    #[error(
+        "there is no registry folder at {0}: package it with the function, or set BATON_REGISTRY"
+    )]
+    NoRegistry(String),
+    /// The registry does not load; every problem is listed.
+    #[error("the registry {path} is not valid: {problems}")]
+    InvalidRegistry {
+        /// The folder.
+        path: String,
+        /// Every problem, each naming file, field and value.
+        problems: String,
+    },
+    /// A card names a model this function cannot serve (only Bedrock models run on Lambda).
+    #[error(
+        "these cards name models that are not served on AWS Lambda (only provider \"bedrock\" is): {0}; point them at a Bedrock model in models.yaml"
+    )]
+    ModelNotServed(String),
+    /// The runtime refused the registry and adapters.
+    #[error("{0}")]
+    Runtime(#[from] baton_runtime::BuildError),
+}
+
+/// Which model serves the cards.
+pub enum ModelChoice {
+    /// Bedrock serves every card whose model has provider `bedrock`; a card with any other
+    /// provider fails Init.
+    Bedrock(Arc<dyn Model>),
+    /// This model serves every card, whatever its provider (tests and benchmarks).
+    Override(Arc<dyn Model>),
+}
+
+/// The adapters behind the runtime's ports.
+pub struct Adapters {
+    /// The model.
+    pub model: ModelChoice,
+    /// The journal.
+    pub store: Arc<dyn Store>,
+    /// Who is calling: [`LambdaPrincipal`](crate::LambdaPrincipal) on Lambda.
+    pub principals: Arc<dyn PrincipalSource>,
+}
+
+/// The function after Init: everything an invocation needs, built once.
+#[derive(Clone)]
+pub struct Function {
+    /// The turn engine.
+    pub runtime: Runtime,
+    /// The HTTP app every invocation is served by.
+    pub router: Router,
+    /// Metrics waiting for the end of the invocation.
+    pub metrics: Arc<EmfMetrics>,
+    /// Turns claimed and not yet committed.
+    pub tracker: TurnTracker,
+}
+
+/// Init on AWS: clients from the SDK's standard settings, Bedrock, DynamoDB and S3.
+///
+/// # Errors
+/// See [`InitError`].
+pub async fn init(
+    config: &Config,
+    principals: Arc<dyn PrincipalSource>,
+) -> Result<(Function, Clients), InitError> {
+    let clients = Clients::from_env().await;
+    let function = init_with(config, &clients, principals)?;
+    Ok((function, clients))
+}
+
+/// Init over given clients (tests point them at emulators).
+///
+/// # Errors
+/// See [`InitError`].
+pub fn init_with(
+    config: &Config,
+    clients: &Clients,
+    principals: Arc<dyn PrincipalSource>,
+) -> Result<Function, InitError> {
+    let (registry, connectors) = load_registry(config)?;
+    let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
+    let store = DynamoStore::new(
+        clients.dynamodb.clone(),
+        clients.s3.clone(),
+        config.journal(),
+    );
+    let adapters = Adapters {
+        model: ModelChoice::Bedrock(Arc::new(model)),
+        store: Arc::new(store),
+        principals,
+    };
+    build(config, registry, connectors, adapters)
+}
+
+/// Init over any adapters: the same registry checks, runtime and router as on AWS.
+///
+/// # Errors
+/// See [`InitError`].
+pub fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
+    let (registry, connectors) = load_registry(config)?;
+    build(config, registry, connectors, adapters)
+}
+
+type Connectors = BTreeMap<String, Arc<dyn Connector>>;
+
+/// Reads and checks the registry (the same checks as `baton validate`).
+fn load_registry(config: &Config) -> Result<(Arc<Registry>, Connectors), InitError> {
+    let root = &config.registry;
+    if !root.is_dir() {
+        return Err(InitError::NoRegistry(root.display().to_string()));
+    }
+    let connectors = baton_connectors::default_connectors(root);
+    let registry =
+        baton_runtime::registry_files::load_registry(root, &connectors, &[]).map_err(|e| {
+            InitError::InvalidRegistry {
+                path: root.display().to_string(),
+                problems: e.to_string(),
+            }
+        })?;
+    for warning in registry.warnings() {
+        tracing::warn!(%warning, "registry");
+    }
+    Ok((Arc::new(registry), connectors))
+}
+
+fn build(
+    config: &Config,
+    registry: Arc<Registry>,
+    connectors: Connectors,
+    adapters: Adapters,
+) -> Result<Function, InitError> {
+    let tracker = TurnTracker::new();
+    let metrics = Arc::new(EmfMetrics::new(&config.metrics_namespace));
+    let store: Arc<dyn Store> = Arc::new(TrackedStore::new(adapters.store, tracker.clone()));
+    let mut builder = Runtime::builder(registry.clone())
+        .store(store)
+        .metrics(metrics.clone())
+        .config(config.runtime());
+    match adapters.model {
+        ModelChoice::Override(model) => builder = builder.model_override(model),
+        ModelChoice::Bedrock(model) => {
+            let unserved: Vec<String> = registry
+                .agents()
+                .filter(|a| &*a.model.provider != BEDROCK_PROVIDER)
+                .map(|a| {
+                    format!(
+                        "{} (model {}, provider {})",
+                        a.id, a.model.key, a.model.provider
+                    )
+                })
+                .collect();
+            if !unserved.is_empty() {
+                return Err(InitError::ModelNotServed(unserved.join(", ")));
+            }
+            builder = builder.provider(BEDROCK_PROVIDER, model);
+            // models.yaml may list models no card uses (the local `offline` one): they need
+            // an adapter to pass the build, and never get a call.
+            let others: Vec<Arc<str>> = registry
+                .models()
+                .map(|m| m.provider.clone())
+                .filter(|p| &**p != BEDROCK_PROVIDER)
+                .collect();
+            for provider in others {
+                builder = builder.provider(&provider, Arc::new(Unserved));
+            }
+        }
+    }
+    for (kind, connector) in connectors {
+        builder = builder.connector(&kind, connector);
+    }
+    let runtime = builder.build()?;
+    let state = AppState::new(runtime.clone(), adapters.principals)
+        .with_max_body_bytes(config.max_body_bytes);
+    let sink: Arc<dyn Metrics> = metrics.clone();
+    let router = incoming::by_event_path(baton_http::app(state).layer(
+        axum::middleware::from_fn_with_state(sink, outgoing::guard_stream),
+    ));
+    Ok(Function {
+        runtime,
+        router,
+        metrics,
+        tracker,
+    })
+}
+
+/// Serves models that no card uses; a call would mean a card slipped past Init's check.
+struct Unserved;
+
+impl Model for Unserved {
+    fn stream(&self, request: &ModelRequest) -> ModelStream {
+        tracing::error!(model = %request.model_id, agent = %request.agent_id, "a model with no adapter was called");
+        Box::pin(futures::stream::once(async {
+            Err(ModelError::Invalid(
+                "this model is not served by the function".into(),
+            ))
+        }))
+    }
+}

@@ -1,0 +1,190 @@
+//! Turns still running in this process, so that an invocation ends only after its turns
+//! have committed.
+//!
+//! A client that leaves mid-stream does not stop its turn: the engine finishes it on a task
+//! of its own. Lambda may freeze the process as soon as the invocation ends, so the
+//! invocation waits for [`TurnTracker::idle`] first. The tracker learns about turns from
+//! the journal itself ([`TrackedStore`]): a turn is running from the moment its claim
+//! succeeds until its commit succeeds or its claim is released. That is exactly the
+//! window in which a frozen process would lose work.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use baton_core::Principal;
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::turn::TurnRecord;
+use tokio::sync::watch;
+
+/// Counts the turns claimed and not yet committed or released. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct TurnTracker {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    running: Mutex<HashSet<String>>,
+    count: watch::Sender<usize>,
+}
+
+impl Default for TurnTracker {
+    fn default() -> Self {
+        TurnTracker {
+            inner: Arc::new(Inner {
+                running: Mutex::new(HashSet::new()),
+                count: watch::Sender::new(0),
+            }),
+        }
+    }
+}
+
+impl TurnTracker {
+    /// A tracker with nothing running.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Turns running now.
+    pub fn running(&self) -> usize {
+        *self.inner.count.borrow()
+    }
+
+    fn begin(&self, turn_id: &str) {
+        self.update(|running| running.insert(turn_id.to_owned()));
+    }
+
+    fn end(&self, turn_id: &str) {
+        self.update(|running| running.remove(turn_id));
+    }
+
+    fn update(&self, change: impl FnOnce(&mut HashSet<String>) -> bool) {
+        let Ok(mut running) = self.inner.running.lock() else {
+            return;
+        };
+        if change(&mut running) {
+            let n = running.len();
+            self.inner.count.send_replace(n);
+        }
+    }
+
+    /// Waits until no turn is running, or at most `limit`; true when none is.
+    pub async fn idle(&self, limit: Duration) -> bool {
+        let mut count = self.inner.count.subscribe();
+        match tokio::time::timeout(limit, count.wait_for(|n| *n == 0)).await {
+            Ok(Ok(_)) => true,
+            // The sender lives as long as `self`: it cannot be gone while we wait.
+            Ok(Err(_)) => self.running() == 0,
+            Err(_) => false,
+        }
+    }
+}
+
+/// A [`Store`] that tells a [`TurnTracker`] when turns start and end; everything else is
+/// passed through unchanged.
+pub struct TrackedStore {
+    inner: Arc<dyn Store>,
+    tracker: TurnTracker,
+}
+
+impl TrackedStore {
+    /// Tracks the turns of `inner` in `tracker`.
+    pub fn new(inner: Arc<dyn Store>, tracker: TurnTracker) -> Self {
+        TrackedStore { inner, tracker }
+    }
+}
+
+#[async_trait]
+impl Store for TrackedStore {
+    async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
+        let turn_id = request.turn_id.clone();
+        let claim = self.inner.claim(request).await?;
+        if matches!(claim, Claim::Claimed(_)) {
+            self.tracker.begin(&turn_id);
+        }
+        Ok(claim)
+    }
+
+    async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
+        let result = self.inner.release(episode_id, turn_id).await;
+        // Released or not, the turn is over: nothing more will be written for it.
+        self.tracker.end(turn_id);
+        result
+    }
+
+    async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
+        let result = self.inner.commit(commit).await;
+        if result.is_ok() {
+            self.tracker.end(&commit.record.turn_id);
+        }
+        result
+    }
+
+    async fn episode(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeMeta, StoreError> {
+        self.inner.episode(principal, episode_id).await
+    }
+
+    async fn turns(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        self.inner.turns(principal, episode_id, limit).await
+    }
+
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError> {
+        self.inner.body(principal, episode_id, key).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_waits_for_the_last_turn_to_end() {
+        let tracker = TurnTracker::new();
+        tracker.begin("t1");
+        tracker.begin("t2");
+        assert_eq!(tracker.running(), 2);
+        let waiter = {
+            let tracker = tracker.clone();
+            tokio::spawn(async move { tracker.idle(Duration::from_secs(60)).await })
+        };
+        tracker.end("t1");
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        tracker.end("t2");
+        assert!(waiter.await.unwrap());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_gives_up_at_its_limit() {
+        let tracker = TurnTracker::new();
+        tracker.begin("stuck");
+        assert!(!tracker.idle(Duration::from_secs(5)).await);
+    }
+
+    #[tokio::test]
+    async fn ending_a_turn_twice_or_an_unknown_one_changes_nothing() {
+        let tracker = TurnTracker::new();
+        tracker.begin("t1");
+        tracker.end("t1");
+        tracker.end("t1");
+        tracker.end("never-started");
+        assert_eq!(tracker.running(), 0);
+        assert!(tracker.idle(Duration::from_millis(1)).await);
+    }
+}

@@ -1,0 +1,99 @@
+//! Init: which registries and models the function accepts.
+
+use std::sync::Arc;
+
+use baton_runtime::memory_store::MemoryStore;
+use baton_runtime::scripted::ScriptedModel;
+use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelChoice};
+
+use crate::support::*;
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn bedrock_stand_in() -> Adapters {
+    Adapters {
+        model: ModelChoice::Bedrock(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
+        store: Arc::new(MemoryStore::new()),
+        principals: Arc::new(LambdaPrincipal),
+    }
+}
+
+#[test]
+fn the_shipped_registry_is_served_by_bedrock_alone() {
+    // models.yaml also lists the local `offline` model; no card uses it, so it is fine.
+    assert!(baton_turn::assemble(&config(&[]), bedrock_stand_in()).is_ok());
+}
+
+#[test]
+fn a_card_on_the_offline_model_fails_init_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("shared/registry"), dir.path());
+    let card = dir.path().join("agents/shop.yaml");
+    let text = std::fs::read_to_string(&card).unwrap();
+    std::fs::write(&card, text.replace("model: claude-haiku", "model: offline")).unwrap();
+    let registry = dir.path().display().to_string();
+    let config = config(&[("BATON_REGISTRY", registry.as_str())]);
+
+    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
+        panic!("a card on the offline model must fail Init");
+    };
+    assert!(matches!(error, InitError::ModelNotServed(_)));
+    let text = error.to_string();
+    assert!(
+        text.contains("shop (model offline, provider offline)"),
+        "{text}"
+    );
+
+    // With a model override (tests, benchmarks) every card is served.
+    let overridden = Adapters {
+        model: ModelChoice::Override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
+        ..bedrock_stand_in()
+    };
+    assert!(baton_turn::assemble(&config, overridden).is_ok());
+}
+
+#[test]
+fn a_missing_registry_names_the_folder_and_the_setting() {
+    let config = config(&[("BATON_REGISTRY", "/nonexistent/registry")]);
+    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
+        panic!("no registry must fail Init");
+    };
+    let text = error.to_string();
+    assert!(
+        text.contains("/nonexistent/registry") && text.contains("BATON_REGISTRY"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_invalid_registry_lists_its_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("shared/registry"), dir.path());
+    let card = dir.path().join("agents/shop.yaml");
+    let text = std::fs::read_to_string(&card).unwrap();
+    std::fs::write(
+        &card,
+        text.replace("model: claude-haiku", "model: no-such-model"),
+    )
+    .unwrap();
+    let registry = dir.path().display().to_string();
+    let Err(error) = baton_turn::assemble(
+        &config(&[("BATON_REGISTRY", registry.as_str())]),
+        bedrock_stand_in(),
+    ) else {
+        panic!("an unknown model must fail Init");
+    };
+    assert!(matches!(error, InitError::InvalidRegistry { .. }));
+    assert!(error.to_string().contains("no-such-model"), "{error}");
+}

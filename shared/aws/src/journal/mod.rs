@@ -1,0 +1,44 @@
+//! The `Store` port on one DynamoDB table plus an S3 bucket of large bodies (D-24 … D-26).
+//!
+//! [`DynamoStore`] keeps the same contracts as the memory and embedded stores (the
+//! conformance suite in `baton_runtime::testkit` runs against it unchanged). The table's
+//! items and keys are the contract of D-24, shared with the history writer; see `keys`.
+//!
+//! Every write is conditional and every multi-item change is one `TransactWriteItems`,
+//! so there is no read-modify-write race: a claim is one transaction (TURN-ID + META), a
+//! commit is one (META + TURN + TURN-ID + BODYs). Reads are strongly consistent.
+//!
+//! Requests per operation (what a turn costs; see also [`RequestCounter`]):
+//!
+//! | operation | DynamoDB | S3 |
+//! |---|---|---|
+//! | claim, new episode | 1 TransactWriteItems | 0 |
+//! | claim, existing episode | 1 TransactWriteItems + 1 GetItem | 0 |
+//! | claim answered `Completed` | 1 TransactWriteItems + 1 GetItem | 0 |
+//! | claim answered `InFlight` / `Busy` / `NotFound` / `Conflict` | 1 TransactWriteItems | 0 |
+//! | commit, bodies inline | 1 TransactWriteItems | 0 |
+//! | commit with k large bodies | 1 GetItem + 1 TransactWriteItems | k PutObject |
+//! | release | 1 UpdateItem + 1 DeleteItem (1 UpdateItem for an unknown episode) | 0 |
+//! | episode | 1 GetItem | 0 |
+//! | turns | 1 Query (one more per further MB of turns) | 0 |
+//! | body | 1 GetItem | +1 GetObject if stored in S3 |
+//!
+//! TTL: a claimed TURN-ID item carries `expires_at` (its lease's end plus a day), so
+//! abandoned claims disappear; DynamoDB deletes expired items late, so every read of such
+//! an item checks `expires_at` itself.
+
+mod bodies;
+mod claim;
+mod commit;
+mod errors;
+mod items;
+mod keys;
+mod read;
+pub mod requests;
+pub mod schema;
+mod store;
+mod transact;
+
+pub use requests::{RequestCounter, RequestCounts};
+pub use schema::{SchemaError, create_table, create_table_without_ttl};
+pub use store::{DynamoStore, JournalConfig, s3_config};

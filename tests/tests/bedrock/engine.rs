@@ -1,0 +1,123 @@
+//! A whole turn through the engine over the fake.
+
+use super::*;
+use baton_core::Principal;
+use baton_core::events::Event;
+use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
+use baton_core::turn::TurnOutcome;
+use baton_runtime::memory_store::MemoryStore;
+use baton_runtime::{Runtime, TurnRequest};
+use baton_tests::fake_bedrock::SystemPart;
+
+const ENGINE_MODEL: &str = "fake.claude-v1";
+
+fn registry() -> Registry {
+    let file = |path: &str, text: &str| SourceFile {
+        path: path.into(),
+        text: text.into(),
+    };
+    let block = |owner: &str, category: &str, required: bool, text: &str| {
+        format!("---\nowner: {owner}\ncategory: {category}\nrequired: {required}\n---\n{text}\n")
+    };
+    let models = format!(
+        "models:\n  m1:\n    provider: bedrock\n    model_id: {ENGINE_MODEL}\n    context_window: 100000\n    \
+         prices: {{ input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }}\n    \
+         capabilities: {{ tool_choice: true, cache_points: true, parallel_tool_calls: true }}\n"
+    );
+    let sources = RegistrySources {
+        agents: vec![
+            file(
+                "agents/orchestrator.yaml",
+                "id: orchestrator\ndescription: Routes each request to the right specialist.\n\
+                 role: orchestrator\nmodel: m1\nprompt_blocks: [routing]\nsub_agents: [shop]\n\
+                 composition: mediated\n",
+            ),
+            file(
+                "agents/shop.yaml",
+                "id: shop\ndescription: Offers, deals and product search.\nrole: native\n\
+                 model: m1\nprompt_blocks: [shop-instructions]\n",
+            ),
+        ],
+        blocks: vec![
+            file(
+                "blocks/persona.md",
+                &block("platform", "persona", true, "You are a helpful assistant."),
+            ),
+            file(
+                "blocks/routing.md",
+                &block("platform", "instructions", false, "Route each request."),
+            ),
+            file(
+                "blocks/shop-instructions.md",
+                &block("vertical", "instructions", false, "SHOP: find offers."),
+            ),
+        ],
+        models: Some(file("models.yaml", &models)),
+        tools: Some(file("tools.yaml", "tools: {}\n")),
+    };
+    Registry::load(&sources, &LoadOptions::default()).unwrap()
+}
+
+#[tokio::test]
+async fn an_engine_turn_answers_after_a_throttled_first_call() {
+    let fake = FakeBedrock::with_handler(|req| {
+        if req.system_text().contains("SHOP:") {
+            Reply::text("Roast coffee earns 500 points.")
+        } else if req.last_has_tool_results() {
+            Reply::text("Good news: roast coffee earns 500 points.")
+        } else {
+            Reply::tool_use(
+                "route_1",
+                "ask_shop",
+                json!({"query": "coffee deals", "intent_count": 1}),
+            )
+        }
+    })
+    .await
+    .unwrap();
+    fake.push(Reply::throttled());
+    let registry = Arc::new(registry());
+    let model = fake.bedrock_model(registry.models()).await;
+    let runtime = Runtime::builder(registry)
+        .provider("bedrock", Arc::new(model))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .unwrap();
+    let stream = runtime
+        .run_turn(TurnRequest {
+            principal: Principal::new("alice").unwrap(),
+            episode_id: None,
+            turn_id: Some("t1".into()),
+            text: "any coffee deals?".into(),
+            locale: Some("en-US".into()),
+            location: None,
+        })
+        .await
+        .unwrap();
+    let events: Vec<Event> = stream.map(|e| e.event).collect().await;
+    let answer: String = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(answer.contains("Good news"), "answer: {answer:?}");
+    assert!(!events.iter().any(|e| matches!(e, Event::Error { .. })));
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Completed {
+            outcome: TurnOutcome::Answered
+        }
+    )));
+    // The throttled call, its retry (routing), the shop's call, the composition.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    assert_eq!(
+        requests[0].body, requests[1].body,
+        "the retry resends the same request"
+    );
+    assert!(requests.iter().all(|r| r.model_id == ENGINE_MODEL));
+    // The orchestrator's system prompt carries its cache point (capable model).
+    assert!(requests[1].system().contains(&SystemPart::CachePoint));
+}

@@ -1,0 +1,385 @@
+//! The history writer (D-27) against a real DynamoDB Local stream and an in-process S3:
+//! turns are committed through `DynamoStore`, the table's stream is read as Lambda would
+//! deliver it, and the batch goes through the writer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+#[path = "history_writer/rig.rs"]
+mod rig;
+
+use aws_lambda_events::event::dynamodb::Event;
+use aws_sdk_dynamodb::types::AttributeValue;
+use baton_core::ports::model::TokenUsage;
+use baton_core::turn::TurnRecord;
+use baton_history_writer::archive_key;
+use lambda_runtime::{Context, LambdaEvent};
+use rig::{Rig, assert_aggregates_match, batch, failures, sk_of};
+
+#[tokio::test]
+async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
+    let rig = Rig::new().await;
+    let mut committed = Vec::new();
+    for seq in 1..=3 {
+        committed.push(rig.commit("alice", "ep-1", seq).await);
+    }
+    let event = rig.stream().await;
+    // What Lambda delivers: the journal's own writes, every one with a sequence number.
+    assert!(event.records.iter().all(|r| {
+        r.event_source.as_deref() == Some("aws:dynamodb") && r.change.sequence_number.is_some()
+    }));
+    assert!(event.records.iter().any(|r| sk_of(r).starts_with("TURN#")));
+
+    let (response, summary) = rig.writer(20).process(event).await.unwrap();
+
+    assert_eq!(failures(&response), Vec::<String>::new());
+    assert_eq!(summary.turns, 3);
+    assert_eq!(summary.bodies, 4);
+    assert_eq!(summary.failed, 0);
+    assert!(summary.ignored > 0, "META and TURN-ID writes are ignored");
+    let records: Vec<&TurnRecord> = committed.iter().map(|c| &c.record).collect();
+    assert_aggregates_match(&rig.aggregates("ep-1").await, "alice", &records);
+
+    let audit = rig.audit("ep-1").await;
+    let expected: Vec<(u64, String, String, u64, u64)> = records
+        .iter()
+        .flat_map(|r| {
+            r.consulted.iter().map(|a| {
+                let status = serde_json::to_value(a.status).unwrap();
+                (
+                    r.seq,
+                    a.agent_id.clone(),
+                    status.as_str().unwrap().to_owned(),
+                    a.duration_ms,
+                    u64::from(a.tool_calls),
+                )
+            })
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let found: Vec<(u64, String, String, u64, u64)> = audit
+        .iter()
+        .map(|a| {
+            (
+                a.seq,
+                a.agent_id.clone(),
+                a.status.clone(),
+                a.duration_ms,
+                a.tool_calls,
+            )
+        })
+        .collect();
+    assert_eq!(found, expected);
+    for entry in &audit {
+        let record = records.iter().find(|r| r.seq == entry.seq).unwrap();
+        assert_eq!(entry.principal, "alice");
+        assert_eq!(entry.turn_id, record.turn_id);
+        assert_eq!(entry.created_ms, record.created_ms);
+        assert_eq!(entry.episode_id, "ep-1");
+        assert!(!entry.label.is_empty());
+    }
+
+    // Both placements are archived: inline bodies and those the journal put in S3.
+    for body in committed.iter().flat_map(|c| &c.bodies) {
+        let archived = rig.object(&archive_key("ep-1", &body.key)).await;
+        assert_eq!(
+            archived.as_deref(),
+            Some(body.json.as_str()),
+            "{}",
+            body.key
+        );
+    }
+    // No compaction mark below the threshold.
+    assert!(!rig.meta("ep-1").await.contains_key("due_pk"));
+}
+
+#[tokio::test]
+async fn the_compaction_mark_is_set_once_the_threshold_is_reached_and_kept() {
+    let rig = Rig::new().await;
+    let writer = rig.writer(3);
+    rig.commit("alice", "ep-1", 1).await;
+    rig.commit("alice", "ep-1", 2).await;
+    writer.process(rig.stream().await).await.unwrap();
+    let meta = rig.meta("ep-1").await;
+    assert!(
+        !meta.contains_key("due_pk"),
+        "two turns are below the threshold"
+    );
+    assert!(!meta.contains_key("compaction_due"));
+
+    let third = rig.commit("alice", "ep-1", 3).await;
+    let before = rig.meta("ep-1").await;
+    // The whole stream again: turns 1 and 2 are redelivered, turn 3 is new.
+    let (response, summary) = writer.process(rig.stream().await).await.unwrap();
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!((summary.turns, summary.turns_already_applied), (1, 2));
+
+    let meta = rig.meta("ep-1").await;
+    assert_eq!(meta["due_pk"], AttributeValue::S("DUE".into()));
+    assert_eq!(
+        meta["compaction_due"],
+        AttributeValue::N(third.record.created_ms.to_string())
+    );
+    // The journal's attributes are untouched.
+    for attribute in ["version", "state", "owner", "updated_ms", "created_ms"] {
+        assert_eq!(meta.get(attribute), before.get(attribute), "{attribute}");
+    }
+    // The sparse index now lists the episode.
+    let due = rig
+        .ddb
+        .query()
+        .table_name(&rig.table)
+        .index_name("compaction-due")
+        .key_condition_expression("due_pk = :due")
+        .expression_attribute_values(":due", AttributeValue::S("DUE".into()))
+        .send()
+        .await
+        .unwrap();
+    let due_pks: Vec<&AttributeValue> = due.items().iter().map(|i| &i["pk"]).collect();
+    assert_eq!(due_pks, vec![&AttributeValue::S("EP#ep-1".into())]);
+
+    // A later turn keeps the first mark's time.
+    rig.commit("alice", "ep-1", 4).await;
+    writer.process(rig.stream().await).await.unwrap();
+    let meta = rig.meta("ep-1").await;
+    assert_eq!(
+        meta["compaction_due"],
+        AttributeValue::N(third.record.created_ms.to_string())
+    );
+    assert_eq!(rig.aggregates("ep-1").await.turns_since_summary, 4);
+}
+
+#[tokio::test]
+async fn redelivered_batches_count_nothing_twice() {
+    let rig = Rig::new().await;
+    let mut committed = Vec::new();
+    for seq in 1..=4 {
+        committed.push(rig.commit("alice", "ep-1", seq).await);
+    }
+    let event = rig.stream().await;
+    let writer = rig.writer(20);
+
+    writer.process(event.clone()).await.unwrap();
+    let first = rig.aggregates("ep-1").await;
+    let first_audit = rig.audit("ep-1").await;
+
+    // The same batch again, then only its tail (Lambda retries from a failed record on).
+    let (response, summary) = writer.process(event.clone()).await.unwrap();
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!((summary.turns, summary.turns_already_applied), (0, 4));
+    let tail = event.records[event.records.len() / 2..].to_vec();
+    writer.process(batch(tail)).await.unwrap();
+
+    let records: Vec<&TurnRecord> = committed.iter().map(|c| &c.record).collect();
+    assert_eq!(rig.aggregates("ep-1").await, first);
+    assert_aggregates_match(&first, "alice", &records);
+    assert_eq!(rig.audit("ep-1").await, first_audit);
+}
+
+#[tokio::test]
+async fn delivery_order_across_items_does_not_change_the_aggregates() {
+    let rig = Rig::new().await;
+    let mut committed = Vec::new();
+    // Two episodes, interleaved, so a batch mixes them.
+    for seq in 1..=4 {
+        committed.push(rig.commit("alice", "ep-a", seq).await);
+        committed.push(rig.commit("bob", "ep-b", seq).await);
+    }
+    let event = rig.stream().await;
+    let writer = rig.writer(20);
+
+    // Backwards, in batches of three: later turns arrive before earlier ones.
+    let mut reversed = event.records.clone();
+    reversed.reverse();
+    for chunk in reversed.chunks(3) {
+        let (response, _) = writer.process(batch(chunk.to_vec())).await.unwrap();
+        assert!(response.batch_item_failures.is_empty());
+    }
+    let backwards = (rig.aggregates("ep-a").await, rig.aggregates("ep-b").await);
+
+    // Start over, then odd positions before even ones, as one batch.
+    rig.delete_raw("EP#ep-a", "AGG").await;
+    rig.delete_raw("EP#ep-b", "AGG").await;
+    let (odd, even): (Vec<_>, Vec<_>) = event
+        .records
+        .iter()
+        .cloned()
+        .enumerate()
+        .partition(|(i, _)| i % 2 == 1);
+    let shuffled = odd.into_iter().chain(even).map(|(_, r)| r).collect();
+    writer.process(batch(shuffled)).await.unwrap();
+    let shuffled = (rig.aggregates("ep-a").await, rig.aggregates("ep-b").await);
+
+    // Start over, then in stream order.
+    rig.delete_raw("EP#ep-a", "AGG").await;
+    rig.delete_raw("EP#ep-b", "AGG").await;
+    writer.process(event).await.unwrap();
+    let in_order = (rig.aggregates("ep-a").await, rig.aggregates("ep-b").await);
+
+    // Exactly equal, dollars included: DynamoDB adds decimals exactly.
+    assert_eq!(backwards, in_order);
+    assert_eq!(shuffled, in_order);
+    let of = |episode: &str| -> Vec<&TurnRecord> {
+        committed
+            .iter()
+            .map(|c| &c.record)
+            .filter(|r| r.episode_id == episode)
+            .collect()
+    };
+    assert_aggregates_match(&in_order.0, "alice", &of("ep-a"));
+    assert_aggregates_match(&in_order.1, "bob", &of("ep-b"));
+}
+
+#[tokio::test]
+async fn poison_records_are_reported_by_sequence_number_and_the_rest_is_projected() {
+    let rig = Rig::new().await;
+    let first = rig.commit("alice", "ep-1", 1).await;
+    // Another writer's broken items, in the real stream between good ones: a TURN whose
+    // record is not JSON, and a BODY whose S3 object does not exist.
+    rig.put_raw(&[
+        ("pk", AttributeValue::S("EP#ep-1".into())),
+        ("sk", AttributeValue::S("TURN#0000000099".into())),
+        (
+            "record",
+            AttributeValue::S("{\"episode_id\":\"ep-1\",\"seq\":99,".into()),
+        ),
+        ("owner", AttributeValue::S("alice".into())),
+    ])
+    .await;
+    rig.put_raw(&[
+        ("pk", AttributeValue::S("EP#ep-1".into())),
+        ("sk", AttributeValue::S("BODY#lost/0".into())),
+        ("owner", AttributeValue::S("alice".into())),
+        (
+            "s3_key",
+            AttributeValue::S("bodies/ep-1/lost/0.json".into()),
+        ),
+    ])
+    .await;
+    let second = rig.commit("alice", "ep-1", 2).await;
+
+    let event = rig.stream().await;
+    let poison: Vec<String> = event
+        .records
+        .iter()
+        .filter(|r| matches!(sk_of(r).as_str(), "TURN#0000000099" | "BODY#lost/0"))
+        .map(|r| r.change.sequence_number.clone().unwrap())
+        .collect();
+    assert_eq!(poison.len(), 2);
+    let last_good = event.records.last().unwrap().change.sequence_number.clone();
+    assert!(
+        !poison.contains(last_good.as_ref().unwrap()),
+        "good records follow the poison"
+    );
+
+    let (response, summary) = rig.writer(20).process(event).await.unwrap();
+
+    assert_eq!(failures(&response), poison);
+    assert_eq!(summary.failed, 2);
+    assert_eq!(summary.turns, 2);
+    assert_aggregates_match(
+        &rig.aggregates("ep-1").await,
+        "alice",
+        &[&first.record, &second.record],
+    );
+    for body in &first.bodies {
+        assert!(rig.object(&archive_key("ep-1", &body.key)).await.is_some());
+    }
+    // Lambda's wire shape for partial batch failures.
+    let wire = serde_json::to_value(&response).unwrap();
+    assert_eq!(
+        wire["batchItemFailures"][0]["itemIdentifier"],
+        serde_json::json!(poison[0])
+    );
+}
+
+#[tokio::test]
+async fn a_dynamodb_failure_fails_only_the_records_that_needed_it() {
+    let rig = Rig::new().await;
+    let committed = rig.commit("alice", "ep-1", 1).await;
+    let event = rig.stream().await;
+    let turn_seqs: Vec<String> = event
+        .records
+        .iter()
+        .filter(|r| sk_of(r).starts_with("TURN#"))
+        .map(|r| r.change.sequence_number.clone().unwrap())
+        .collect();
+
+    // The projections' table does not exist: every DynamoDB write fails; S3 still works.
+    let (response, summary) = rig
+        .writer_on("no-such-table", 20)
+        .process(event)
+        .await
+        .unwrap();
+
+    assert_eq!(failures(&response), turn_seqs);
+    assert_eq!(summary.bodies, committed.bodies.len());
+    for body in &committed.bodies {
+        assert!(rig.object(&archive_key("ep-1", &body.key)).await.is_some());
+    }
+}
+
+#[tokio::test]
+async fn the_sample_events_go_through_the_lambda_handler() {
+    let rig = Rig::new().await;
+    let writer = rig.writer(20);
+    let sample: Event =
+        serde_json::from_str(include_str!("../../events/dynamodb-stream-batch.json")).unwrap();
+    let poisoned: Event = serde_json::from_str(include_str!(
+        "../../events/dynamodb-stream-batch-poison.json"
+    ))
+    .unwrap();
+    let episode = "0b9e1c52-8f7a-4d3e-9a61-2f4c8e5d7a10";
+
+    let response = writer
+        .handle(LambdaEvent::new(sample.clone(), Context::default()))
+        .await
+        .unwrap();
+    assert!(response.batch_item_failures.is_empty());
+    let aggregates = rig.aggregates(episode).await;
+    assert_eq!(aggregates.turns, 1);
+    assert_eq!(aggregates.owner, "user-4821");
+    assert_eq!(
+        aggregates.tokens,
+        TokenUsage {
+            input: 3_050,
+            output: 550,
+            cache_read: 6_020,
+            cache_write: 1_800
+        }
+    );
+    assert_eq!(aggregates.cost_usd, 0.016542);
+    assert_eq!(aggregates.agents["support"].statuses["partial"], 1);
+    let audit = rig.audit(episode).await;
+    assert_eq!(
+        audit
+            .iter()
+            .map(|a| a.agent_id.as_str())
+            .collect::<Vec<_>>(),
+        ["rewards", "support"]
+    );
+    let body_key = "3f6a2b9e-1c4d-4e8f-a07b-5d2c9e8f1a36/tooluse_rewards_1";
+    let archived = rig.object(&archive_key(episode, body_key)).await.unwrap();
+    let body: serde_json::Value = serde_json::from_str(&archived).unwrap();
+    assert_eq!(body["payload"]["points"], 12_400);
+
+    let response = writer
+        .handle(LambdaEvent::new(poisoned, Context::default()))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&response).unwrap(),
+        serde_json::json!({"batchItemFailures": [{"itemIdentifier": "4421584500000000017450439107"}]})
+    );
+    let aggregates = rig.aggregates(episode).await;
+    assert_eq!(aggregates.turns, 2);
+    assert_eq!(aggregates.last_seq, 2);
+    assert_eq!(aggregates.agents["strategist"].invocations, 1);
+
+    // And the first sample again: nothing counted twice.
+    writer
+        .handle(LambdaEvent::new(sample, Context::default()))
+        .await
+        .unwrap();
+    assert_eq!(rig.aggregates(episode).await.turns, 2);
+}

@@ -1,0 +1,480 @@
+//! The turn function end to end: the router built by the function's own Init
+//! (`baton_turn::init_with`) over the real SDK clients, pointed at DynamoDB Local, the
+//! in-process S3 and the Bedrock-wire fake; events from `events/` driven through
+//! lambda_http's streaming adapter as the Lambda runtime drives them.
+//!
+//! The fake answers each call by who is asking: the orchestrator offers `ask_*` tools, the
+//! shopping specialist offers `search_offers`, the rewards specialist `get_points_balance`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use aws_sdk_bedrockruntime::config::StalledStreamProtectionConfig;
+use axum::body::Bytes;
+use baton_aws::journal::{DynamoStore, JournalConfig};
+use baton_aws::sdk::Clients;
+use baton_core::Principal;
+use baton_core::ports::store::Store;
+use baton_core::turn::{AgentStatus, TurnOutcome};
+use baton_http::sse::decode;
+use baton_tests::dynamodb_local::DynamoDbLocal;
+use baton_tests::fake_bedrock::{FakeBedrock, FakeRequest, Reply, ToolCall};
+use baton_tests::s3::InProcessS3;
+use baton_turn::{Config, Function, LambdaPrincipal, MetricsSink};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use lambda_http::request::LambdaRequest;
+use lambda_http::tower::Service;
+use lambda_http::{Context, LambdaEvent, StreamAdapter};
+use serde_json::{Value, json};
+
+const ALICE: &str = "arn:aws:iam::123456789012:user/alice";
+const BUCKET: &str = "baton-bodies";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn event_with(message: &str) -> Vec<u8> {
+    let mut event: Value = serde_json::from_slice(
+        &std::fs::read(root().join("events/function-url-turn.json")).unwrap(),
+    )
+    .unwrap();
+    event["body"] = json!({ "message": message }).to_string().into();
+    serde_json::to_vec(&event).unwrap()
+}
+
+/// The function, its journal and the fake behind it.
+struct Rig {
+    function: Function,
+    store: DynamoStore,
+    bedrock: FakeBedrock,
+    _s3: InProcessS3,
+}
+
+impl Rig {
+    async fn new(bedrock: FakeBedrock) -> Rig {
+        let db = DynamoDbLocal::connect().await;
+        let table = db.fresh_table().await;
+        let s3 = InProcessS3::start();
+        s3.create_bucket(BUCKET).await;
+        let fake_sdk = bedrock.sdk_config().await;
+        let clients = Clients {
+            config: db.sdk_config().clone(),
+            bedrock: aws_sdk_bedrockruntime::Client::from_conf(
+                aws_sdk_bedrockruntime::config::Builder::from(&fake_sdk)
+                    .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+                    .build(),
+            ),
+            dynamodb: db.client(),
+            s3: s3.client(),
+        };
+        let vars: HashMap<&str, String> = HashMap::from([
+            ("BATON_TABLE", table.clone()),
+            ("BATON_BUCKET", BUCKET.to_owned()),
+            (
+                "BATON_REGISTRY",
+                root().join("shared/registry").display().to_string(),
+            ),
+        ]);
+        let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
+        let function = baton_turn::init_with(&config, &clients, Arc::new(LambdaPrincipal))
+            .expect("Init over the emulators");
+        let store = DynamoStore::new(db.client(), s3.client(), JournalConfig::new(table, BUCKET));
+        Rig {
+            function,
+            store,
+            bedrock,
+            _s3: s3,
+        }
+    }
+
+    async fn start(&self, event: &[u8]) -> (u16, BoxStream<'static, Result<Bytes, axum::Error>>) {
+        let payload: LambdaRequest = serde_json::from_slice(event).unwrap();
+        let mut context = Context::default();
+        context.request_id = "req-e2e".into();
+        let response = StreamAdapter::from(self.function.router.clone())
+            .call(LambdaEvent::new(payload, context))
+            .await
+            .unwrap();
+        (
+            response.metadata_prelude.status_code.as_u16(),
+            response.stream.boxed(),
+        )
+    }
+
+    /// One invocation, read to the end, then the invocation's end; the body and the EMF
+    /// lines.
+    async fn invoke(&self, message: &str) -> (String, Vec<Value>) {
+        let (status, mut stream) = self.start(&event_with(message)).await;
+        assert_eq!(status, 200);
+        let mut body = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            body.extend_from_slice(&chunk.expect("the body never yields an error"));
+        }
+        let lines = self.end_invocation().await;
+        (String::from_utf8(body).unwrap(), lines)
+    }
+
+    async fn end_invocation(&self) -> Vec<Value> {
+        let sink = Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let as_sink: MetricsSink = sink.clone();
+        self.function
+            .invocation_layer(as_sink)
+            .after("req-e2e", 0)
+            .await;
+        let text = String::from_utf8(sink.lock().unwrap().clone()).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    async fn turns_of(&self, episode: &str) -> Vec<baton_core::turn::TurnRecord> {
+        self.store
+            .turns(&Principal::new(ALICE).unwrap(), episode, 10)
+            .await
+            .unwrap()
+    }
+}
+
+fn frames(body: &str) -> Vec<(String, Value)> {
+    decode(body)
+        .into_iter()
+        .map(|f| {
+            (
+                f.event.unwrap_or_default(),
+                serde_json::from_str(&f.data).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn names(body: &str) -> Vec<String> {
+    frames(body).into_iter().map(|(n, _)| n).collect()
+}
+
+fn text(body: &str) -> String {
+    frames(body)
+        .into_iter()
+        .filter(|(n, _)| n == "text")
+        .map(|(_, d)| d["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn episode(body: &str) -> String {
+    frames(body)
+        .into_iter()
+        .find(|(n, _)| n == "response_id")
+        .map(|(_, d)| d["episode_id"].as_str().unwrap().to_owned())
+        .unwrap()
+}
+
+fn consulted(body: &str) -> Vec<(String, String)> {
+    frames(body)
+        .into_iter()
+        .find(|(n, _)| n == "agents_consulted")
+        .map(|(_, d)| {
+            d["agents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| {
+                    (
+                        a["agent_id"].as_str().unwrap().to_owned(),
+                        a["status"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap()
+}
+
+fn is_orchestrator(r: &FakeRequest) -> bool {
+    r.offers_tool("ask_shop")
+}
+fn is_shop(r: &FakeRequest) -> bool {
+    r.offers_tool("search_offers")
+}
+fn is_rewards(r: &FakeRequest) -> bool {
+    r.offers_tool("get_points_balance")
+}
+
+const SHOP_ANSWER: &str = "Bean Street coffee earns 1,000 points this week.";
+const REWARDS_ANSWER: &str = "You have 12,400 points.";
+
+/// Routes to shop (or shop and rewards), lets each answer, composes from the results.
+fn answers(r: &FakeRequest, mixed: bool) -> Reply {
+    if is_orchestrator(r) && !r.last_has_tool_results() {
+        let mut calls = vec![ToolCall::new(
+            "tu-shop",
+            "ask_shop",
+            json!({"query": "coffee deals", "intent_count": if mixed { 2 } else { 1 }}),
+        )];
+        if mixed {
+            calls.push(ToolCall::new(
+                "tu-rewards",
+                "ask_rewards",
+                json!({"query": "how many points do I have", "intent_count": 2}),
+            ));
+        }
+        return Reply::text_then_tools("Let me check. ", calls);
+    }
+    if is_orchestrator(r) {
+        // Compose from whatever the specialists said; say so when one was unavailable.
+        let results = r.last_tool_results();
+        let result_of = |id: &str| {
+            results
+                .iter()
+                .find(|t| t.id == id)
+                .map(|t| serde_json::to_string(&t.content).unwrap())
+        };
+        let mut answer = String::new();
+        if result_of("tu-shop").is_some_and(|t| t.contains("Bean Street")) {
+            answer.push_str(SHOP_ANSWER);
+        }
+        match result_of("tu-rewards") {
+            Some(t) if t.contains("12,400") => {
+                answer.push(' ');
+                answer.push_str(REWARDS_ANSWER);
+            }
+            Some(_) => answer.push_str(" I couldn't reach the rewards team just now."),
+            None => {}
+        }
+        return Reply::text(answer.trim());
+    }
+    if is_shop(r) {
+        return Reply::text(SHOP_ANSWER);
+    }
+    if is_rewards(r) {
+        return Reply::text(REWARDS_ANSWER);
+    }
+    Reply::validation_error("the fake does not know this caller")
+}
+
+#[tokio::test]
+async fn a_single_intent_turn_streams_and_commits_to_dynamodb() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, false))
+        .await
+        .unwrap();
+    let rig = Rig::new(fake).await;
+    let (body, lines) = rig.invoke("find me coffee deals").await;
+    let names = names(&body);
+    assert_eq!(
+        names.first().map(String::as_str),
+        Some("thinking"),
+        "{body}"
+    );
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("completed"),
+        "{body}"
+    );
+    assert!(text(&body).ends_with(SHOP_ANSWER), "{body}");
+    assert_eq!(consulted(&body), vec![("shop".to_owned(), "ok".to_owned())]);
+    // Routing, the specialist, composition: three ConverseStream calls.
+    assert_eq!(rig.bedrock.request_count(), 3);
+
+    let turns = rig.turns_of(&episode(&body)).await;
+    assert_eq!(turns.len(), 1);
+    assert_eq!(turns[0].outcome, TurnOutcome::Answered);
+    assert!(turns[0].narration.ends_with(SHOP_ANSWER));
+    // Usage from the fake's metadata reached the record and the metrics.
+    assert!(turns[0].cost_usd > 0.0);
+    assert!(lines.iter().any(|l| l.get("model_tokens_total").is_some()
+        && l["model"] == "claude-haiku"
+        && l["kind"] == "input"));
+}
+
+#[tokio::test]
+async fn a_mixed_intent_turn_asks_both_specialists_at_once() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, true))
+        .await
+        .unwrap();
+    let rig = Rig::new(fake).await;
+    let (body, lines) = rig
+        .invoke("find me coffee deals and how many points do I have")
+        .await;
+    assert_eq!(names(&body).last().map(String::as_str), Some("completed"));
+    let mut consulted = consulted(&body);
+    consulted.sort();
+    assert_eq!(
+        consulted,
+        vec![
+            ("rewards".to_owned(), "ok".to_owned()),
+            ("shop".to_owned(), "ok".to_owned())
+        ]
+    );
+    let requests = rig.bedrock.requests();
+    assert_eq!(requests.iter().filter(|r| is_shop(r)).count(), 1);
+    assert_eq!(requests.iter().filter(|r| is_rewards(r)).count(), 1);
+    let answer = text(&body);
+    assert!(
+        answer.contains(SHOP_ANSWER) && answer.contains(REWARDS_ANSWER),
+        "{answer}"
+    );
+    let width = lines
+        .iter()
+        .find(|l| l.get("fanout_width").is_some())
+        .unwrap();
+    assert_eq!(width["fanout_width"], json!([2.0]));
+    let turns = rig.turns_of(&episode(&body)).await;
+    assert_eq!(turns[0].segments.len(), 2);
+}
+
+#[tokio::test]
+async fn a_failing_specialist_is_acknowledged_without_error_text() {
+    let fake = FakeBedrock::with_handler(|r| {
+        if is_rewards(r) {
+            Reply::http_error(
+                500,
+                "InternalServerException",
+                "rewards model exploded at 0x7f3a",
+            )
+        } else {
+            answers(r, true)
+        }
+    })
+    .await
+    .unwrap();
+    let rig = Rig::new(fake).await;
+    let (body, _) = rig
+        .invoke("find me coffee deals and how many points do I have")
+        .await;
+    assert_eq!(names(&body).last().map(String::as_str), Some("completed"));
+    let mut consulted = consulted(&body);
+    consulted.sort();
+    assert_eq!(consulted[0], ("rewards".to_owned(), "error".to_owned()));
+    assert_eq!(consulted[1], ("shop".to_owned(), "ok".to_owned()));
+    let answer = text(&body);
+    assert!(answer.contains(SHOP_ANSWER), "{answer}");
+    assert!(
+        answer.contains("couldn't reach the rewards team"),
+        "{answer}"
+    );
+    for leak in ["exploded", "0x7f3a", "InternalServerException", "500"] {
+        assert!(!body.contains(leak), "{leak} reached the client: {body}");
+    }
+    let turns = rig.turns_of(&episode(&body)).await;
+    let rewards = turns[0]
+        .consulted
+        .iter()
+        .find(|c| c.agent_id == "rewards")
+        .unwrap();
+    assert_eq!(rewards.status, AgentStatus::Error);
+}
+
+#[tokio::test]
+async fn a_throttled_call_is_retried_and_the_turn_answers() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, false))
+        .await
+        .unwrap();
+    fake.push(Reply::throttled()); // the routing call, first time only
+    let rig = Rig::new(fake).await;
+    let (body, lines) = rig.invoke("find me coffee deals").await;
+    assert!(!names(&body).contains(&"error".to_owned()), "{body}");
+    assert!(text(&body).ends_with(SHOP_ANSWER), "{body}");
+    let routing_calls = rig
+        .bedrock
+        .requests()
+        .iter()
+        .filter(|r| is_orchestrator(r) && !r.last_has_tool_results())
+        .count();
+    assert_eq!(routing_calls, 2, "one throttled, one answered");
+    let retries = lines
+        .iter()
+        .find(|l| l.get("model_retries_total").is_some())
+        .unwrap();
+    assert_eq!(retries["model_retries_total"], 1);
+    let turns = rig.turns_of(&episode(&body)).await;
+    assert_eq!(turns[0].routing.retries, 1);
+}
+
+#[tokio::test]
+async fn a_model_error_mid_stream_is_answered_in_plain_language() {
+    let fake = FakeBedrock::with_handler(|r| {
+        if is_orchestrator(r) && !r.last_has_tool_results() {
+            Reply::text("Let me ").exception_mid_stream(
+                "modelStreamErrorException",
+                "upstream model crashed: stack at frame 12",
+            )
+        } else {
+            answers(r, false)
+        }
+    })
+    .await
+    .unwrap();
+    let rig = Rig::new(fake).await;
+    let (body, _) = rig.invoke("find me coffee deals").await;
+    let frames = frames(&body);
+    let errors: Vec<&Value> = frames
+        .iter()
+        .filter(|(n, _)| n == "error")
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(errors.len(), 1, "{body}");
+    assert_eq!(
+        errors[0]["message"],
+        "I'm having trouble answering right now. Please try again in a moment."
+    );
+    assert_eq!(frames.last().map(|(n, _)| n.as_str()), Some("completed"));
+    for leak in [
+        "crashed",
+        "stack",
+        "modelStreamErrorException",
+        "StreamError",
+    ] {
+        assert!(!body.contains(leak), "{leak} reached the client: {body}");
+    }
+    // Nothing committed is lost: the failed turn is in the journal too.
+    let turns = rig.turns_of(&episode(&body)).await;
+    assert_eq!(turns[0].outcome, TurnOutcome::Failed);
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_still_gets_its_turn_committed() {
+    let composed = Arc::new(AtomicUsize::new(0));
+    let seen = composed.clone();
+    let fake = FakeBedrock::with_handler(move |r| {
+        if is_orchestrator(r) && r.last_has_tool_results() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            // Slow enough that the client is gone before composition streams.
+            return answers(r, false).first_byte_delay(std::time::Duration::from_millis(100));
+        }
+        answers(r, false)
+    })
+    .await
+    .unwrap();
+    let rig = Rig::new(fake).await;
+    let (status, mut stream) = rig.start(&event_with("find me coffee deals")).await;
+    assert_eq!(status, 200);
+    let mut head = String::new();
+    while !head.contains("event: response_id") {
+        let chunk = stream.next().await.unwrap().unwrap();
+        head.push_str(std::str::from_utf8(&chunk).unwrap());
+    }
+    let episode = episode(&head);
+    drop(stream); // the client leaves
+    assert_eq!(rig.function.tracker.running(), 1);
+    rig.end_invocation().await;
+    assert_eq!(rig.function.tracker.running(), 0);
+    assert_eq!(
+        composed.load(Ordering::SeqCst),
+        1,
+        "the turn went on to compose"
+    );
+    let turns = rig.turns_of(&episode).await;
+    assert_eq!(
+        turns.len(),
+        1,
+        "the turn was committed after the client left"
+    );
+    assert!(
+        turns[0].narration.ends_with(SHOP_ANSWER),
+        "{}",
+        turns[0].narration
+    );
+}
