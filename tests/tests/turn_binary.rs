@@ -28,6 +28,8 @@ use s3s::service::S3ServiceBuilder;
 use serde_json::{Value, json};
 
 const BUCKET: &str = "baton-bodies";
+/// The Bedrock id the deployment gives the registry's `claude-haiku`.
+const HAIKU_ID: &str = "eu.anthropic.claude-haiku-deployed-v1:0";
 const WAIT: Duration = Duration::from_secs(60);
 
 fn root() -> PathBuf {
@@ -134,7 +136,7 @@ impl Running {
 /// Everything the binary needs around it.
 struct Rig {
     api: FakeRuntimeApi,
-    _bedrock: FakeBedrock,
+    bedrock: FakeBedrock,
     _s3_dir: tempfile::TempDir,
     running: Running,
 }
@@ -168,6 +170,8 @@ impl Rig {
             .env("BATON_TABLE", &table)
             .env("BATON_BUCKET", BUCKET)
             .env("BATON_REGISTRY", root().join("shared/registry"))
+            // As the template passes them: the ids its IAM policy allows.
+            .env("BATON_MODEL_IDS", format!("claude-haiku={HAIKU_ID}"))
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -184,7 +188,7 @@ impl Rig {
         });
         let rig = Rig {
             api,
-            _bedrock: bedrock,
+            bedrock,
             _s3_dir: s3_dir,
             running: Running { child, stdout },
         };
@@ -308,6 +312,14 @@ async fn the_binary_streams_a_turn_in_the_lambda_wire_format() {
     assert_eq!(without_durations(sse), expected);
     // The prelude went out as its own chunk, before any frame.
     assert_eq!(posted.chunks[0], prelude.as_bytes());
+    // Every model call used the id the deployment gave (BATON_MODEL_IDS).
+    let models: Vec<String> = rig
+        .bedrock
+        .requests()
+        .into_iter()
+        .map(|r| r.model_id)
+        .collect();
+    assert_eq!(models, vec![HAIKU_ID; 3], "{models:?}");
 
     // After the stream: metrics for this invocation, then a request for the next event.
     let emf = rig

@@ -61,6 +61,10 @@ pub struct Config {
     pub warm_up_timeout: Duration,
     /// `BIND`: where the function listens when it runs outside Lambda (local development).
     pub bind: String,
+    /// `BATON_MODEL_IDS`: the Bedrock model id to use for some registry models, as
+    /// `key=model-id` pairs separated by commas (the template passes the ids its IAM
+    /// policy allows); other models keep the id in `models.yaml`.
+    pub model_ids: Vec<(String, String)>,
 }
 
 impl Config {
@@ -134,6 +138,14 @@ impl Config {
             orchestrator: get("BATON_ORCHESTRATOR"),
             warm_up_timeout: Duration::from_millis(number("BATON_WARM_UP_TIMEOUT_MS", 2_000)?),
             bind: get("BIND").unwrap_or_else(|| "127.0.0.1:3000".into()),
+            model_ids: match get("BATON_MODEL_IDS") {
+                None => Vec::new(),
+                Some(v) => parse_model_ids(&v).ok_or(ConfigError::Invalid {
+                    name: "BATON_MODEL_IDS",
+                    value: v,
+                    expected: "key=model-id pairs separated by commas",
+                })?,
+            },
         })
     }
 
@@ -161,6 +173,19 @@ impl Config {
     pub fn journal(&self) -> JournalConfig {
         JournalConfig::new(&self.table, &self.bucket).with_inline_body_limit(self.inline_body_limit)
     }
+}
+
+/// `a=x,b=y` as pairs; `None` when an entry has no `=` or an empty side.
+fn parse_model_ids(text: &str) -> Option<Vec<(String, String)>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let (key, id) = entry.split_once('=')?;
+            let (key, id) = (key.trim(), id.trim());
+            (!key.is_empty() && !id.is_empty()).then(|| (key.to_owned(), id.to_owned()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -232,6 +257,39 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn model_ids_are_key_id_pairs() {
+        let c = config(&[
+            ("BATON_TABLE", "t"),
+            ("BATON_BUCKET", "b"),
+            (
+                "BATON_MODEL_IDS",
+                "claude-haiku=us.anthropic.claude-haiku-4-5-20251001-v1:0, nova-micro=us.amazon.nova-micro-v1:0",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.model_ids,
+            vec![
+                (
+                    "claude-haiku".to_owned(),
+                    "us.anthropic.claude-haiku-4-5-20251001-v1:0".to_owned()
+                ),
+                (
+                    "nova-micro".to_owned(),
+                    "us.amazon.nova-micro-v1:0".to_owned()
+                ),
+            ]
+        );
+        let err = config(&[
+            ("BATON_TABLE", "t"),
+            ("BATON_BUCKET", "b"),
+            ("BATON_MODEL_IDS", "claude-haiku"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("BATON_MODEL_IDS"), "{err}");
     }
 
     #[test]

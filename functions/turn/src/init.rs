@@ -1,7 +1,6 @@
 //! Init: the registry loaded and validated, the adapters chosen, the runtime and the router
 //! built — once per process, before the first invocation.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -9,7 +8,6 @@ use baton_aws::bedrock::BedrockModel;
 use baton_aws::emf::EmfMetrics;
 use baton_aws::journal::DynamoStore;
 use baton_aws::sdk::Clients;
-use baton_core::ports::connector::Connector;
 use baton_core::ports::metrics::Metrics;
 use baton_core::ports::model::{Model, ModelError, ModelRequest, ModelStream};
 use baton_core::ports::store::Store;
@@ -18,6 +16,7 @@ use baton_http::{AppState, PrincipalSource};
 use baton_runtime::Runtime;
 
 use crate::config::Config;
+use crate::registry::{self, Connectors};
 use crate::tracker::{TrackedStore, TurnTracker};
 use crate::{incoming, outgoing};
 
@@ -45,6 +44,9 @@ pub enum InitError {
         "these cards name models that are not served on AWS Lambda (only provider \"bedrock\" is): {0}; point them at a Bedrock model in models.yaml"
     )]
     ModelNotServed(String),
+    /// `BATON_MODEL_IDS` cannot be applied to the registry.
+    #[error("BATON_MODEL_IDS cannot be applied: {0}")]
+    ModelIds(String),
     /// The runtime refused the registry and adapters.
     #[error("{0}")]
     Runtime(#[from] baton_runtime::BuildError),
@@ -104,7 +106,7 @@ pub fn init_with(
     clients: &Clients,
     principals: Arc<dyn PrincipalSource>,
 ) -> Result<Function, InitError> {
-    let (registry, connectors) = load_registry(config)?;
+    let (registry, connectors) = registry::load(config)?;
     let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
     let store = DynamoStore::new(
         clients.dynamodb.clone(),
@@ -124,30 +126,8 @@ pub fn init_with(
 /// # Errors
 /// See [`InitError`].
 pub fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
-    let (registry, connectors) = load_registry(config)?;
+    let (registry, connectors) = registry::load(config)?;
     build(config, registry, connectors, adapters)
-}
-
-type Connectors = BTreeMap<String, Arc<dyn Connector>>;
-
-/// Reads and checks the registry (the same checks as `baton validate`).
-fn load_registry(config: &Config) -> Result<(Arc<Registry>, Connectors), InitError> {
-    let root = &config.registry;
-    if !root.is_dir() {
-        return Err(InitError::NoRegistry(root.display().to_string()));
-    }
-    let connectors = baton_connectors::default_connectors(root);
-    let registry =
-        baton_runtime::registry_files::load_registry(root, &connectors, &[]).map_err(|e| {
-            InitError::InvalidRegistry {
-                path: root.display().to_string(),
-                problems: e.to_string(),
-            }
-        })?;
-    for warning in registry.warnings() {
-        tracing::warn!(%warning, "registry");
-    }
-    Ok((Arc::new(registry), connectors))
 }
 
 fn build(

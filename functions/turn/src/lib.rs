@@ -25,6 +25,7 @@ mod init;
 mod invocation;
 pub mod outgoing;
 mod principal;
+mod registry;
 mod tracker;
 
 pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES};

@@ -317,11 +317,11 @@ mod tests {
 
     use aws_config::Region;
     use aws_sdk_dynamodb::config::Credentials;
-    use axum_free_server::{Seen, serve};
+    use recording_server::{Seen, serve};
 
     /// A tiny HTTP/1.1 server on a raw socket: records each request's method, path and
     /// whether it was signed, answers 404 with an empty JSON body, keeps the connection.
-    mod axum_free_server {
+    mod recording_server {
         use std::sync::{Arc, Mutex};
 
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

@@ -43,6 +43,10 @@ pub(crate) struct GlobalArgs {
     /// S3 bucket of large bodies (with `--store dynamodb`)
     #[arg(long, global = true, value_name = "NAME")]
     pub(crate) bucket: Option<String>,
+    /// Create the journal table when it does not exist (with `--store dynamodb`; meant for
+    /// DynamoDB Local — on AWS the SAM template creates it)
+    #[arg(long, global = true)]
+    pub(crate) create_table: bool,
     /// Who turns run as [default: local-user]
     #[arg(long, global = true, value_name = "ID")]
     pub(crate) principal: Option<String>,
@@ -123,6 +127,7 @@ impl Cli {
             store: g.store.clone(),
             table: g.table.clone(),
             bucket: g.bucket.clone(),
+            create_table: g.create_table,
             addr: None,
             principal: g.principal.clone(),
             orchestrator: g.orchestrator.clone(),

@@ -152,6 +152,7 @@ pub(crate) struct Overrides {
     pub(crate) store: Option<String>,
     pub(crate) table: Option<String>,
     pub(crate) bucket: Option<String>,
+    pub(crate) create_table: bool,
     pub(crate) addr: Option<String>,
     pub(crate) principal: Option<String>,
     pub(crate) orchestrator: Option<String>,
@@ -192,6 +193,8 @@ pub(crate) struct Settings {
     pub(crate) data_dir: PathBuf,
     pub(crate) model: ModelChoice,
     pub(crate) store: StoreChoice,
+    /// Create the journal table if it is missing (`--create-table`).
+    pub(crate) create_table: bool,
     pub(crate) addr: SocketAddr,
     pub(crate) principal: Principal,
     pub(crate) orchestrator: Option<String>,
@@ -210,6 +213,7 @@ pub(crate) fn load(overrides: &Overrides) -> anyhow::Result<Settings> {
     let mut config = read_layers(overrides.config.as_deref(), Path::new(DEFAULT_FILE))?;
     apply(&mut config, overrides);
     let mut settings = check(config)?;
+    settings.create_table = overrides.create_table;
     // Paths from flags are kept as given (they need not be UTF-8).
     if let Some(v) = &overrides.registry {
         settings.registry.clone_from(v);
@@ -293,6 +297,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         data_dir: PathBuf::from(config.data_dir),
         model,
         store,
+        create_table: false,
         addr,
         principal,
         orchestrator: config.orchestrator.filter(|o| !o.is_empty()),

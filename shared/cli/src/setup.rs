@@ -118,11 +118,16 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
                 )
             })?)
         }
-        (StoreChoice::DynamoDb { table, bucket }, Some(aws)) => Arc::new(DynamoStore::new(
-            aws.dynamodb.clone(),
-            aws.s3.clone(),
-            JournalConfig::new(table.clone(), bucket.clone()),
-        )),
+        (StoreChoice::DynamoDb { table, bucket }, Some(aws)) => {
+            if settings.create_table {
+                create_table_if_missing(&aws.dynamodb, table).await?;
+            }
+            Arc::new(DynamoStore::new(
+                aws.dynamodb.clone(),
+                aws.s3.clone(),
+                JournalConfig::new(table.clone(), bucket.clone()),
+            ))
+        }
         (StoreChoice::DynamoDb { .. }, None) => anyhow::bail!("the AWS settings were not loaded"),
     };
     builder = builder.store(store);
@@ -131,4 +136,27 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
     }
     let runtime = builder.build()?;
     Ok(Assembled { runtime, metrics })
+}
+
+/// Creates the journal table unless it exists (local emulators; on AWS the template owns it).
+async fn create_table_if_missing(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> anyhow::Result<()> {
+    match client.describe_table().table_name(table).send().await {
+        Ok(_) => Ok(()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_resource_not_found_exception()) =>
+        {
+            baton_aws::journal::create_table(client, table)
+                .await
+                .with_context(|| format!("creating the journal table {table}"))?;
+            tracing::info!(table, "created the journal table");
+            Ok(())
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "reading the journal table {table} (is DynamoDB reachable?)"
+        ))),
+    }
 }

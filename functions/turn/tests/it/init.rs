@@ -97,3 +97,41 @@ fn an_invalid_registry_lists_its_problems() {
     assert!(matches!(error, InitError::InvalidRegistry { .. }));
     assert!(error.to_string().contains("no-such-model"), "{error}");
 }
+
+#[test]
+fn deployed_model_ids_replace_those_of_models_yaml() {
+    let ids =
+        "claude-haiku=eu.anthropic.claude-haiku-test-v1:0,nova-micro=eu.amazon.nova-micro-v1:0";
+    let config = config(&[("BATON_MODEL_IDS", ids)]);
+    let function = baton_turn::assemble(&config, bedrock_stand_in()).unwrap();
+    let registry = function.runtime.registry();
+    let haiku = registry.model("claude-haiku").unwrap();
+    assert_eq!(&*haiku.model_id, "eu.anthropic.claude-haiku-test-v1:0");
+    // Cards see the same spec, prices and capabilities unchanged.
+    let orchestrator = registry.agent("orchestrator").unwrap();
+    assert_eq!(
+        &*orchestrator.model.model_id,
+        "eu.anthropic.claude-haiku-test-v1:0"
+    );
+    assert!(orchestrator.model.capabilities.cache_points);
+    assert_eq!(orchestrator.model.prices.input, 1.0);
+    let sonnet = registry.model("claude-sonnet").unwrap();
+    assert_eq!(
+        &*sonnet.model_id,
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    );
+}
+
+#[test]
+fn a_deployed_model_id_for_an_unknown_model_fails_init_by_name() {
+    let config = config(&[("BATON_MODEL_IDS", "claude-opus=us.anthropic.opus-v1:0")]);
+    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
+        panic!("an unknown model key must fail Init");
+    };
+    assert!(matches!(error, InitError::ModelIds(_)));
+    let text = error.to_string();
+    assert!(
+        text.contains("BATON_MODEL_IDS") && text.contains("claude-opus"),
+        "{text}"
+    );
+}
