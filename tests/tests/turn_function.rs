@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aws_sdk_bedrockruntime::config::StalledStreamProtectionConfig;
 use axum::body::Bytes;
-use baton_aws::journal::{DynamoStore, JournalConfig};
+use baton_aws::journal::{DynamoStore, JournalConfig, RequestCounter, RequestCounts};
 use baton_aws::sdk::Clients;
 use baton_core::Principal;
 use baton_core::ports::store::Store;
@@ -40,17 +40,26 @@ fn root() -> PathBuf {
 }
 
 fn event_with(message: &str) -> Vec<u8> {
+    event_with_body(&json!({ "message": message }))
+}
+
+/// The function URL sample event carrying `body` (as a JSON string, as the front door sends
+/// it).
+fn event_with_body(body: &Value) -> Vec<u8> {
     let mut event: Value = serde_json::from_slice(
         &std::fs::read(root().join("events/function-url-turn.json")).unwrap(),
     )
     .unwrap();
-    event["body"] = json!({ "message": message }).to_string().into();
+    event["body"] = body.to_string().into();
     serde_json::to_vec(&event).unwrap()
 }
 
 /// The function, its journal and the fake behind it.
 struct Rig {
     function: Function,
+    /// Counts the function's DynamoDB and S3 requests (and only the function's).
+    counter: RequestCounter,
+    /// The journal on uncounted clients, for reading behind the function's back.
     store: DynamoStore,
     bedrock: FakeBedrock,
     _s3: InProcessS3,
@@ -63,6 +72,7 @@ impl Rig {
         let s3 = InProcessS3::start();
         s3.create_bucket(BUCKET).await;
         let fake_sdk = bedrock.sdk_config().await;
+        let counter = RequestCounter::new();
         let clients = Clients {
             config: db.sdk_config().clone(),
             bedrock: aws_sdk_bedrockruntime::Client::from_conf(
@@ -70,8 +80,12 @@ impl Rig {
                     .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
                     .build(),
             ),
-            dynamodb: db.client(),
-            s3: s3.client(),
+            dynamodb: aws_sdk_dynamodb::Client::from_conf(
+                db.config_builder().interceptor(counter.clone()).build(),
+            ),
+            s3: aws_sdk_s3::Client::from_conf(
+                s3.config_builder().interceptor(counter.clone()).build(),
+            ),
         };
         let vars: HashMap<&str, String> = HashMap::from([
             ("BATON_TABLE", table.clone()),
@@ -87,6 +101,7 @@ impl Rig {
         let store = DynamoStore::new(db.client(), s3.client(), JournalConfig::new(table, BUCKET));
         Rig {
             function,
+            counter,
             store,
             bedrock,
             _s3: s3,
@@ -110,7 +125,11 @@ impl Rig {
     /// One invocation, read to the end, then the invocation's end; the body and the EMF
     /// lines.
     async fn invoke(&self, message: &str) -> (String, Vec<Value>) {
-        let (status, mut stream) = self.start(&event_with(message)).await;
+        self.invoke_event(&event_with(message)).await
+    }
+
+    async fn invoke_event(&self, event: &[u8]) -> (String, Vec<Value>) {
+        let (status, mut stream) = self.start(event).await;
         assert_eq!(status, 200);
         let mut body = Vec::new();
         while let Some(chunk) = stream.next().await {
@@ -118,6 +137,14 @@ impl Rig {
         }
         let lines = self.end_invocation().await;
         (String::from_utf8(body).unwrap(), lines)
+    }
+
+    /// One whole invocation of `body`; the stream and the DynamoDB and S3 requests the
+    /// function sent for it, up to the invocation's end.
+    async fn counted(&self, body: &Value) -> (String, RequestCounts) {
+        let before = self.counter.snapshot();
+        let (streamed, _) = self.invoke_event(&event_with_body(body)).await;
+        (streamed, self.counter.snapshot().since(&before))
     }
 
     async fn end_invocation(&self) -> Vec<Value> {
@@ -477,4 +504,37 @@ async fn a_client_that_disconnects_still_gets_its_turn_committed() {
         "{}",
         turns[0].narration
     );
+}
+
+/// What an ordinary turn costs in requests: a single-intent turn (routing, one specialist,
+/// composition) that starts an episode, then a second turn on that episode. The counts are
+/// every DynamoDB and S3 request the function sent from the event to the invocation's end.
+#[tokio::test]
+async fn an_ordinary_turn_costs_two_transactions_and_a_follow_up_two_reads_more() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, false))
+        .await
+        .unwrap();
+    let rig = Rig::new(fake).await;
+
+    // A new episode: the claim (META, TURN-ID) and the commit (META, TURN, TURN-ID, any
+    // inline bodies), one transaction each; nothing to read yet, no body large enough for
+    // S3.
+    let (body, first) = rig
+        .counted(&json!({"message": "find me coffee deals"}))
+        .await;
+    assert!(text(&body).ends_with(SHOP_ANSWER), "{body}");
+    assert_eq!(first.to_string(), "DynamoDB.TransactWriteItems=2");
+
+    // The same episode again: the same two transactions, plus one GetItem (the episode's
+    // META) and one Query (its last turns, the history the model is given).
+    let episode = episode(&body);
+    let (body, second) = rig
+        .counted(&json!({"message": "find me coffee deals", "episode_id": episode}))
+        .await;
+    assert!(text(&body).ends_with(SHOP_ANSWER), "{body}");
+    assert_eq!(
+        second.to_string(),
+        "DynamoDB.GetItem=1 DynamoDB.Query=1 DynamoDB.TransactWriteItems=2"
+    );
+    assert_eq!(rig.turns_of(&episode).await.len(), 2);
 }

@@ -11,7 +11,7 @@ use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
 use crate::cli::ChatArgs;
-use crate::config::Settings;
+use crate::config::{Settings, StoreChoice};
 use crate::render::{Ending, Renderer, Style};
 use crate::{logging, setup};
 
@@ -68,9 +68,15 @@ impl Chat<'_> {
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
             if r.kind == RejectionKind::Unavailable {
-                // Locally the only dependency that can be down is the store: say where it is.
-                let dir = self.settings.data_dir.display().to_string();
-                anyhow::Error::new(r).context(format!("using the local store in {dir}"))
+                // Before a turn runs, the only dependency that can be down is the store: say
+                // which one.
+                let store = match &self.settings.store {
+                    StoreChoice::Embedded => {
+                        format!("the local store in {}", self.settings.data_dir.display())
+                    }
+                    StoreChoice::DynamoDb { table, .. } => format!("the journal table {table}"),
+                };
+                anyhow::Error::new(r).context(format!("using {store}"))
             } else {
                 anyhow::Error::new(r)
             }

@@ -119,9 +119,7 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             })?)
         }
         (StoreChoice::DynamoDb { table, bucket }, Some(aws)) => {
-            if settings.create_table {
-                create_table_if_missing(&aws.dynamodb, table).await?;
-            }
+            check_table(&aws.dynamodb, table, settings.create_table).await?;
             Arc::new(DynamoStore::new(
                 aws.dynamodb.clone(),
                 aws.s3.clone(),
@@ -138,25 +136,63 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
     Ok(Assembled { runtime, metrics })
 }
 
-/// Creates the journal table unless it exists (local emulators; on AWS the template owns it).
-async fn create_table_if_missing(
+/// Checks that the journal table exists before any turn runs, so that a wrong name is
+/// reported as such instead of as storage being unavailable; with `create`, creates it
+/// when missing (local emulators; on AWS the template owns it).
+async fn check_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
+    create: bool,
 ) -> anyhow::Result<()> {
-    match client.describe_table().table_name(table).send().await {
-        Ok(_) => Ok(()),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|e| e.is_resource_not_found_exception()) =>
-        {
-            baton_aws::journal::create_table(client, table)
-                .await
-                .with_context(|| format!("creating the journal table {table}"))?;
-            tracing::info!(table, "created the journal table");
-            Ok(())
+    let region = client
+        .config()
+        .region()
+        .map_or_else(|| "the configured region".to_owned(), ToString::to_string);
+    let error = match client.describe_table().table_name(table).send().await {
+        Ok(_) => return Ok(()),
+        Err(e) => e,
+    };
+    if error
+        .as_service_error()
+        .is_some_and(|e| e.is_resource_not_found_exception())
+    {
+        if !create {
+            anyhow::bail!(
+                "the journal table {table} does not exist in {region}: check --table (or \
+                 `table` in baton.toml) and the AWS region, or pass --create-table to create \
+                 it (meant for DynamoDB Local; on AWS the SAM template creates it)"
+            );
         }
-        Err(e) => Err(anyhow::Error::new(e).context(format!(
-            "reading the journal table {table} (is DynamoDB reachable?)"
-        ))),
+        baton_aws::journal::create_table(client, table)
+            .await
+            .map_err(|e| {
+                tracing::debug!(table, error = %e, "creating the journal table failed");
+                anyhow::anyhow!(
+                    "the journal table {table} could not be created in {region} (run with --log \
+                     debug for details)"
+                )
+            })?;
+        tracing::info!(table, "created the journal table");
+        return Ok(());
     }
+    let detail = aws_sdk_dynamodb::error::DisplayErrorContext(&error);
+    if error.raw_response().is_none() {
+        // No answer at all: wrong endpoint, no network, no credentials.
+        tracing::debug!(table, error = %detail, "DynamoDB could not be reached");
+        anyhow::bail!(
+            "DynamoDB could not be reached in {region} to read the journal table {table}: \
+             check the AWS endpoint, region and credentials (run with --log debug for details)"
+        );
+    }
+    if create {
+        tracing::debug!(table, error = %detail, "reading the journal table failed");
+        anyhow::bail!(
+            "the journal table {table} could not be read in {region}, so it was not created \
+             (run with --log debug for details)"
+        );
+    }
+    // Refused (say, no permission to describe tables): the journal's own reads and writes
+    // may still be allowed, so let the turn find out.
+    tracing::debug!(table, error = %detail, "the journal table could not be described");
+    Ok(())
 }

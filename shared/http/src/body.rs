@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 use crate::error::Error;
 
 /// What a client sends to start a turn. The principal is deliberately absent: it comes from
-/// the auth context (D-30), and a body that carries one is refused.
+/// the auth context (D-30); a `principal` field in the body is ignored (and logged), so the
+/// auth context always wins.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnBody {
@@ -33,6 +34,8 @@ pub struct TurnBody {
 }
 
 const REQUIRED: &[&str] = &["message"];
+/// A field some clients send and that is never trusted (D-30).
+const BODY_PRINCIPAL: &str = "principal";
 const OPTIONAL: &[&str] = &["episode_id", "turn_id", "locale", "location"];
 
 /// Parses a turn body.
@@ -49,6 +52,12 @@ pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error
             "the request body must be a JSON object with a \"message\" field".to_owned(),
         ));
     };
+    let mut fields = fields;
+    if let Some(claimed) = fields.remove(BODY_PRINCIPAL) {
+        // Never used: a client cannot choose who it is. Logged, because a mismatch with the
+        // authenticated caller is worth a look.
+        tracing::warn!(body_principal = %claimed, "the request body names a principal; ignored, the auth context wins");
+    }
     check_fields(&fields)?;
     serde_json::from_value(Value::Object(fields)).map_err(|e| {
         // Unreachable after the checks above; kept as a refusal rather than a panic.
@@ -59,13 +68,6 @@ pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error
 
 fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
     for name in fields.keys() {
-        if name == "principal" {
-            return Err(Error::InvalidBody(
-                "unknown field \"principal\": the caller is identified by authentication, \
-                 never by the request body"
-                    .to_owned(),
-            ));
-        }
         if !REQUIRED.contains(&name.as_str()) && !OPTIONAL.contains(&name.as_str()) {
             return Err(Error::InvalidBody(format!(
                 "unknown field {name:?}; the fields are message, episode_id, turn_id, locale \
@@ -151,9 +153,15 @@ mod tests {
     }
 
     #[test]
-    fn a_principal_in_the_body_is_refused_by_name() {
-        let err = parse(&json_headers(), br#"{"message":"hi","principal":"bob"}"#).unwrap_err();
-        assert!(message(err).contains("\"principal\""));
+    fn a_principal_in_the_body_is_dropped() {
+        let body = parse(&json_headers(), br#"{"message":"hi","principal":"bob"}"#).unwrap();
+        assert_eq!(
+            body,
+            TurnBody {
+                message: "hi".into(),
+                ..TurnBody::default()
+            }
+        );
     }
 
     #[test]

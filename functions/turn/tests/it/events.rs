@@ -69,20 +69,17 @@ async fn a_principal_header_never_names_the_caller() {
 }
 
 #[tokio::test]
-async fn a_principal_in_the_body_is_never_the_caller() {
-    // The protocol refuses a `principal` field by name (baton-http), so that a client
-    // learns at once that it has no effect; the auth context alone names the caller.
+async fn a_principal_in_the_body_is_ignored_and_the_auth_context_wins() {
+    // The IAM context says alice; the body claims mallory.
     let function = function(SHOP_SCRIPT);
     let event = with_body(
         event_json("function-url-turn.json"),
         r#"{"message":"find me coffee deals","principal":"mallory"}"#,
     );
     let (out, _) = invoke(&function, &event).await;
-    assert_eq!(out.status, 400);
-    let (code, message) = out.error();
-    assert_eq!(code, "invalid_body");
-    assert!(message.contains("\"principal\""), "{message}");
-    assert_eq!(function.tracker.running(), 0);
+    assert_eq!(out.status, 200, "{}", out.body);
+    assert_eq!(committed(&function, ALICE, &out.episode_id()).await, 1);
+    assert_eq!(committed(&function, "mallory", &out.episode_id()).await, 0);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod chat;
 mod config;
+mod dynamodb;
 mod offline;
 mod serve;
 mod support;

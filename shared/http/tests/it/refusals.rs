@@ -53,19 +53,6 @@ async fn the_principal_is_checked_before_the_body() {
 }
 
 #[tokio::test]
-async fn a_principal_in_the_body_is_400_and_never_used() {
-    let state = Rig::default().state();
-    let (status, code, message) = refused(
-        &state,
-        post_turn(r#"{"message":"hi","principal":"mallory"}"#, None),
-    )
-    .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(code, "invalid_body");
-    assert!(message.contains("\"principal\""), "{message}");
-}
-
-#[tokio::test]
 async fn an_unknown_field_is_400_naming_it() {
     let state = Rig::default().state();
     let (status, _, message) = refused(

@@ -74,6 +74,25 @@ async fn history_is_the_callers_own_and_hidden_from_others() {
 }
 
 #[tokio::test]
+async fn a_principal_in_the_body_is_ignored_and_the_auth_context_wins() {
+    let state = Rig::default().state();
+    let body = r#"{"message":"coffee deals","principal":"mallory"}"#;
+    let response = send(&state, post_turn(body, Some("alice"))).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let episode = response.headers()["x-baton-episode-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    text(response).await;
+
+    let path = format!("/v1/episodes/{episode}");
+    let alice = send(&state, get(&path, Some("alice"))).await;
+    assert_eq!(alice.status(), StatusCode::OK, "the turn ran as alice");
+    let mallory = send(&state, get(&path, Some("mallory"))).await;
+    assert_eq!(mallory.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
 async fn a_completed_turn_id_replays_its_answer() {
     let state = Rig::default().state();
     let body = r#"{"message":"coffee deals","turn_id":"t-once"}"#;

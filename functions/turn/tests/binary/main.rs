@@ -1,0 +1,137 @@
+//! The real `turn` binary under a local Lambda Runtime API
+//! ([`baton_tests::runtime_api::FakeRuntimeApi`]), talking to DynamoDB Local, an S3 server
+//! (s3s over HTTP on a loopback port) and the Bedrock-wire fake, all through the SDK's
+//! standard endpoint variables. What the binary posts back is checked byte for byte: the
+//! response-mode headers, the JSON prelude, 8 NUL bytes, then the SSE frames.
+//!
+//! Cargo builds the binary for this package's integration tests (`CARGO_BIN_EXE_turn`),
+//! with the same code and features as the tests themselves.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod rig;
+
+use baton_tests::runtime_api::PostKind;
+use serde_json::{Value, json};
+
+use crate::rig::*;
+
+#[tokio::test]
+async fn the_binary_streams_a_turn_in_the_lambda_wire_format() {
+    let rig = Rig::start().await;
+    let init = rig.running.wait_line(|l| l.contains("\"init_us\"")).await;
+    let init: Value = serde_json::from_str(&init).unwrap();
+    assert!(init["init_us"].as_u64().is_some(), "{init}");
+
+    let body = json!({"message": "find me coffee deals", "turn_id": "t-binary-1"});
+    let posted = rig
+        .invoke("req-1", with_body(event("function-url-turn.json"), body))
+        .await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, nuls, sse) = split(&bytes);
+    assert_eq!(nuls, [0u8; 8]);
+    let episode = serde_json::from_str::<Value>(prelude).unwrap()["headers"]["x-baton-episode-id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        prelude,
+        format!(
+            "{{\"statusCode\":200,\"headers\":{{\"content-type\":\"text/event-stream\",\
+             \"cache-control\":\"no-cache\",\"x-baton-protocol\":\"1\",\"x-accel-buffering\":\"no\",\
+             \"x-baton-turn-id\":\"t-binary-1\",\"x-baton-episode-id\":\"{episode}\"}},\
+             \"cookies\":[]}}"
+        )
+    );
+    let expected = EXPECTED_FRAMES.replace("{episode}", &episode);
+    assert_eq!(without_durations(sse), expected);
+    // The prelude went out as its own chunk, before any frame.
+    assert_eq!(posted.chunks[0], prelude.as_bytes());
+    // Every model call used the id the deployment gave (BATON_MODEL_IDS).
+    let models: Vec<String> = rig
+        .bedrock
+        .requests()
+        .into_iter()
+        .map(|r| r.model_id)
+        .collect();
+    assert_eq!(models, vec![HAIKU_ID; 3], "{models:?}");
+
+    // After the stream: metrics for this invocation, then a request for the next event.
+    let emf = rig
+        .running
+        .wait_line(|l| l.contains("\"_aws\"") && l.contains("\"turns_total\""))
+        .await;
+    let emf: Value = serde_json::from_str(&emf).unwrap();
+    assert_eq!(emf["RequestId"], "req-1");
+    assert_eq!(emf["outcome"], "answered");
+    assert!(rig.api.wait_for_next_calls(2, WAIT).await);
+}
+
+/// Every frame of the turn, durations zeroed: routing preamble, the composed answer word
+/// by word (the fake streams word by word), the consulted record, usage at the registry's
+/// prices (3 calls x 10 in / 5 out tokens of claude-haiku), completion.
+const EXPECTED_FRAMES: &str = concat!(
+    "id: 1\nevent: thinking\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":1,\"type\":\"thinking\"}\n\n",
+    "id: 2\nevent: response_id\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":2,\"type\":\"response_id\",\"response_id\":\"t-binary-1\",\"episode_id\":\"{episode}\"}\n\n",
+    "id: 3\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":3,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"Let me check. \"}\n\n",
+    "id: 4\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":4,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"\\n\\nBean \"}\n\n",
+    "id: 5\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":5,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"Street \"}\n\n",
+    "id: 6\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":6,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"coffee \"}\n\n",
+    "id: 7\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":7,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"earns \"}\n\n",
+    "id: 8\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":8,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"1,000 \"}\n\n",
+    "id: 9\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":9,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"points.\"}\n\n",
+    "id: 10\nevent: agents_consulted\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":10,\"type\":\"agents_consulted\",\"agents\":[{\"agent_id\":\"shop\",\"label\":\"Shopping\",\"status\":\"ok\",\"duration_ms\":0,\"tool_calls\":0}],\"footer\":\"Consulted: Shopping\"}\n\n",
+    "id: 11\nevent: usage\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":11,\"type\":\"usage\",\"models\":[{\"model\":\"claude-haiku\",\"calls\":3,\"input\":30,\"output\":15,\"cache_read\":0,\"cache_write\":0,\"cost_usd\":0.000105}],\"cost_usd\":0.000105}\n\n",
+    "id: 12\nevent: completed\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":12,\"type\":\"completed\",\"outcome\":\"answered\"}\n\n",
+);
+
+#[tokio::test]
+async fn the_binary_refuses_no_identity_survives_a_malformed_event_and_goes_on() {
+    let rig = Rig::start().await;
+
+    let posted = rig
+        .invoke(
+            "req-anon",
+            serde_json::to_vec(&event("function-url-turn-no-identity.json")).unwrap(),
+        )
+        .await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, _, body) = split(&bytes);
+    assert_eq!(
+        prelude,
+        "{\"statusCode\":403,\"headers\":{\"content-type\":\"application/json\",\"content-length\":\"113\"},\"cookies\":[]}"
+    );
+    assert_eq!(
+        body,
+        "{\"error\":{\"code\":\"forbidden\",\"message\":\"this request carries no authenticated identity, so it cannot be served\"}}"
+    );
+
+    let posted = rig
+        .invoke(
+            "req-bad",
+            serde_json::to_vec(&event("malformed-turn.json")).unwrap(),
+        )
+        .await;
+    assert_eq!(posted.kind, PostKind::Error);
+    let error: Value = serde_json::from_slice(&posted.body()).unwrap();
+    let message = error["errorMessage"].as_str().unwrap();
+    assert!(
+        message.contains("expects a JSON payload from Amazon API Gateway"),
+        "{error}"
+    );
+
+    // Still serving.
+    let posted = rig
+        .invoke(
+            "req-ok",
+            serde_json::to_vec(&event("api-gateway-rest-turn.json")).unwrap(),
+        )
+        .await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, _, sse) = split(&bytes);
+    assert!(prelude.starts_with("{\"statusCode\":200,"), "{prelude}");
+    assert!(sse.contains("event: completed"), "{sse}");
+}
