@@ -9,7 +9,6 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::try_join_all;
 
-use crate::aggregate::status_name;
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
 use crate::keys::{AUDIT_PREFIX, audit_sk, episode_pk};
@@ -121,7 +120,7 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             .item("label", AttributeValue::S(agent.label.clone()))
             .item(
                 "status",
-                AttributeValue::S(status_name(agent.status).to_owned()),
+                AttributeValue::S(agent.status.as_str().to_owned()),
             )
             .item(
                 "duration_ms",

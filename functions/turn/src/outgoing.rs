@@ -14,12 +14,9 @@ use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::middleware::Next;
 use axum::response::Response;
-use baton_core::ports::metrics::Metrics;
+use baton_core::ports::metrics::{Metrics, TIME_TO_FIRST_EVENT_MS};
 use tokio::time::Instant;
 use tokio_stream::StreamExt as _;
-
-/// Measurement: from the request reaching the router to the first byte of its event stream.
-pub const TIME_TO_FIRST_EVENT_MS: &str = "time_to_first_event_ms";
 
 /// Middleware for the router: wraps every event stream (see the module docs).
 pub async fn guard_stream(

@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::turn::AgentStatus;
 
-/// Fan-out relative to the cap (D-9).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Fan-out relative to the cap (D-9), ordered from within to over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CapBehavior {
     /// Fewer calls than the cap.
@@ -44,6 +44,20 @@ pub enum DropReason {
     OverCap,
     /// A turn or episode limit (D-15).
     Limit,
+}
+
+impl DropReason {
+    /// The wire name (as serialized), for metric dimensions.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::UnknownTool => "unknown_tool",
+            DropReason::InvalidArgs => "invalid_args",
+            DropReason::Duplicate => "duplicate",
+            DropReason::NoOverlap => "no_overlap",
+            DropReason::OverCap => "over_cap",
+            DropReason::Limit => "limit",
+        }
+    }
 }
 
 /// A dropped call.

@@ -20,6 +20,16 @@ pub enum AgentStatus {
 }
 
 impl AgentStatus {
+    /// The wire name (as serialized), for metric dimensions and stored counters.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Ok => "ok",
+            AgentStatus::Partial => "partial",
+            AgentStatus::Error => "error",
+            AgentStatus::Timeout => "timeout",
+        }
+    }
+
     /// Whether the sub-agent produced a usable answer.
     pub fn answered(self) -> bool {
         matches!(self, AgentStatus::Ok | AgentStatus::Partial)
@@ -67,6 +77,17 @@ pub enum TurnOutcome {
     Failed,
 }
 
+impl TurnOutcome {
+    /// The wire name (as serialized), for metric dimensions and stored counters.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnOutcome::Answered => "answered",
+            TurnOutcome::Limited => "limited",
+            TurnOutcome::Failed => "failed",
+        }
+    }
+}
+
 /// A sub-agent's part of a turn: kept apart so each sub-agent later sees only its own
 /// history (D-17).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +131,27 @@ pub struct TurnRecord {
     pub body_keys: Vec<String>,
     /// How it ended.
     pub outcome: TurnOutcome,
+}
+
+/// A turn record that JSON cannot hold: a cost that is not a finite number (serde would
+/// write it as `null`, which no longer reads back as a record).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the turn could not be saved: it holds a number that cannot be stored")]
+pub struct UnstorableRecord;
+
+impl TurnRecord {
+    /// The record as compact JSON, as every store keeps it; refused when it would not
+    /// read back.
+    ///
+    /// # Errors
+    /// A non-finite cost.
+    pub fn to_json(&self) -> Result<String, UnstorableRecord> {
+        let finite = self.cost_usd.is_finite() && self.usage.iter().all(|u| u.cost_usd.is_finite());
+        if !finite {
+            return Err(UnstorableRecord);
+        }
+        serde_json::to_string(self).map_err(|_| UnstorableRecord)
+    }
 }
 
 /// Work a limit stopped, kept so that "continue" can pick it up.
@@ -171,6 +213,38 @@ impl EpisodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record(cost_usd: f64, model_cost_usd: f64) -> TurnRecord {
+        TurnRecord {
+            episode_id: "ep-1".into(),
+            seq: 1,
+            turn_id: "t-1".into(),
+            created_ms: 0,
+            user_text: "hi".into(),
+            narration: "hello".into(),
+            segments: Vec::new(),
+            consulted: Vec::new(),
+            routing: RoutingRecord::default(),
+            usage: vec![ModelUsage {
+                model: "m".into(),
+                calls: 1,
+                tokens: TokenUsage::default(),
+                cost_usd: model_cost_usd,
+            }],
+            cost_usd,
+            body_keys: Vec::new(),
+            outcome: TurnOutcome::Answered,
+        }
+    }
+
+    #[test]
+    fn a_record_reads_back_from_its_json_unless_a_cost_is_not_finite() {
+        let ok = record(0.5, 0.5);
+        let json = ok.to_json().unwrap();
+        assert_eq!(serde_json::from_str::<TurnRecord>(&json).unwrap(), ok);
+        assert_eq!(record(f64::NAN, 0.5).to_json(), Err(UnstorableRecord));
+        assert_eq!(record(0.5, f64::INFINITY).to_json(), Err(UnstorableRecord));
+    }
 
     #[test]
     fn sliding_window_forgets_old_minutes() {

@@ -14,9 +14,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use baton_core::ports::model::TokenUsage;
 
-use super::attributes::{
-    self as attr, agent_attribute, outcome_attribute, status_name, usd_decimal,
-};
+use super::attributes::{self as attr, agent_attribute, outcome_attribute, usd_decimal};
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
 use crate::keys::{AGG_SK, META_SK, episode_pk};
@@ -99,10 +97,7 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
     for consulted in &record.consulted {
         let delta = agents.entry(consulted.agent_id.as_str()).or_default();
         delta.invocations += 1;
-        *delta
-            .statuses
-            .entry(status_name(consulted.status))
-            .or_default() += 1;
+        *delta.statuses.entry(consulted.status.as_str()).or_default() += 1;
         delta.duration_ms += consulted.duration_ms;
         delta.tool_calls += u64::from(consulted.tool_calls);
     }

@@ -4,7 +4,7 @@
 //! rather than nested maps: DynamoDB's `ADD` creates a missing top-level number at zero,
 //! whereas a path into a map that does not exist yet fails the whole update.
 
-use baton_core::turn::{AgentStatus, TurnOutcome};
+use baton_core::turn::TurnOutcome;
 
 pub(crate) const EPISODE_ID: &str = "episode_id";
 pub(crate) const OWNER: &str = "owner";
@@ -33,22 +33,7 @@ pub(crate) fn agent_attribute(agent_id: &str, field: &str) -> String {
 
 /// `outcome#<answered|limited|failed>`.
 pub(crate) fn outcome_attribute(outcome: TurnOutcome) -> String {
-    let name = match outcome {
-        TurnOutcome::Answered => "answered",
-        TurnOutcome::Limited => "limited",
-        TurnOutcome::Failed => "failed",
-    };
-    format!("{OUTCOME_PREFIX}{name}")
-}
-
-/// The wire name of a status, as in `agents_consulted`.
-pub(crate) fn status_name(status: AgentStatus) -> &'static str {
-    match status {
-        AgentStatus::Ok => "ok",
-        AgentStatus::Partial => "partial",
-        AgentStatus::Error => "error",
-        AgentStatus::Timeout => "timeout",
-    }
+    format!("{OUTCOME_PREFIX}{}", outcome.as_str())
 }
 
 /// Dollars as a decimal with at most 12 places.

@@ -9,5 +9,4 @@ mod attributes;
 mod view;
 
 pub(crate) use apply::{apply_turn, mark_compaction_due, record_last_seq};
-pub(crate) use attributes::status_name;
 pub use view::{AgentTally, EpisodeAggregates};

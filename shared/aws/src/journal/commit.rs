@@ -26,7 +26,6 @@ use aws_sdk_dynamodb::types::{
     Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
 use baton_core::ports::store::{Commit, StoreError};
-use baton_core::turn::TurnRecord;
 
 use super::bodies::{self, Placement};
 use super::items::{self, Item, n, s};
@@ -166,14 +165,9 @@ impl Parts {
             ));
         }
 
-        let record_json = items::encode(record, "a turn record")?;
-        // JSON has no NaN or infinity (serde writes null): refuse a record that would not
-        // read back rather than store one that breaks every later read.
-        if serde_json::from_str::<TurnRecord>(&record_json).is_err() {
-            return Err(errors::refused(
-                "the turn could not be saved: it holds a number that cannot be stored",
-            ));
-        }
+        let record_json = record
+            .to_json()
+            .map_err(|e| errors::refused(&e.to_string()))?;
         let turn: Item = [
             (keys::PK, s(episode_pk.clone())),
             (keys::SK, s(keys::turn_sk(record.seq))),

@@ -31,3 +31,19 @@ pub const TURN_COST_USD: &str = "turn_cost_usd";
 pub const TURNS_TOTAL: &str = "turns_total";
 /// Counter: sub-agent invocations by outcome.
 pub const SUBAGENT_INVOCATIONS_TOTAL: &str = "subagent_invocations_total";
+/// Measurement: wall time of one sub-agent, by agent and outcome (D-31).
+pub const SUBAGENT_LATENCY_MS: &str = "subagent_latency_ms";
+/// Measurement: sub-agents started together by one fan-out (D-9, D-31).
+pub const FANOUT_WIDTH: &str = "fanout_width";
+/// Measurement: a turn's wall time, from its claim to its commit, by outcome (D-31).
+pub const TURN_LATENCY_MS: &str = "turn_latency_ms";
+/// Measurement: from a request reaching the HTTP edge to the first byte of its stream.
+pub const TIME_TO_FIRST_EVENT_MS: &str = "time_to_first_event_ms";
+/// Counter: guard firings, by guard (D-31).
+pub const GUARD_FIRINGS_TOTAL: &str = "guard_firings_total";
+/// Counter: orchestrator calls that did not run, by reason (D-9, D-31).
+pub const CALLS_DROPPED_TOTAL: &str = "calls_dropped_total";
+/// Counter: model retries and re-asks (D-31).
+pub const MODEL_RETRIES_TOTAL: &str = "model_retries_total";
+/// Counter: tokens, by model and kind (`input`, `output`, `cache_read`, `cache_write`; D-32).
+pub const MODEL_TOKENS_TOTAL: &str = "model_tokens_total";

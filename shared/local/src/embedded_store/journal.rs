@@ -252,14 +252,9 @@ pub(crate) fn commit(
             return Err(StoreError::Conflict);
         }
     }
-    let record_json = encode(record, "a turn record")?;
-    // JSON has no NaN or infinity (they are written as null): refuse a record that would
-    // not read back rather than store one that breaks every later read.
-    if serde_json::from_str::<TurnRecord>(&record_json).is_err() {
-        return Err(StoreError::Unavailable(
-            "the turn could not be saved: it holds a number that cannot be stored".into(),
-        ));
-    }
+    let record_json = record
+        .to_json()
+        .map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let state_json = encode(&commit.state, "an episode state")?;
 
     // Bodies go to disk before the record that references them exists.

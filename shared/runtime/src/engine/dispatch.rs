@@ -4,12 +4,7 @@
 
 use std::time::Duration;
 
-use baton_core::ports::metrics::SUBAGENT_INVOCATIONS_TOTAL;
-
-/// Measurement: wall time of one sub-agent, by agent and outcome (D-31).
-pub(crate) const SUBAGENT_LATENCY_MS: &str = "subagent_latency_ms";
-/// Measurement: sub-agents started together by one fan-out (D-9, D-31).
-pub(crate) const FANOUT_WIDTH: &str = "fanout_width";
+use baton_core::ports::metrics::{FANOUT_WIDTH, SUBAGENT_INVOCATIONS_TOTAL, SUBAGENT_LATENCY_MS};
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
 use tracing::Instrument as _;
@@ -67,12 +62,7 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
     if let TextMode::Slot(slot) = mode {
         slot.done(ctx, &agent.id).await;
     }
-    let outcome = match result.status {
-        AgentStatus::Ok => "ok",
-        AgentStatus::Partial => "partial",
-        AgentStatus::Error => "error",
-        AgentStatus::Timeout => "timeout",
-    };
+    let outcome = result.status.as_str();
     ctx.inner.metrics.count(
         SUBAGENT_INVOCATIONS_TOTAL,
         1,

@@ -11,7 +11,7 @@ use baton_core::guard::{echo, fanout, fastpath, intent, overlap, verbatim};
 use baton_core::message::Message;
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::registry::Agent;
-use baton_core::trace::{CapBehavior, DropReason};
+use baton_core::trace::DropReason;
 use baton_core::turn::PendingCall;
 use serde_json::Value;
 
@@ -277,14 +277,7 @@ fn into_jobs(
     let (mut kept, over, behavior) = fanout::apply_cap(candidates, cap);
     ctx.trace(|t| {
         // Across rounds the record keeps the closest the turn came to the cap.
-        let rank = |b: CapBehavior| match b {
-            CapBehavior::Within => 0,
-            CapBehavior::At => 1,
-            CapBehavior::Over => 2,
-        };
-        if rank(behavior) > rank(t.cap_behavior) {
-            t.cap_behavior = behavior;
-        }
+        t.cap_behavior = t.cap_behavior.max(behavior);
         for c in &over {
             t.drop_call(&c.raw.name, DropReason::OverCap);
         }

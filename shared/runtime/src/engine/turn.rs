@@ -7,7 +7,10 @@ use std::time::Duration;
 use baton_core::consulted::footer;
 use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
 use baton_core::message::Message;
-use baton_core::ports::metrics::{TURN_COST_USD, TURNS_TOTAL};
+use baton_core::ports::metrics::{
+    CALLS_DROPPED_TOTAL, GUARD_FIRINGS_TOTAL, MODEL_RETRIES_TOTAL, MODEL_TOKENS_TOTAL,
+    TURN_COST_USD, TURN_LATENCY_MS, TURNS_TOTAL,
+};
 use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::registry::Composition;
 use baton_core::trace::{AgentOutcome, DropReason};
@@ -381,11 +384,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it may be missing from its history.".into() })
             .await;
     }
-    let label = match outcome {
-        TurnOutcome::Answered => "answered",
-        TurnOutcome::Limited => "limited",
-        TurnOutcome::Failed => "failed",
-    };
+    let label = outcome.as_str();
     ctx.inner
         .metrics
         .count(TURNS_TOTAL, 1, &[("outcome", label)]);
@@ -399,17 +398,6 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         .await;
     ctx.out.emit(Event::Completed { outcome }).await;
 }
-
-/// Measurement: a turn's wall time, from its claim to its commit, by outcome (D-31).
-pub(crate) const TURN_LATENCY_MS: &str = "turn_latency_ms";
-/// Counter: guard firings, by guard (D-31).
-pub(crate) const GUARD_FIRINGS_TOTAL: &str = "guard_firings_total";
-/// Counter: orchestrator calls that did not run, by reason (D-9, D-31).
-pub(crate) const CALLS_DROPPED_TOTAL: &str = "calls_dropped_total";
-/// Counter: model retries and re-asks (D-31).
-pub(crate) const MODEL_RETRIES_TOTAL: &str = "model_retries_total";
-/// Counter: tokens, by model and kind (`input`, `output`, `cache_read`, `cache_write`; D-32).
-pub(crate) const MODEL_TOKENS_TOTAL: &str = "model_tokens_total";
 
 /// The turn's measurements from its routing record and usage (D-31, D-32).
 fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage]) {
@@ -425,7 +413,7 @@ fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage]) {
         metrics.count(GUARD_FIRINGS_TOTAL, 1, &[("guard", guard)]);
     }
     for reason in dropped {
-        metrics.count(CALLS_DROPPED_TOTAL, 1, &[("reason", drop_label(reason))]);
+        metrics.count(CALLS_DROPPED_TOTAL, 1, &[("reason", reason.as_str())]);
     }
     if retries > 0 {
         metrics.count(MODEL_RETRIES_TOTAL, u64::from(retries), &[]);
@@ -452,17 +440,6 @@ fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage]) {
         ctx.started.elapsed().as_secs_f64() * 1000.0,
         &[("outcome", outcome)],
     );
-}
-
-fn drop_label(reason: DropReason) -> &'static str {
-    match reason {
-        DropReason::UnknownTool => "unknown_tool",
-        DropReason::InvalidArgs => "invalid_args",
-        DropReason::Duplicate => "duplicate",
-        DropReason::NoOverlap => "no_overlap",
-        DropReason::OverCap => "over_cap",
-        DropReason::Limit => "limit",
-    }
 }
 
 fn limit_words(limit: &str) -> &'static str {
