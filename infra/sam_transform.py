@@ -178,11 +178,6 @@ def check_turn_environment(out, c):
     for name in ("BATON_TABLE", "BATON_BUCKET", "BATON_INLINE_BODY_LIMIT", "BATON_REGISTRY",
                  "BATON_MODEL_IDS", "RUST_LOG"):
         c.expect(name in env, f"TurnFunction: environment variable {name} is not set")
-    # Without it lambda_http routes REST API requests as /<stage>/v1/turns: every route 404s.
-    c.expect(
-        env.get("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH") == "true",
-        "TurnFunction: AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH must be 'true'",
-    )
 
 
 def role_statements(out, role):

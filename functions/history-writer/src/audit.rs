@@ -11,7 +11,7 @@ use futures::future::try_join_all;
 
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
-use crate::keys::{AUDIT_PREFIX, audit_sk, episode_pk};
+use baton_aws::journal::keys;
 
 /// One sub-agent execution, as recorded in the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -48,9 +48,11 @@ impl AuditEntry {
         let items = ddb
             .query()
             .table_name(table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :audit)")
-            .expression_attribute_values(":pk", AttributeValue::S(episode_pk(episode_id)))
-            .expression_attribute_values(":audit", AttributeValue::S(AUDIT_PREFIX.to_owned()))
+            .key_condition_expression("#pk = :pk AND begins_with(#sk, :audit)")
+            .expression_attribute_names("#pk", keys::PK)
+            .expression_attribute_names("#sk", keys::SK)
+            .expression_attribute_values(":pk", AttributeValue::S(keys::episode_pk(episode_id)))
+            .expression_attribute_values(":audit", AttributeValue::S(keys::AUDIT_PREFIX.to_owned()))
             .consistent_read(true)
             .into_paginator()
             .items()
@@ -81,16 +83,16 @@ impl AuditEntry {
                 .unwrap_or(0)
         };
         AuditEntry {
-            episode_id: string("episode_id"),
-            seq: whole("seq"),
-            turn_id: string("turn_id"),
+            episode_id: string(keys::EPISODE_ID),
+            seq: whole(keys::SEQ),
+            turn_id: string(keys::TURN_ID),
             agent_id: string("agent_id"),
             label: string("label"),
             status: string("status"),
             duration_ms: whole("duration_ms"),
             tool_calls: whole("tool_calls"),
             principal: string("principal"),
-            created_ms: whole("created_ms"),
+            created_ms: whole(keys::CREATED_MS),
         }
     }
 }
@@ -108,14 +110,20 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
     let puts = record.consulted.iter().map(|agent| {
         ddb.put_item()
             .table_name(table)
-            .item("pk", AttributeValue::S(episode_pk(&record.episode_id)))
             .item(
-                "sk",
-                AttributeValue::S(audit_sk(record.seq, &agent.agent_id)),
+                keys::PK,
+                AttributeValue::S(keys::episode_pk(&record.episode_id)),
             )
-            .item("episode_id", AttributeValue::S(record.episode_id.clone()))
-            .item("seq", AttributeValue::N(record.seq.to_string()))
-            .item("turn_id", AttributeValue::S(record.turn_id.clone()))
+            .item(
+                keys::SK,
+                AttributeValue::S(keys::audit_sk(record.seq, &agent.agent_id)),
+            )
+            .item(
+                keys::EPISODE_ID,
+                AttributeValue::S(record.episode_id.clone()),
+            )
+            .item(keys::SEQ, AttributeValue::N(record.seq.to_string()))
+            .item(keys::TURN_ID, AttributeValue::S(record.turn_id.clone()))
             .item("agent_id", AttributeValue::S(agent.agent_id.clone()))
             .item("label", AttributeValue::S(agent.label.clone()))
             .item(
@@ -132,7 +140,7 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             )
             .item("principal", AttributeValue::S(turn.owner.clone()))
             .item(
-                "created_ms",
+                keys::CREATED_MS,
                 AttributeValue::N(record.created_ms.to_string()),
             )
             .send()

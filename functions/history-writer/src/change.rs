@@ -2,6 +2,7 @@
 //! something the history writer leaves alone.
 
 use aws_lambda_events::event::dynamodb::StreamRecord;
+use baton_aws::journal::keys as journal;
 use baton_core::turn::TurnRecord;
 use serde::Deserialize;
 
@@ -47,6 +48,7 @@ pub(crate) enum BodySource {
     S3(String),
 }
 
+/// The item's keys; field names are the table's attribute names (`journal::PK`, `SK`).
 #[derive(Deserialize)]
 struct Keys {
     pk: String,
@@ -76,11 +78,11 @@ pub(crate) fn classify(event_name: &str, change: StreamRecord) -> Result<Change>
         return Ok(Change::Ignored("not_a_write"));
     }
     let keys: Keys = serde_dynamo::from_item(change.keys).map_err(Error::BadKeys)?;
-    let Some(episode_id) = keys.pk.strip_prefix("EP#") else {
+    let Some(episode_id) = keys.pk.strip_prefix(journal::EPISODE_PREFIX) else {
         return Ok(Change::Ignored("not_an_episode_item"));
     };
     let key = format!("{}/{}", keys.pk, keys.sk);
-    if let Some(seq) = keys.sk.strip_prefix("TURN#") {
+    if let Some(seq) = keys.sk.strip_prefix(journal::TURN_PREFIX) {
         let image: TurnImage =
             serde_dynamo::from_item(change.new_image).map_err(|source| Error::BadImage {
                 key: key.clone(),
@@ -99,7 +101,7 @@ pub(crate) fn classify(event_name: &str, change: StreamRecord) -> Result<Change>
             record,
         })));
     }
-    if let Some(body_key) = keys.sk.strip_prefix("BODY#") {
+    if let Some(body_key) = keys.sk.strip_prefix(journal::BODY_PREFIX) {
         let image: BodyImage =
             serde_dynamo::from_item(change.new_image).map_err(|source| Error::BadImage {
                 key: key.clone(),
@@ -117,9 +119,9 @@ pub(crate) fn classify(event_name: &str, change: StreamRecord) -> Result<Change>
         }));
     }
     Ok(Change::Ignored(match keys.sk.as_str() {
-        "META" => "meta",
-        "AGG" => "aggregates",
-        sk if sk.starts_with("AUDIT#") => "audit",
+        journal::META => "meta",
+        journal::AGG => "aggregates",
+        sk if sk.starts_with(journal::AUDIT_PREFIX) => "audit",
         _ => "unknown_item",
     }))
 }

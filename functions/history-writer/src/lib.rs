@@ -27,7 +27,6 @@ mod audit;
 mod change;
 mod config;
 mod error;
-mod keys;
 mod writer;
 
 pub use aggregate::{AgentTally, EpisodeAggregates};

@@ -19,6 +19,8 @@ use aws_sdk_bedrockruntime::config::interceptors::BeforeTransmitInterceptorConte
 use aws_sdk_bedrockruntime::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use crate::journal::keys;
+
 /// The partition and sort key the DynamoDB warm-up reads: never written, so the read is an
 /// empty answer (D-24 keys all start with `EP#` or `PR#`).
 const WARM_UP_KEY: &str = "WARMUP";
@@ -99,8 +101,8 @@ impl Clients {
                     .dynamodb
                     .get_item()
                     .table_name(table)
-                    .key("pk", AttributeValue::S(WARM_UP_KEY.to_owned()))
-                    .key("sk", AttributeValue::S(WARM_UP_KEY.to_owned()))
+                    .key(keys::PK, AttributeValue::S(WARM_UP_KEY.to_owned()))
+                    .key(keys::SK, AttributeValue::S(WARM_UP_KEY.to_owned()))
                     .send()
                     .await
                 {

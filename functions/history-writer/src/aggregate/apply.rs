@@ -17,7 +17,7 @@ use baton_core::ports::model::TokenUsage;
 use super::attributes::{self as attr, agent_attribute, outcome_attribute, usd_decimal};
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
-use crate::keys::{AGG_SK, META_SK, episode_pk};
+use baton_aws::journal::keys;
 
 /// What folding a turn found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,8 +132,11 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
     let result = ddb
         .update_item()
         .table_name(table)
-        .key("pk", AttributeValue::S(episode_pk(&record.episode_id)))
-        .key("sk", AttributeValue::S(AGG_SK.to_owned()))
+        .key(
+            keys::PK,
+            AttributeValue::S(keys::episode_pk(&record.episode_id)),
+        )
+        .key(keys::SK, AttributeValue::S(keys::AGG.to_owned()))
         .update_expression(update)
         .condition_expression(format!("NOT contains({applied}, {seq})"))
         .set_expression_attribute_names(Some(expr.names))
@@ -170,8 +173,11 @@ pub(crate) async fn record_last_seq(ddb: &Client, table: &str, turn: &TurnChange
     let result = ddb
         .update_item()
         .table_name(table)
-        .key("pk", AttributeValue::S(episode_pk(&record.episode_id)))
-        .key("sk", AttributeValue::S(AGG_SK.to_owned()))
+        .key(
+            keys::PK,
+            AttributeValue::S(keys::episode_pk(&record.episode_id)),
+        )
+        .key(keys::SK, AttributeValue::S(keys::AGG.to_owned()))
         .update_expression("SET #last = :seq, #turn_id = :turn_id, #turn_ms = :turn_ms")
         .condition_expression("attribute_not_exists(#last) OR #last < :seq")
         .expression_attribute_names("#last", attr::LAST_SEQ)
@@ -212,16 +218,16 @@ pub(crate) async fn mark_compaction_due(
     let result = ddb
         .update_item()
         .table_name(table)
-        .key("pk", AttributeValue::S(episode_pk(episode_id)))
-        .key("sk", AttributeValue::S(META_SK.to_owned()))
+        .key(keys::PK, AttributeValue::S(keys::episode_pk(episode_id)))
+        .key(keys::SK, AttributeValue::S(keys::META.to_owned()))
         .update_expression(
             "SET #due_pk = if_not_exists(#due_pk, :due), #due = if_not_exists(#due, :due_ms)",
         )
         .condition_expression("attribute_exists(#pk)")
-        .expression_attribute_names("#pk", "pk")
-        .expression_attribute_names("#due_pk", "due_pk")
-        .expression_attribute_names("#due", "compaction_due")
-        .expression_attribute_values(":due", AttributeValue::S("DUE".to_owned()))
+        .expression_attribute_names("#pk", keys::PK)
+        .expression_attribute_names("#due_pk", keys::DUE_PK)
+        .expression_attribute_names("#due", keys::COMPACTION_DUE)
+        .expression_attribute_values(":due", AttributeValue::S(keys::DUE.to_owned()))
         .expression_attribute_values(":due_ms", AttributeValue::N(due_ms.to_string()))
         .send()
         .await;

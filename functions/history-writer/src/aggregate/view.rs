@@ -8,7 +8,7 @@ use baton_core::ports::model::TokenUsage;
 
 use super::attributes as attr;
 use crate::error::{Error, Result};
-use crate::keys::{AGG_SK, episode_pk};
+use baton_aws::journal::keys;
 
 /// What the history writer has gathered about one episode.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -64,8 +64,8 @@ impl EpisodeAggregates {
         let output = ddb
             .get_item()
             .table_name(table)
-            .key("pk", AttributeValue::S(episode_pk(episode_id)))
-            .key("sk", AttributeValue::S(AGG_SK.to_owned()))
+            .key(keys::PK, AttributeValue::S(keys::episode_pk(episode_id)))
+            .key(keys::SK, AttributeValue::S(keys::AGG.to_owned()))
             .consistent_read(true)
             .send()
             .await

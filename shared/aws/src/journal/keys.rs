@@ -1,52 +1,81 @@
-//! The table's keys and attribute names (D-24): the one place that spells them.
-//!
-//! The history writer reads the same items, so these strings are a contract: change them
-//! only together with `functions/history-writer` and the SAM template.
+//! The table's keys and attribute names (D-24): the one place that spells them, for the
+//! journal and for the history writer, which reads the journal's items from the table's
+//! stream and writes its own (`AGG`, `AUDIT#…`) beside them. The SAM template's stream
+//! filter and index repeat some of these strings: change them together.
 
 /// Partition key attribute.
-pub(crate) const PK: &str = "pk";
+pub const PK: &str = "pk";
 /// Sort key attribute.
-pub(crate) const SK: &str = "sk";
+pub const SK: &str = "sk";
 
-/// `META` sort key.
-pub(crate) const META: &str = "META";
+/// Prefix of an episode's partition key.
+pub const EPISODE_PREFIX: &str = "EP#";
+/// Prefix of a principal's partition key (the turn-id items).
+pub const PRINCIPAL_PREFIX: &str = "PR#";
+/// `META` sort key: the episode itself.
+pub const META: &str = "META";
+/// Prefix of a committed turn's sort key.
+pub const TURN_PREFIX: &str = "TURN#";
 /// Highest possible `TURN#` sort key: `~` sorts after every digit.
-pub(crate) const TURN_MAX: &str = "TURN#~";
+pub const TURN_MAX: &str = "TURN#~";
+/// Prefix of a turn-id item's sort key.
+pub const TURN_ID_PREFIX: &str = "TID#";
+/// Prefix of a body's sort key.
+pub const BODY_PREFIX: &str = "BODY#";
+/// `AGG` sort key: the episode's aggregates (history writer).
+pub const AGG: &str = "AGG";
+/// Prefix of an audit item's sort key (history writer).
+pub const AUDIT_PREFIX: &str = "AUDIT#";
 
-// Attribute names shared by several items.
-pub(crate) const OWNER: &str = "owner";
-pub(crate) const STATE: &str = "state";
-pub(crate) const TURN_ID: &str = "turn_id";
-pub(crate) const SEQ: &str = "seq";
-pub(crate) const CREATED_MS: &str = "created_ms";
-pub(crate) const EPISODE_ID: &str = "episode_id";
-pub(crate) const LEASE_EXPIRES_MS: &str = "lease_expires_ms";
+/// Owner principal (META, TURN, BODY).
+pub const OWNER: &str = "owner";
+/// META: the episode state as JSON; TURN-ID: `claimed` or `done`.
+pub const STATE: &str = "state";
+/// The turn id (TURN, BODY).
+pub const TURN_ID: &str = "turn_id";
+/// A turn's position in its episode (TURN, TURN-ID once done).
+pub const SEQ: &str = "seq";
+/// Creation time, epoch ms.
+pub const CREATED_MS: &str = "created_ms";
+/// The episode a turn id ran on (TURN-ID).
+pub const EPISODE_ID: &str = "episode_id";
+/// End of a lease, epoch ms (META, TURN-ID while claimed).
+pub const LEASE_EXPIRES_MS: &str = "lease_expires_ms";
 /// TTL attribute, epoch seconds.
-pub(crate) const EXPIRES_AT: &str = "expires_at";
+pub const EXPIRES_AT: &str = "expires_at";
 
-// META only.
-pub(crate) const VERSION: &str = "version";
-pub(crate) const UPDATED_MS: &str = "updated_ms";
-pub(crate) const ROLLING_SUMMARY: &str = "rolling_summary";
-pub(crate) const LEASE_TURN: &str = "lease_turn";
-pub(crate) const LEASE_PRINCIPAL: &str = "lease_principal";
+/// META: committed turns, the optimistic-concurrency version.
+pub const VERSION: &str = "version";
+/// META: last commit time, epoch ms.
+pub const UPDATED_MS: &str = "updated_ms";
+/// META: the rolling summary written by compaction.
+pub const ROLLING_SUMMARY: &str = "rolling_summary";
+/// META: the turn holding the lease.
+pub const LEASE_TURN: &str = "lease_turn";
+/// META: the principal holding the lease.
+pub const LEASE_PRINCIPAL: &str = "lease_principal";
 
-// TURN only.
-pub(crate) const RECORD: &str = "record";
+/// TURN: the turn record as JSON.
+pub const RECORD: &str = "record";
 
-// BODY only.
-pub(crate) const JSON: &str = "json";
-pub(crate) const S3_KEY: &str = "s3_key";
+/// BODY: the body as JSON, when inline.
+pub const JSON: &str = "json";
+/// BODY: the S3 object holding the body, when it is too large to be inline.
+pub const S3_KEY: &str = "s3_key";
 
-// The sparse compaction index (written by the history writer; declared by the schema).
-pub(crate) const COMPACTION_INDEX: &str = "compaction-due";
-pub(crate) const DUE_PK: &str = "due_pk";
-pub(crate) const COMPACTION_DUE: &str = "compaction_due";
+/// The sparse compaction index.
+pub const COMPACTION_INDEX: &str = "compaction-due";
+/// The index's partition key, present (always [`DUE`]) only on episodes due.
+pub const DUE_PK: &str = "due_pk";
+/// The index's one partition value.
+pub const DUE: &str = "DUE";
+/// The index's sort key: when the episode became due, epoch ms.
+pub const COMPACTION_DUE: &str = "compaction_due";
 
 /// TURN-ID `state` while the turn runs.
-pub(crate) const CLAIMED: &str = "claimed";
+pub const CLAIMED: &str = "claimed";
 /// TURN-ID `state` once the turn committed.
-pub(crate) const DONE: &str = "done";
+pub const DONE: &str = "done";
 
 /// DynamoDB's limit on a sort key, in bytes.
 const MAX_SORT_KEY_BYTES: usize = 1024;
@@ -54,38 +83,43 @@ const MAX_SORT_KEY_BYTES: usize = 1024;
 const MAX_PARTITION_KEY_BYTES: usize = 2048;
 
 /// `EP#<episode_id>`.
-pub(crate) fn episode_pk(episode_id: &str) -> String {
-    format!("EP#{episode_id}")
+pub fn episode_pk(episode_id: &str) -> String {
+    format!("{EPISODE_PREFIX}{episode_id}")
 }
 
 /// `PR#<principal>`.
-pub(crate) fn principal_pk(principal: &str) -> String {
-    format!("PR#{principal}")
+pub fn principal_pk(principal: &str) -> String {
+    format!("{PRINCIPAL_PREFIX}{principal}")
 }
 
 /// `TURN#<seq>`, zero-padded to 10 digits so that sort order is seq order.
-pub(crate) fn turn_sk(seq: u64) -> String {
-    format!("TURN#{seq:010}")
+pub fn turn_sk(seq: u64) -> String {
+    format!("{TURN_PREFIX}{seq:010}")
 }
 
 /// `TID#<turn_id>`.
-pub(crate) fn turn_id_sk(turn_id: &str) -> String {
-    format!("TID#{turn_id}")
+pub fn turn_id_sk(turn_id: &str) -> String {
+    format!("{TURN_ID_PREFIX}{turn_id}")
 }
 
 /// `BODY#<key>`: the key is taken literally (any characters).
-pub(crate) fn body_sk(key: &str) -> String {
-    format!("BODY#{key}")
+pub fn body_sk(key: &str) -> String {
+    format!("{BODY_PREFIX}{key}")
+}
+
+/// `AUDIT#<seq, 10 digits>#<agent_id>`: one per sub-agent execution, in turn order.
+pub fn audit_sk(seq: u64, agent_id: &str) -> String {
+    format!("{AUDIT_PREFIX}{seq:010}#{agent_id}")
 }
 
 /// Where a large body goes in the bucket: `bodies/<episode_id>/<turn_id>/<n>.json`.
-pub(crate) fn body_object_key(episode_id: &str, turn_id: &str, n: usize) -> String {
+pub fn body_object_key(episode_id: &str, turn_id: &str, n: usize) -> String {
     format!("bodies/{episode_id}/{turn_id}/{n}.json")
 }
 
 /// Whether a partition and sort key fit DynamoDB's key limits (checked before sending,
 /// so an oversized id is a plain refusal rather than a validation failure).
-pub(crate) fn fits(pk: &str, sk: &str) -> bool {
+pub fn fits(pk: &str, sk: &str) -> bool {
     pk.len() <= MAX_PARTITION_KEY_BYTES && sk.len() <= MAX_SORT_KEY_BYTES
 }
 
@@ -113,6 +147,12 @@ mod tests {
         for sk in ["AGG", "AUDIT#0000000001#offers", "BODY#zzz", "BODY#~"] {
             assert!(sk < META, "{sk}");
         }
+    }
+
+    #[test]
+    fn audit_keys_sort_by_turn() {
+        assert_eq!(audit_sk(7, "billing"), "AUDIT#0000000007#billing");
+        assert!(audit_sk(9, "z") < audit_sk(10, "a"));
     }
 
     #[test]

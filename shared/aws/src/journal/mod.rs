@@ -32,7 +32,7 @@ mod claim;
 mod commit;
 mod errors;
 mod items;
-mod keys;
+pub mod keys;
 mod read;
 pub mod requests;
 pub mod schema;
