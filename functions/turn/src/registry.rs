@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::ports::connector::Connector;
-use baton_core::registry::{LoadError, LoadErrors, LoadOptions, Registry, RegistrySources};
+use baton_core::registry::{LoadErrors, Registry, RegistrySources};
 use serde_norway::Value;
 
 use crate::config::Config;
@@ -32,28 +32,8 @@ pub(crate) fn load(config: &Config) -> Result<(Arc<Registry>, Connectors), InitE
     if !config.model_ids.is_empty() {
         replace_model_ids(&mut sources, &config.model_ids)?;
     }
-    let options = LoadOptions {
-        connector_kinds: connectors.keys().cloned().collect(),
-        providers: Vec::new(),
-    };
-    let registry = Registry::load(&sources, &options).map_err(invalid)?;
-    // As `registry_files::load_registry`: each tool's settings, checked by its connector.
-    let mut problems = Vec::new();
-    for tool in registry.tools() {
-        if let Some(connector) = connectors.get(&*tool.connector_kind)
-            && let Err(problem) = connector.check_config(&tool.id, &tool.connector_config)
-        {
-            problems.push(LoadError {
-                file: "tools.yaml".into(),
-                field: format!("tools.{}.connector", tool.id),
-                value: tool.connector_config.to_string(),
-                problem,
-            });
-        }
-    }
-    if !problems.is_empty() {
-        return Err(invalid(LoadErrors(problems)));
-    }
+    let registry =
+        baton_runtime::registry_files::load_sources(&sources, &connectors, &[]).map_err(invalid)?;
     for warning in registry.warnings() {
         tracing::warn!(%warning, "registry");
     }

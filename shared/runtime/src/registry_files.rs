@@ -45,12 +45,24 @@ pub fn load_registry(
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
     providers: &[String],
 ) -> Result<Registry, LoadErrors> {
-    let sources = read_sources(root)?;
+    load_sources(&read_sources(root)?, connectors, providers)
+}
+
+/// Validates registry sources already read (and perhaps adjusted by the caller), including
+/// each tool's connector config.
+///
+/// # Errors
+/// Every problem found.
+pub fn load_sources(
+    sources: &RegistrySources,
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+    providers: &[String],
+) -> Result<Registry, LoadErrors> {
     let options = LoadOptions {
         connector_kinds: connectors.keys().cloned().collect(),
         providers: providers.to_vec(),
     };
-    let registry = Registry::load(&sources, &options)?;
+    let registry = Registry::load(sources, &options)?;
     let mut errors = Vec::new();
     for tool in registry.tools() {
         if let Some(connector) = connectors.get(&*tool.connector_kind)
