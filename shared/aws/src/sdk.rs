@@ -55,22 +55,13 @@ impl fmt::Debug for Clients {
 }
 
 impl Clients {
-    /// Builds the clients from `config`: Bedrock with the SDK's retries off (the engine
-    /// retries within the turn's deadline) and a long stall grace (see
-    /// [`crate::bedrock::STALL_GRACE`]); S3 with the journal's settings (path-style
-    /// addressing for S3-compatible endpoints, see [`crate::journal::s3_config`]).
+    /// Builds the clients from `config`: Bedrock as [`crate::bedrock::client`] builds it
+    /// (the SDK's retries off, a long stall grace), S3 with the journal's settings
+    /// ([`crate::journal::s3_config`]: path-style addressing for S3-compatible endpoints).
     pub fn new(config: &SdkConfig) -> Self {
-        let bedrock = aws_sdk_bedrockruntime::config::Builder::from(config)
-            .retry_config(aws_config::retry::RetryConfig::disabled())
-            .stalled_stream_protection(
-                aws_sdk_bedrockruntime::config::StalledStreamProtectionConfig::enabled()
-                    .grace_period(crate::bedrock::STALL_GRACE)
-                    .build(),
-            )
-            .build();
         Clients {
             config: config.clone(),
-            bedrock: aws_sdk_bedrockruntime::Client::from_conf(bedrock),
+            bedrock: crate::bedrock::client(config),
             dynamodb: aws_sdk_dynamodb::Client::new(config),
             s3: aws_sdk_s3::Client::from_conf(crate::journal::s3_config(config).build()),
         }

@@ -30,6 +30,21 @@ use baton_core::registry::{ModelCapabilities, ModelSpec};
 /// long before its first token is silent for a while; the SDK's default (20 s) is too short.
 pub const STALL_GRACE: Duration = Duration::from_secs(60);
 
+/// The Bedrock Runtime client from the SDK's standard settings (region, credentials,
+/// endpoint: `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` works), with the SDK's retries off (see the
+/// module docs) and stalled-stream protection given [`STALL_GRACE`].
+pub fn client(config: &aws_config::SdkConfig) -> Client {
+    let conf = aws_sdk_bedrockruntime::config::Builder::from(config)
+        .retry_config(RetryConfig::disabled())
+        .stalled_stream_protection(
+            StalledStreamProtectionConfig::enabled()
+                .grace_period(STALL_GRACE)
+                .build(),
+        )
+        .build();
+    Client::from_conf(conf)
+}
+
 /// Bedrock ConverseStream as a [`Model`].
 ///
 /// Capabilities come from the registry's model specs, keyed by the provider's model id; a
@@ -44,8 +59,7 @@ pub struct BedrockModel {
 impl BedrockModel {
     /// A model over `client`, with the capabilities of `specs` (e.g. `registry.models()`).
     ///
-    /// The client is used as given: build it with retries disabled (see
-    /// [`BedrockModel::from_sdk_config`]).
+    /// The client is used as given: build it with [`client`].
     pub fn new<S: AsRef<ModelSpec>>(client: Client, specs: impl IntoIterator<Item = S>) -> Self {
         let mut capabilities: HashMap<Arc<str>, ModelCapabilities> = HashMap::new();
         for spec in specs {
@@ -69,22 +83,12 @@ impl BedrockModel {
         }
     }
 
-    /// A model whose client is built from the SDK's standard settings (region, credentials,
-    /// endpoint: `AWS_ENDPOINT_URL_BEDROCK_RUNTIME` works), with the SDK's retries disabled
-    /// and stalled-stream protection given [`STALL_GRACE`].
+    /// A model over [`client`]`(config)`.
     pub fn from_sdk_config<S: AsRef<ModelSpec>>(
         config: &aws_config::SdkConfig,
         specs: impl IntoIterator<Item = S>,
     ) -> Self {
-        let conf = aws_sdk_bedrockruntime::config::Builder::from(config)
-            .retry_config(RetryConfig::disabled())
-            .stalled_stream_protection(
-                StalledStreamProtectionConfig::enabled()
-                    .grace_period(STALL_GRACE)
-                    .build(),
-            )
-            .build();
-        Self::new(Client::from_conf(conf), specs)
+        Self::new(client(config), specs)
     }
 
     /// The SDK client (to warm its connection during init).

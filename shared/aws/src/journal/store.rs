@@ -8,7 +8,6 @@ use baton_core::Principal;
 use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
 use baton_core::turn::TurnRecord;
 
-use super::requests::RequestCounter;
 use super::{claim, commit, read};
 
 /// Where the journal lives and when a body leaves the table for S3.
@@ -81,29 +80,6 @@ impl DynamoStore {
         }
     }
 
-    /// A store with clients built from the SDK's settings (see [`s3_config`]).
-    pub fn from_sdk_config(sdk: &SdkConfig, config: JournalConfig) -> Self {
-        let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
-        let s3 = aws_sdk_s3::Client::from_conf(s3_config(sdk).build());
-        Self::new(dynamodb, s3, config)
-    }
-
-    /// Like [`DynamoStore::from_sdk_config`], with `counter` counting both clients'
-    /// requests.
-    pub fn from_sdk_config_counted(
-        sdk: &SdkConfig,
-        config: JournalConfig,
-        counter: &RequestCounter,
-    ) -> Self {
-        let dynamodb = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(sdk)
-                .interceptor(counter.clone())
-                .build(),
-        );
-        let s3 = aws_sdk_s3::Client::from_conf(s3_config(sdk).interceptor(counter.clone()).build());
-        Self::new(dynamodb, s3, config)
-    }
-
     /// The configuration.
     pub fn config(&self) -> &JournalConfig {
         &self.config
@@ -113,7 +89,7 @@ impl DynamoStore {
 /// The S3 client settings the journal wants from `sdk`: when an endpoint override is
 /// configured (an emulator or an S3-compatible server, in code or through
 /// `AWS_ENDPOINT_URL[_S3]`), path-style addressing and checksums only where required,
-/// which S3-compatible servers handle (notes §5.1); AWS's defaults otherwise.
+/// which S3-compatible servers handle; AWS's defaults otherwise.
 pub fn s3_config(sdk: &SdkConfig) -> aws_sdk_s3::config::Builder {
     let builder = aws_sdk_s3::config::Builder::from(sdk);
     if !has_s3_endpoint_override(sdk) {
