@@ -6,14 +6,7 @@ use lambda_runtime::service_fn;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_target(false)
-        .without_time() // CloudWatch stamps every line
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    baton_aws::logs::init();
     let config = Config::from_env().context("reading the history writer's settings")?;
     let sdk = baton_aws::sdk::load_config().await;
     let writer = HistoryWriter::new(

@@ -29,7 +29,7 @@ mod registry;
 mod tracker;
 
 pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES};
-pub use host::{init_logging, under_lambda};
+pub use host::under_lambda;
 pub use init::{
     Adapters, BEDROCK_PROVIDER, Function, InitError, ModelChoice, assemble, init, init_with,
 };

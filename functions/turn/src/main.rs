@@ -6,12 +6,12 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use baton_http::{LocalPrincipal, PrincipalSource};
-use baton_turn::{Config, LambdaPrincipal, init_logging, under_lambda};
+use baton_turn::{Config, LambdaPrincipal, under_lambda};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
-    init_logging();
+    baton_aws::logs::init();
     let lambda = under_lambda();
     let config = Config::from_env().context("reading the function's settings")?;
     // Outside Lambda there is no auth context: local runs name the caller in a header.

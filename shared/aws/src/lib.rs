@@ -4,10 +4,12 @@
 //! - [`journal`]: the `Store` port over one DynamoDB table and an S3 bucket of bodies.
 //! - [`emf`]: the `Metrics` port as CloudWatch Embedded Metric Format log lines.
 //! - [`sdk`]: loading the SDK's standard settings and building the clients once.
+//! - [`logs`]: JSON logs for CloudWatch, as every function of the bundle writes them.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod bedrock;
 pub mod emf;
 pub mod journal;
+pub mod logs;
 pub mod sdk;
