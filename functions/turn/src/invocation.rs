@@ -11,9 +11,11 @@ use std::io::Write;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use baton_aws::emf::EmfMetrics;
+use baton_core::ports::clock::Clock as _;
+use baton_runtime::clock::SystemClock;
 use lambda_http::lambda_runtime::LambdaInvocation;
 use lambda_http::tower::{Layer, Service};
 
@@ -98,7 +100,7 @@ where
 impl InvocationLayer {
     /// The work after one invocation's response went out.
     pub async fn after(&self, request_id: &str, deadline_ms: u64) {
-        let limit = wait_limit(deadline_ms, now_ms());
+        let limit = wait_limit(deadline_ms, SystemClock.now_ms());
         if !self.tracker.idle(limit).await {
             tracing::error!(
                 request_id,
@@ -122,13 +124,6 @@ fn wait_limit(deadline_ms: u64, now_ms: u64) -> Duration {
         return DEFAULT_WAIT;
     }
     Duration::from_millis(deadline_ms.saturating_sub(now_ms)).saturating_sub(DEADLINE_MARGIN)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! window in which a frozen process would lose work.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,25 +18,17 @@ use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, 
 use baton_core::turn::TurnRecord;
 use tokio::sync::watch;
 
-/// Counts the turns claimed and not yet committed or released. Cheap to clone.
+/// The turns claimed and not yet committed or released, by turn id (a set, so that a
+/// release after a commit changes nothing). Cheap to clone.
 #[derive(Debug, Clone)]
 pub struct TurnTracker {
-    inner: Arc<Inner>,
-}
-
-#[derive(Debug)]
-struct Inner {
-    running: Mutex<HashSet<String>>,
-    count: watch::Sender<usize>,
+    running: Arc<watch::Sender<HashSet<String>>>,
 }
 
 impl Default for TurnTracker {
     fn default() -> Self {
         TurnTracker {
-            inner: Arc::new(Inner {
-                running: Mutex::new(HashSet::new()),
-                count: watch::Sender::new(0),
-            }),
+            running: Arc::new(watch::Sender::new(HashSet::new())),
         }
     }
 }
@@ -49,31 +41,23 @@ impl TurnTracker {
 
     /// Turns running now.
     pub fn running(&self) -> usize {
-        *self.inner.count.borrow()
+        self.running.borrow().len()
     }
 
     fn begin(&self, turn_id: &str) {
-        self.update(|running| running.insert(turn_id.to_owned()));
+        self.running
+            .send_if_modified(|running| running.insert(turn_id.to_owned()));
     }
 
     fn end(&self, turn_id: &str) {
-        self.update(|running| running.remove(turn_id));
-    }
-
-    fn update(&self, change: impl FnOnce(&mut HashSet<String>) -> bool) {
-        let Ok(mut running) = self.inner.running.lock() else {
-            return;
-        };
-        if change(&mut running) {
-            let n = running.len();
-            self.inner.count.send_replace(n);
-        }
+        self.running
+            .send_if_modified(|running| running.remove(turn_id));
     }
 
     /// Waits until no turn is running, or at most `limit`; true when none is.
     pub async fn idle(&self, limit: Duration) -> bool {
-        let mut count = self.inner.count.subscribe();
-        match tokio::time::timeout(limit, count.wait_for(|n| *n == 0)).await {
+        let mut running = self.running.subscribe();
+        match tokio::time::timeout(limit, running.wait_for(HashSet::is_empty)).await {
             Ok(Ok(_)) => true,
             // The sender lives as long as `self`: it cannot be gone while we wait.
             Ok(Err(_)) => self.running() == 0,
