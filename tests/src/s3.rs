@@ -1,5 +1,5 @@
 //! An in-process S3 for tests: `s3s-fs` over a temporary folder, reached by the real
-//! `aws-sdk-s3` client through `s3s-aws` (no socket, no process; notes §5.3). Each
+//! `aws-sdk-s3` client through `s3s-aws` (no socket, no process). Each
 //! [`InProcessS3`] has its own folder, so tests run in parallel.
 //!
 //! To make S3 fail, break a bucket ([`InProcessS3::break_bucket`]): every write to it then

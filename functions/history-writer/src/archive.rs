@@ -5,6 +5,7 @@
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::change::{BodyChange, BodySource};
 use crate::error::{Error, Result};
@@ -49,19 +50,19 @@ pub(crate) async fn archive_body(s3: &Client, bucket: &str, body: &BodyChange) -
     }
 }
 
+/// Everything but `A–Z a–z 0–9 - _ . ~` is encoded in an archive key.
+const KEY: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+/// The same, keeping `/` between path segments (a copy source).
+const PATH: &AsciiSet = &KEY.remove(b'/');
+
 /// Percent-encodes `text`, keeping `/` when it separates path segments.
 fn url_safe(text: &str, keep_slashes: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(char::from(byte));
-            }
-            b'/' if keep_slashes => out.push('/'),
-            other => out.push_str(&format!("%{other:02X}")),
-        }
-    }
-    out
+    let set = if keep_slashes { PATH } else { KEY };
+    utf8_percent_encode(text, set).to_string()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! and it can never end in an error.
 //!
 //! lambda_runtime turns an `Err` from a streamed body into text in the middle of the
-//! response and keeps streaming (notes, pitfall 3). The engine already ends every failure
+//! response and keeps streaming. The engine already ends every failure
 //! with a plain `error` event, so an `Err` here would be a bug below us; it is logged and
 //! the stream simply ends.
 

@@ -44,7 +44,6 @@ impl ToolIndex {
         }
     }
 
-    /// The offered tool that best matches the words, else the first offered one.
     /// The best-matching tool on offer, if any scores above zero.
     fn best<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
         let scores = self.index.scores(&terms(words));
@@ -85,6 +84,8 @@ impl ToolIndex {
         calls
     }
 
+    /// The offered tool that best matches the words, else the agent's first own tool on
+    /// offer, else the first offered one.
     fn pick<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
         self.best(words, offered).or_else(|| {
             // Nothing matched: the agent's first own tool on offer, else whatever is offered.
