@@ -14,7 +14,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,28 +24,17 @@ use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::scripted::ScriptedModel;
 use baton_runtime::{Runtime, TurnRequest};
 use baton_tests::dynamodb_local::LocalJournal;
+use baton_tests::fixtures::{SHOP_SCRIPT, registry_dir};
 use futures::StreamExt;
-
-const SCRIPT: &str = r#"
-agents:
-  orchestrator:
-    - when: { purpose: route }
-      text: ["Checking offers. "]
-      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
-    - when: { purpose: compose }
-      text: ["Bean Street coffee ", "earns 1,000 points."]
-  shop:
-    - text: ["Bean Street coffee earns 1,000 points."]
-"#;
 
 const TURNS_PER_EPISODE: usize = 5;
 
 fn runtime(store: Arc<dyn Store>) -> Runtime {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/registry");
+    let root = registry_dir();
     let connectors = baton_connectors::default_connectors(&root);
     let registry = baton_runtime::registry_files::load_registry(&root, &connectors, &[]).unwrap();
     let mut builder = Runtime::builder(Arc::new(registry))
-        .model_override(Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap()))
+        .model_override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap()))
         .store(store);
     for (kind, connector) in connectors {
         builder = builder.connector(&kind, connector);

@@ -8,11 +8,15 @@
 //!   framing, scripted per test.
 //! - [`streams`]: the table's real stream read back as the event Lambda would deliver.
 //! - [`runtime_api`]: a fake Lambda Runtime API for running the real function binaries.
+//! - [`function_process`]: a function binary run as Lambda runs it, against those services.
+//! - [`fixtures`]: where the repository's files are, and a scripted turn.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod dynamodb_local;
 pub mod fake_bedrock;
+pub mod fixtures;
+pub mod function_process;
 pub mod runtime_api;
 pub mod s3;
 pub mod streams;

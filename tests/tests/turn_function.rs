@@ -9,7 +9,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -23,6 +22,7 @@ use baton_core::turn::{AgentStatus, TurnOutcome};
 use baton_http::sse::decode;
 use baton_tests::dynamodb_local::DynamoDbLocal;
 use baton_tests::fake_bedrock::{FakeBedrock, FakeRequest, Reply, ToolCall};
+use baton_tests::fixtures::{event, registry_dir};
 use baton_tests::s3::InProcessS3;
 use baton_turn::{Config, Function, LambdaPrincipal, MetricsSink};
 use futures::StreamExt;
@@ -35,10 +35,6 @@ use serde_json::{Value, json};
 const ALICE: &str = "arn:aws:iam::123456789012:user/alice";
 const BUCKET: &str = "baton-bodies";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn event_with(message: &str) -> Vec<u8> {
     event_with_body(&json!({ "message": message }))
 }
@@ -46,10 +42,7 @@ fn event_with(message: &str) -> Vec<u8> {
 /// The function URL sample event carrying `body` (as a JSON string, as the front door sends
 /// it).
 fn event_with_body(body: &Value) -> Vec<u8> {
-    let mut event: Value = serde_json::from_slice(
-        &std::fs::read(root().join("events/function-url-turn.json")).unwrap(),
-    )
-    .unwrap();
+    let mut event: Value = serde_json::from_slice(&event("function-url-turn.json")).unwrap();
     event["body"] = body.to_string().into();
     serde_json::to_vec(&event).unwrap()
 }
@@ -90,10 +83,7 @@ impl Rig {
         let vars: HashMap<&str, String> = HashMap::from([
             ("BATON_TABLE", table.clone()),
             ("BATON_BUCKET", BUCKET.to_owned()),
-            (
-                "BATON_REGISTRY",
-                root().join("shared/registry").display().to_string(),
-            ),
+            ("BATON_REGISTRY", registry_dir().display().to_string()),
         ]);
         let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
         let function = baton_turn::init_with(&config, &clients, Arc::new(LambdaPrincipal))

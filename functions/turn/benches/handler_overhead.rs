@@ -15,7 +15,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,39 +22,21 @@ use baton_core::Principal;
 use baton_runtime::TurnRequest;
 use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::scripted::ScriptedModel;
+use baton_tests::fixtures::{SHOP_SCRIPT, event, registry_dir};
 use baton_turn::{Adapters, Config, Function, LambdaPrincipal, ModelChoice};
 use futures::StreamExt;
 use lambda_http::request::LambdaRequest;
 use lambda_http::tower::Service;
 use lambda_http::{Context, LambdaEvent, StreamAdapter};
 
-const SCRIPT: &str = r#"
-agents:
-  orchestrator:
-    - when: { purpose: route }
-      text: ["Checking offers. "]
-      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
-    - when: { purpose: compose }
-      text: ["Bean Street coffee ", "earns 1,000 points."]
-  shop:
-    - text: ["Bean Street coffee earns 1,000 points."]
-"#;
-
 const ROUNDS: usize = 10;
 const TURNS_PER_ROUND: usize = 2_000;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn function() -> Function {
     let vars = [
         ("BATON_TABLE", "unused".to_owned()),
         ("BATON_BUCKET", "unused".to_owned()),
-        (
-            "BATON_REGISTRY",
-            root().join("shared/registry").display().to_string(),
-        ),
+        ("BATON_REGISTRY", registry_dir().display().to_string()),
     ];
     let config = Config::from_lookup(|name| {
         vars.iter()
@@ -63,7 +44,7 @@ fn function() -> Function {
             .map(|(_, v)| v.clone())
     })
     .unwrap();
-    let model = Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap());
+    let model = Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap());
     baton_turn::assemble(
         &config,
         Adapters {
@@ -112,7 +93,7 @@ async fn handler_turn(function: &Function, event: &[u8]) -> Duration {
 }
 
 fn main() {
-    let event = std::fs::read(root().join("events/function-url-turn.json")).unwrap();
+    let event = event("function-url-turn.json");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -19,7 +19,10 @@ use crate::rig::*;
 #[tokio::test]
 async fn the_binary_streams_a_turn_in_the_lambda_wire_format() {
     let rig = Rig::start().await;
-    let init = rig.running.wait_line(|l| l.contains("\"init_us\"")).await;
+    let init = rig
+        .running
+        .wait_line(WAIT, |l| l.contains("\"init_us\""))
+        .await;
     let init: Value = serde_json::from_str(&init).unwrap();
     assert!(init["init_us"].as_u64().is_some(), "{init}");
 
@@ -50,6 +53,7 @@ async fn the_binary_streams_a_turn_in_the_lambda_wire_format() {
     assert_eq!(posted.chunks[0], prelude.as_bytes());
     // Every model call used the id the deployment gave (BATON_MODEL_IDS).
     let models: Vec<String> = rig
+        .services
         .bedrock
         .requests()
         .into_iter()
@@ -60,7 +64,9 @@ async fn the_binary_streams_a_turn_in_the_lambda_wire_format() {
     // After the stream: metrics for this invocation, then a request for the next event.
     let emf = rig
         .running
-        .wait_line(|l| l.contains("\"_aws\"") && l.contains("\"turns_total\""))
+        .wait_line(WAIT, |l| {
+            l.contains("\"_aws\"") && l.contains("\"turns_total\"")
+        })
         .await;
     let emf: Value = serde_json::from_str(&emf).unwrap();
     assert_eq!(emf["RequestId"], "req-1");

@@ -2,169 +2,40 @@
 //! Bedrock-wire fake and a fake Lambda Runtime API, with the binary started against them
 //! through the SDK's standard endpoint variables; and helpers to take apart what it posts.
 
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
 
-use axum::Router;
-use axum::error_handling::HandleError;
-use axum::http::{Response, StatusCode};
-use baton_tests::dynamodb_local::DynamoDbLocal;
-use baton_tests::fake_bedrock::{FakeBedrock, FakeRequest, Reply, ToolCall};
+use baton_tests::fixtures;
+use baton_tests::function_process::{Running, Services, shop_answers};
 use baton_tests::runtime_api::{FakeRuntimeApi, PostKind, Posted};
-use s3s::auth::SimpleAuth;
-use s3s::service::S3ServiceBuilder;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-const BUCKET: &str = "baton-bodies";
 /// The Bedrock id the deployment gives the registry's `claude-haiku`.
 pub(crate) const HAIKU_ID: &str = "eu.anthropic.claude-haiku-deployed-v1:0";
 /// How long the test waits for the binary to do anything.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
-/// The repository root.
-pub(crate) fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The S3 API of `s3s-fs` over HTTP on a loopback port: the binary only reaches services by
-/// URL.
-async fn serve_s3(dir: &Path) -> String {
-    std::fs::create_dir_all(dir.join(BUCKET)).unwrap();
-    let fs = s3s_fs::FileSystem::new(dir).unwrap();
-    let mut builder = S3ServiceBuilder::new(fs);
-    builder.set_auth(SimpleAuth::from_single("local", "local"));
-    let service = HandleError::new(builder.build(), |e: s3s::HttpError| async move {
-        tracing::error!(?e, "s3 server error");
-        Response::builder()
-            .status(StatusCode::INTERNAL_SERVER_ERROR)
-            .body(s3s::Body::from("s3 server error".to_owned()))
-            .unwrap()
-    });
-    let app = Router::new().fallback_service(service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}")
-}
-
-/// The fake's answers: the orchestrator routes "coffee deals" to `shop`, which answers
-/// from text; the orchestrator then composes.
-fn answers(r: &FakeRequest) -> Reply {
-    if r.offers_tool("ask_shop") && !r.last_has_tool_results() {
-        return Reply::text_then_tools(
-            "Let me check. ",
-            [ToolCall::new(
-                "tu-shop",
-                "ask_shop",
-                json!({"query": "coffee deals", "intent_count": 1}),
-            )],
-        );
-    }
-    if r.offers_tool("ask_shop") {
-        return Reply::text("Bean Street coffee earns 1,000 points.");
-    }
-    if r.offers_tool("search_offers") {
-        return Reply::text("Bean Street coffee earns 1,000 points.");
-    }
-    Reply::validation_error("unknown caller")
-}
-
-/// The binary, running; killed (by its pid) when dropped.
-pub(crate) struct Running {
-    child: Child,
-    stdout: Arc<Mutex<Vec<String>>>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Running {
-    pub(crate) fn lines(&self) -> Vec<String> {
-        self.stdout.lock().unwrap().clone()
-    }
-
-    /// Waits until a stdout line satisfies `pred`.
-    pub(crate) async fn wait_line(&self, pred: impl Fn(&str) -> bool) -> String {
-        let found = tokio::time::timeout(WAIT, async {
-            loop {
-                if let Some(l) = self.lines().into_iter().find(|l| pred(l)) {
-                    return l;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await;
-        found.unwrap_or_else(|_| panic!("no such line; stdout: {:#?}", self.lines()))
-    }
-}
-
 /// Everything the binary needs around it.
 pub(crate) struct Rig {
     pub(crate) api: FakeRuntimeApi,
-    pub(crate) bedrock: FakeBedrock,
-    _s3_dir: tempfile::TempDir,
+    pub(crate) services: Services,
     pub(crate) running: Running,
 }
 
 impl Rig {
     /// Starts the services and the binary, and waits until it asks for its first event.
     pub(crate) async fn start() -> Rig {
-        let db = DynamoDbLocal::connect().await;
-        let table = db.fresh_table().await;
-        let s3_dir = tempfile::tempdir().unwrap();
-        let s3 = serve_s3(s3_dir.path()).await;
-        let bedrock = FakeBedrock::with_handler(answers).await.unwrap();
+        let services = Services::start(shop_answers).await;
         let api = FakeRuntimeApi::start().await.unwrap();
-        let home = s3_dir.path().join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_turn"));
-        command
-            .env_clear()
-            .env("HOME", &home) // no ~/.aws of the machine running the tests
-            .env("AWS_LAMBDA_RUNTIME_API", api.address())
-            .env("AWS_LAMBDA_FUNCTION_NAME", "turn")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "1024")
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_ACCESS_KEY_ID", "local")
-            .env("AWS_SECRET_ACCESS_KEY", "local")
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .env("AWS_ENDPOINT_URL_DYNAMODB", db.endpoint())
-            .env("AWS_ENDPOINT_URL_S3", &s3)
-            .env("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock.endpoint_url())
-            .env("BATON_TABLE", &table)
-            .env("BATON_BUCKET", BUCKET)
-            .env("BATON_REGISTRY", root().join("shared/registry"))
-            // As the template passes them: the ids its IAM policy allows.
-            .env("BATON_MODEL_IDS", format!("claude-haiku={HAIKU_ID}"))
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = command.spawn().expect("starting the turn binary");
-        let stdout = Arc::new(Mutex::new(Vec::new()));
-        let pipe = child.stdout.take().unwrap();
-        let lines = stdout.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(pipe).lines() {
-                let Ok(line) = line else { return };
-                lines.lock().unwrap().push(line);
-            }
-        });
+        let mut env = services.env();
+        // As the template passes them: the ids its IAM policy allows.
+        env.push(("BATON_MODEL_IDS".into(), format!("claude-haiku={HAIKU_ID}")));
+        let binary = Path::new(env!("CARGO_BIN_EXE_turn"));
+        let running = Running::spawn(binary, &env, &api.address());
         let rig = Rig {
             api,
-            bedrock,
-            _s3_dir: s3_dir,
-            running: Running { child, stdout },
+            services,
+            running,
         };
         assert!(
             rig.api.wait_for_next_calls(1, WAIT).await,
@@ -190,7 +61,7 @@ impl Rig {
 
 /// A sample event from `events/`.
 pub(crate) fn event(name: &str) -> Value {
-    serde_json::from_slice(&std::fs::read(root().join("events").join(name)).unwrap()).unwrap()
+    serde_json::from_slice(&fixtures::event(name)).unwrap()
 }
 
 /// `event` with its body replaced by `body` as a JSON string, as the front doors send it.

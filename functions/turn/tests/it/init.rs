@@ -6,20 +6,9 @@ use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::scripted::ScriptedModel;
 use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelChoice};
 
-use crate::support::*;
+use baton_tests::fixtures::copy_dir;
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use crate::support::*;
 
 fn bedrock_stand_in() -> Adapters {
     Adapters {
@@ -38,7 +27,7 @@ fn the_shipped_registry_is_served_by_bedrock_alone() {
 #[test]
 fn a_card_on_the_offline_model_fails_init_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&root().join("shared/registry"), dir.path());
+    copy_dir(&registry_dir(), dir.path());
     let card = dir.path().join("agents/shop.yaml");
     let text = std::fs::read_to_string(&card).unwrap();
     std::fs::write(&card, text.replace("model: claude-haiku", "model: offline")).unwrap();
@@ -79,7 +68,7 @@ fn a_missing_registry_names_the_folder_and_the_setting() {
 #[test]
 fn an_invalid_registry_lists_its_problems() {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&root().join("shared/registry"), dir.path());
+    copy_dir(&registry_dir(), dir.path());
     let card = dir.path().join("agents/shop.yaml");
     let text = std::fs::read_to_string(&card).unwrap();
     std::fs::write(

@@ -3,7 +3,6 @@
 //! runtime drives them (minus the Runtime API itself).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
@@ -21,15 +20,7 @@ use lambda_http::tower::Service;
 use lambda_http::{Context, LambdaEvent, StreamAdapter};
 use serde_json::Value;
 
-/// The repository root.
-pub(crate) fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// A sample event from `events/`.
-pub(crate) fn event(name: &str) -> Vec<u8> {
-    std::fs::read(root().join("events").join(name)).unwrap()
-}
+pub(crate) use baton_tests::fixtures::{SHOP_SCRIPT, event, registry_dir};
 
 /// A sample event as JSON, to change before sending.
 pub(crate) fn event_json(name: &str) -> Value {
@@ -41,19 +32,6 @@ pub(crate) const ALICE: &str = "arn:aws:iam::123456789012:user/alice";
 /// The IAM caller of `events/api-gateway-rest-turn.json`.
 pub(crate) const BOB: &str = "arn:aws:iam::123456789012:user/bob";
 
-/// Routes "coffee deals" to `shop`, which answers from text; composes.
-pub(crate) const SHOP_SCRIPT: &str = r#"
-agents:
-  orchestrator:
-    - when: { purpose: route }
-      text: ["Checking offers. "]
-      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
-    - when: { purpose: compose }
-      text: ["Bean Street coffee ", "earns 1,000 points."]
-  shop:
-    - text: ["Bean Street coffee earns 1,000 points."]
-"#;
-
 /// Settings over the shipped registry; `extra` overrides.
 pub(crate) fn config(extra: &[(&str, &str)]) -> Config {
     let mut vars: HashMap<String, String> = HashMap::new();
@@ -61,7 +39,7 @@ pub(crate) fn config(extra: &[(&str, &str)]) -> Config {
     vars.insert("BATON_BUCKET".into(), "unused".into());
     vars.insert(
         "BATON_REGISTRY".into(),
-        root().join("shared/registry").display().to_string(),
+        registry_dir().display().to_string(),
     );
     for (k, v) in extra {
         vars.insert((*k).to_owned(), (*v).to_owned());

@@ -120,16 +120,4 @@ pub(crate) fn episode_of(events: &[serde_json::Value]) -> String {
         .to_owned()
 }
 
-/// Copies a folder tree.
-pub(crate) fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+pub(crate) use baton_tests::fixtures::copy_dir;

@@ -1,0 +1,57 @@
+//! Shared test data: where the repository's files are, and a scripted turn over the shipped
+//! registry.
+
+// Test support: a broken fixture is a test failure with a plain message.
+#![allow(clippy::panic, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The shipped registry (`shared/registry`).
+pub fn registry_dir() -> PathBuf {
+    repo_root().join("shared/registry")
+}
+
+/// Copies a folder tree (e.g. the registry, to change a copy of it).
+///
+/// # Panics
+/// When a file cannot be read or written.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("creating a folder");
+    for entry in std::fs::read_dir(from).expect("reading a folder") {
+        let entry = entry.expect("reading a folder entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copying a file");
+        }
+    }
+}
+
+/// A sample invocation event from `events/`.
+///
+/// # Panics
+/// When the file cannot be read.
+pub fn event(name: &str) -> Vec<u8> {
+    let path = repo_root().join("events").join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// A scripted turn over the shipped registry: the orchestrator routes "coffee deals" to
+/// `shop`, which answers from text, then composes.
+pub const SHOP_SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      text: ["Checking offers. "]
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Bean Street coffee ", "earns 1,000 points."]
+  shop:
+    - text: ["Bean Street coffee earns 1,000 points."]
+"#;
