@@ -74,15 +74,10 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
     } = load(&settings.registry)?;
     print_warnings(&registry);
 
-    // The AWS settings (region, credentials, endpoints) are loaded once, and only when a
-    // part needs them.
-    let needs_aws =
-        settings.model == ModelChoice::Bedrock || settings.store != StoreChoice::Embedded;
-    let aws = if needs_aws {
-        Some(baton_aws::sdk::Clients::from_env().await)
-    } else {
-        None
-    };
+    // The AWS settings (region, credentials, endpoints) are loaded once, when a part first
+    // needs them.
+    let aws = tokio::sync::OnceCell::new();
+    let aws = || aws.get_or_init(baton_aws::sdk::Clients::from_env);
 
     let metrics = Arc::new(LocalMetrics::default());
     let mut builder = Runtime::builder(registry.clone())
@@ -93,24 +88,23 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             orchestrator: settings.orchestrator.clone(),
             ..RuntimeConfig::default()
         });
-    builder = match (&settings.model, &aws) {
-        (ModelChoice::Offline, _) => {
+    builder = match &settings.model {
+        ModelChoice::Offline => {
             builder.model_override(Arc::new(OfflineModel::new(registry.clone())))
         }
-        (ModelChoice::Scripted(path), _) => builder
+        ModelChoice::Scripted(path) => builder
             .model_override(Arc::new(ScriptedModel::from_file(path).with_context(
                 || format!("loading the scripted model {}", path.display()),
             )?)),
-        (ModelChoice::Bedrock, Some(aws)) => {
-            let bedrock = BedrockModel::new(aws.bedrock.clone(), registry.models());
+        ModelChoice::Bedrock => {
+            let bedrock = BedrockModel::new(aws().await.bedrock.clone(), registry.models());
             builder
                 .provider("bedrock", Arc::new(bedrock))
                 .provider("offline", Arc::new(OfflineModel::new(registry.clone())))
         }
-        (ModelChoice::Bedrock, None) => anyhow::bail!("the AWS settings were not loaded"),
     };
-    let store: Arc<dyn Store> = match (&settings.store, &aws) {
-        (StoreChoice::Embedded, _) => {
+    let store: Arc<dyn Store> = match &settings.store {
+        StoreChoice::Embedded => {
             Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
                 format!(
                     "opening the local store {}",
@@ -118,7 +112,8 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
                 )
             })?)
         }
-        (StoreChoice::DynamoDb { table, bucket }, Some(aws)) => {
+        StoreChoice::DynamoDb { table, bucket } => {
+            let aws = aws().await;
             check_table(&aws.dynamodb, table, settings.create_table).await?;
             Arc::new(DynamoStore::new(
                 aws.dynamodb.clone(),
@@ -126,7 +121,6 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
                 JournalConfig::new(table.clone(), bucket.clone()),
             ))
         }
-        (StoreChoice::DynamoDb { .. }, None) => anyhow::bail!("the AWS settings were not loaded"),
     };
     builder = builder.store(store);
     for (kind, connector) in connectors {
