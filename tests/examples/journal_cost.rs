@@ -130,8 +130,8 @@ fn main() {
         println!(
             "requests over {turns} turns ({episodes} episodes): {requests}\n\
              per turn: {:.2} DynamoDB, {:.2} S3",
-            requests.service_total(baton_aws::journal::requests::DYNAMODB) as f64 / turns as f64,
-            requests.service_total(baton_aws::journal::requests::S3) as f64 / turns as f64,
+            requests.service_total(baton_tests::requests::DYNAMODB) as f64 / turns as f64,
+            requests.service_total(baton_tests::requests::S3) as f64 / turns as f64,
         );
     });
 }

@@ -33,7 +33,9 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_dynamodb::config::Credentials;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
-use baton_aws::journal::{DynamoStore, JournalConfig, RequestCounter, RequestCounts};
+use baton_aws::journal::{DynamoStore, JournalConfig};
+
+use crate::requests::{RequestCounter, RequestCounts};
 use baton_core::ports::store::Store;
 use baton_runtime::testkit::StoreFixture;
 

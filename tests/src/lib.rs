@@ -10,6 +10,7 @@
 //! - [`runtime_api`]: a fake Lambda Runtime API for running the real function binaries.
 //! - [`function_process`]: a function binary run as Lambda runs it, against those services.
 //! - [`fixtures`]: where the repository's files are, and a scripted turn.
+//! - [`requests`]: counting the requests SDK clients send (a turn's cost).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -17,6 +18,7 @@ pub mod dynamodb_local;
 pub mod fake_bedrock;
 pub mod fixtures;
 pub mod function_process;
+pub mod requests;
 pub mod runtime_api;
 pub mod s3;
 pub mod streams;

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aws_sdk_bedrockruntime::config::StalledStreamProtectionConfig;
 use axum::body::Bytes;
-use baton_aws::journal::{DynamoStore, JournalConfig, RequestCounter, RequestCounts};
+use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_aws::sdk::Clients;
 use baton_core::Principal;
 use baton_core::ports::store::Store;
@@ -23,6 +23,7 @@ use baton_http::sse::decode;
 use baton_tests::dynamodb_local::DynamoDbLocal;
 use baton_tests::fake_bedrock::{FakeBedrock, FakeRequest, Reply, ToolCall};
 use baton_tests::fixtures::{event, registry_dir};
+use baton_tests::requests::{RequestCounter, RequestCounts};
 use baton_tests::s3::InProcessS3;
 use baton_turn::{Config, Function, LambdaPrincipal, MetricsSink};
 use futures::StreamExt;

@@ -8,7 +8,7 @@
 //! so there is no read-modify-write race: a claim is one transaction (TURN-ID + META), a
 //! commit is one (META + TURN + TURN-ID + BODYs). Reads are strongly consistent.
 //!
-//! Requests per operation (what a turn costs; see also [`RequestCounter`]):
+//! Requests per operation (what a turn costs):
 //!
 //! | operation | DynamoDB | S3 |
 //! |---|---|---|
@@ -34,11 +34,9 @@ mod errors;
 mod items;
 pub mod keys;
 mod read;
-pub mod requests;
 pub mod schema;
 mod store;
 mod transact;
 
-pub use requests::{RequestCounter, RequestCounts};
 pub use schema::{SchemaError, create_table, create_table_without_ttl};
 pub use store::{DynamoStore, JournalConfig, s3_config};

@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! # async fn example(sdk: &aws_config::SdkConfig) {
-//! use baton_aws::journal::RequestCounter;
+//! use baton_tests::requests::RequestCounter;
 //!
 //! let counter = RequestCounter::new();
 //! let dynamodb = aws_sdk_dynamodb::Client::from_conf(
