@@ -419,28 +419,24 @@ pub(super) fn error_response(status: u16, kind: &str, message: &str) -> Response
 }
 
 fn event(kind: &str, payload: &Value) -> Bytes {
-    encode(
-        Message::new(payload.to_string().into_bytes())
-            .add_header(Header::new(
-                ":event-type",
-                HeaderValue::String(kind.to_owned().into()),
-            ))
-            .add_header(Header::new(
-                ":content-type",
-                HeaderValue::String("application/json".into()),
-            ))
-            .add_header(Header::new(
-                ":message-type",
-                HeaderValue::String("event".into()),
-            )),
-    )
+    frame("event", ":event-type", kind, payload.to_string())
 }
 
 fn exception(kind: &str, message: &str) -> Bytes {
+    frame(
+        "exception",
+        ":exception-type",
+        kind,
+        json!({ "message": message }).to_string(),
+    )
+}
+
+/// One event-stream message: its type, its kind under `kind_header`, a JSON payload.
+fn frame(message_type: &str, kind_header: &str, kind: &str, payload: String) -> Bytes {
     encode(
-        Message::new(json!({ "message": message }).to_string().into_bytes())
+        Message::new(payload.into_bytes())
             .add_header(Header::new(
-                ":exception-type",
+                kind_header.to_owned(),
                 HeaderValue::String(kind.to_owned().into()),
             ))
             .add_header(Header::new(
@@ -449,7 +445,7 @@ fn exception(kind: &str, message: &str) -> Bytes {
             ))
             .add_header(Header::new(
                 ":message-type",
-                HeaderValue::String("exception".into()),
+                HeaderValue::String(message_type.to_owned().into()),
             )),
     )
 }
