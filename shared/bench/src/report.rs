@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 
 use crate::stats::median;
-use crate::workload::{Latencies, MIXED_PROMPT, SINGLE_PROMPT};
+use crate::workload::{DIRECT_PROMPT, Latencies, MIXED_PROMPT, SINGLE_PROMPT};
 use crate::{Args, inproc, serve_load, workload};
 
 pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
@@ -68,6 +68,11 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
             );
         }
         let mut section = json!({ "single": single, "mixed": mixed, "concurrency": conc });
+        if *composition == "mediated" {
+            // The Direct Line turn does not depend on the composition policy.
+            section["direct_line"] =
+                json!(inproc::sequential(&rt, DIRECT_PROMPT, turns, composition).await?);
+        }
         if !args.smoke {
             let lat_dir = tempfile::tempdir()?;
             section["fixed_latency"] =
@@ -171,6 +176,12 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             true,
         ),
         (
+            "Direct Line (strict) single: CPU ms per turn",
+            "mediated.direct_line.cpu_ms_per_turn",
+            "zero_latency.single.cpu_ms_per_turn_over_runs.median",
+            true,
+        ),
+        (
             "100 concurrent single: wall ms",
             "mediated.concurrency.concurrent_100_single.wall_ms_median",
             "zero_latency.concurrent_100_single.wall_ms.median",
@@ -204,6 +215,12 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             "fixed latency single support: turn ms (ideal 700)",
             "mediated.fixed_latency.single_support.turn_ms_median",
             "fixed_latency.single_support.turn_ms.median",
+            true,
+        ),
+        (
+            "fixed latency Direct Line to shopping: turn ms (ideal 200; no orchestrator call)",
+            "mediated.fixed_latency.direct_line_shopping.turn_ms_median",
+            "fixed_latency.single_shopping.turn_ms.median",
             true,
         ),
         (

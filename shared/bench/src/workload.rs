@@ -16,6 +16,9 @@ pub(crate) const ANSWER_CHUNKS: usize = 20;
 
 pub(crate) const SINGLE_PROMPT: &str = "Find me running shoes under 100";
 pub(crate) const SUPPORT_PROMPT: &str = "I need support with a refund";
+/// The single request addressed to the shopping specialist on the Direct Line: the
+/// runtime asks it directly, with no orchestrator call (strict mode).
+pub(crate) const DIRECT_PROMPT: &str = "#shopping Find me running shoes under 100";
 pub(crate) const MIXED_PROMPT: &str =
     "[mixed] Find me running shoes under 100 and I want a refund for order 1234";
 

@@ -4,6 +4,7 @@ use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use baton_core::directive::DirectMode;
 use baton_core::turn::TurnOutcome;
 use baton_runtime::{RejectionKind, Runtime, TurnRejection, TurnRequest};
 use futures::StreamExt;
@@ -35,6 +36,8 @@ pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<E
         runtime,
         settings,
         episode: args.episode,
+        must_consult: args.must_consult,
+        direct_line_mode: args.direct_line_mode,
     };
     if args.message.is_empty() {
         chat.interactive(&mut renderer).await
@@ -49,6 +52,10 @@ struct Chat<'a> {
     settings: &'a Settings,
     /// The conversation the next turn continues.
     episode: Option<String>,
+    /// Specialists every turn must consult.
+    must_consult: Vec<String>,
+    /// The Direct Line mode, when the flag overrides the card's.
+    direct_line_mode: Option<DirectMode>,
 }
 
 impl Chat<'_> {
@@ -65,6 +72,8 @@ impl Chat<'_> {
             text,
             locale: None,
             location: None,
+            direct_line_mode: self.direct_line_mode,
+            must_consult: self.must_consult.clone(),
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
             if r.kind == RejectionKind::Unavailable {

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use baton_core::directive::DirectMode;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::Overrides;
@@ -81,6 +82,21 @@ pub(crate) struct ChatArgs {
     /// Continue this conversation.
     #[arg(long, value_name = "ID")]
     pub(crate) episode: Option<String>,
+    /// Each turn must consult this specialist (repeat for several).
+    #[arg(long, value_name = "ID")]
+    pub(crate) must_consult: Vec<String>,
+    /// How a Direct Line answer (`#specialist …`) is delivered: `strict` or `additive`
+    /// [default: the orchestrator card's]
+    #[arg(long, value_name = "MODE", value_parser = parse_direct_mode)]
+    pub(crate) direct_line_mode: Option<DirectMode>,
+}
+
+fn parse_direct_mode(s: &str) -> Result<DirectMode, String> {
+    match s {
+        "strict" => Ok(DirectMode::Strict),
+        "additive" => Ok(DirectMode::Additive),
+        _ => Err("expected `strict` or `additive`".to_owned()),
+    }
 }
 
 /// `baton serve`.

@@ -9,7 +9,8 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use baton_core::events::{Event, WireEvent};
+use baton_core::events::{DirectLineState, Event, SOURCE_NOTE, WireEvent};
+use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -67,6 +68,9 @@ pub(crate) struct Renderer<W: Write> {
     footer: String,
     cost_usd: Option<f64>,
     outcome: Option<TurnOutcome>,
+    privacy: Option<PrivacyReceipt>,
+    /// The source of the answer text being printed (a note gets its own heading).
+    source: String,
 }
 
 impl<W: Write> Renderer<W> {
@@ -80,6 +84,8 @@ impl<W: Write> Renderer<W> {
             footer: String::new(),
             cost_usd: None,
             outcome: None,
+            privacy: None,
+            source: String::new(),
         }
     }
 
@@ -88,8 +94,9 @@ impl<W: Write> Renderer<W> {
     /// # Errors
     /// Writing to `out` failed (a closed pipe, for instance).
     pub(crate) fn event(&mut self, wire: &WireEvent) -> io::Result<()> {
-        if let Event::Completed { outcome } = &wire.event {
+        if let Event::Completed { outcome, privacy } = &wire.event {
             self.outcome = Some(*outcome);
+            self.privacy = Some(privacy.clone());
         }
         if self.style.json {
             serde_json::to_writer(&mut self.out, wire)?;
@@ -99,12 +106,44 @@ impl<W: Write> Renderer<W> {
         match &wire.event {
             Event::Thinking {} => self.progress("Thinking…")?,
             Event::Status { message, .. } => self.progress(message)?,
-            Event::Text { text, .. } => self.text(text)?,
+            Event::Text { source, text } => {
+                let mut text = text.as_str();
+                if source == SOURCE_NOTE && self.source != SOURCE_NOTE {
+                    text = text.trim_start_matches('\n');
+                    self.stop_spinner();
+                    self.end_line()?;
+                    let (d, r) = self.paint(DIM);
+                    write!(self.out, "{d}\u{25b8} Note from the assistant:{r} ")?;
+                    self.mid_line = true;
+                }
+                self.source.clone_from(source);
+                self.text(text)?;
+            }
+            Event::DirectLine { label, state, .. } => {
+                self.stop_spinner();
+                self.end_line()?;
+                let (d, r) = self.paint(DIM);
+                match state {
+                    DirectLineState::Single => {
+                        writeln!(self.out, "{d}\u{2192} {label}, directly{r}")?
+                    }
+                    DirectLineState::Sticky => {
+                        writeln!(self.out, "{d}\u{25cf} Talking directly with {label}{r}")?
+                    }
+                    DirectLineState::Exited => writeln!(
+                        self.out,
+                        "{d}\u{25cb} Left the direct conversation with {label}{r}"
+                    )?,
+                }
+            }
             Event::DelegatedAnswer { label, text, .. } => {
+                self.stop_spinner();
                 self.end_line()?;
                 let (b, r) = self.paint(BOLD);
-                writeln!(self.out, "{b}{label}:{r}")?;
+                writeln!(self.out, "{b}{label} (direct):{r}")?;
                 self.text(text)?;
+                self.end_line()?;
+                self.source.clear();
             }
             Event::Error { message } => {
                 self.stop_spinner();
@@ -134,6 +173,9 @@ impl<W: Write> Renderer<W> {
         if !self.style.json {
             self.end_line()?;
             let mut details = Vec::new();
+            if let Some(p) = self.privacy.as_ref().filter(|p| p.total > 0) {
+                details.push(masked(p));
+            }
             if let Some(cost) = self.cost_usd {
                 details.push(money(cost));
             }
@@ -155,6 +197,8 @@ impl<W: Write> Renderer<W> {
         self.broke_line = false;
         self.footer.clear();
         self.cost_usd = None;
+        self.privacy = None;
+        self.source.clear();
         Ok(ending)
     }
 
@@ -221,6 +265,16 @@ impl<W: Write> Renderer<W> {
             ("", "")
         }
     }
+}
+
+/// `2 masked (1 email, 1 card number)`: the privacy receipt in a few words.
+fn masked(p: &PrivacyReceipt) -> String {
+    let kinds: Vec<String> = p
+        .by_kind
+        .iter()
+        .map(|(kind, n)| format!("{n} {}", kind.as_str().replace('_', " ")))
+        .collect();
+    format!("{} masked ({})", p.total, kinds.join(", "))
 }
 
 /// A cost in USD with enough digits to show fractions of a cent.
@@ -291,6 +345,7 @@ mod tests {
                 7,
                 Event::Completed {
                     outcome: TurnOutcome::Answered,
+                    privacy: Default::default(),
                 },
             ),
         ]

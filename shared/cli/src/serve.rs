@@ -25,7 +25,8 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
     let principals = Arc::new(LocalPrincipal::new(Some(settings.principal.clone())));
     let state = AppState::new(runtime, principals)
         .with_metrics(metrics)
-        .with_max_body_bytes(settings.max_body_bytes);
+        .with_max_body_bytes(settings.max_body_bytes)
+        .with_console();
     let listener = TcpListener::bind(settings.addr)
         .await
         .with_context(|| format!("listening on {}", settings.addr))?;

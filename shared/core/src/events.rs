@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::turn::{ConsultedAgent, ModelUsage, TurnOutcome};
+use crate::directive::DirectMode;
+use crate::privacy::PrivacyReceipt;
+use crate::turn::{AgentStatus, ConsultedAgent, ModelUsage, TurnOutcome};
 
 /// Version of the event protocol carried in every event (`v`).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -28,6 +30,18 @@ pub enum ToolOutcome {
     Partial,
     /// No usable data.
     Unavailable,
+}
+
+/// Where a Direct Line turn stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DirectLineState {
+    /// One message to the specialist.
+    Single,
+    /// A lasting direct conversation (opened now or earlier).
+    Sticky,
+    /// The lasting conversation ended with this turn.
+    Exited,
 }
 
 /// One event a client may see.
@@ -95,13 +109,28 @@ pub enum Event {
         /// Wall time.
         duration_ms: u64,
     },
-    /// A specialist's verbatim answer delivered by the harness (Direct Line).
+    /// This turn goes straight to a specialist (Direct Line, D-21). In a lasting direct
+    /// conversation it comes every turn: the indicator.
+    DirectLine {
+        /// Sub-agent.
+        agent: String,
+        /// Its label.
+        label: String,
+        /// `strict`: no orchestrator text; `additive`: an attributed note may follow.
+        mode: DirectMode,
+        /// One message, a lasting conversation, or its end.
+        state: DirectLineState,
+    },
+    /// A specialist's verbatim answer delivered by the runtime (Direct Line): the
+    /// orchestrator can neither remove nor rewrite it.
     DelegatedAnswer {
         /// Sub-agent.
         agent: String,
         /// Its label.
         label: String,
-        /// The verbatim text.
+        /// How the specialist ended; on a failure `text` says so in plain words.
+        status: AgentStatus,
+        /// The verbatim text (after the privacy guard).
         text: String,
     },
     /// Who was consulted, from the runtime trace (D-20).
@@ -127,6 +156,8 @@ pub enum Event {
     Completed {
         /// How it ended.
         outcome: TurnOutcome,
+        /// What the privacy guard masked in this turn's output (D-23).
+        privacy: PrivacyReceipt,
     },
 }
 
@@ -142,6 +173,7 @@ impl Event {
             Event::ToolCallStart { .. } => "tool_call_start",
             Event::ToolResult { .. } => "tool_result",
             Event::ToolCallEnd { .. } => "tool_call_end",
+            Event::DirectLine { .. } => "direct_line",
             Event::DelegatedAnswer { .. } => "delegated_answer",
             Event::AgentsConsulted { .. } => "agents_consulted",
             Event::Usage { .. } => "usage",

@@ -11,11 +11,14 @@
 
 pub mod consulted;
 pub mod cost;
+pub mod directive;
 pub mod events;
 pub mod guard;
 pub mod message;
+pub mod obligation;
 pub mod ports;
 pub mod principal;
+pub mod privacy;
 pub mod prompt;
 pub mod registry;
 pub mod tool_result;

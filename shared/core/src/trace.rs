@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::directive::DirectMode;
+use crate::obligation::ObligationSource;
 use crate::turn::AgentStatus;
 
 /// Fan-out relative to the cap (D-9), ordered from within to over.
@@ -118,6 +120,78 @@ pub struct RoutingRecord {
     pub limit: Option<String>,
     /// `principal_mismatch` suppressions during the turn.
     pub principal_mismatches: u32,
+    /// The Direct Line, when the user addressed a specialist (D-21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_line: Option<DirectLineRecord>,
+    /// Specialists this turn had to consult, and how each obligation was met (D-22).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub obligations: Vec<ObligationRecord>,
+    /// What the runtime or the orchestrator did beyond plain routing: reminders with a
+    /// forced tool choice, consultations the runtime made itself, notes added to a
+    /// delegated answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interventions: Vec<Intervention>,
+}
+
+/// A Direct Line turn in the routing record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirectLineRecord {
+    /// The specialist addressed.
+    pub agent_id: String,
+    /// `strict` or `additive`.
+    pub mode: DirectMode,
+    /// Whether the turn belongs to a lasting direct conversation.
+    pub sticky: bool,
+}
+
+/// How an obligation was met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObligationMet {
+    /// The orchestrator called the specialist on its own.
+    ByModel,
+    /// The orchestrator called it after a reminder with a forced tool choice.
+    AfterReminder,
+    /// The runtime consulted it with the user's text.
+    ByRuntime,
+    /// The specialist was consulted on the Direct Line.
+    DirectLine,
+}
+
+/// One obligation of the turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObligationRecord {
+    /// The specialist that had to be consulted.
+    pub agent_id: String,
+    /// Where the obligation came from.
+    pub source: ObligationSource,
+    /// How it was met.
+    pub met: ObligationMet,
+    /// Reminders with a forced tool choice sent for it.
+    pub reminders: u32,
+}
+
+/// What kind of intervention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InterventionKind {
+    /// The orchestrator was reminded and its tool choice forced.
+    ForcedToolChoice,
+    /// The runtime consulted a specialist the orchestrator would not.
+    RuntimeConsult,
+    /// The orchestrator added a note after a delegated answer.
+    Note,
+}
+
+/// An intervention, as recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Intervention {
+    /// What kind.
+    pub kind: InterventionKind,
+    /// The specialist concerned.
+    pub agent_id: String,
+    /// What happened, briefly.
+    pub detail: String,
 }
 
 impl RoutingRecord {
@@ -125,6 +199,15 @@ impl RoutingRecord {
     pub fn guard(&mut self, guard: &str, detail: impl Into<String>) {
         self.guards.push(GuardFired {
             guard: guard.to_owned(),
+            detail: detail.into(),
+        });
+    }
+
+    /// Notes an intervention.
+    pub fn intervene(&mut self, kind: InterventionKind, agent_id: &str, detail: impl Into<String>) {
+        self.interventions.push(Intervention {
+            kind,
+            agent_id: agent_id.to_owned(),
             detail: detail.into(),
         });
     }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ports::model::TokenUsage;
+use crate::privacy::PrivacyReceipt;
 use crate::trace::RoutingRecord;
 
 /// How one consulted sub-agent ended.
@@ -131,6 +132,35 @@ pub struct TurnRecord {
     pub body_keys: Vec<String>,
     /// How it ended.
     pub outcome: TurnOutcome,
+    /// The Direct Line exchange, when the user addressed a specialist directly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<DirectExchange>,
+    /// What the privacy guard masked in the turn's output.
+    #[serde(default)]
+    pub privacy: PrivacyReceipt,
+}
+
+/// What a Direct Line turn delivered, as the user saw it (after the privacy guard).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirectExchange {
+    /// The verbatim answers, in delivery order.
+    pub answers: Vec<Delegated>,
+    /// The orchestrator's attributed note, when it added one (additive mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One answer delivered on the Direct Line, as the user saw it (after the privacy guard).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Delegated {
+    /// Card id.
+    pub agent_id: String,
+    /// Display label.
+    pub label: String,
+    /// How the specialist ended.
+    pub status: AgentStatus,
+    /// The delivered text.
+    pub text: String,
 }
 
 /// A turn record that JSON cannot hold: a cost that is not a finite number (serde would
@@ -181,6 +211,9 @@ pub struct EpisodeState {
     /// Work a limit stopped last turn.
     #[serde(default)]
     pub pending: Vec<PendingCall>,
+    /// The specialist of a lasting direct conversation, while it lasts (D-21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_line: Option<String>,
 }
 
 impl EpisodeState {
@@ -234,6 +267,8 @@ mod tests {
             cost_usd,
             body_keys: Vec::new(),
             outcome: TurnOutcome::Answered,
+            direct: None,
+            privacy: PrivacyReceipt::default(),
         }
     }
 

@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{episodes, health, turns};
+use crate::{agents, console, episodes, health, turns};
 
 /// The Baton HTTP app over `state`: every route, the body limit, and JSON
 /// refusals for unknown paths (404) and methods (405).
@@ -17,9 +17,13 @@ pub fn app(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/v1/turns", post(turns::post_turn))
         .route("/v1/episodes/{id}", get(episodes::get_episode))
+        .route("/v1/agents", get(agents::get_agents))
         .route("/healthz", get(health::healthz));
     if state.metrics.is_some() {
         router = router.route("/metrics", get(health::metrics));
+    }
+    if state.console {
+        router = router.merge(console::routes());
     }
     router
         .fallback(|| async { Error::NoRoute })

@@ -6,6 +6,7 @@
 
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
+use baton_core::directive::DirectMode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -31,12 +32,20 @@ pub struct TurnBody {
     /// Coarse location.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// `strict` or `additive`: how a Direct Line answer is delivered this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct_line_mode: Option<DirectMode>,
+    /// Specialists this turn must consult, by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub must_consult: Vec<String>,
 }
 
 const REQUIRED: &[&str] = &["message"];
 /// A field some clients send and that is never trusted (D-30).
 const BODY_PRINCIPAL: &str = "principal";
 const OPTIONAL: &[&str] = &["episode_id", "turn_id", "locale", "location"];
+const DIRECT_LINE_MODE: &str = "direct_line_mode";
+const MUST_CONSULT: &str = "must_consult";
 
 /// Parses a turn body.
 pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error> {
@@ -68,10 +77,14 @@ pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error
 
 fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
     for name in fields.keys() {
-        if !REQUIRED.contains(&name.as_str()) && !OPTIONAL.contains(&name.as_str()) {
+        let known = REQUIRED.contains(&name.as_str())
+            || OPTIONAL.contains(&name.as_str())
+            || name == DIRECT_LINE_MODE
+            || name == MUST_CONSULT;
+        if !known {
             return Err(Error::InvalidBody(format!(
-                "unknown field {name:?}; the fields are message, episode_id, turn_id, locale \
-                 and location"
+                "unknown field {name:?}; the fields are message, episode_id, turn_id, locale, \
+                 location, direct_line_mode and must_consult"
             )));
         }
     }
@@ -86,6 +99,24 @@ fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
         match fields.get(*name) {
             None | Some(Value::String(_) | Value::Null) => {}
             Some(_) => return Err(Error::InvalidBody(format!("{name:?} must be a string"))),
+        }
+    }
+    match fields.get(DIRECT_LINE_MODE) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "strict" || s == "additive" => {}
+        Some(_) => {
+            return Err(Error::InvalidBody(format!(
+                "{DIRECT_LINE_MODE:?} must be \"strict\" or \"additive\""
+            )));
+        }
+    }
+    match fields.get(MUST_CONSULT) {
+        None => {}
+        Some(Value::Array(ids)) if ids.iter().all(Value::is_string) => {}
+        Some(_) => {
+            return Err(Error::InvalidBody(format!(
+                "{MUST_CONSULT:?} must be a list of specialist ids"
+            )));
         }
     }
     Ok(())
@@ -176,6 +207,35 @@ mod tests {
         assert_eq!(message(err), "\"message\" must be a string");
         let err = parse(&json_headers(), br#"{"message":"hi","locale":["x"]}"#).unwrap_err();
         assert_eq!(message(err), "\"locale\" must be a string");
+    }
+
+    #[test]
+    fn trust_fields_parse_and_bad_ones_are_named() {
+        let body = parse(
+            &json_headers(),
+            br#"{"message":"hi","direct_line_mode":"additive","must_consult":["support"]}"#,
+        )
+        .unwrap();
+        assert_eq!(body.direct_line_mode, Some(DirectMode::Additive));
+        assert_eq!(body.must_consult, vec!["support".to_owned()]);
+        let err = parse(
+            &json_headers(),
+            br#"{"message":"hi","direct_line_mode":"loud"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            message(err),
+            "\"direct_line_mode\" must be \"strict\" or \"additive\""
+        );
+        let err = parse(
+            &json_headers(),
+            br#"{"message":"hi","must_consult":"support"}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            message(err),
+            "\"must_consult\" must be a list of specialist ids"
+        );
     }
 
     #[test]

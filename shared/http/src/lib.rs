@@ -10,8 +10,11 @@
 //! Routes:
 //! - `POST /v1/turns`: a [`TurnBody`] in, a `text/event-stream` of the turn's events out;
 //! - `GET /v1/episodes/{id}`: the caller's own episode history as JSON;
+//! - `GET /v1/agents`: the assistant, its specialists and its Direct Line settings;
 //! - `GET /healthz`: `{"status":"ok"}`;
-//! - `GET /metrics`: in-process counters, only when the state carries them.
+//! - `GET /metrics`: in-process counters, only when the state carries them;
+//! - `GET /` (with `/console.js`, `/console.css`): the web console, only when the state
+//!   enables it ([`AppState::with_console`]).
 //!
 //! Every failure is an [`Error`] that knows its status and a plain-language JSON body,
 //! `{"error": {"code": "...", "message": "..."}}`; internals go to the log only.
@@ -20,8 +23,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod agents;
 mod app;
 mod body;
+mod console;
 mod episodes;
 mod error;
 mod health;

@@ -23,6 +23,8 @@ pub struct AppState {
     pub metrics: Option<Arc<LocalMetrics>>,
     /// Largest accepted request body, in bytes (larger ones get 413).
     pub max_body_bytes: usize,
+    /// Serve the web console at `/` (off unless [`AppState::with_console`]).
+    pub console: bool,
 }
 
 impl AppState {
@@ -33,12 +35,20 @@ impl AppState {
             principals,
             metrics: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            console: false,
         }
     }
 
     /// Serves these counters at `GET /metrics`.
     pub fn with_metrics(mut self, metrics: Arc<LocalMetrics>) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Serves the web console at `/` (for a person at a browser, e.g. `baton serve`; the
+    /// cloud turn function leaves it off).
+    pub fn with_console(mut self) -> Self {
+        self.console = true;
         self
     }
 
@@ -55,6 +65,7 @@ impl fmt::Debug for AppState {
             .field("entry", &self.runtime.entry().id)
             .field("metrics", &self.metrics.is_some())
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("console", &self.console)
             .finish_non_exhaustive()
     }
 }

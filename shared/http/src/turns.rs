@@ -56,6 +56,8 @@ pub(crate) async fn post_turn(
         text: body.message,
         locale: body.locale,
         location: body.location,
+        direct_line_mode: body.direct_line_mode,
+        must_consult: body.must_consult,
     };
     let stream = state.runtime.run_turn(request).await.map_err(|r| {
         tracing::info!(kind = ?r.kind, message = %r.message, "turn refused");

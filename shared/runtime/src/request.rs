@@ -2,6 +2,7 @@
 //! starts.
 
 use baton_core::Principal;
+use baton_core::directive::DirectMode;
 
 /// One user turn.
 #[derive(Debug, Clone)]
@@ -18,6 +19,10 @@ pub struct TurnRequest {
     pub locale: Option<String>,
     /// Coarse location.
     pub location: Option<String>,
+    /// The Direct Line mode for this turn, overriding the orchestrator card's (D-21).
+    pub direct_line_mode: Option<DirectMode>,
+    /// Specialists this turn must consult (D-22), by id.
+    pub must_consult: Vec<String>,
 }
 
 /// Why a turn was refused before it started. Safe to show: `message` is plain language.

@@ -9,6 +9,7 @@ use baton_core::ports::connector::Connector;
 use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::{Store, StoreError};
+use baton_core::privacy::PrivacyGuard;
 use baton_core::registry::{Agent, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
@@ -40,6 +41,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: Arc<dyn Metrics>,
     pub(crate) config: RuntimeConfig,
     pub(crate) breakers: Breakers,
+    /// The privacy guard of the entry orchestrator (D-23).
+    pub(crate) privacy: Arc<PrivacyGuard>,
 }
 
 impl Inner {
@@ -144,6 +147,13 @@ impl RuntimeBuilder {
         let (Some(entry), Some(store), true) = (entry, self.store, problems.is_empty()) else {
             return Err(BuildError(problems));
         };
+        let privacy = Arc::new(PrivacyGuard::new(
+            &entry
+                .orchestration
+                .as_ref()
+                .map(|o| o.privacy.clone())
+                .unwrap_or_default(),
+        ));
         Ok(Runtime {
             inner: Arc::new(Inner {
                 registry: self.registry,
@@ -156,6 +166,7 @@ impl RuntimeBuilder {
                 metrics: self.metrics,
                 config: self.config,
                 breakers: Breakers::default(),
+                privacy,
             }),
         })
     }

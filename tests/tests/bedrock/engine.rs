@@ -7,7 +7,7 @@ use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::turn::TurnOutcome;
 use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::{Runtime, TurnRequest};
-use baton_tests::fake_bedrock::SystemPart;
+use baton_tests::fake_bedrock::{SystemPart, WireToolChoice};
 
 const ENGINE_MODEL: &str = "fake.claude-v1";
 
@@ -29,8 +29,14 @@ fn registry() -> Registry {
             file(
                 "agents/orchestrator.yaml",
                 "id: orchestrator\ndescription: Routes each request to the right specialist.\n\
-                 role: orchestrator\nmodel: m1\nprompt_blocks: [routing]\nsub_agents: [shop]\n\
-                 composition: mediated\n",
+                 role: orchestrator\nmodel: m1\nprompt_blocks: [routing]\nsub_agents: [shop, support]\n\
+                 composition: mediated\n\
+                 obligations: [{ agent: support, keywords: [refund] }]\n",
+            ),
+            file(
+                "agents/support.yaml",
+                "id: support\ndescription: Refunds and receipt problems.\nrole: native\n\
+                 model: m1\nprompt_blocks: [support-instructions]\n",
             ),
             file(
                 "agents/shop.yaml",
@@ -50,6 +56,10 @@ fn registry() -> Registry {
             file(
                 "blocks/shop-instructions.md",
                 &block("vertical", "instructions", false, "SHOP: find offers."),
+            ),
+            file(
+                "blocks/support-instructions.md",
+                &block("vertical", "instructions", false, "SUPPORT: fix refunds."),
             ),
         ],
         models: Some(file("models.yaml", &models)),
@@ -91,6 +101,8 @@ async fn an_engine_turn_answers_after_a_throttled_first_call() {
             text: "any coffee deals?".into(),
             locale: Some("en-US".into()),
             location: None,
+            direct_line_mode: None,
+            must_consult: Vec::new(),
         })
         .await
         .unwrap();
@@ -107,7 +119,8 @@ async fn an_engine_turn_answers_after_a_throttled_first_call() {
     assert!(events.iter().any(|e| matches!(
         e,
         Event::Completed {
-            outcome: TurnOutcome::Answered
+            outcome: TurnOutcome::Answered,
+            ..
         }
     )));
     // The throttled call, its retry (routing), the shop's call, the composition.
@@ -120,4 +133,70 @@ async fn an_engine_turn_answers_after_a_throttled_first_call() {
     assert!(requests.iter().all(|r| r.model_id == ENGINE_MODEL));
     // The orchestrator's system prompt carries its cache point (capable model).
     assert!(requests[1].system().contains(&SystemPart::CachePoint));
+}
+
+#[tokio::test]
+async fn an_obligation_forces_the_tool_choice_on_the_wire() {
+    let fake = FakeBedrock::with_handler(|req| {
+        if req.system_text().contains("SHOP:") {
+            Reply::text("Roast coffee earns 500 points.")
+        } else if req.system_text().contains("SUPPORT:") {
+            Reply::text("Refunds take five days.")
+        } else if req.last_has_tool_results() {
+            Reply::text("Here you go.")
+        } else if req.tool_choice() == Some(WireToolChoice::Tool("ask_support".into())) {
+            Reply::tool_use(
+                "remind_1",
+                "ask_support",
+                json!({"query": "refund", "intent_count": 2}),
+            )
+        } else {
+            // The orchestrator leaves support out on its own.
+            Reply::tool_use(
+                "route_1",
+                "ask_shop",
+                json!({"query": "coffee deals", "intent_count": 1}),
+            )
+        }
+    })
+    .await
+    .unwrap();
+    let registry = Arc::new(registry());
+    let model = fake.bedrock_model(registry.models()).await;
+    let runtime = Runtime::builder(registry)
+        .provider("bedrock", Arc::new(model))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .unwrap();
+    let stream = runtime
+        .run_turn(TurnRequest {
+            principal: Principal::new("alice").unwrap(),
+            episode_id: None,
+            turn_id: Some("t1".into()),
+            text: "coffee deals, and where is my refund?".into(),
+            locale: None,
+            location: None,
+            direct_line_mode: None,
+            must_consult: Vec::new(),
+        })
+        .await
+        .unwrap();
+    let events: Vec<Event> = stream.map(|e| e.event).collect().await;
+    let consulted: Vec<String> = events
+        .iter()
+        .find_map(|e| match e {
+            Event::AgentsConsulted { agents, .. } => {
+                Some(agents.iter().map(|a| a.agent_id.clone()).collect())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(consulted, ["shop", "support"]);
+    let forced: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.tool_choice() == Some(WireToolChoice::Tool("ask_support".into())))
+        .collect();
+    assert_eq!(forced.len(), 1, "one reminder was enough");
+    assert!(forced[0].system_text().contains("must consult"));
 }

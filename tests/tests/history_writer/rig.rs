@@ -271,6 +271,8 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
         } else {
             TurnOutcome::Answered
         },
+        direct: None,
+        privacy: Default::default(),
     };
     (record, bodies)
 }

@@ -75,7 +75,8 @@ async fn the_binary_streams_a_turn_in_the_lambda_wire_format() {
 }
 
 /// Every frame of the turn, durations zeroed: routing preamble, the composed answer word
-/// by word (the fake streams word by word), the consulted record, usage at the registry's
+/// by word (the fake streams word by word; the privacy guard holds back what could still
+/// start a value, so `1,000 ` leaves in two pieces), the consulted record, usage at the registry's
 /// prices (3 calls x 10 in / 5 out tokens of claude-haiku), completion.
 const EXPECTED_FRAMES: &str = concat!(
     "id: 1\nevent: thinking\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":1,\"type\":\"thinking\"}\n\n",
@@ -85,11 +86,12 @@ const EXPECTED_FRAMES: &str = concat!(
     "id: 5\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":5,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"Street \"}\n\n",
     "id: 6\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":6,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"coffee \"}\n\n",
     "id: 7\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":7,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"earns \"}\n\n",
-    "id: 8\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":8,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"1,000 \"}\n\n",
-    "id: 9\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":9,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"points.\"}\n\n",
-    "id: 10\nevent: agents_consulted\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":10,\"type\":\"agents_consulted\",\"agents\":[{\"agent_id\":\"shop\",\"label\":\"Shopping\",\"status\":\"ok\",\"duration_ms\":0,\"tool_calls\":0}],\"footer\":\"Consulted: Shopping\"}\n\n",
-    "id: 11\nevent: usage\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":11,\"type\":\"usage\",\"models\":[{\"model\":\"claude-haiku\",\"calls\":3,\"input\":30,\"output\":15,\"cache_read\":0,\"cache_write\":0,\"cost_usd\":0.000105}],\"cost_usd\":0.000105}\n\n",
-    "id: 12\nevent: completed\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":12,\"type\":\"completed\",\"outcome\":\"answered\"}\n\n",
+    "id: 8\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":8,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"1,\"}\n\n",
+    "id: 9\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":9,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"000 \"}\n\n",
+    "id: 10\nevent: text\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":10,\"type\":\"text\",\"source\":\"orchestrator\",\"text\":\"points.\"}\n\n",
+    "id: 11\nevent: agents_consulted\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":11,\"type\":\"agents_consulted\",\"agents\":[{\"agent_id\":\"shop\",\"label\":\"Shopping\",\"status\":\"ok\",\"duration_ms\":0,\"tool_calls\":0}],\"footer\":\"Consulted: Shopping\"}\n\n",
+    "id: 12\nevent: usage\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":12,\"type\":\"usage\",\"models\":[{\"model\":\"claude-haiku\",\"calls\":3,\"input\":30,\"output\":15,\"cache_read\":0,\"cache_write\":0,\"cost_usd\":0.000105}],\"cost_usd\":0.000105}\n\n",
+    "id: 13\nevent: completed\ndata: {\"v\":1,\"turn_id\":\"t-binary-1\",\"seq\":13,\"type\":\"completed\",\"outcome\":\"answered\",\"privacy\":{\"total\":0,\"by_kind\":{}}}\n\n",
 );
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod chat;
 mod config;
+mod console;
 mod dynamodb;
 mod offline;
 mod serve;

@@ -38,3 +38,70 @@ fn offline_is_the_default_model() {
         .unwrap();
     assert_eq!(consulted["agents"][0]["agent_id"], "shop");
 }
+
+#[test]
+fn the_direct_line_prints_the_specialists_own_answer_and_the_record() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(&[
+        "chat",
+        "--registry",
+        REGISTRY,
+        "#strategist what are three risks in my plan to save for a bike?",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.starts_with("→ Savings strategist, directly\n"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("\nSavings strategist (direct):\n"),
+        "{run:?}"
+    );
+    let footer = run.stdout.lines().last().unwrap();
+    assert!(
+        footer.starts_with("Consulted: Savings strategist ·"),
+        "{footer:?}"
+    );
+}
+
+#[test]
+fn a_required_specialist_is_consulted_and_an_unknown_one_refused() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(&[
+        "chat",
+        "--json",
+        "--registry",
+        REGISTRY,
+        "--must-consult",
+        "rewards",
+        "find me coffee deals",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let events = events(&run.stdout);
+    let consulted = events
+        .iter()
+        .find(|e| e["type"] == "agents_consulted")
+        .unwrap();
+    let ids: Vec<&str> = consulted["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a["agent_id"].as_str())
+        .collect();
+    assert!(ids.contains(&"rewards"), "{ids:?}");
+    assert!(ids.contains(&"shop"), "{ids:?}");
+
+    let run = sandbox.run(&[
+        "chat",
+        "--registry",
+        REGISTRY,
+        "--must-consult",
+        "nobody",
+        "find me coffee deals",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("no specialist called nobody"),
+        "{run:?}"
+    );
+}

@@ -50,6 +50,8 @@ pub enum CallPurpose {
     Compose,
     /// A sub-agent's call inside its own tool loop.
     Agent,
+    /// The orchestrator may add a note after a specialist's Direct Line answer.
+    Note,
 }
 
 /// One block of the system prompt.

@@ -5,10 +5,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::raw::{RawBlockMeta, RawCard, RawModels, RawTools};
+use super::raw::{RawBlockMeta, RawCard, RawModels, RawObligation, RawTools};
 use super::types::*;
 use super::{LoadError, LoadErrors, LoadOptions, Registry, RegistrySources, SourceFile};
+use crate::directive::{self, DirectLinePolicy};
+use crate::obligation::ObligationRule;
 use crate::ports::model::{Inference, ToolDef};
+use crate::privacy::{PiiKind, PrivacyPolicy};
 use crate::prompt::PromptPlan;
 
 const FASTPATH_CATEGORIES: [&str; 3] = ["greeting", "acknowledgement", "chitchat"];
@@ -630,6 +633,7 @@ fn build_agent(
             ("direct_line", raw.direct_line.is_some()),
             ("status_messages", raw.status_messages.is_some()),
             ("obligations", raw.obligations.is_some()),
+            ("privacy", raw.privacy.is_some()),
             ("turn_limits", raw.turn_limits.is_some()),
         ] {
             if present {
@@ -643,7 +647,7 @@ fn build_agent(
         }
     }
 
-    let orchestration = is_orchestrator.then(|| build_orchestration(raw, file, p));
+    let orchestration = is_orchestrator.then(|| build_orchestration(raw, file, raws, p));
 
     // The ask tool other orchestrators call this card through (D-6).
     let mut properties = serde_json::Map::new();
@@ -780,7 +784,12 @@ fn build_agent(
     })
 }
 
-fn build_orchestration(raw: &RawCard, file: &str, p: &mut Problems) -> Orchestration {
+fn build_orchestration(
+    raw: &RawCard,
+    file: &str,
+    raws: &BTreeMap<String, (RawCard, String)>,
+    p: &mut Problems,
+) -> Orchestration {
     let composition = match raw.composition.as_deref() {
         None | Some("mediated") => Composition::Mediated,
         Some("passthrough") => Composition::Passthrough,
@@ -962,9 +971,220 @@ fn build_orchestration(raw: &RawCard, file: &str, p: &mut Problems) -> Orchestra
         fastpath,
         status,
         limits,
-        direct_line: raw.direct_line.clone(),
-        obligations: raw.obligations.clone(),
+        direct_line: load_direct_line(raw, file, raws, p),
+        obligations: load_obligations(raw, file, p),
+        privacy: load_privacy(raw.privacy.as_ref(), file, p),
     }
+}
+
+/// A value as an error shows it: strings bare, anything else as JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Types a mapping whose fields all have defaults. Each key is tried on its own first, so
+/// every bad key is reported under its own field path.
+fn typed_mapping<T: serde::de::DeserializeOwned>(
+    value: &Value,
+    file: &str,
+    field: &str,
+    p: &mut Problems,
+) -> Option<T> {
+    let Value::Object(map) = value else {
+        p.add(file, field, shown(value), "must be a mapping");
+        return None;
+    };
+    let before = p.0.len();
+    for (key, v) in map {
+        let one = Value::Object(serde_json::Map::from_iter([(key.clone(), v.clone())]));
+        if let Err(e) = serde_json::from_value::<T>(one) {
+            let msg = e.to_string();
+            if msg.starts_with("unknown field") {
+                p.add(file, format!("{field}.{key}"), key, msg);
+            } else if v.is_null() {
+                // The usual cause: an unquoted `#` or `!` starts a comment or a tag in YAML.
+                p.add(
+                    file,
+                    format!("{field}.{key}"),
+                    "",
+                    "has no value; quote values such as \"#\" or \"!!\", which YAML otherwise reads as a comment or a tag",
+                );
+            } else {
+                p.add(file, format!("{field}.{key}"), shown(v), msg);
+            }
+        }
+    }
+    if p.0.len() > before {
+        return None;
+    }
+    match serde_json::from_value::<T>(value.clone()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            p.add(file, field, shown(value), e.to_string());
+            None
+        }
+    }
+}
+
+fn load_direct_line(
+    raw: &RawCard,
+    file: &str,
+    raws: &BTreeMap<String, (RawCard, String)>,
+    p: &mut Problems,
+) -> DirectLinePolicy {
+    let Some(value) = &raw.direct_line else {
+        return DirectLinePolicy::default();
+    };
+    let Some(policy) = typed_mapping::<DirectLinePolicy>(value, file, "direct_line", p) else {
+        return DirectLinePolicy::default();
+    };
+    if policy.prefix.is_empty() {
+        p.add(file, "direct_line.prefix", "", "must not be empty");
+    } else if policy.prefix.contains(char::is_whitespace) {
+        p.add(
+            file,
+            "direct_line.prefix",
+            &policy.prefix,
+            "must not contain whitespace",
+        );
+    }
+    if !directive::is_token(&policy.exit) {
+        p.add(
+            file,
+            "direct_line.exit",
+            &policy.exit,
+            "must be one word of letters, digits, '-', '_' or '.'",
+        );
+    }
+    // The exit word is checked before the specialists, so one that names a specialist
+    // would make that specialist unreachable.
+    let exit_lower = policy.exit.to_lowercase();
+    let exit_norm = directive::normalise_label(&policy.exit);
+    for s in &raw.sub_agents {
+        let label = raws
+            .get(s)
+            .and_then(|(r, _)| r.label.clone())
+            .unwrap_or_else(|| capitalise(s));
+        if exit_lower == s.to_lowercase() || exit_norm == directive::normalise_label(&label) {
+            p.add(
+                file,
+                "direct_line.exit",
+                &policy.exit,
+                format!("is also how sub-agent {s} ({label}) is addressed; choose another word"),
+            );
+        }
+    }
+    policy
+}
+
+fn load_obligations(raw: &RawCard, file: &str, p: &mut Problems) -> Vec<ObligationRule> {
+    let items = match &raw.obligations {
+        None => return Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(other) => {
+            p.add(
+                file,
+                "obligations",
+                shown(other),
+                "must be a list of rules (agent, keywords or always)",
+            );
+            return Vec::new();
+        }
+    };
+    let mut rules = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let field = format!("obligations[{i}]");
+        let Some(rule) = typed_mapping::<RawObligation>(item, file, &field, p) else {
+            continue;
+        };
+        let Some(agent) = rule.agent else {
+            p.add(
+                file,
+                format!("{field}.agent"),
+                "",
+                "missing: the sub-agent that must be consulted",
+            );
+            continue;
+        };
+        let mut ok = true;
+        if !raw.sub_agents.contains(&agent) {
+            p.add(
+                file,
+                format!("{field}.agent"),
+                &agent,
+                format!(
+                    "must be one of this card's sub_agents ({})",
+                    raw.sub_agents.join(", ")
+                ),
+            );
+            ok = false;
+        }
+        for (j, k) in rule.keywords.iter().enumerate() {
+            if k.trim().is_empty() {
+                p.add(
+                    file,
+                    format!("{field}.keywords[{j}]"),
+                    k,
+                    "an empty keyword never fires",
+                );
+                ok = false;
+            }
+        }
+        if rule.keywords.is_empty() && !rule.always {
+            p.add(
+                file,
+                &field,
+                &agent,
+                "a rule needs keywords or always: true, or it never fires",
+            );
+            ok = false;
+        }
+        if ok {
+            rules.push(ObligationRule {
+                agent: Arc::from(agent),
+                keywords: rule.keywords,
+                always: rule.always,
+            });
+        }
+    }
+    rules
+}
+
+fn load_privacy(value: Option<&Value>, file: &str, p: &mut Problems) -> PrivacyPolicy {
+    let Some(value) = value else {
+        return PrivacyPolicy::default();
+    };
+    // Kinds are checked one by one so that an error names the index and the kind.
+    if let Some(Value::Array(kinds)) = value.get("kinds") {
+        let before = p.0.len();
+        for (i, k) in kinds.iter().enumerate() {
+            if serde_json::from_value::<PiiKind>(k.clone()).is_err() {
+                p.add(
+                    file,
+                    format!("privacy.kinds[{i}]"),
+                    shown(k),
+                    format!(
+                        "unknown kind; known: {}",
+                        PiiKind::ALL.map(PiiKind::as_str).join(", ")
+                    ),
+                );
+            } else if kinds[..i].contains(k) {
+                p.add(
+                    file,
+                    format!("privacy.kinds[{i}]"),
+                    shown(k),
+                    "listed twice",
+                );
+            }
+        }
+        if p.0.len() > before {
+            return PrivacyPolicy::default();
+        }
+    }
+    typed_mapping::<PrivacyPolicy>(value, file, "privacy", p).unwrap_or_default()
 }
 
 fn capitalise(id: &str) -> String {

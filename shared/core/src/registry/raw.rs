@@ -38,6 +38,9 @@ pub(crate) struct RawCard {
     pub(crate) fanout_cap: Option<u32>,
     #[serde(default)]
     pub(crate) fastpath: Option<RawFastpath>,
+    // The trust-layer sections stay untyped here and are typed in the loader, one key at
+    // a time, so a mistake in them is an error naming its own field (`direct_line.mode`)
+    // and does not hide the rest of the card's problems.
     #[serde(default)]
     pub(crate) direct_line: Option<serde_json::Value>,
     #[serde(default)]
@@ -45,7 +48,19 @@ pub(crate) struct RawCard {
     #[serde(default)]
     pub(crate) obligations: Option<serde_json::Value>,
     #[serde(default)]
+    pub(crate) privacy: Option<serde_json::Value>,
+    #[serde(default)]
     pub(crate) turn_limits: Option<RawTurnLimits>,
+}
+
+/// One `obligations` rule as written; every field optional so that each one's problem is
+/// reported on its own.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct RawObligation {
+    pub(crate) agent: Option<String>,
+    pub(crate) keywords: Vec<String>,
+    pub(crate) always: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

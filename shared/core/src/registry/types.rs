@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::directive::{Addressable, DirectLinePolicy};
+use crate::obligation::ObligationRule;
 use crate::ports::model::{Inference, ModelRequest, SystemBlock, ToolDef};
+use crate::privacy::PrivacyPolicy;
 use crate::prompt::PromptPlan;
 
 /// A card's role: a documentation label, not a switch (D-1).
@@ -150,10 +153,13 @@ pub struct Orchestration {
     pub status: StatusMessages,
     /// Limits.
     pub limits: TurnLimits,
-    /// Direct Line settings as authored (used by the trust layer).
-    pub direct_line: Option<serde_json::Value>,
-    /// Obligations as authored (used by the trust layer).
-    pub obligations: Option<serde_json::Value>,
+    /// Direct Line settings (D-21); the defaults when the card has none.
+    pub direct_line: DirectLinePolicy,
+    /// Obligation rules (D-22), in declared order; each names one of `sub_agents`.
+    pub obligations: Vec<ObligationRule>,
+    /// Privacy guard settings (D-23); the defaults (every kind, labels) when the card has
+    /// none.
+    pub privacy: PrivacyPolicy,
 }
 
 /// Per-card tuning.
@@ -379,6 +385,14 @@ impl Agent {
     /// The arguments do not satisfy the schema.
     pub fn check_ask_args(&self, args: &serde_json::Value) -> Result<(), String> {
         check_with(&self.ask_validator, args)
+    }
+
+    /// How a Direct Line directive may name it: its id and label.
+    pub fn addressable(&self) -> Addressable<'_> {
+        Addressable {
+            id: &self.id,
+            label: &self.label,
+        }
     }
 
     /// One of its own tools by id.

@@ -3,8 +3,10 @@ use std::sync::Arc;
 
 use axum::response::IntoResponse;
 use axum::response::sse::Sse;
-use baton_core::events::{Event, PROTOCOL_VERSION};
+use baton_core::directive::DirectMode;
+use baton_core::events::{DirectLineState, Event, PROTOCOL_VERSION};
 use baton_core::ports::model::TokenUsage;
+use baton_core::privacy::{PiiKind, PrivacyReceipt};
 use baton_core::turn::{AgentStatus, ConsultedAgent, ModelUsage, TurnOutcome};
 use futures::StreamExt;
 use proptest::prelude::*;
@@ -128,7 +130,14 @@ fn any_event() -> impl Strategy<Value = Event> {
         (tricky(), tricky(), tricky()).prop_map(|(agent, label, text)| Event::DelegatedAnswer {
             agent,
             label,
+            status: AgentStatus::Timeout,
             text
+        }),
+        (tricky(), tricky()).prop_map(|(agent, label)| Event::DirectLine {
+            agent,
+            label,
+            mode: DirectMode::Additive,
+            state: DirectLineState::Sticky,
         }),
         (tricky(), tricky(), any::<u32>()).prop_map(|(agent_id, label, tool_calls)| {
             Event::AgentsConsulted {
@@ -161,8 +170,15 @@ fn any_event() -> impl Strategy<Value = Event> {
             }
         }),
         tricky().prop_map(|message| Event::Error { message }),
-        Just(Event::Completed {
-            outcome: TurnOutcome::Limited
+        (0u32..5).prop_map(|n| {
+            let mut privacy = PrivacyReceipt::default();
+            for _ in 0..n {
+                privacy.add(PiiKind::CardNumber);
+            }
+            Event::Completed {
+                outcome: TurnOutcome::Limited,
+                privacy,
+            }
         }),
     ]
 }

@@ -82,6 +82,8 @@ impl Inner {
         let mut reply = Reply::new();
         let agent = self.registry.agent(&request.agent_id);
         match (request.purpose, agent) {
+            // Not a language model: it has no judgement to add, so it never adds a note.
+            (CallPurpose::Note, _) => {}
             (CallPurpose::Compose, _) => {
                 let label_of = |tool: &str| self.asks.get(tool).map(|a| a.label.to_string());
                 compose::respond(request, &label_of, &mut reply);

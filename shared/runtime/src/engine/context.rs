@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use baton_core::Principal;
 use baton_core::cost::cost_usd;
+use baton_core::directive::DirectMode;
 use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::Body;
 use baton_core::prompt::DynamicContext;
@@ -35,6 +36,10 @@ pub(crate) struct TurnCtx {
     pub(crate) out: Output,
     pub(crate) limits: TurnLimits,
     pub(crate) trace: Mutex<RoutingRecord>,
+    /// The request's Direct Line mode, overriding the card's.
+    pub(crate) direct_mode: Option<DirectMode>,
+    /// Specialists the request says this turn must consult.
+    pub(crate) must_consult: Vec<String>,
     /// When the turn started running (for its latency metric).
     pub(crate) started: tokio::time::Instant,
     /// A turn uses one or two models: a short list beats a map.
@@ -80,6 +85,8 @@ impl TurnCtx {
             out,
             limits,
             trace: Mutex::new(trace),
+            direct_mode: None,
+            must_consult: Vec::new(),
             started: tokio::time::Instant::now(),
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),

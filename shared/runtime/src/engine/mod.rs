@@ -7,9 +7,11 @@
 
 mod compose;
 mod context;
+mod direct_line;
 mod dispatch;
 mod live_slot;
 mod model_call;
+mod obligations;
 mod output;
 mod route;
 mod status;
@@ -19,7 +21,7 @@ mod turn;
 
 use std::sync::Arc;
 
-use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_ORCHESTRATOR, WireEvent};
+use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_NOTE, SOURCE_ORCHESTRATOR, WireEvent};
 use baton_core::ports::store::{Claim, ClaimRequest};
 use baton_core::turn::TurnRecord;
 use tokio::runtime::Handle;
@@ -76,6 +78,30 @@ pub(crate) async fn start(
             ));
         }
     }
+    // D-22: a required specialist must be one this orchestrator can consult.
+    let subs = inner
+        .entry
+        .orchestration
+        .as_ref()
+        .map(|o| o.sub_agents.as_slice())
+        .unwrap_or_default();
+    let unknown: Vec<&str> = request
+        .must_consult
+        .iter()
+        .filter(|id| !subs.iter().any(|s| &**s == id.as_str()))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = subs.iter().map(|s| &**s).collect();
+        return Err(TurnRejection::new(
+            RejectionKind::Invalid,
+            format!(
+                "This assistant has no specialist called {}; it has {}.",
+                unknown.join(", "),
+                known.join(", ")
+            ),
+        ));
+    }
     let turn_id = request
         .turn_id
         .clone()
@@ -100,7 +126,7 @@ pub(crate) async fn start(
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
             let turn: Arc<str> = Arc::from(turn_id.as_str());
-            let ctx = TurnCtx::new(
+            let mut ctx = TurnCtx::new(
                 inner.clone(),
                 request.principal,
                 Arc::from(episode_id.as_str()),
@@ -108,8 +134,10 @@ pub(crate) async fn start(
                 text,
                 request.locale,
                 request.location,
-                Output::new(turn, outbox.clone()),
+                Output::new(turn, outbox.clone(), inner.privacy.clone()),
             );
+            ctx.direct_mode = request.direct_line_mode;
+            ctx.must_consult = request.must_consult;
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             let span = tracing::info_span!(
                 "invoke_agent",
@@ -150,19 +178,40 @@ pub(crate) async fn start(
     }
 }
 
-/// Replays a completed turn's stored answer (D-25): nothing runs again.
+/// Replays a completed turn's stored answer (D-25): nothing runs again. The stored texts
+/// already passed the privacy guard.
 fn replay(record: TurnRecord, outbox: &Outbox) {
     let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
-    let events = [
+    let mut events = vec![
         Event::Thinking {},
         Event::ResponseId {
             response_id: record.turn_id.clone(),
             episode_id: record.episode_id.clone(),
         },
-        Event::Text {
+    ];
+    match &record.direct {
+        Some(direct) => {
+            for answer in &direct.answers {
+                events.push(Event::DelegatedAnswer {
+                    agent: answer.agent_id.clone(),
+                    label: answer.label.clone(),
+                    status: answer.status,
+                    text: answer.text.clone(),
+                });
+            }
+            if let Some(note) = &direct.note {
+                events.push(Event::Text {
+                    source: SOURCE_NOTE.to_owned(),
+                    text: note.clone(),
+                });
+            }
+        }
+        None => events.push(Event::Text {
             source: SOURCE_ORCHESTRATOR.to_owned(),
             text: record.narration.clone(),
-        },
+        }),
+    }
+    events.extend([
         Event::AgentsConsulted {
             footer: baton_core::consulted::footer(&record.consulted),
             agents: record.consulted.clone(),
@@ -173,8 +222,9 @@ fn replay(record: TurnRecord, outbox: &Outbox) {
         },
         Event::Completed {
             outcome: record.outcome,
+            privacy: record.privacy.clone(),
         },
-    ];
+    ]);
     for (i, event) in events.into_iter().enumerate() {
         let wire = WireEvent {
             v: PROTOCOL_VERSION,

@@ -1,12 +1,20 @@
-//! The turn's output: numbers events, sends them to the client while it listens, and keeps
-//! what the user was shown (the narration) for the journal.
+//! The turn's output: passes every outbound text through the privacy guard (D-23), numbers
+//! events, sends them to the client while it listens, and keeps what the user was shown
+//! (the narration) for the journal.
+//!
+//! Streamed text is masked per source with a bounded hold-back, so a value split across
+//! deltas is still masked; a source's held text is released when another source starts
+//! and before any event that closes a piece of the answer (a delegated answer, the
+//! consulted record, an error, completion).
 //!
 //! Events go to the stream's outbox, which its reader drains as it drives the turn; the
 //! engine never waits on a slow (or vanished) client while it holds the order lock.
 
 use std::sync::{Arc, Mutex};
 
-use baton_core::events::{Event, PROTOCOL_VERSION, WireEvent};
+use baton_core::events::{DirectLineState, Event, PROTOCOL_VERSION, WireEvent};
+use baton_core::privacy::{PrivacyGuard, PrivacyReceipt, StreamMasker};
+use baton_core::turn::{AgentStatus, TurnOutcome};
 
 use crate::stream::Outbox;
 
@@ -16,25 +24,35 @@ struct State {
     client_gone: bool,
     /// The next answer text starts a new paragraph.
     paragraph: bool,
+    /// The answer text being streamed now: its source and masker.
+    text: Option<(String, StreamMasker)>,
+    /// Reasoning streams, by source.
+    reasoning: Vec<(String, StreamMasker)>,
+    receipt: PrivacyReceipt,
 }
 
 /// Shared by every task of a turn; emission order is seq order.
 pub(crate) struct Output {
     turn_id: Arc<str>,
     outbox: Arc<Outbox>,
+    guard: Arc<PrivacyGuard>,
     state: Mutex<State>,
 }
 
 impl Output {
-    pub(crate) fn new(turn_id: Arc<str>, outbox: Arc<Outbox>) -> Self {
+    pub(crate) fn new(turn_id: Arc<str>, outbox: Arc<Outbox>, guard: Arc<PrivacyGuard>) -> Self {
         Output {
             turn_id,
             outbox,
+            guard,
             state: Mutex::new(State {
                 seq: 0,
                 narration: String::new(),
                 client_gone: false,
                 paragraph: false,
+                text: None,
+                reasoning: Vec::new(),
+                receipt: PrivacyReceipt::default(),
             }),
         }
     }
@@ -45,16 +63,91 @@ impl Output {
         self.emit_now(event);
     }
 
-    fn emit_now(&self, mut event: Event) {
+    fn emit_now(&self, event: Event) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        if let Event::Text { text, .. } = &mut event {
-            if std::mem::take(&mut state.paragraph) && !state.narration.is_empty() {
-                text.insert_str(0, "\n\n");
+        let state = &mut *state;
+        match event {
+            Event::Text { source, text } => {
+                if state.text.as_ref().is_some_and(|(s, _)| *s != source) {
+                    self.flush_text(state);
+                }
+                let (_, masker) = state
+                    .text
+                    .get_or_insert_with(|| (source.clone(), StreamMasker::new(self.guard.clone())));
+                let out = masker.push(&text, &mut state.receipt);
+                self.send_text(state, source, out);
             }
-            state.narration.push_str(text);
+            Event::Reasoning { source, text } => {
+                let i = match state.reasoning.iter().position(|(s, _)| *s == source) {
+                    Some(i) => i,
+                    None => {
+                        state
+                            .reasoning
+                            .push((source.clone(), StreamMasker::new(self.guard.clone())));
+                        state.reasoning.len() - 1
+                    }
+                };
+                let out = state.reasoning[i].1.push(&text, &mut state.receipt);
+                if !out.is_empty() {
+                    self.send(state, Event::Reasoning { source, text: out });
+                }
+            }
+            Event::Status { codes, message } => {
+                let message = self.guard.mask(&message, &mut state.receipt);
+                self.send(state, Event::Status { codes, message });
+            }
+            Event::ToolCallStart { .. } | Event::ToolResult { .. } | Event::ToolCallEnd { .. } => {
+                self.send(state, event);
+            }
+            Event::Error { message } => {
+                self.flush(state);
+                let message = self.guard.mask(&message, &mut state.receipt);
+                self.send(state, Event::Error { message });
+            }
+            Event::DelegatedAnswer { .. } => {
+                // Built by `delegated` only, which masks it; never passed in unmasked.
+                self.flush(state);
+                self.send(state, event);
+            }
+            other => {
+                self.flush(state);
+                self.send(state, other);
+            }
         }
+    }
+
+    /// Releases everything every stream holds back.
+    fn flush(&self, state: &mut State) {
+        self.flush_text(state);
+        for (source, mut masker) in std::mem::take(&mut state.reasoning) {
+            let out = masker.finish(&mut state.receipt);
+            if !out.is_empty() {
+                self.send(state, Event::Reasoning { source, text: out });
+            }
+        }
+    }
+
+    fn flush_text(&self, state: &mut State) {
+        if let Some((source, mut masker)) = state.text.take() {
+            let out = masker.finish(&mut state.receipt);
+            self.send_text(state, source, out);
+        }
+    }
+
+    fn send_text(&self, state: &mut State, source: String, mut text: String) {
+        if text.is_empty() {
+            return;
+        }
+        if std::mem::take(&mut state.paragraph) && !state.narration.is_empty() {
+            text.insert_str(0, "\n\n");
+        }
+        state.narration.push_str(&text);
+        self.send(state, Event::Text { source, text });
+    }
+
+    fn send(&self, state: &mut State, event: Event) {
         state.seq += 1;
         if state.client_gone {
             return;
@@ -82,18 +175,101 @@ impl Output {
         });
     }
 
+    /// Delivers a specialist's answer on the Direct Line, masked but otherwise untouched;
+    /// returns the text as delivered.
+    pub(crate) async fn delegated(
+        &self,
+        agent: &str,
+        label: &str,
+        status: AgentStatus,
+        text: &str,
+    ) -> String {
+        let Ok(mut state) = self.state.lock() else {
+            return String::new();
+        };
+        let state = &mut *state;
+        self.flush(state);
+        let text = self.guard.mask(text, &mut state.receipt);
+        if !state.narration.is_empty() {
+            state.narration.push_str("\n\n");
+        }
+        // The narration is what the orchestrator reads next turn: attributed, verbatim.
+        state
+            .narration
+            .push_str(&format!("{label} (direct): {text}"));
+        self.send(
+            state,
+            Event::DelegatedAnswer {
+                agent: agent.to_owned(),
+                label: label.to_owned(),
+                status,
+                text: text.clone(),
+            },
+        );
+        text
+    }
+
+    /// Tells the client this turn (or the lasting conversation) is on the Direct Line.
+    pub(crate) async fn direct_line(
+        &self,
+        agent: &str,
+        label: &str,
+        mode: baton_core::directive::DirectMode,
+        state: DirectLineState,
+    ) {
+        self.emit_now(Event::DirectLine {
+            agent: agent.to_owned(),
+            label: label.to_owned(),
+            mode,
+            state,
+        });
+    }
+
     /// Starts a new paragraph before the next answer text (if any text came before).
     pub(crate) async fn paragraph(&self) {
         if let Ok(mut s) = self.state.lock() {
+            self.flush_text(&mut s);
             s.paragraph = true;
         }
     }
 
-    /// Everything shown so far as one text.
+    /// Releases whatever the privacy guard still holds back.
+    pub(crate) async fn flush_all(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            self.flush(&mut s);
+        }
+    }
+
+    /// Everything shown so far as one text (after the privacy guard).
     pub(crate) async fn narration(&self) -> String {
         self.state
             .lock()
             .map(|s| s.narration.clone())
             .unwrap_or_default()
+    }
+
+    /// What the privacy guard masked so far.
+    pub(crate) async fn receipt(&self) -> PrivacyReceipt {
+        self.state
+            .lock()
+            .map(|s| s.receipt.clone())
+            .unwrap_or_default()
+    }
+
+    /// Masks a text that is stored but not streamed (a sub-agent's segment), without
+    /// counting it on the receipt: the receipt counts what the user was shown.
+    pub(crate) fn mask_stored(&self, text: &str) -> String {
+        self.guard.mask(text, &mut PrivacyReceipt::default())
+    }
+
+    /// Ends the turn's stream with its outcome and privacy receipt.
+    pub(crate) async fn complete(&self, outcome: TurnOutcome) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let state = &mut *state;
+        self.flush(state);
+        let privacy = state.receipt.clone();
+        self.send(state, Event::Completed { outcome, privacy });
     }
 }

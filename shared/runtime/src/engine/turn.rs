@@ -15,14 +15,16 @@ use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::registry::Composition;
 use baton_core::trace::{AgentOutcome, DropReason};
 use baton_core::turn::{
-    AgentStatus, ConsultedAgent, EpisodeState, ModelUsage, PendingCall, Segment, TurnOutcome,
-    TurnRecord,
+    AgentStatus, ConsultedAgent, DirectExchange, EpisodeState, ModelUsage, PendingCall, Segment,
+    TurnOutcome, TurnRecord,
 };
 
 use super::compose;
 use super::context::TurnCtx;
+use super::direct_line::{self, Decision};
 use super::dispatch::dispatch;
 use super::live_slot::LiveSlot;
+use super::obligations;
 use super::route::{self, Plan};
 use super::subagent::{AgentJob, AgentResult, TextMode};
 
@@ -65,11 +67,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                 })
                 .await;
             let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
-            ctx.out
-                .emit(Event::Completed {
-                    outcome: TurnOutcome::Failed,
-                })
-                .await;
+            ctx.out.complete(TurnOutcome::Failed).await;
             return;
         }
     }
@@ -87,13 +85,32 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         work.outcome = TurnOutcome::Limited;
         work.pending = std::mem::take(&mut state.pending);
     } else {
+        // D-21: the user's own text, and nothing else, may hold a directive.
+        let decision = direct_line::decide(&ctx, &mut state);
         let previous = std::mem::take(&mut state.pending);
         // One deadline bounds the whole turn, retries included; the lease outlives it.
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
-        if tokio::time::timeout(deadline, orchestrate(&ctx, &previous, &mut work))
-            .await
-            .is_err()
-        {
+        let body = async {
+            match decision {
+                Decision::Route { text } => {
+                    ctx.user_text = text;
+                    orchestrate(&ctx, &previous, &mut work).await;
+                }
+                Decision::Direct(turn) => {
+                    // The work a limit stopped waits for the next routed turn.
+                    work.pending = previous;
+                    let done = direct_line::run(&ctx, turn).await;
+                    work.jobs = done.jobs;
+                    work.results = done.results;
+                    work.direct = Some(done.exchange);
+                }
+                Decision::Reply { text, indicator } => {
+                    work.pending = previous;
+                    direct_line::reply(&ctx, &text, indicator).await;
+                }
+            }
+        };
+        if tokio::time::timeout(deadline, body).await.is_err() {
             tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
             work.outcome = TurnOutcome::Failed;
             work.error = Some(TOO_LONG.into());
@@ -105,6 +122,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
 /// What the turn did, gathered for the record.
 struct Work {
     jobs: Vec<AgentJob>,
+    direct: Option<DirectExchange>,
     results: Vec<AgentResult>,
     pending: Vec<PendingCall>,
     outcome: TurnOutcome,
@@ -115,6 +133,7 @@ impl Default for Work {
     fn default() -> Self {
         Work {
             jobs: Vec::new(),
+            direct: None,
             results: Vec::new(),
             pending: Vec::new(),
             outcome: TurnOutcome::Answered,
@@ -138,6 +157,9 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
             }
         }
     };
+    let mut plan = plan;
+    // D-22: whatever the orchestrator chose, the turn's obligations are in the plan.
+    obligations::enforce(ctx, &mut plan, &mut iterations).await;
     let Plan {
         jobs,
         refused,
@@ -290,6 +312,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             }
         }
     });
+    ctx.out.flush_all().await;
     ctx.out
         .emit(Event::AgentsConsulted {
             footer: footer(&consulted),
@@ -324,7 +347,8 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         .map(|(j, r)| Segment {
             agent_id: j.agent.id.to_string(),
             query: j.query,
-            text: r.text,
+            // The journal keeps what may be shown, never more (D-23).
+            text: ctx.out.mask_stored(&r.text),
             status: r.status,
         })
         .collect();
@@ -347,6 +371,8 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             cost_usd: cost,
             body_keys: bodies.iter().map(|b| b.key.clone()).collect(),
             outcome,
+            direct: work.direct.take(),
+            privacy: ctx.out.receipt().await,
         },
         bodies,
         state,
@@ -396,7 +422,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             cost_usd: cost,
         })
         .await;
-    ctx.out.emit(Event::Completed { outcome }).await;
+    ctx.out.complete(outcome).await;
 }
 
 /// The turn's measurements from its routing record and usage (D-31, D-32).

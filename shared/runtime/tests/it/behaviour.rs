@@ -135,7 +135,8 @@ agents:
     assert!(matches!(
         events.last().unwrap().event,
         Event::Completed {
-            outcome: TurnOutcome::Answered
+            outcome: TurnOutcome::Answered,
+            ..
         }
     ));
     // Once it is done, the next turn goes through.
@@ -263,7 +264,8 @@ agents:
     assert!(matches!(
         events.last().unwrap().event,
         Event::Completed {
-            outcome: TurnOutcome::Failed
+            outcome: TurnOutcome::Failed,
+            ..
         }
     ));
     let turns = rig.store.turns(&alice(), &episode, 10).await.unwrap();
@@ -353,7 +355,8 @@ async fn the_episode_sliding_window_pauses_a_busy_conversation() {
     assert!(matches!(
         events.last().unwrap().event,
         Event::Completed {
-            outcome: TurnOutcome::Limited
+            outcome: TurnOutcome::Limited,
+            ..
         }
     ));
 }
@@ -465,7 +468,8 @@ agents:
     assert!(matches!(
         events.last().unwrap().event,
         Event::Completed {
-            outcome: TurnOutcome::Failed
+            outcome: TurnOutcome::Failed,
+            ..
         }
     ));
     assert_eq!(

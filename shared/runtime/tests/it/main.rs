@@ -11,3 +11,4 @@
 mod behaviour;
 mod golden;
 mod support;
+mod trust;

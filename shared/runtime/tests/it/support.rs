@@ -66,6 +66,12 @@ models:
     context_window: 100000
     prices: { input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }
     capabilities: { tool_choice: true, cache_points: true, parallel_tool_calls: true }
+  m2:
+    provider: test
+    model_id: test-model-2
+    context_window: 100000
+    prices: { input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }
+    capabilities: { tool_choice: false, cache_points: true, parallel_tool_calls: true }
 "#;
 
 const TOOLS: &str = r#"
@@ -112,6 +118,11 @@ pub struct Setup {
     pub fanout_cap: u32,
     pub turn_limits: &'static str,
     pub rewards_tool: &'static str,
+    pub rewards_label: &'static str,
+    /// The orchestrator's model key (`m2` cannot be forced to call a named tool).
+    pub orchestrator_model: &'static str,
+    /// More orchestrator card YAML (Direct Line, obligations, privacy).
+    pub trust: &'static str,
 }
 
 impl Default for Setup {
@@ -121,6 +132,9 @@ impl Default for Setup {
             fanout_cap: 2,
             turn_limits: "",
             rewards_tool: "points_balance",
+            rewards_label: "Rewards",
+            orchestrator_model: "m1",
+            trust: "",
         }
     }
 }
@@ -131,7 +145,7 @@ pub fn registry(setup: &Setup) -> Registry {
 id: orchestrator
 description: Routes each request to the right specialists.
 role: orchestrator
-model: m1
+model: {model}
 prompt_blocks: [routing]
 sub_agents: [shop, support, rewards]
 composition: {composition}
@@ -146,7 +160,10 @@ status_messages:
     matching_receipt: {{ text: "Checking your receipt…", policy: batch }}
     checking_points: {{ text: "{{agent}} is checking your points…", policy: transform }}
 {limits}
+{trust}
 "#,
+        model = setup.orchestrator_model,
+        trust = setup.trust,
         composition = setup.composition,
         cap = setup.fanout_cap,
         limits = setup.turn_limits,
@@ -174,6 +191,7 @@ ask_args:
     let rewards = format!(
         r#"
 id: rewards
+label: {label}
 description: Points balance and redemptions.
 role: native
 model: m1
@@ -181,7 +199,8 @@ tools: [{tool}]
 prompt_blocks: [rewards-instructions]
 limits: {{ timeout_ms: 5000 }}
 "#,
-        tool = setup.rewards_tool
+        tool = setup.rewards_tool,
+        label = setup.rewards_label,
     );
     let file = |path: &str, text: String| SourceFile {
         path: path.into(),
@@ -275,6 +294,8 @@ pub fn request(text: &str, episode: Option<&str>, turn: &str) -> TurnRequest {
         text: text.to_owned(),
         locale: Some("en-US".into()),
         location: None,
+        direct_line_mode: None,
+        must_consult: Vec::new(),
     }
 }
 

@@ -88,10 +88,12 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
         cost_usd: 0.001_25,
         body_keys: vec![format!("{turn_id}/call-1")],
         outcome: TurnOutcome::Answered,
+        direct: None,
+        privacy: Default::default(),
     }
 }
 
-/// A state with both parts filled.
+/// A state with every part filled.
 pub fn busy_state(minute_ms: u64) -> EpisodeState {
     EpisodeState {
         rate_window: vec![RateBucket {
@@ -102,6 +104,7 @@ pub fn busy_state(minute_ms: u64) -> EpisodeState {
             agent_id: "support".into(),
             query: "reset my password".into(),
         }],
+        direct_line: Some("support".into()),
     }
 }
 

@@ -1,0 +1,272 @@
+//! Delegation obligations (D-22): "specialist X must be consulted this turn", from the
+//! request or from a rule on the orchestrator card.
+//!
+//! A card rule fires on a keyword found as a whole word or phrase of the user's text,
+//! ignoring case and treating any run of whitespace as one space: `refund` fires in
+//! "I want a Refund!" but not in "refunded" or "refunds" (list those forms if they should
+//! fire). Whole words keep a short keyword from firing inside unrelated longer words.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// A card rule: `agent` must be consulted when one of `keywords` appears, or always.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObligationRule {
+    /// The sub-agent that must be consulted.
+    pub agent: Arc<str>,
+    /// Words or phrases that make the rule fire (whole words, case-insensitive).
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// The rule fires on every turn.
+    #[serde(default)]
+    pub always: bool,
+}
+
+impl ObligationRule {
+    /// Whether the rule fires on this user text.
+    pub fn fires(&self, user_text: &str) -> bool {
+        self.fires_on_folded(&fold(user_text))
+    }
+
+    fn fires_on_folded(&self, text: &str) -> bool {
+        self.always
+            || self
+                .keywords
+                .iter()
+                .any(|k| contains_phrase(text, &fold(k)))
+    }
+}
+
+/// Where an obligation came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObligationSource {
+    /// The turn's request named it.
+    Request,
+    /// A rule on the orchestrator card fired.
+    Card,
+}
+
+/// One specialist that must be consulted this turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Obligation {
+    /// The specialist's id.
+    pub agent_id: String,
+    /// Where the obligation came from.
+    pub source: ObligationSource,
+}
+
+/// The obligations of one turn: the requested ones first, in order, then the specialists
+/// of card rules that fire on the user's text, in rule order. Each specialist appears
+/// once (a request wins over a rule); empty requested ids are skipped. Whether a
+/// requested id is one of the orchestrator's specialists is the caller's check.
+pub fn for_turn(
+    rules: &[ObligationRule],
+    user_text: &str,
+    requested: &[String],
+) -> Vec<Obligation> {
+    let mut out: Vec<Obligation> = Vec::new();
+    let push = |out: &mut Vec<Obligation>, id: &str, source| {
+        if !id.is_empty() && !out.iter().any(|o| o.agent_id == id) {
+            out.push(Obligation {
+                agent_id: id.to_owned(),
+                source,
+            });
+        }
+    };
+    for id in requested {
+        push(&mut out, id, ObligationSource::Request);
+    }
+    let text = fold(user_text);
+    for rule in rules {
+        if rule.fires_on_folded(&text) {
+            push(&mut out, &rule.agent, ObligationSource::Card);
+        }
+    }
+    out
+}
+
+/// Lowercase, with every whitespace run as one space and no space at either end.
+fn fold(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut out = String::with_capacity(lower.len());
+    for word in lower.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `phrase` occurs in `text` with a word boundary at each end where the phrase
+/// itself begins or ends with a word character (both already folded).
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let (Some(first), Some(last)) = (phrase.chars().next(), phrase.chars().next_back()) else {
+        return false;
+    };
+    let mut from = 0;
+    while let Some(offset) = text[from..].find(phrase) {
+        let at = from + offset;
+        let before = text[..at].chars().next_back();
+        let after = text[at + phrase.len()..].chars().next();
+        let starts_clean = !is_word_char(first) || !before.is_some_and(is_word_char);
+        let ends_clean = !is_word_char(last) || !after.is_some_and(is_word_char);
+        if starts_clean && ends_clean {
+            return true;
+        }
+        // Overlapping occurrences: retry one character further on.
+        from = at + first.len_utf8();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn rule(agent: &str, keywords: &[&str]) -> ObligationRule {
+        ObligationRule {
+            agent: Arc::from(agent),
+            keywords: keywords.iter().map(|k| (*k).to_owned()).collect(),
+            always: false,
+        }
+    }
+
+    fn ids(obligations: &[Obligation]) -> Vec<(&str, ObligationSource)> {
+        obligations
+            .iter()
+            .map(|o| (o.agent_id.as_str(), o.source))
+            .collect()
+    }
+
+    #[test]
+    fn a_keyword_fires_as_a_whole_word_whatever_its_case() {
+        let r = rule("support", &["refund"]);
+        assert!(r.fires("I want a Refund!"));
+        assert!(r.fires("REFUND"));
+        assert!(r.fires("refund: order 12"));
+        assert!(r.fires("(refund)"));
+        assert!(!r.fires("it was refunded"), "not inside a longer word");
+        assert!(
+            !r.fires("refunds please"),
+            "plurals are listed, not guessed"
+        );
+        assert!(!r.fires("prerefund"));
+        assert!(!r.fires("re fund"));
+        assert!(!r.fires(""));
+    }
+
+    #[test]
+    fn a_phrase_fires_across_any_whitespace() {
+        let r = rule("support", &["missing  points"]);
+        assert!(r.fires("I have Missing\n\tpoints again"));
+        assert!(!r.fires("missing pointsmith"));
+        assert!(!r.fires("points missing"));
+    }
+
+    #[test]
+    fn a_later_occurrence_counts_when_an_earlier_one_is_inside_a_word() {
+        let r = rule("support", &["card"]);
+        assert!(r.fires("cardboard and my card"));
+        let r = rule("support", &["ab ab"]);
+        assert!(r.fires("xab ab ab"), "overlapping occurrences are tried");
+    }
+
+    #[test]
+    fn a_keyword_edged_with_punctuation_needs_no_boundary_there() {
+        let r = rule("shop", &["c++"]);
+        assert!(r.fires("books on c++?"));
+        assert!(!r.fires("abc++"));
+        let r = rule("shop", &["€"]);
+        assert!(r.fires("10€ off"));
+    }
+
+    #[test]
+    fn empty_keywords_never_fire_and_always_fires_on_anything() {
+        assert!(!rule("support", &["", "  "]).fires("anything at all"));
+        let always = ObligationRule {
+            always: true,
+            ..rule("support", &[])
+        };
+        assert!(always.fires(""));
+    }
+
+    #[test]
+    fn requests_come_first_then_firing_rules_each_specialist_once() {
+        let rules = [
+            rule("support", &["refund", "chargeback"]),
+            rule("rewards", &["points"]),
+            rule("shop", &["coffee"]),
+            ObligationRule {
+                always: true,
+                ..rule("strategist", &[])
+            },
+            rule("support", &["points"]),
+        ];
+        let requested = vec!["rewards".to_owned(), String::new(), "rewards".to_owned()];
+        let got = for_turn(&rules, "A chargeback on my points?", &requested);
+        assert_eq!(
+            ids(&got),
+            [
+                ("rewards", ObligationSource::Request),
+                ("support", ObligationSource::Card),
+                ("strategist", ObligationSource::Card),
+            ]
+        );
+    }
+
+    #[test]
+    fn nothing_fires_on_an_unrelated_turn() {
+        let rules = [rule("support", &["refund"])];
+        assert!(for_turn(&rules, "find me coffee deals", &[]).is_empty());
+    }
+
+    #[test]
+    fn obligations_serialize_in_snake_case() {
+        let o = Obligation {
+            agent_id: "support".into(),
+            source: ObligationSource::Card,
+        };
+        assert_eq!(
+            serde_json::to_value(&o).unwrap(),
+            serde_json::json!({"agent_id": "support", "source": "card"})
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn for_turn_never_panics_and_never_repeats(
+            text in any::<String>(),
+            keywords in proptest::collection::vec(any::<String>(), 0..4),
+            requested in proptest::collection::vec("[a-c]{0,2}", 0..4),
+        ) {
+            let rules = [
+                ObligationRule { agent: Arc::from("a"), keywords: keywords.clone(), always: false },
+                ObligationRule { agent: Arc::from("b"), keywords, always: false },
+            ];
+            let got = for_turn(&rules, &text, &requested);
+            for (i, o) in got.iter().enumerate() {
+                prop_assert!(!got[..i].iter().any(|p| p.agent_id == o.agent_id));
+            }
+        }
+
+        #[test]
+        fn a_keyword_between_spaces_always_fires(
+            before in "[a-z ]{0,10}",
+            keyword in "[a-zA-Z]{1,8}( [a-zA-Z]{1,8})?",
+            after in "[a-z ]{0,10}",
+        ) {
+            let r = rule("support", &[keyword.as_str()]);
+            let text = format!("{before} {} {after}", keyword.to_uppercase());
+            prop_assert!(r.fires(&text));
+        }
+    }
+}

@@ -1,0 +1,639 @@
+// The Baton console: one page that sends turns to POST /v1/turns and renders the event
+// stream as it arrives. Plain JavaScript, no dependencies, no build step.
+//
+// Rule for everything below: text that comes from the server (answers, labels, status
+// lines) is set with textContent, never parsed as HTML.
+"use strict";
+
+(() => {
+  // ---------------------------------------------------------------------------------
+  // Server-Sent Events parser (the subset of the WHATWG rules a turn stream uses).
+  // Chunks may split a frame, a line, or a CR LF pair anywhere; decoding bytes to text
+  // (including a character split across chunks) is the caller's TextDecoder's job.
+  // ---------------------------------------------------------------------------------
+  class SseParser {
+    constructor(onEvent) {
+      this.onEvent = onEvent;
+      this.buffer = "";
+      this.lastId = null; // the last event id seen, which later events keep
+      this.reset();
+    }
+
+    reset() {
+      this.type = "";
+      this.data = [];
+    }
+
+    push(text) {
+      this.buffer += text;
+      let start = 0;
+      for (;;) {
+        const cr = this.buffer.indexOf("\r", start);
+        const lf = this.buffer.indexOf("\n", start);
+        if (cr === -1 && lf === -1) break;
+        let end;
+        let next;
+        if (cr !== -1 && (lf === -1 || cr < lf)) {
+          // A CR at the very end may be the first half of CR LF: wait for more.
+          if (cr === this.buffer.length - 1) break;
+          end = cr;
+          next = this.buffer[cr + 1] === "\n" ? cr + 2 : cr + 1;
+        } else {
+          end = lf;
+          next = lf + 1;
+        }
+        this.line(this.buffer.slice(start, end));
+        start = next;
+      }
+      this.buffer = this.buffer.slice(start);
+    }
+
+    // The stream ended: a last line without its terminator still counts, but an event
+    // without its closing blank line is dropped, as the standard says.
+    end() {
+      if (this.buffer.length > 0) {
+        const rest = this.buffer.replace(/\r$/, "");
+        this.buffer = "";
+        this.line(rest);
+      }
+      this.reset();
+    }
+
+    line(line) {
+      if (line === "") {
+        this.dispatch();
+        return;
+      }
+      if (line.startsWith(":")) return; // a comment (keep-alive)
+      const colon = line.indexOf(":");
+      const field = colon === -1 ? line : line.slice(0, colon);
+      let value = colon === -1 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") this.type = value;
+      else if (field === "data") this.data.push(value);
+      else if (field === "id" && !value.includes("\0")) this.lastId = value;
+    }
+
+    dispatch() {
+      if (this.data.length > 0) {
+        this.onEvent({ type: this.type || "message", data: this.data.join("\n"), id: this.lastId });
+      }
+      this.reset();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Small helpers.
+  // ---------------------------------------------------------------------------------
+  const $ = (id) => document.getElementById(id);
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function plural(n, one, many) {
+    return `${n} ${n === 1 ? one : many || one + "s"}`;
+  }
+
+  function formatDuration(ms) {
+    if (typeof ms !== "number" || !Number.isFinite(ms)) return "";
+    return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+  }
+
+  function formatCost(usd) {
+    if (typeof usd !== "number" || !Number.isFinite(usd) || usd <= 0) return "$0.00";
+    if (usd < 0.0001) return "< $0.0001";
+    if (usd < 0.01) return `$${usd.toFixed(4)}`;
+    if (usd < 1) return `$${usd.toFixed(3)}`;
+    return `$${usd.toFixed(2)}`;
+  }
+
+  const KIND_NAMES = {
+    email: ["email address", "email addresses"],
+    phone: ["phone number", "phone numbers"],
+    card_number: ["card number", "card numbers"],
+    iban: ["IBAN", "IBANs"],
+    national_id: ["national id", "national ids"],
+  };
+
+  function receiptText(privacy) {
+    const total = privacy && typeof privacy.total === "number" ? privacy.total : 0;
+    if (total === 0) return "Privacy: nothing masked";
+    const parts = Object.entries((privacy && privacy.by_kind) || {})
+      .filter(([, n]) => n > 0)
+      .map(([kind, n]) => {
+        const names = KIND_NAMES[kind] || [kind.replace(/_/g, " "), kind.replace(/_/g, " ") + "s"];
+        return plural(n, names[0], names[1]);
+      });
+    return `Privacy: ${plural(total, "value")} masked: ${parts.join(", ")}`;
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Page state.
+  // ---------------------------------------------------------------------------------
+  const state = {
+    episodeId: null,
+    assistant: { id: "", label: "Assistant" },
+    directLine: { enabled: false, prefix: "#", exit: "end", sticky: false, mode: "strict" },
+    labels: new Map(),
+    busy: false,
+    abort: null,
+  };
+
+  function labelOf(agentId) {
+    return state.labels.get(agentId) || agentId;
+  }
+
+  function exitDirective() {
+    return `${state.directLine.prefix}${state.directLine.exit}`;
+  }
+
+  function setEpisode(id) {
+    state.episodeId = id || null;
+    const node = $("episode");
+    node.dataset.episode = state.episodeId || "";
+    node.textContent = state.episodeId ? `Conversation ${state.episodeId.slice(0, 8)}` : "";
+    node.title = state.episodeId || "";
+    node.hidden = !state.episodeId;
+  }
+
+  function setSticky(agentId, label) {
+    const banner = $("sticky");
+    if (!agentId) {
+      banner.hidden = true;
+      banner.dataset.agent = "";
+      return;
+    }
+    banner.dataset.agent = agentId;
+    $("sticky-text").textContent =
+      `Talking directly with ${label || labelOf(agentId)} — type ${exitDirective()} to leave`;
+    banner.hidden = false;
+  }
+
+  function setBusy(busy) {
+    state.busy = busy;
+    $("send").disabled = busy;
+    $("send").textContent = busy ? "Answering…" : "Send";
+    document.body.dataset.busy = busy ? "true" : "false";
+  }
+
+  // ---------------------------------------------------------------------------------
+  // One turn in the log: the user's message and everything the stream says about it.
+  // ---------------------------------------------------------------------------------
+  class Turn {
+    constructor(message) {
+      this.root = el("li", "turn");
+      this.root.dataset.state = "streaming";
+      this.root.setAttribute("aria-busy", "true");
+      this.directLine = null;
+      this.toolRows = new Map();
+      this.segment = null;
+      this.noteText = null;
+
+      const user = el("div", "user");
+      user.append(el("span", "who", "You"), el("p", "user-text", message));
+
+      this.assistant = el("section", "assistant");
+      this.assistant.setAttribute("aria-label", `${state.assistant.label}'s answer`);
+      this.banner = el("p", "direct-banner");
+      this.banner.hidden = true;
+      this.statuses = el("ul", "statuses");
+      this.tools = el("details", "tools");
+      this.tools.hidden = true;
+      this.toolsSummary = el("summary", "", "Tool calls");
+      this.toolList = el("ul", "tool-list");
+      this.tools.append(this.toolsSummary, this.toolList);
+      this.answer = el("div", "answer");
+      this.delegated = el("div", "delegated-list");
+      this.notes = el("div", "notes");
+      this.errors = el("div", "errors");
+
+      this.meta = el("footer", "turn-meta");
+      this.pills = el("ul", "pills");
+      this.pills.setAttribute("aria-label", "Specialists consulted");
+      this.receipt = el("span", "receipt");
+      this.receipt.hidden = true;
+      this.cost = el("span", "cost");
+      this.cost.hidden = true;
+      this.meta.append(el("span", "meta-label", "Consulted"), this.pills, this.receipt, this.cost);
+      this.meta.hidden = true;
+
+      const who = el("span", "who", state.assistant.label);
+      this.assistant.append(
+        who,
+        this.banner,
+        this.statuses,
+        this.tools,
+        this.answer,
+        this.delegated,
+        this.notes,
+        this.errors,
+        this.meta,
+      );
+      this.root.append(user, this.assistant);
+    }
+
+    handle(event) {
+      switch (event.type) {
+        case "thinking":
+          this.status("Thinking…", []);
+          break;
+        case "response_id":
+          this.root.dataset.turnId = event.response_id || "";
+          if (event.episode_id) setEpisode(event.episode_id);
+          break;
+        case "text":
+          this.text(event.source, event.text);
+          break;
+        case "status":
+          this.status(event.message, event.codes || []);
+          break;
+        case "tool_call_start":
+        case "tool_result":
+        case "tool_call_end":
+          this.tool(event);
+          break;
+        case "direct_line":
+          this.direct(event);
+          break;
+        case "delegated_answer":
+          this.delegatedAnswer(event);
+          break;
+        case "agents_consulted":
+          this.consulted(event.agents || [], event.footer);
+          break;
+        case "usage":
+          this.usage(event);
+          break;
+        case "error":
+          this.error(event.message);
+          break;
+        case "completed":
+          this.completed(event);
+          break;
+        default:
+          // Reasoning and future events are not part of the answer.
+          break;
+      }
+    }
+
+    text(source, text) {
+      if (typeof text !== "string" || text === "") return;
+      if (source === "note") {
+        this.note(text);
+        return;
+      }
+      this.settleStatuses();
+      const from = source || "orchestrator";
+      if (!this.segment || this.segment.dataset.source !== from) {
+        this.segment = el("span", "segment");
+        this.segment.dataset.source = from;
+        this.answer.append(this.segment);
+      }
+      this.segment.textContent += text;
+    }
+
+    note(text) {
+      if (!this.noteText) {
+        const block = el("aside", "note");
+        block.append(el("p", "note-title", `▸ Note from ${state.assistant.label}`));
+        this.noteText = el("p", "note-text");
+        block.append(this.noteText);
+        this.notes.append(block);
+      }
+      this.noteText.textContent += text;
+    }
+
+    status(message, codes) {
+      if (!message) return;
+      this.settleStatuses();
+      const line = el("li", "status current", message);
+      line.dataset.codes = codes.join(" ");
+      this.statuses.append(line);
+    }
+
+    settleStatuses() {
+      for (const line of this.statuses.querySelectorAll(".status.current")) {
+        line.classList.remove("current");
+      }
+    }
+
+    tool(event) {
+      const id = event.call_id || `${event.agent}:${event.tool}`;
+      let row = this.toolRows.get(id);
+      if (!row) {
+        row = el("li", "tool");
+        row.dataset.agent = event.agent || "";
+        row.dataset.tool = event.tool || "";
+        row.append(el("span", "tool-name", `${labelOf(event.agent)} · ${event.tool}`), el("span", "tool-state", "running"));
+        this.toolRows.set(id, row);
+        this.toolList.append(row);
+        this.tools.hidden = false;
+        this.toolsSummary.textContent = `Tool calls (${this.toolRows.size})`;
+      }
+      const stateNode = row.querySelector(".tool-state");
+      if (event.type === "tool_result") {
+        row.dataset.status = event.status || "";
+        stateNode.textContent = event.status || "";
+      } else if (event.type === "tool_call_end") {
+        const status = row.dataset.status || "done";
+        stateNode.textContent = `${status} · ${formatDuration(event.duration_ms)}`;
+      }
+    }
+
+    direct(event) {
+      this.directLine = event;
+      this.root.dataset.directLine = event.state || "";
+      const label = event.label || labelOf(event.agent);
+      const mode = event.mode === "additive" ? "a note from the assistant may follow" : "the specialist's answer only";
+      let text;
+      if (event.state === "exited") text = `Left the direct conversation with ${label}.`;
+      else if (event.state === "sticky") text = `Direct conversation with ${label} (${mode}).`;
+      else text = `Sent directly to ${label} (${mode}).`;
+      this.banner.textContent = text;
+      this.banner.dataset.agent = event.agent || "";
+      this.banner.hidden = false;
+      if (event.state === "sticky") setSticky(event.agent, label);
+      else if (event.state === "exited") setSticky(null);
+    }
+
+    delegatedAnswer(event) {
+      this.settleStatuses();
+      const block = el("article", "delegated");
+      block.dataset.agent = event.agent || "";
+      block.dataset.status = event.status || "";
+      const head = el("header", "delegated-head");
+      head.append(el("span", "delegated-label", `${event.label || labelOf(event.agent)} (direct)`));
+      if (event.status && event.status !== "ok") {
+        head.append(el("span", `badge badge-${event.status}`, event.status));
+      }
+      const body = el("div", "delegated-text");
+      body.textContent = typeof event.text === "string" ? event.text : "";
+      block.append(head, body);
+      this.delegated.append(block);
+    }
+
+    consulted(agents, footer) {
+      this.meta.hidden = false;
+      this.pills.textContent = "";
+      if (footer) this.pills.title = footer;
+      if (agents.length === 0) {
+        this.pills.append(el("li", "pill none", "No specialist consulted"));
+        return;
+      }
+      for (const a of agents) {
+        const pill = el("li", "pill");
+        pill.dataset.agent = a.agent_id || "";
+        pill.dataset.status = a.status || "";
+        pill.dataset.durationMs = String(a.duration_ms ?? "");
+        pill.dataset.toolCalls = String(a.tool_calls ?? "");
+        const calls = plural(a.tool_calls || 0, "tool call");
+        pill.append(
+          el("span", "pill-label", a.label || labelOf(a.agent_id)),
+          el("span", "pill-status", a.status || ""),
+          el("span", "pill-duration", formatDuration(a.duration_ms)),
+          el("span", "pill-tools", calls),
+        );
+        pill.title = `${a.label || a.agent_id}: ${a.status}, ${formatDuration(a.duration_ms)}, ${calls}`;
+        this.pills.append(pill);
+      }
+    }
+
+    usage(event) {
+      this.cost.dataset.costUsd = String(event.cost_usd ?? 0);
+      this.cost.textContent = `Cost ${formatCost(event.cost_usd)}`;
+      const lines = (event.models || []).map(
+        (m) => `${m.model}: ${plural(m.calls || 0, "call")}, ${m.input || 0} in / ${m.output || 0} out tokens, ${formatCost(m.cost_usd)}`,
+      );
+      this.cost.title = lines.join("\n");
+      this.cost.hidden = false;
+      this.meta.hidden = false;
+    }
+
+    error(message) {
+      this.settleStatuses();
+      const node = el("p", "error", message || "Something went wrong.");
+      node.setAttribute("role", "alert");
+      this.errors.append(node);
+    }
+
+    completed(event) {
+      this.settleStatuses();
+      this.root.dataset.outcome = event.outcome || "";
+      const privacy = event.privacy || { total: 0, by_kind: {} };
+      this.receipt.dataset.total = String(privacy.total || 0);
+      this.receipt.textContent = receiptText(privacy);
+      this.receipt.hidden = false;
+      this.meta.hidden = false;
+      // A lasting direct conversation announces itself every turn: a turn without that
+      // indicator (no direct_line, a single message, or the exit) is outside it.
+      if (!this.directLine || this.directLine.state !== "sticky") setSticky(null);
+      this.finish("completed");
+    }
+
+    finish(how) {
+      if (this.root.dataset.state !== "streaming") return;
+      this.settleStatuses();
+      this.root.dataset.state = how;
+      this.root.setAttribute("aria-busy", "false");
+    }
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Sending a turn and reading its stream.
+  // ---------------------------------------------------------------------------------
+  function requestBody(message) {
+    const body = { message };
+    if (state.episodeId) body.episode_id = state.episodeId;
+    const mode = $("direct-mode").value;
+    if (mode) body.direct_line_mode = mode;
+    const must = [...document.querySelectorAll("#must-consult input:checked")].map((i) => i.value);
+    if (must.length > 0) body.must_consult = must;
+    return body;
+  }
+
+  async function refusal(response) {
+    try {
+      const json = await response.json();
+      if (json && json.error && json.error.message) return json.error.message;
+    } catch (_) {
+      // Not JSON: fall through to the status line.
+    }
+    return `The server refused the message (HTTP ${response.status}).`;
+  }
+
+  async function send(message) {
+    if (state.busy || message.trim() === "") return;
+    setBusy(true);
+    $("empty").hidden = true;
+    const turn = new Turn(message);
+    $("log").append(turn.root);
+    turn.root.scrollIntoView({ block: "end" });
+
+    const controller = new AbortController();
+    state.abort = controller;
+    try {
+      const response = await fetch("/v1/turns", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify(requestBody(message)),
+        signal: controller.signal,
+      });
+      if (!response.ok || !response.body) {
+        turn.error(await refusal(response));
+        turn.finish("refused");
+        return;
+      }
+      const parser = new SseParser((frame) => {
+        let event;
+        try {
+          event = JSON.parse(frame.data);
+        } catch (_) {
+          return; // not one of ours
+        }
+        if (!event.type) event.type = frame.type;
+        turn.handle(event);
+        turn.root.scrollIntoView({ block: "end" });
+      });
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.push(decoder.decode(value, { stream: true }));
+      }
+      parser.push(decoder.decode());
+      parser.end();
+      if (turn.root.dataset.state === "streaming") {
+        turn.error("The answer was cut off before it finished.");
+        turn.finish("interrupted");
+      }
+    } catch (e) {
+      if (e && e.name === "AbortError") {
+        turn.finish("cancelled");
+      } else {
+        turn.error("The server could not be reached.");
+        turn.finish("interrupted");
+      }
+    } finally {
+      if (state.abort === controller) state.abort = null;
+      setBusy(false);
+      $("message").focus();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------
+  // The specialists panel.
+  // ---------------------------------------------------------------------------------
+  function insertDirective(agentId) {
+    const box = $("message");
+    const prefix = state.directLine.prefix;
+    // Replace a directive already at the start rather than stacking two.
+    const rest = box.value.startsWith(prefix) ? box.value.replace(/^\S*\s*/, "") : box.value;
+    box.value = `${prefix}${agentId} ${rest}`;
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }
+
+  function renderAgents(catalog) {
+    state.assistant = catalog.assistant || state.assistant;
+    state.directLine = { ...state.directLine, ...(catalog.direct_line || {}) };
+    $("assistant-label").textContent = state.assistant.label;
+    document.title = `${state.assistant.label} · Baton console`;
+
+    const dl = state.directLine;
+    $("direct-help").textContent = dl.enabled
+      ? `Start a message with ${dl.prefix}<id> to ask a specialist directly; their answer reaches you word for word.` +
+        (dl.sticky ? ` ${dl.prefix}<id> alone opens a direct conversation; ${exitDirective()} leaves it.` : "")
+      : "The Direct Line is off for this assistant.";
+
+    const list = $("agents");
+    const must = $("must-consult");
+    list.textContent = "";
+    for (const a of catalog.agents || []) {
+      state.labels.set(a.id, a.label);
+      const item = el("li", "agent");
+      item.dataset.agent = a.id;
+      const text = el("div", "agent-text");
+      text.append(el("span", "agent-label", a.label), el("code", "agent-id", a.id), el("p", "agent-description", a.description));
+      item.append(text);
+      if (dl.enabled) {
+        const talk = el("button", "talk", "Talk directly");
+        talk.type = "button";
+        talk.dataset.agent = a.id;
+        talk.setAttribute("aria-label", `Talk directly with ${a.label}`);
+        talk.addEventListener("click", () => insertDirective(a.id));
+        item.append(talk);
+      }
+      list.append(item);
+
+      const option = el("label", "check");
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.value = a.id;
+      option.append(box, document.createTextNode(` ${a.label}`));
+      must.append(option);
+    }
+    $("direct-mode").disabled = !dl.enabled;
+  }
+
+  async function loadAgents() {
+    try {
+      const response = await fetch("/v1/agents", { headers: { accept: "application/json" } });
+      if (!response.ok) throw new Error(await refusal(response));
+      renderAgents(await response.json());
+      document.body.dataset.agents = "loaded";
+    } catch (e) {
+      const node = $("agents-error");
+      node.textContent = `The list of specialists could not be loaded. ${e && e.message ? e.message : ""}`;
+      node.hidden = false;
+      document.body.dataset.agents = "failed";
+    }
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Wiring.
+  // ---------------------------------------------------------------------------------
+  function submit() {
+    const box = $("message");
+    const message = box.value;
+    if (state.busy || message.trim() === "") return;
+    box.value = "";
+    send(message);
+  }
+
+  function newConversation() {
+    if (state.abort) state.abort.abort();
+    setEpisode(null);
+    setSticky(null);
+    $("log").textContent = "";
+    $("empty").hidden = false;
+    $("message").focus();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("composer").addEventListener("submit", (e) => {
+      e.preventDefault();
+      submit();
+    });
+    $("message").addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        submit();
+      }
+    });
+    $("new-conversation").addEventListener("click", newConversation);
+    $("sticky-leave").addEventListener("click", () => {
+      if (!state.busy) send(exitDirective());
+    });
+    setBusy(false);
+    loadAgents();
+    $("message").focus();
+  });
+
+  // For tests and the curious: the parser, to feed it chunks by hand.
+  window.batonConsole = { SseParser, receiptText, formatCost };
+})();

@@ -1,0 +1,254 @@
+//! `GET /v1/agents`: who the caller is talking to, which specialists it can reach, and how
+//! to address one directly (the Direct Line settings a client needs to write `#<id> …`).
+
+use axum::Json;
+use axum::extract::State;
+use baton_core::directive::{DirectLinePolicy, DirectMode};
+use baton_core::registry::{Agent, Registry};
+use serde::Serialize;
+
+use crate::principal::Caller;
+use crate::state::AppState;
+
+/// The answer of `GET /v1/agents`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct Catalog {
+    /// The orchestrator the caller talks to.
+    assistant: Assistant,
+    /// How to address a specialist directly.
+    direct_line: DirectLine,
+    /// Its specialists, in declared order.
+    agents: Vec<Specialist>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Assistant {
+    id: String,
+    label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct DirectLine {
+    enabled: bool,
+    prefix: String,
+    exit: String,
+    sticky: bool,
+    mode: DirectMode,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Specialist {
+    id: String,
+    label: String,
+    description: String,
+}
+
+/// The list is the same for every caller, but it is still asked with a principal: the
+/// service answers no one it does not know (D-30).
+pub(crate) async fn get_agents(State(state): State<AppState>, _caller: Caller) -> Json<Catalog> {
+    Json(catalog(state.runtime.registry(), state.runtime.entry()))
+}
+
+/// The catalog of `entry` over `registry`. An entry without specialists has the Direct Line
+/// off: there is no one to address.
+pub(crate) fn catalog(registry: &Registry, entry: &Agent) -> Catalog {
+    let (policy, sub_agents) = match &entry.orchestration {
+        Some(o) => (o.direct_line.clone(), o.sub_agents.as_slice()),
+        None => (
+            DirectLinePolicy {
+                enabled: false,
+                ..DirectLinePolicy::default()
+            },
+            &[][..],
+        ),
+    };
+    let agents = sub_agents
+        .iter()
+        .filter_map(|id| registry.agent(id))
+        .map(|a| Specialist {
+            id: a.id.to_string(),
+            label: a.label.to_string(),
+            description: a.description.to_string(),
+        })
+        .collect::<Vec<_>>();
+    Catalog {
+        assistant: Assistant {
+            id: entry.id.to_string(),
+            label: entry.label.to_string(),
+        },
+        direct_line: DirectLine {
+            enabled: policy.enabled && !agents.is_empty(),
+            prefix: policy.prefix,
+            exit: policy.exit,
+            sticky: policy.sticky,
+            mode: policy.mode,
+        },
+        agents,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::principal::LocalPrincipal;
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use baton_core::Principal;
+    use baton_core::registry::{LoadOptions, RegistrySources, SourceFile};
+    use baton_runtime::Runtime;
+    use baton_runtime::memory_store::MemoryStore;
+    use baton_runtime::scripted::ScriptedModel;
+    use serde_json::json;
+    use tower::ServiceExt;
+
+    const MODELS: &str = "models:\n  m1:\n    provider: test\n    model_id: test-model-1\n    \
+                          context_window: 100000\n    prices: { input: 1.0, output: 2.0 }\n";
+
+    fn block(owner: &str, category: &str, text: &str) -> String {
+        format!("---\nowner: {owner}\ncategory: {category}\nrequired: false\n---\n{text}\n")
+    }
+
+    fn registry(orchestrator_extra: &str) -> Registry {
+        let file = |path: &str, text: String| SourceFile {
+            path: path.into(),
+            text,
+        };
+        let orchestrator = format!(
+            "id: orchestrator\nlabel: Helper\ndescription: Routes requests.\nrole: orchestrator\n\
+             model: m1\nprompt_blocks: [routing]\nsub_agents: [shop, plan]\n\
+             composition: mediated\n{orchestrator_extra}"
+        );
+        let specialist = |id: &str, label: &str, description: &str| {
+            format!(
+                "id: {id}\nlabel: {label}\ndescription: {description}\nrole: native\nmodel: m1\n\
+                 prompt_blocks: [work]\n"
+            )
+        };
+        let sources = RegistrySources {
+            agents: vec![
+                file("agents/orchestrator.yaml", orchestrator),
+                file(
+                    "agents/shop.yaml",
+                    specialist("shop", "Shopping", "Offers and deals."),
+                ),
+                file(
+                    "agents/plan.yaml",
+                    specialist("plan", "Planner", "Savings plans."),
+                ),
+            ],
+            blocks: vec![
+                file(
+                    "blocks/persona.md",
+                    "---\nowner: platform\ncategory: persona\nrequired: true\n---\nBe kind.\n"
+                        .to_owned(),
+                ),
+                file(
+                    "blocks/routing.md",
+                    block("platform", "instructions", "Route."),
+                ),
+                file("blocks/work.md", block("vertical", "instructions", "Work.")),
+            ],
+            models: Some(file("models.yaml", MODELS.into())),
+            tools: Some(file("tools.yaml", "tools: {}\n".into())),
+        };
+        Registry::load(&sources, &LoadOptions::default()).unwrap()
+    }
+
+    /// App state over the small registry, with `default` as the principal when the request
+    /// names none.
+    pub(crate) fn state(default: Option<&str>) -> AppState {
+        let model = ScriptedModel::from_yaml("agents: {}").unwrap();
+        let runtime = Runtime::builder(Arc::new(registry("")))
+            .model_override(Arc::new(model))
+            .store(Arc::new(MemoryStore::new()))
+            .build()
+            .unwrap();
+        let default = default.map(|p| Principal::new(p).unwrap());
+        AppState::new(runtime, Arc::new(LocalPrincipal::new(default)))
+    }
+
+    /// `GET path` through the whole app: status and body.
+    pub(crate) async fn get(state: AppState, path: &str) -> (StatusCode, String) {
+        let response = crate::app(state)
+            .oneshot(Request::get(path).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_route_answers_the_entrys_catalog_as_json() {
+        let (status, body) = get(state(Some("alice")), "/v1/agents").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let value: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            value["assistant"],
+            json!({ "id": "orchestrator", "label": "Helper" })
+        );
+        let ids: Vec<&str> = value["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["shop", "plan"]);
+    }
+
+    #[tokio::test]
+    async fn the_route_needs_a_principal_like_every_other() {
+        let (status, body) = get(state(None), "/v1/agents").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    }
+
+    fn catalog_json(orchestrator_extra: &str) -> serde_json::Value {
+        let registry = registry(orchestrator_extra);
+        let entry = registry.agent("orchestrator").unwrap();
+        serde_json::to_value(catalog(&registry, entry)).unwrap()
+    }
+
+    #[test]
+    fn the_catalog_lists_the_assistant_and_its_specialists_in_declared_order() {
+        assert_eq!(
+            catalog_json(""),
+            json!({
+                "assistant": { "id": "orchestrator", "label": "Helper" },
+                "direct_line": {
+                    "enabled": true, "prefix": "#", "exit": "end", "sticky": true, "mode": "strict"
+                },
+                "agents": [
+                    { "id": "shop", "label": "Shopping", "description": "Offers and deals." },
+                    { "id": "plan", "label": "Planner", "description": "Savings plans." }
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn the_direct_line_settings_are_the_cards() {
+        let value = catalog_json("direct_line: {prefix: '!', mode: additive, sticky: false}\n");
+        assert_eq!(
+            value["direct_line"],
+            json!({
+                "enabled": true, "prefix": "!", "exit": "end", "sticky": false, "mode": "additive"
+            })
+        );
+        let off = catalog_json("direct_line: {enabled: false}\n");
+        assert_eq!(off["direct_line"]["enabled"], json!(false));
+    }
+
+    #[test]
+    fn a_specialist_on_its_own_has_no_direct_line() {
+        let registry = registry("");
+        let shop = registry.agent("shop").unwrap();
+        let value = serde_json::to_value(catalog(&registry, shop)).unwrap();
+        assert_eq!(value["assistant"]["id"], "shop");
+        assert_eq!(value["agents"], json!([]));
+        assert_eq!(value["direct_line"]["enabled"], json!(false));
+    }
+}

@@ -1,0 +1,135 @@
+//! Obligations (D-22): a turn that must consult a specialist never ends without it.
+//!
+//! When the orchestrator's plan leaves a required specialist out, it is reminded with its
+//! tool choice forced to that specialist's `ask_<id>`, a bounded number of times (only if
+//! its model can be forced); if it still does not call it, the runtime asks the specialist
+//! with the user's text itself. Every step is recorded in the routing record.
+
+use baton_core::obligation::{self, Obligation};
+use baton_core::ports::model::{CallPurpose, ToolChoice};
+use baton_core::registry::Agent;
+use baton_core::trace::{InterventionKind, ObligationMet, ObligationRecord};
+
+use super::context::TurnCtx;
+use super::model_call::{self, Quiet};
+use super::route::{self, Plan};
+use super::subagent::AgentJob;
+
+/// Reminders with a forced tool choice per obligation before the runtime steps in.
+const MAX_REMINDERS: u32 = 2;
+
+/// The obligations of an orchestrator-routed turn: the request's, then the card's rules
+/// that fire on the user's text.
+pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
+    let rules = ctx
+        .orchestrator
+        .orchestration
+        .as_ref()
+        .map(|o| o.obligations.as_slice())
+        .unwrap_or_default();
+    obligation::for_turn(rules, &ctx.user_text, &ctx.must_consult)
+}
+
+/// Makes sure every obligation is in the plan's jobs.
+pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32) {
+    for ob in due(ctx) {
+        let Some(agent) = ctx.inner.registry.agent(&ob.agent_id).cloned() else {
+            // Checked when the registry and the request were read; nothing to consult.
+            tracing::warn!(agent = %ob.agent_id, "obligation names no known specialist");
+            continue;
+        };
+        if plan.jobs.iter().any(|j| j.agent.id == agent.id) {
+            record(ctx, &ob, ObligationMet::ByModel, 0);
+            continue;
+        }
+        let (job, reminders) = remind(ctx, &agent, iterations).await;
+        let (job, met) = match job {
+            Some(job) => (job, ObligationMet::AfterReminder),
+            None => {
+                ctx.trace(|t| {
+                    t.intervene(
+                        InterventionKind::RuntimeConsult,
+                        &agent.id,
+                        format!(
+                            "the orchestrator did not consult {} after {reminders} reminder(s); the runtime asked it with the user's text",
+                            agent.id
+                        ),
+                    )
+                });
+                let job = AgentJob {
+                    agent: agent.clone(),
+                    call_id: format!("obligation_{}", agent.id),
+                    query: ctx.user_text.clone(),
+                    prior_context: None,
+                    extra: Default::default(),
+                };
+                (job, ObligationMet::ByRuntime)
+            }
+        };
+        record(ctx, &ob, met, reminders);
+        // A text-only answer cannot end a turn that owes a consultation.
+        plan.fastpath = false;
+        plan.jobs.push(job);
+    }
+}
+
+/// Reminds the orchestrator, its tool choice forced to the specialist, until it calls it
+/// or the reminders (or the turn's iterations) run out. The call it makes goes through
+/// the same guards as any other.
+async fn remind(ctx: &TurnCtx, agent: &Agent, iterations: &mut u32) -> (Option<AgentJob>, u32) {
+    let orch = ctx.orchestrator.clone();
+    let mut reminders = 0;
+    if !orch.model.capabilities.tool_choice {
+        return (None, 0);
+    }
+    let tool = agent.ask_tool_name().to_owned();
+    let note = format!(
+        "This turn must consult {label}. Call {tool} with the user's request before you answer.",
+        label = agent.label
+    );
+    while reminders < MAX_REMINDERS && *iterations < ctx.limits.max_iterations {
+        reminders += 1;
+        *iterations += 1;
+        ctx.trace(|t| {
+            t.retries += 1;
+            t.intervene(
+                InterventionKind::ForcedToolChoice,
+                &agent.id,
+                format!("reminder {reminders}: tool choice forced to {tool}"),
+            );
+        });
+        let mut request = orch.request(
+            CallPurpose::Reminder,
+            orch.prompt.system(&ctx.dynamic(), Some(&note)),
+        );
+        request.messages = route::conversation(ctx);
+        request.tool_choice = ToolChoice::Tool(tool.clone());
+        let reply = match model_call::call(ctx, &orch, &request, &mut Quiet).await {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::warn!(turn_id = %ctx.turn_id, error = %e, "obligation reminder failed");
+                break;
+            }
+        };
+        let calls: Vec<_> = reply.calls.into_iter().filter(|c| c.name == tool).collect();
+        if calls.is_empty() {
+            continue;
+        }
+        let (mut jobs, _, _) = route::follow_up(ctx, calls, 1);
+        if let Some(job) = jobs.pop() {
+            return (Some(job), reminders);
+        }
+    }
+    (None, reminders)
+}
+
+fn record(ctx: &TurnCtx, ob: &Obligation, met: ObligationMet, reminders: u32) {
+    ctx.trace(|t| {
+        t.obligations.push(ObligationRecord {
+            agent_id: ob.agent_id.clone(),
+            source: ob.source,
+            met,
+            reminders,
+        })
+    });
+}
