@@ -68,6 +68,30 @@ fn registry() -> Registry {
     Registry::load(&sources, &LoadOptions::default()).unwrap()
 }
 
+/// The engine over the fake, with an in-memory journal.
+async fn runtime_over(fake: &FakeBedrock) -> Runtime {
+    let registry = Arc::new(registry());
+    let model = fake.bedrock_model(registry.models()).await;
+    Runtime::builder(registry)
+        .provider("bedrock", Arc::new(model))
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+        .unwrap()
+}
+
+fn request() -> TurnRequest {
+    TurnRequest {
+        principal: Principal::new("alice").unwrap(),
+        episode_id: None,
+        turn_id: Some("t1".into()),
+        text: String::new(),
+        locale: Some("en-US".into()),
+        location: None,
+        direct_line_mode: None,
+        must_consult: Vec::new(),
+    }
+}
+
 #[tokio::test]
 async fn an_engine_turn_answers_after_a_throttled_first_call() {
     let fake = FakeBedrock::with_handler(|req| {
@@ -86,23 +110,11 @@ async fn an_engine_turn_answers_after_a_throttled_first_call() {
     .await
     .unwrap();
     fake.push(Reply::throttled());
-    let registry = Arc::new(registry());
-    let model = fake.bedrock_model(registry.models()).await;
-    let runtime = Runtime::builder(registry)
-        .provider("bedrock", Arc::new(model))
-        .store(Arc::new(MemoryStore::new()))
-        .build()
-        .unwrap();
+    let runtime = runtime_over(&fake).await;
     let stream = runtime
         .run_turn(TurnRequest {
-            principal: Principal::new("alice").unwrap(),
-            episode_id: None,
-            turn_id: Some("t1".into()),
             text: "any coffee deals?".into(),
-            locale: Some("en-US".into()),
-            location: None,
-            direct_line_mode: None,
-            must_consult: Vec::new(),
+            ..request()
         })
         .await
         .unwrap();
@@ -161,23 +173,11 @@ async fn an_obligation_forces_the_tool_choice_on_the_wire() {
     })
     .await
     .unwrap();
-    let registry = Arc::new(registry());
-    let model = fake.bedrock_model(registry.models()).await;
-    let runtime = Runtime::builder(registry)
-        .provider("bedrock", Arc::new(model))
-        .store(Arc::new(MemoryStore::new()))
-        .build()
-        .unwrap();
+    let runtime = runtime_over(&fake).await;
     let stream = runtime
         .run_turn(TurnRequest {
-            principal: Principal::new("alice").unwrap(),
-            episode_id: None,
-            turn_id: Some("t1".into()),
             text: "coffee deals, and where is my refund?".into(),
-            locale: None,
-            location: None,
-            direct_line_mode: None,
-            must_consult: Vec::new(),
+            ..request()
         })
         .await
         .unwrap();

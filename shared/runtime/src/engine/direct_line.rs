@@ -64,13 +64,7 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
             text: ctx.user_text.clone(),
         };
     }
-    let addressable: Vec<Addressable<'_>> = subs
-        .iter()
-        .map(|a| Addressable {
-            id: &a.id,
-            label: &a.label,
-        })
-        .collect();
+    let addressable: Vec<Addressable<'_>> = subs.iter().map(|a| a.addressable()).collect();
     let prefix = &policy.prefix;
     let exit = format!("{prefix}{}", policy.exit);
     match directive::parse(&ctx.user_text, policy, &addressable) {
