@@ -1,15 +1,19 @@
 //! Throughput of the privacy guard on a model-sized answer.
 //!
 //! The answer is ~16 KB of ordinary English (with dates, amounts, order numbers and versions
-//! that must stay) and six personal values, one of each kind and two phones. Two cases, both
+//! that must stay) and six personal values, one of each kind and two phones. Three cases, all
 //! reported in bytes per second:
 //!
 //! - `mask_whole`: `PrivacyGuard::mask` over the whole answer;
 //! - `stream_20b`: the same answer through a `StreamMasker` in ~20-byte chunks, as model
-//!   deltas arrive (output identical to the whole-text mask).
+//!   deltas arrive, each chunk's output returned by `push` (a new `String`, as the runtime
+//!   takes it);
+//! - `stream_20b_into`: the same chunks through `push_into`, appending to one string.
 //!
-//! Before measuring, it prints the hold-back seen while streaming: the most bytes held at once
-//! and the guard's bound (`max_token_len`).
+//! Both streams give output identical to the whole-text mask. Before measuring, it prints the
+//! hold-back seen while streaming: how many bytes were held after each chunk (peak and mean,
+//! against the guard's bound `max_token_len`) and how many chunks each byte waited for before
+//! it was released (peak and mean; see `HoldBack`).
 //!
 //! Run: `cargo bench -p baton-core --bench privacy` (add `-- --quick` for a short run).
 //! Microseconds per KB = 1000 / (throughput in MiB/s × 1.048576).
@@ -79,36 +83,109 @@ fn chunks(text: &str) -> Vec<&str> {
     out
 }
 
-fn stream(
-    guard: &Arc<PrivacyGuard>,
-    chunks: &[&str],
-    receipt: &mut PrivacyReceipt,
-) -> (String, usize) {
+/// Streams `chunks` with `push`, as the runtime does.
+fn stream(guard: &Arc<PrivacyGuard>, chunks: &[&str], receipt: &mut PrivacyReceipt) -> String {
     let mut masker = StreamMasker::new(guard.clone());
     let mut out = String::new();
-    let mut peak = 0;
     for chunk in chunks {
         out.push_str(&masker.push(chunk, receipt));
-        peak = peak.max(masker.held());
     }
     out.push_str(&masker.finish(receipt));
-    (out, peak)
+    out
 }
 
-/// Prints the hold-back seen while streaming the answer, and checks the stream's output.
+/// Streams `chunks` with `push_into`, appending to one string.
+fn stream_into(guard: &Arc<PrivacyGuard>, chunks: &[&str], receipt: &mut PrivacyReceipt) -> String {
+    let mut masker = StreamMasker::new(guard.clone());
+    let mut out = String::new();
+    for chunk in chunks {
+        masker.push_into(chunk, receipt, &mut out);
+    }
+    masker.finish_into(receipt, &mut out);
+    out
+}
+
+/// What a stream held back, in bytes and in chunks.
+///
+/// Each chunk is one model delta, so a byte that waited `n` chunks reached the reader about
+/// `n` inter-delta intervals later than it would have unguarded: at Bedrock's typical 20–40
+/// ms between deltas, `n` × 20–40 ms. The end of the stream counts as one more chunk for the
+/// bytes still held when it comes (the end event follows the last delta the same way).
+struct HoldBack {
+    chunks: usize,
+    /// Bytes held after a chunk: the most and the mean over the chunks.
+    peak_held: usize,
+    mean_held: f64,
+    /// Chunks a byte waited after the one that brought it (0: released at once): the most
+    /// and the mean over the bytes.
+    peak_wait: usize,
+    mean_wait: f64,
+}
+
+/// Streams `chunks` and measures the hold-back.
+fn hold_back(guard: &Arc<PrivacyGuard>, chunks: &[&str], receipt: &mut PrivacyReceipt) -> HoldBack {
+    let mut masker = StreamMasker::new(guard.clone());
+    // The chunk each byte arrived with, the bytes received and released so far, each byte's
+    // wait.
+    let mut arrived: Vec<usize> = Vec::new();
+    let (mut received, mut released) = (0usize, 0usize);
+    let mut waits: Vec<usize> = Vec::new();
+    let (mut peak_held, mut total_held) = (0usize, 0usize);
+    for (k, chunk) in chunks.iter().enumerate() {
+        masker.push(chunk, receipt);
+        arrived.resize(arrived.len() + chunk.len(), k);
+        received += chunk.len();
+        let held = masker.held();
+        peak_held = peak_held.max(held);
+        total_held += held;
+        // The held bytes are the last ones received: everything before them is out.
+        let done = received - held;
+        waits.extend(arrived[released..done].iter().map(|&a| k - a));
+        released = done;
+    }
+    masker.finish(receipt);
+    waits.extend(arrived[released..].iter().map(|&a| chunks.len() - a));
+    assert_eq!(waits.len(), received);
+    HoldBack {
+        chunks: chunks.len(),
+        peak_held,
+        mean_held: total_held as f64 / chunks.len().max(1) as f64,
+        peak_wait: waits.iter().copied().max().unwrap_or(0),
+        mean_wait: waits.iter().sum::<usize>() as f64 / waits.len().max(1) as f64,
+    }
+}
+
+/// Prints the hold-back seen while streaming the answer, and checks the streams' output.
 fn report_hold_back(guard: &Arc<PrivacyGuard>, text: &str) {
+    // Bytes are characters here, so the figures in bytes are also in characters.
+    assert!(text.is_ascii());
+    let pieces = chunks(text);
     let mut whole_receipt = PrivacyReceipt::default();
     let whole = guard.mask(text, &mut whole_receipt);
+    for streamed in [stream, stream_into] {
+        let mut receipt = PrivacyReceipt::default();
+        assert_eq!(streamed(guard, &pieces, &mut receipt), whole);
+        assert_eq!(receipt, whole_receipt);
+    }
     let mut receipt = PrivacyReceipt::default();
-    let (streamed, peak) = stream(guard, &chunks(text), &mut receipt);
-    assert_eq!(streamed, whole);
+    let held = hold_back(guard, &pieces, &mut receipt);
     assert_eq!(receipt, whole_receipt);
     println!(
-        "privacy: {} bytes, {} values masked, hold-back peak {} bytes (bound {})",
+        "privacy: {} bytes in {} deltas of ~20 bytes, {} values masked; held after a delta: \
+         peak {} bytes, mean {:.1} (bound {}); deltas a byte waited: peak {}, mean {:.3} \
+         (at 20-40 ms between deltas: peak {}-{} ms, mean {:.1}-{:.1} ms)",
         text.len(),
+        held.chunks,
         receipt.total,
-        peak,
-        guard.max_token_len()
+        held.peak_held,
+        held.mean_held,
+        guard.max_token_len(),
+        held.peak_wait,
+        held.mean_wait,
+        held.peak_wait * 20,
+        held.peak_wait * 40,
+        held.mean_wait * 20.0,
+        held.mean_wait * 40.0,
     );
 }
 
@@ -130,6 +207,12 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let mut receipt = PrivacyReceipt::default();
             black_box(stream(&guard, black_box(&pieces), &mut receipt))
+        })
+    });
+    group.bench_function("stream_20b_into", |b| {
+        b.iter(|| {
+            let mut receipt = PrivacyReceipt::default();
+            black_box(stream_into(&guard, black_box(&pieces), &mut receipt))
         })
     });
     group.finish();

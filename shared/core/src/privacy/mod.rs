@@ -73,8 +73,9 @@
 //! (256 with e-mail enabled, 50 or less without). A [`StreamMasker`] releases everything
 //! before the first position whose decision still needs bytes not yet received, so it holds
 //! back at most that much; in ordinary text, the word a chunk ends in.
-//! [`StreamMasker::held`] tells how much is held; the `privacy` bench prints the peak over a
-//! streamed answer.
+//! [`StreamMasker::held`] tells how much is held; the `privacy` bench prints, over a streamed
+//! answer, the peak and mean held and how many deltas a byte waited before release.
+//! [`StreamMasker::push_into`] appends to a caller's string instead of returning a new one.
 //!
 //! ## Masks
 //!

@@ -237,3 +237,45 @@ proptest! {
         prop_assert_eq!(receipt.total, 0);
     }
 }
+
+proptest! {
+    // Each case streams several kilobytes: fewer cases.
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn long_streams_equal_whole_text_masking(
+        texts in prop::collection::vec(text(), 40..90),
+        sizes in prop::collection::vec(1..80usize, 1..8),
+        policy in policy(),
+    ) {
+        // Several kilobytes (the buffer is compacted many times), chunks by `push` and
+        // `push_into` in turn.
+        let text: String = texts.concat();
+        let guard = Arc::new(PrivacyGuard::new(&policy));
+        let mut whole_receipt = PrivacyReceipt::default();
+        let whole = guard.mask(&text, &mut whole_receipt);
+        let mut masker = StreamMasker::new(guard.clone());
+        let mut receipt = PrivacyReceipt::default();
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        for (k, size) in sizes.iter().cycle().enumerate() {
+            if rest.is_empty() {
+                break;
+            }
+            let mut cut = rest.len().min(*size);
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            if k % 2 == 0 {
+                out += &masker.push(&rest[..cut], &mut receipt);
+            } else {
+                masker.push_into(&rest[..cut], &mut receipt, &mut out);
+            }
+            prop_assert!(masker.held() <= guard.max_token_len());
+            rest = &rest[cut..];
+        }
+        masker.finish_into(&mut receipt, &mut out);
+        prop_assert_eq!(&out, &whole);
+        prop_assert_eq!(&receipt, &whole_receipt);
+    }
+}

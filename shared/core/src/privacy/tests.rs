@@ -328,3 +328,69 @@ fn hold_back_stays_small_on_a_streamed_answer() {
     assert!(peak <= 27 + 20, "peak hold-back {peak}");
     assert!(peak <= g.max_token_len());
 }
+
+#[test]
+fn push_into_appends_what_push_returns() {
+    let g = Arc::new(all());
+    let text = "Hi — write to ann@example.com or call 020 7946 0958, card 4111 1111 1111 1111.";
+    let mut by_push = StreamMasker::new(g.clone());
+    let mut by_into = StreamMasker::new(g.clone());
+    let (mut receipt, mut into_receipt) = (PrivacyReceipt::default(), PrivacyReceipt::default());
+    let mut out = String::from("kept: ");
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(7);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let before = out.len();
+        by_into.push_into(&rest[..cut], &mut into_receipt, &mut out);
+        assert_eq!(out[before..], by_push.push(&rest[..cut], &mut receipt));
+        assert_eq!(by_into.held(), by_push.held());
+        rest = &rest[cut..];
+    }
+    let before = out.len();
+    by_into.finish_into(&mut into_receipt, &mut out);
+    assert_eq!(out[before..], by_push.finish(&mut receipt));
+    assert_eq!(
+        out,
+        format!("kept: {}", g.mask(text, &mut PrivacyReceipt::default()))
+    );
+    assert_eq!(into_receipt, receipt);
+    assert_eq!(receipt.total, 3);
+    assert_eq!(by_into.held(), 0);
+}
+
+#[test]
+fn long_streams_equal_the_whole_text_across_buffer_compaction() {
+    // Far longer than the stream's buffer keeps released text, with values (and non-ASCII
+    // characters) at shifting offsets, so compaction happens in every state.
+    let g = Arc::new(all());
+    let mut text = String::new();
+    for i in 0..1200 {
+        text.push_str(["Ordinary words — ", "then 2026-11-22, ", "and ", "€12.50 "][i % 4]);
+        if i % 7 == 3 {
+            text.push_str(SAMPLES[i % SAMPLES.len()].1);
+            text.push(' ');
+        }
+    }
+    assert!(text.len() > 3 * 4096);
+    let mut whole_receipt = PrivacyReceipt::default();
+    let whole = g.mask(&text, &mut whole_receipt);
+    for size in [1, 3, 20, 64, 333, 4095, 4097] {
+        let mut pieces = Vec::new();
+        let mut rest = text.as_str();
+        while !rest.is_empty() {
+            let mut cut = rest.len().min(size);
+            while !rest.is_char_boundary(cut) {
+                cut += 1;
+            }
+            pieces.push(&rest[..cut]);
+            rest = &rest[cut..];
+        }
+        let (out, receipt) = streamed(&g, &pieces);
+        assert_eq!(out, whole, "chunks of {size}");
+        assert_eq!(receipt, whole_receipt, "chunks of {size}");
+    }
+    assert!(whole_receipt.total > 50);
+}
