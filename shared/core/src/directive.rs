@@ -36,6 +36,16 @@ pub enum DirectMode {
     Additive,
 }
 
+impl DirectMode {
+    /// The wire name (as serialized), for metric dimensions.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DirectMode::Strict => "strict",
+            DirectMode::Additive => "additive",
+        }
+    }
+}
+
 /// An orchestrator's Direct Line settings (the card's `direct_line:`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

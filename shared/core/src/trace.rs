@@ -194,6 +194,17 @@ pub struct Intervention {
     pub detail: String,
 }
 
+impl InterventionKind {
+    /// The wire name (as serialized), for metric dimensions.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterventionKind::ForcedToolChoice => "forced_tool_choice",
+            InterventionKind::RuntimeConsult => "runtime_consult",
+            InterventionKind::Note => "note",
+        }
+    }
+}
+
 impl RoutingRecord {
     /// Notes a guard firing.
     pub fn guard(&mut self, guard: &str, detail: impl Into<String>) {

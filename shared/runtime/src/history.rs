@@ -1,6 +1,7 @@
 //! The narration history of an episode, as its owner may read it.
 
-use baton_core::turn::{ConsultedAgent, TurnOutcome, TurnRecord};
+use baton_core::privacy::PrivacyReceipt;
+use baton_core::turn::{ConsultedAgent, DirectExchange, TurnOutcome, TurnRecord};
 use serde::{Deserialize, Serialize};
 
 /// An episode's history.
@@ -29,6 +30,12 @@ pub struct HistoryTurn {
     pub consulted: Vec<ConsultedAgent>,
     /// How it ended.
     pub outcome: TurnOutcome,
+    /// What the Direct Line delivered, when the user addressed a specialist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<DirectExchange>,
+    /// What the privacy guard masked in the answer.
+    #[serde(default)]
+    pub privacy: PrivacyReceipt,
 }
 
 impl From<&TurnRecord> for HistoryTurn {
@@ -41,6 +48,8 @@ impl From<&TurnRecord> for HistoryTurn {
             narration: r.narration.clone(),
             consulted: r.consulted.clone(),
             outcome: r.outcome,
+            direct: r.direct.clone(),
+            privacy: r.privacy.clone(),
         }
     }
 }

@@ -45,5 +45,11 @@ pub const GUARD_FIRINGS_TOTAL: &str = "guard_firings_total";
 pub const CALLS_DROPPED_TOTAL: &str = "calls_dropped_total";
 /// Counter: model retries and re-asks (D-31).
 pub const MODEL_RETRIES_TOTAL: &str = "model_retries_total";
+/// Counter: Direct Line turns, by mode and state (D-21).
+pub const DIRECT_LINE_TURNS_TOTAL: &str = "direct_line_turns_total";
+/// Counter: interventions, by kind (`forced_tool_choice`, `runtime_consult`, `note`; D-22).
+pub const INTERVENTIONS_TOTAL: &str = "interventions_total";
+/// Counter: values the privacy guard masked, by kind (D-23).
+pub const PRIVACY_MASKED_TOTAL: &str = "privacy_masked_total";
 /// Counter: tokens, by model and kind (`input`, `output`, `cache_read`, `cache_write`; D-32).
 pub const MODEL_TOKENS_TOTAL: &str = "model_tokens_total";

@@ -8,12 +8,14 @@ use baton_core::consulted::footer;
 use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
 use baton_core::message::Message;
 use baton_core::ports::metrics::{
-    CALLS_DROPPED_TOTAL, GUARD_FIRINGS_TOTAL, MODEL_RETRIES_TOTAL, MODEL_TOKENS_TOTAL,
-    TURN_COST_USD, TURN_LATENCY_MS, TURNS_TOTAL,
+    CALLS_DROPPED_TOTAL, DIRECT_LINE_TURNS_TOTAL, GUARD_FIRINGS_TOTAL, INTERVENTIONS_TOTAL,
+    MODEL_RETRIES_TOTAL, MODEL_TOKENS_TOTAL, PRIVACY_MASKED_TOTAL, TURN_COST_USD, TURN_LATENCY_MS,
+    TURNS_TOTAL,
 };
 use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
+use baton_core::privacy::PrivacyReceipt;
 use baton_core::registry::Composition;
-use baton_core::trace::{AgentOutcome, DropReason};
+use baton_core::trace::{AgentOutcome, DropReason, InterventionKind};
 use baton_core::turn::{
     AgentStatus, ConsultedAgent, DirectExchange, EpisodeState, ModelUsage, PendingCall, Segment,
     TurnOutcome, TurnRecord,
@@ -415,7 +417,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         .metrics
         .count(TURNS_TOTAL, 1, &[("outcome", label)]);
     ctx.inner.metrics.measure(TURN_COST_USD, cost, &[]);
-    report(ctx, label, &usage);
+    report(ctx, label, &usage, &ctx.out.receipt().await);
     ctx.out
         .emit(Event::Usage {
             models: usage,
@@ -426,15 +428,36 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
 }
 
 /// The turn's measurements from its routing record and usage (D-31, D-32).
-fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage]) {
+fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage], privacy: &PrivacyReceipt) {
     let metrics = &ctx.inner.metrics;
-    let (guards, dropped, retries) = ctx
+    let (guards, dropped, retries, direct, interventions) = ctx
         .trace(|t| {
             let guards: Vec<String> = t.guards.iter().map(|g| g.guard.clone()).collect();
             let dropped: Vec<DropReason> = t.dropped.iter().map(|d| d.reason).collect();
-            (guards, dropped, t.retries)
+            let interventions: Vec<InterventionKind> =
+                t.interventions.iter().map(|i| i.kind).collect();
+            let direct = t.direct_line.as_ref().map(|d| (d.mode, d.sticky));
+            (guards, dropped, t.retries, direct, interventions)
         })
         .unwrap_or_default();
+    if let Some((mode, sticky)) = direct {
+        let state = if sticky { "sticky" } else { "single" };
+        metrics.count(
+            DIRECT_LINE_TURNS_TOTAL,
+            1,
+            &[("mode", mode.as_str()), ("state", state)],
+        );
+    }
+    for kind in interventions {
+        metrics.count(INTERVENTIONS_TOTAL, 1, &[("kind", kind.as_str())]);
+    }
+    for (kind, n) in &privacy.by_kind {
+        metrics.count(
+            PRIVACY_MASKED_TOTAL,
+            u64::from(*n),
+            &[("kind", kind.as_str())],
+        );
+    }
     for guard in &guards {
         metrics.count(GUARD_FIRINGS_TOTAL, 1, &[("guard", guard)]);
     }

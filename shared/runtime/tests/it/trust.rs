@@ -448,6 +448,15 @@ async fn a_refused_obligation_is_forced_then_met_by_the_runtime() {
             InterventionKind::RuntimeConsult
         ]
     );
+    let counters = rig.metrics.snapshot();
+    assert_eq!(
+        counters.get("interventions_total,kind=forced_tool_choice"),
+        Some(&2)
+    );
+    assert_eq!(
+        counters.get("interventions_total,kind=runtime_consult"),
+        Some(&1)
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -585,6 +594,12 @@ async fn personal_data_split_across_chunks_is_masked_everywhere() {
     assert_eq!(record.narration, shown);
     assert!(!record.segments[0].text.contains("4111"));
     assert_eq!(record.privacy, privacy);
+    let counters = rig.metrics.snapshot();
+    assert_eq!(
+        counters.get("privacy_masked_total,kind=card_number"),
+        Some(&1)
+    );
+    assert_eq!(rig.metrics.counter("privacy_masked_total"), 3);
 }
 
 #[tokio::test(start_paused = true)]
