@@ -54,8 +54,13 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
     let policy = &o.direct_line;
     let subs = ctx.inner.registry.sub_agents(&ctx.orchestrator);
     let find = |id: &str| subs.iter().find(|a| &*a.id == id).cloned();
-    // A lasting conversation whose specialist left the registry ends quietly.
-    let sticky = state.direct_line.as_deref().and_then(find);
+    // A lasting conversation whose specialist left the registry, or whose card turned the
+    // Direct Line off, ends quietly.
+    let sticky = state
+        .direct_line
+        .as_deref()
+        .and_then(find)
+        .filter(|_| policy.enabled);
     if sticky.is_none() {
         state.direct_line = None;
     }
@@ -111,22 +116,31 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
             },
             None => no_such(prefix, &agent_id, &subs),
         },
-        Directive::Exit => match sticky {
-            Some(agent) => {
-                state.direct_line = None;
-                Decision::Reply {
-                    text: format!(
-                        "You've left the direct conversation with {}; I'm back to answering myself.",
-                        agent.label
-                    ),
-                    indicator: Some((agent, DirectLineState::Exited)),
+        Directive::Exit => {
+            // The exit directive stands alone; anything after it is not sent anywhere, and
+            // the user is told so rather than losing it silently.
+            let unsent = if words_after(&ctx.user_text, &exit) {
+                format!(" What you wrote after {exit} was not sent; please send it again.")
+            } else {
+                String::new()
+            };
+            match sticky {
+                Some(agent) => {
+                    state.direct_line = None;
+                    Decision::Reply {
+                        text: format!(
+                            "You've left the direct conversation with {}; I'm back to answering myself.{unsent}",
+                            agent.label
+                        ),
+                        indicator: Some((agent, DirectLineState::Exited)),
+                    }
                 }
+                None => Decision::Reply {
+                    text: format!("There's no direct conversation to leave.{unsent}"),
+                    indicator: None,
+                },
             }
-            None => Decision::Reply {
-                text: "There's no direct conversation to leave.".to_owned(),
-                indicator: None,
-            },
-        },
+        }
         Directive::Unknown { token } => no_such(prefix, &token, &subs),
         Directive::Ambiguous { token, candidates } => {
             let names: Vec<String> = candidates
@@ -143,6 +157,15 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
             }
         }
     }
+}
+
+/// Whether anything but whitespace follows the exit directive in the user's text.
+fn words_after(text: &str, exit: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower
+        .find(&exit.to_lowercase())
+        .and_then(|at| lower.get(at + exit.len()..))
+        .is_some_and(|rest| !rest.trim().is_empty())
 }
 
 fn no_such(prefix: &str, token: &str, subs: &[Arc<Agent>]) -> Decision {

@@ -351,6 +351,12 @@ async fn a_lasting_direct_conversation_opens_continues_and_ends() {
         direct_lines(&events),
         [("support".to_owned(), DirectLineState::Exited)]
     );
+    assert!(!answer(&events).contains("not sent"));
+    // Leaving again, with words after the directive: nothing to leave, and nothing lost
+    // silently.
+    let (_, events) = run(&rig, request("#end and thanks", Some(&episode), "t6b")).await;
+    assert!(answer(&events).contains("no direct conversation to leave"));
+    assert!(answer(&events).contains("was not sent"));
     let (_, events) = run(&rig, request("coffee deals", Some(&episode), "t7")).await;
     assert!(direct_lines(&events).is_empty());
     assert_eq!(consulted_ids(&events), ["shop"]);
@@ -640,4 +646,23 @@ async fn a_repeated_direct_line_turn_replays_the_delivered_answer() {
         text_from(&first, SOURCE_NOTE).trim()
     );
     assert_eq!(consulted(&again), consulted(&first));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_card_can_turn_the_direct_line_off() {
+    let rig = make_rig(
+        &Setup {
+            trust: "direct_line: { enabled: false }",
+            ..Setup::default()
+        },
+        SUPPORT_ANSWERS,
+    );
+    let (_, events) = run(&rig, request("#support why?", None, "t1")).await;
+    assert!(direct_lines(&events).is_empty());
+    assert!(delegated(&events).is_empty());
+    assert_eq!(
+        consulted_ids(&events),
+        ["shop"],
+        "the orchestrator routed it"
+    );
 }
