@@ -85,7 +85,8 @@ pub(crate) async fn turn(rt: &Runtime, prompt: &str) -> anyhow::Result<TurnRun> 
         frame.extend_from_slice(b"\n\n");
         events += 1;
         match &e.event {
-            Event::Text { text: t, .. } | Event::DelegatedAnswer { text: t, .. } => {
+            // A Direct Line answer streams as pieces; its delivery repeats them whole.
+            Event::Text { text: t, .. } | Event::DelegatedText { text: t, .. } => {
                 ttft.get_or_insert_with(|| start.elapsed());
                 text.push_str(t);
             }

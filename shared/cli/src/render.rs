@@ -71,6 +71,8 @@ pub(crate) struct Renderer<W: Write> {
     privacy: Option<PrivacyReceipt>,
     /// The source of the answer text being printed (a note gets its own heading).
     source: String,
+    /// The specialist whose Direct Line answer is streaming onto the screen.
+    streaming: Option<String>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -86,6 +88,7 @@ impl<W: Write> Renderer<W> {
             outcome: None,
             privacy: None,
             source: String::new(),
+            streaming: None,
         }
     }
 
@@ -136,13 +139,39 @@ impl<W: Write> Renderer<W> {
                     )?,
                 }
             }
-            Event::DelegatedAnswer { label, text, .. } => {
+            Event::DelegatedText { agent, label, text } => {
+                // One specialist streams onto the screen; any other's answer is printed
+                // whole when it is delivered.
+                if self.streaming.is_none() {
+                    self.stop_spinner();
+                    self.end_line()?;
+                    let (b, r) = self.paint(BOLD);
+                    writeln!(self.out, "{b}{label} (direct):{r}")?;
+                    self.streaming = Some(agent.clone());
+                }
+                if self.streaming.as_deref() == Some(agent.as_str()) {
+                    self.text(text)?;
+                }
+            }
+            Event::DelegatedAnswer {
+                agent,
+                label,
+                status,
+                text,
+            } => {
                 self.stop_spinner();
+                let streamed = self.streaming.as_deref() == Some(agent.as_str());
                 self.end_line()?;
-                let (b, r) = self.paint(BOLD);
-                writeln!(self.out, "{b}{label} (direct):{r}")?;
-                self.text(text)?;
-                self.end_line()?;
+                if !streamed {
+                    let (b, r) = self.paint(BOLD);
+                    writeln!(self.out, "{b}{label} (direct):{r}")?;
+                }
+                // The delivered text is authoritative; it differs from what streamed only
+                // when the specialist failed, and then it says so.
+                if !streamed || !status.answered() {
+                    self.text(text)?;
+                    self.end_line()?;
+                }
                 self.source.clear();
             }
             Event::Error { message } => {
@@ -199,6 +228,7 @@ impl<W: Write> Renderer<W> {
         self.cost_usd = None;
         self.privacy = None;
         self.source.clear();
+        self.streaming = None;
         Ok(ending)
     }
 
@@ -291,6 +321,7 @@ mod tests {
     use std::sync::Arc;
 
     use baton_core::events::PROTOCOL_VERSION;
+    use baton_core::turn::AgentStatus;
 
     use super::*;
 
@@ -420,6 +451,48 @@ mod tests {
         assert_eq!(
             text,
             "Partly\nSomething went wrong; please try again.\nepisode ep_1\n"
+        );
+    }
+
+    #[test]
+    fn a_streamed_direct_line_answer_is_printed_once_and_a_failure_says_so() {
+        let mut out = Vec::new();
+        let mut r = Renderer::new(&mut out, Style::default());
+        let piece = |seq, agent: &str, text: &str| {
+            wire(
+                seq,
+                Event::DelegatedText {
+                    agent: agent.into(),
+                    label: agent.to_uppercase(),
+                    text: text.into(),
+                },
+            )
+        };
+        let answer = |seq, agent: &str, status, text: &str| {
+            wire(
+                seq,
+                Event::DelegatedAnswer {
+                    agent: agent.into(),
+                    label: agent.to_uppercase(),
+                    status,
+                    text: text.into(),
+                },
+            )
+        };
+        for e in [
+            piece(1, "a", "Three "),
+            piece(2, "b", "ignored while a streams"),
+            piece(3, "a", "risks."),
+            answer(4, "a", AgentStatus::Ok, "Three risks."),
+            answer(5, "b", AgentStatus::Error, "B could not answer."),
+        ] {
+            r.event(&e).unwrap();
+        }
+        r.finish("ep_1").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            "A (direct):\nThree risks.\nB (direct):\nB could not answer.\nepisode ep_1\n"
         );
     }
 

@@ -121,6 +121,17 @@ pub enum Event {
         /// One message, a lasting conversation, or its end.
         state: DirectLineState,
     },
+    /// A piece of a specialist's Direct Line answer as it streams (after the privacy
+    /// guard). The `delegated_answer` that follows is authoritative: it carries the whole
+    /// text (the pieces joined, when the specialist answered) and replaces them.
+    DelegatedText {
+        /// Sub-agent.
+        agent: String,
+        /// Its label.
+        label: String,
+        /// The piece.
+        text: String,
+    },
     /// A specialist's verbatim answer delivered by the runtime (Direct Line): the
     /// orchestrator can neither remove nor rewrite it.
     DelegatedAnswer {
@@ -174,6 +185,7 @@ impl Event {
             Event::ToolResult { .. } => "tool_result",
             Event::ToolCallEnd { .. } => "tool_call_end",
             Event::DirectLine { .. } => "direct_line",
+            Event::DelegatedText { .. } => "delegated_text",
             Event::DelegatedAnswer { .. } => "delegated_answer",
             Event::AgentsConsulted { .. } => "agents_consulted",
             Event::Usage { .. } => "usage",

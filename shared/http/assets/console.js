@@ -259,6 +259,9 @@
         case "direct_line":
           this.direct(event);
           break;
+        case "delegated_text":
+          this.delegatedText(event);
+          break;
         case "delegated_answer":
           this.delegatedAnswer(event);
           break;
@@ -360,20 +363,41 @@
       else if (event.state === "exited") setSticky(null);
     }
 
+    // The block of one specialist's Direct Line answer in this turn, made on first use.
+    delegatedBlock(agent, label) {
+      const id = agent || "";
+      let block = Array.from(this.delegated.children).find((b) => b.dataset.agent === id);
+      if (!block) {
+        block = el("article", "delegated");
+        block.dataset.agent = id;
+        const head = el("header", "delegated-head");
+        head.append(el("span", "delegated-label", `${label || labelOf(agent)} (direct)`));
+        block.append(head, el("div", "delegated-text"));
+        this.delegated.append(block);
+      }
+      return block;
+    }
+
+    // A piece of the answer as it streams; the delegated_answer that follows replaces it.
+    delegatedText(event) {
+      if (typeof event.text !== "string" || event.text === "") return;
+      this.settleStatuses();
+      const body = this.delegatedBlock(event.agent, event.label).querySelector(".delegated-text");
+      body.textContent += event.text;
+    }
+
     delegatedAnswer(event) {
       this.settleStatuses();
-      const block = el("article", "delegated");
-      block.dataset.agent = event.agent || "";
+      const block = this.delegatedBlock(event.agent, event.label);
       block.dataset.status = event.status || "";
-      const head = el("header", "delegated-head");
-      head.append(el("span", "delegated-label", `${event.label || labelOf(event.agent)} (direct)`));
       if (event.status && event.status !== "ok") {
-        head.append(el("span", `badge badge-${event.status}`, event.status));
+        block.querySelector(".delegated-head")
+          .append(el("span", `badge badge-${event.status}`, event.status));
       }
-      const body = el("div", "delegated-text");
-      body.textContent = typeof event.text === "string" ? event.text : "";
-      block.append(head, body);
-      this.delegated.append(block);
+      // The delivered text is authoritative: word for word what the specialist said.
+      block.querySelector(".delegated-text").textContent =
+        typeof event.text === "string" ? event.text : "";
+      block.dataset.delivered = "true";
     }
 
     consulted(agents, footer) {

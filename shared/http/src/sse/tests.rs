@@ -133,6 +133,11 @@ fn any_event() -> impl Strategy<Value = Event> {
             status: AgentStatus::Timeout,
             text
         }),
+        (tricky(), tricky(), tricky()).prop_map(|(agent, label, text)| Event::DelegatedText {
+            agent,
+            label,
+            text
+        }),
         (tricky(), tricky()).prop_map(|(agent, label)| Event::DirectLine {
             agent,
             label,

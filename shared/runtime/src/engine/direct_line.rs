@@ -255,7 +255,7 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
             extra: Default::default(),
         })
         .collect();
-    let results = dispatch(ctx, &jobs, &TextMode::Collect).await;
+    let results = dispatch(ctx, &jobs, &TextMode::Delegated).await;
     let mut answers = Vec::with_capacity(jobs.len());
     for (job, result) in jobs.iter().zip(&results) {
         let text = deliverable(&job.agent.label, result);

@@ -28,6 +28,8 @@ struct State {
     text: Option<(String, StreamMasker)>,
     /// Reasoning streams, by source.
     reasoning: Vec<(String, StreamMasker)>,
+    /// Direct Line answers streaming, by agent (with its label).
+    delegated: Vec<(String, String, StreamMasker)>,
     receipt: PrivacyReceipt,
 }
 
@@ -52,6 +54,7 @@ impl Output {
                 paragraph: false,
                 text: None,
                 reasoning: Vec::new(),
+                delegated: Vec::new(),
                 receipt: PrivacyReceipt::default(),
             }),
         }
@@ -121,6 +124,10 @@ impl Output {
     /// Releases everything every stream holds back.
     fn flush(&self, state: &mut State) {
         self.flush_text(state);
+        for (agent, label, mut masker) in std::mem::take(&mut state.delegated) {
+            let out = masker.finish(&mut state.receipt);
+            self.send_delegated_text(state, agent, label, out);
+        }
         for (source, mut masker) in std::mem::take(&mut state.reasoning) {
             let out = masker.finish(&mut state.receipt);
             if !out.is_empty() {
@@ -133,6 +140,12 @@ impl Output {
         if let Some((source, mut masker)) = state.text.take() {
             let out = masker.finish(&mut state.receipt);
             self.send_text(state, source, out);
+        }
+    }
+
+    fn send_delegated_text(&self, state: &mut State, agent: String, label: String, text: String) {
+        if !text.is_empty() {
+            self.send(state, Event::DelegatedText { agent, label, text });
         }
     }
 
@@ -175,6 +188,30 @@ impl Output {
         });
     }
 
+    /// A piece of a specialist's Direct Line answer as it streams, masked per agent.
+    pub(crate) async fn delegated_text(&self, agent: &str, label: &str, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        let state = &mut *state;
+        let i = match state.delegated.iter().position(|(a, _, _)| a == agent) {
+            Some(i) => i,
+            None => {
+                state.delegated.push((
+                    agent.to_owned(),
+                    label.to_owned(),
+                    StreamMasker::new(self.guard.clone()),
+                ));
+                state.delegated.len() - 1
+            }
+        };
+        let out = state.delegated[i].2.push(text, &mut state.receipt);
+        self.send_delegated_text(state, agent.to_owned(), label.to_owned(), out);
+    }
+
     /// Delivers a specialist's answer on the Direct Line, masked but otherwise untouched;
     /// returns the text as delivered.
     pub(crate) async fn delegated(
@@ -188,8 +225,23 @@ impl Output {
             return String::new();
         };
         let state = &mut *state;
-        self.flush(state);
-        let text = self.guard.mask(text, &mut state.receipt);
+        self.flush_text(state);
+        let streamed = match state.delegated.iter().position(|(a, _, _)| a == agent) {
+            Some(i) => {
+                let (agent, label, mut masker) = state.delegated.remove(i);
+                let tail = masker.finish(&mut state.receipt);
+                self.send_delegated_text(state, agent, label, tail);
+                true
+            }
+            None => false,
+        };
+        // What streamed was counted as it went; the whole text masks the same way (the
+        // guard's streaming contract), so it is counted only when nothing streamed.
+        let text = if streamed {
+            self.guard.mask(text, &mut PrivacyReceipt::default())
+        } else {
+            self.guard.mask(text, &mut state.receipt)
+        };
         if !state.narration.is_empty() {
             state.narration.push_str("\n\n");
         }

@@ -64,11 +64,14 @@ pub(crate) enum TextMode {
     Live,
     /// Competing for the live slot (direct).
     Slot(Arc<LiveSlot>),
+    /// Streamed as the specialist's own Direct Line answer.
+    Delegated,
 }
 
 struct AgentSink<'a> {
     ctx: &'a TurnCtx,
     agent_id: &'a str,
+    label: &'a str,
     mode: &'a TextMode,
     status: &'a Board,
 }
@@ -80,6 +83,12 @@ impl Sink for AgentSink<'_> {
             TextMode::Collect => {}
             TextMode::Live => self.ctx.out.text(self.agent_id, text).await,
             TextMode::Slot(slot) => slot.text(self.ctx, self.agent_id, text).await,
+            TextMode::Delegated => {
+                self.ctx
+                    .out
+                    .delegated_text(self.agent_id, self.label, text)
+                    .await
+            }
         }
     }
 
@@ -110,6 +119,7 @@ pub(crate) async fn run(
     let mut sink = AgentSink {
         ctx,
         agent_id: &agent.id,
+        label: &agent.label,
         mode,
         status,
     };

@@ -198,7 +198,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
             work.results = results;
             compose_rounds(ctx, messages, &mut iterations, work).await;
         }
-        TextMode::Live | TextMode::Slot(_) => {
+        TextMode::Live | TextMode::Slot(_) | TextMode::Delegated => {
             compose::acknowledge_failures(ctx, &jobs, &results).await;
             work.jobs = jobs;
             work.results = results;

@@ -40,6 +40,17 @@ fn delegated(events: &[WireEvent]) -> Vec<(String, AgentStatus, String)> {
         .collect()
 }
 
+/// The streamed pieces of one specialist's Direct Line answer, joined.
+fn pieces(events: &[WireEvent], of: &str) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::DelegatedText { agent, text, .. } if agent == of => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn direct_lines(events: &[WireEvent]) -> Vec<(String, DirectLineState)> {
     events
         .iter()
@@ -167,6 +178,8 @@ async fn strict_direct_line_delivers_the_verbatim_answer_with_no_orchestrator_ca
     assert!(text_from(&events, "orchestrator").is_empty());
     assert!(text_from(&events, SOURCE_NOTE).is_empty());
     assert_eq!(consulted_ids(&events), ["support"]);
+    // It streamed as it came, and the delivered text is exactly the pieces joined.
+    assert_eq!(pieces(&events, "support"), delegated(&events)[0].2);
     // The specialist got the payload byte for byte.
     let support = rig
         .model
@@ -613,7 +626,7 @@ async fn delegated_answers_are_masked_and_the_rules_are_configurable() {
     let script = r#"
 agents:
   support:
-    - text: ["Mail jane.doe@example.com or call +44 20 7946 0958."]
+    - text: ["Mail jane.d", "oe@example.com or call +44 20 79", "46 0958."]
 "#;
     let rig = make_rig(
         &Setup {
@@ -625,6 +638,23 @@ agents:
     let (_, events) = run(&rig, request("#support contact?", None, "t1")).await;
     let (_, _, text) = &delegated(&events)[0];
     assert_eq!(text, "Mail ******************** or call +44 20 7946 0958.");
+    assert_eq!(&pieces(&events, "support"), text);
+    for e in &events {
+        let json = serde_json::to_string(e).unwrap();
+        assert!(
+            !json.contains("jane") && !json.contains("example.com"),
+            "{json}"
+        );
+    }
+    let privacy = events.iter().find_map(|e| match &e.event {
+        Event::Completed { privacy, .. } => Some(privacy.total),
+        _ => None,
+    });
+    assert_eq!(
+        privacy,
+        Some(1),
+        "counted once, not per piece and again whole"
+    );
 }
 
 #[tokio::test(start_paused = true)]
