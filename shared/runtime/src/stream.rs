@@ -50,6 +50,12 @@ impl Outbox {
         self.state.lock().ok()?.queue.pop_front()
     }
 
+    /// Everything queued so far (for tests of what a turn sends).
+    #[cfg(test)]
+    pub(crate) fn drain(&self) -> Vec<WireEvent> {
+        std::iter::from_fn(|| self.pop()).map(|e| *e).collect()
+    }
+
     fn reader_left(&self) {
         if let Ok(mut s) = self.state.lock() {
             s.reader_gone = true;

@@ -109,10 +109,28 @@ impl Output {
                 let message = self.guard.mask(&message, &mut state.receipt);
                 self.send(state, Event::Error { message });
             }
-            Event::DelegatedAnswer { .. } => {
-                // Built by `delegated` only, which masks it; never passed in unmasked.
+            Event::DelegatedText { agent, label, text } => {
+                self.delegated_piece(state, agent, label, &text);
+            }
+            Event::DelegatedAnswer {
+                agent,
+                label,
+                status,
+                text,
+            } => {
+                // `delegated` is the way in (it also keeps the narration); whatever comes
+                // this way is masked all the same.
                 self.flush(state);
-                self.send(state, event);
+                let text = self.guard.mask(&text, &mut state.receipt);
+                self.send(
+                    state,
+                    Event::DelegatedAnswer {
+                        agent,
+                        label,
+                        status,
+                        text,
+                    },
+                );
             }
             other => {
                 self.flush(state);
@@ -193,23 +211,25 @@ impl Output {
         if text.is_empty() {
             return;
         }
-        let Ok(mut state) = self.state.lock() else {
-            return;
-        };
-        let state = &mut *state;
-        let i = match state.delegated.iter().position(|(a, _, _)| a == agent) {
+        if let Ok(mut state) = self.state.lock() {
+            self.delegated_piece(&mut state, agent.to_owned(), label.to_owned(), text);
+        }
+    }
+
+    fn delegated_piece(&self, state: &mut State, agent: String, label: String, text: &str) {
+        let i = match state.delegated.iter().position(|(a, _, _)| *a == agent) {
             Some(i) => i,
             None => {
                 state.delegated.push((
-                    agent.to_owned(),
-                    label.to_owned(),
+                    agent.clone(),
+                    label.clone(),
                     StreamMasker::new(self.guard.clone()),
                 ));
                 state.delegated.len() - 1
             }
         };
         let out = state.delegated[i].2.push(text, &mut state.receipt);
-        self.send_delegated_text(state, agent.to_owned(), label.to_owned(), out);
+        self.send_delegated_text(state, agent, label, out);
     }
 
     /// Delivers a specialist's answer on the Direct Line, masked but otherwise untouched;
@@ -323,5 +343,96 @@ impl Output {
         self.flush(state);
         let privacy = state.receipt.clone();
         self.send(state, Event::Completed { outcome, privacy });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_core::directive::DirectMode;
+    use baton_core::privacy::{PiiKind, PrivacyPolicy};
+
+    use super::*;
+
+    const EMAIL: &str = "jane.doe@example.com";
+
+    fn output() -> (Output, Arc<Outbox>) {
+        let outbox = Arc::new(Outbox::default());
+        let guard = Arc::new(PrivacyGuard::new(&PrivacyPolicy::default()));
+        (Output::new(Arc::from("t1"), outbox.clone(), guard), outbox)
+    }
+
+    /// Every way text leaves a turn, each with the address split across pieces where it
+    /// streams: nothing of it reaches the wire, and each is counted once.
+    #[tokio::test]
+    async fn every_outbound_text_passes_the_guard() {
+        let (out, outbox) = output();
+        let (a, b) = EMAIL.split_at(7);
+        out.text("orchestrator", &format!("Write to {a}")).await;
+        out.text("orchestrator", &format!("{b} today.")).await;
+        out.emit(Event::Reasoning {
+            source: "orchestrator".into(),
+            text: format!("the user is {a}"),
+        })
+        .await;
+        out.emit(Event::Reasoning {
+            source: "orchestrator".into(),
+            text: b.into(),
+        })
+        .await;
+        out.emit(Event::Status {
+            codes: vec![],
+            message: format!("Mailing {EMAIL}…"),
+        })
+        .await;
+        out.direct_line(
+            "support",
+            "Support",
+            DirectMode::Strict,
+            DirectLineState::Single,
+        )
+        .await;
+        out.delegated_text("support", "Support", &format!("Mail {a}"))
+            .await;
+        out.delegated_text("support", "Support", b).await;
+        let delivered = out
+            .delegated(
+                "support",
+                "Support",
+                AgentStatus::Ok,
+                &format!("Mail {EMAIL}"),
+            )
+            .await;
+        out.paragraph().await;
+        out.text(baton_core::events::SOURCE_NOTE, &format!("Or {EMAIL}."))
+            .await;
+        out.emit(Event::Error {
+            message: format!("Could not reach {EMAIL}"),
+        })
+        .await;
+        out.complete(TurnOutcome::Answered).await;
+
+        assert_eq!(delivered, "Mail [email]");
+        let events = outbox.drain();
+        for e in &events {
+            let json = serde_json::to_string(e).unwrap();
+            assert!(
+                !json.contains("example.com") && !json.contains("jane"),
+                "{json}"
+            );
+        }
+        let Some(Event::Completed { privacy, .. }) = events.last().map(|e| e.event.clone()) else {
+            panic!("the stream ends with completed");
+        };
+        // Text, reasoning, status, the delegated answer (once), the note, the error.
+        assert_eq!(privacy.by_kind.get(&PiiKind::Email), Some(&6));
+        let narration = out.narration().await;
+        assert!(
+            narration.starts_with("Write to [email] today."),
+            "{narration}"
+        );
+        assert!(
+            narration.contains("Support (direct): Mail [email]"),
+            "{narration}"
+        );
     }
 }
