@@ -30,8 +30,9 @@ pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
     obligation::for_turn(rules, &ctx.user_text, &ctx.must_consult)
 }
 
-/// Makes sure every obligation is in the plan's jobs.
-pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32) {
+/// Makes sure every obligation is in the plan's jobs. `routed` says whether the
+/// orchestrator made a plan at all; when it could not, it is not reminded either.
+pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32, routed: bool) {
     for ob in due(ctx) {
         let Some(agent) = ctx.inner.registry.agent(&ob.agent_id).cloned() else {
             // Checked when the registry and the request were read; nothing to consult.
@@ -42,18 +43,27 @@ pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32
             record(ctx, &ob, ObligationMet::ByModel, 0);
             continue;
         }
-        let (job, reminders) = remind(ctx, &agent, iterations).await;
+        let (job, reminders) = if routed {
+            remind(ctx, &agent, iterations).await
+        } else {
+            (None, 0)
+        };
         let (job, met) = match job {
             Some(job) => (job, ObligationMet::AfterReminder),
             None => {
+                let why = if routed {
+                    format!(
+                        "the orchestrator did not consult {} after {reminders} reminder(s)",
+                        agent.id
+                    )
+                } else {
+                    "the orchestrator could not route this turn".to_owned()
+                };
                 ctx.trace(|t| {
                     t.intervene(
                         InterventionKind::RuntimeConsult,
                         &agent.id,
-                        format!(
-                            "the orchestrator did not consult {} after {reminders} reminder(s); the runtime asked it with the user's text",
-                            agent.id
-                        ),
+                        format!("{why}; the runtime asked it with the user's text"),
                     )
                 });
                 let job = AgentJob {

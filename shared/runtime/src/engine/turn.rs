@@ -151,6 +151,14 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     } else {
         match route::route(ctx, &mut iterations).await {
             Ok(plan) => plan,
+            Err(e) if !obligations::due(ctx).is_empty() => {
+                // D-22 holds even when the orchestrator cannot route: the specialists this
+                // turn must consult are asked directly, and the answer is composed from them.
+                tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed; consulting the turn's obligations directly");
+                let mut plan = Plan::default();
+                obligations::enforce(ctx, &mut plan, &mut iterations, false).await;
+                plan
+            }
             Err(e) => {
                 tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed");
                 work.outcome = TurnOutcome::Failed;
@@ -161,7 +169,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     };
     let mut plan = plan;
     // D-22: whatever the orchestrator chose, the turn's obligations are in the plan.
-    obligations::enforce(ctx, &mut plan, &mut iterations).await;
+    obligations::enforce(ctx, &mut plan, &mut iterations, true).await;
     let Plan {
         jobs,
         refused,

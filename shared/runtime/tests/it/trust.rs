@@ -535,6 +535,38 @@ async fn a_model_that_cannot_be_forced_gets_the_runtime_fallback_at_once() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn obligations_hold_when_the_orchestrator_cannot_route() {
+    let script = r#"
+agents:
+  orchestrator:
+    - error: unavailable
+  support:
+    - text: ["No open receipt issues."]
+"#;
+    let rig = make_rig(&Setup::default(), script);
+    let mut req = request("is my account ok", None, "t1");
+    req.must_consult = vec!["support".into()];
+    let (episode, events) = run(&rig, req).await;
+    assert_eq!(consulted_ids(&events), ["support"]);
+    assert!(
+        answer(&events).contains("No open receipt issues"),
+        "{}",
+        answer(&events)
+    );
+    let routing = last_record(&rig, &episode).await.routing;
+    assert_eq!(routing.obligations[0].met, ObligationMet::ByRuntime);
+    assert!(routing.interventions[0].detail.contains("could not route"));
+    // Without an obligation the same failure ends the turn as before.
+    let (_, events) = run(&rig, request("is my account ok", None, "t2")).await;
+    assert!(consulted(&events).is_empty());
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e.event, Event::Error { .. }))
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_obligation_met_by_the_model_is_recorded_without_intervention() {
     let rig = make_rig(&Setup::default(), REFUSES);
     let mut req = request("coffee deals", None, "t1");
