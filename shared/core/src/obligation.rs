@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// A card rule: `agent` must be consulted when one of `keywords` appears, or always.
+/// A card rule: `agent` must be consulted when one of `keywords` appears, when the
+/// orchestrator files a request under one of `category`'s values, or always.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ObligationRule {
@@ -22,6 +23,29 @@ pub struct ObligationRule {
     /// The rule fires on every turn.
     #[serde(default)]
     pub always: bool,
+    /// The rule fires when a call of the orchestrator's carries one of these categories.
+    #[serde(default)]
+    pub category: Option<CategoryRule>,
+}
+
+/// A category rule: an argument a specialist's card declares for its `ask_<id>` tool
+/// (e.g. `support_category`) and the values that make the rule fire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryRule {
+    /// The argument's name.
+    pub field: String,
+    /// Values that fire the rule (compared exactly, as strings).
+    pub values: Vec<String>,
+}
+
+impl CategoryRule {
+    /// Whether one call's arguments carry one of the values.
+    pub fn matches(&self, args: &serde_json::Map<String, serde_json::Value>) -> bool {
+        args.get(&self.field)
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|v| self.values.iter().any(|w| w == v))
+    }
 }
 
 impl ObligationRule {
@@ -56,6 +80,30 @@ pub struct Obligation {
     pub agent_id: String,
     /// Where the obligation came from.
     pub source: ObligationSource,
+}
+
+/// The obligations that category rules add once the orchestrator has made its calls:
+/// each rule whose category one of `calls` (their arguments) carries, in rule order,
+/// leaving out specialists already in `known`.
+pub fn for_calls(
+    rules: &[ObligationRule],
+    calls: &[&serde_json::Map<String, serde_json::Value>],
+    known: &[Obligation],
+) -> Vec<Obligation> {
+    let mut out: Vec<Obligation> = Vec::new();
+    for rule in rules {
+        let Some(category) = &rule.category else {
+            continue;
+        };
+        let seen = known.iter().chain(&out).any(|o| *o.agent_id == *rule.agent);
+        if !seen && calls.iter().any(|args| category.matches(args)) {
+            out.push(Obligation {
+                agent_id: rule.agent.to_string(),
+                source: ObligationSource::Card,
+            });
+        }
+    }
+    out
 }
 
 /// The obligations of one turn: the requested ones first, in order, then the specialists
@@ -137,6 +185,7 @@ mod tests {
             agent: Arc::from(agent),
             keywords: keywords.iter().map(|k| (*k).to_owned()).collect(),
             always: false,
+            category: None,
         }
     }
 
@@ -224,6 +273,35 @@ mod tests {
     }
 
     #[test]
+    fn a_category_rule_fires_on_a_call_that_carries_one_of_its_values() {
+        let rule = ObligationRule {
+            agent: Arc::from("rewards"),
+            keywords: Vec::new(),
+            always: false,
+            category: Some(CategoryRule {
+                field: "support_category".into(),
+                values: vec!["missing_points".into()],
+            }),
+        };
+        let args = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        let filed = args(serde_json::json!({"support_category": "missing_points"}));
+        let other = args(serde_json::json!({"support_category": "receipts"}));
+        let rules = [rule];
+        assert_eq!(
+            for_calls(&rules, &[&other, &filed], &[]),
+            vec![Obligation {
+                agent_id: "rewards".into(),
+                source: ObligationSource::Card,
+            }]
+        );
+        assert!(for_calls(&rules, &[&other], &[]).is_empty());
+        // Keyword rules never fire here, and a known obligation is not repeated.
+        let known = for_calls(&rules, &[&filed], &[]);
+        assert!(for_calls(&rules, &[&filed], &known).is_empty());
+        assert!(!rules[0].fires("missing_points"));
+    }
+
+    #[test]
     fn nothing_fires_on_an_unrelated_turn() {
         let rules = [rule("support", &["refund"])];
         assert!(for_turn(&rules, "find me coffee deals", &[]).is_empty());
@@ -249,8 +327,8 @@ mod tests {
             requested in proptest::collection::vec("[a-c]{0,2}", 0..4),
         ) {
             let rules = [
-                ObligationRule { agent: Arc::from("a"), keywords: keywords.clone(), always: false },
-                ObligationRule { agent: Arc::from("b"), keywords, always: false },
+                ObligationRule { agent: Arc::from("a"), keywords: keywords.clone(), always: false, category: None },
+                ObligationRule { agent: Arc::from("b"), keywords, always: false, category: None },
             ];
             let got = for_turn(&rules, &text, &requested);
             for (i, o) in got.iter().enumerate() {

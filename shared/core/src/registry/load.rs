@@ -972,7 +972,7 @@ fn build_orchestration(
         status,
         limits,
         direct_line: load_direct_line(raw, file, raws, p),
-        obligations: load_obligations(raw, file, p),
+        obligations: load_obligations(raw, file, raws, p),
         privacy: load_privacy(raw.privacy.as_ref(), file, p),
     }
 }
@@ -1080,7 +1080,12 @@ fn load_direct_line(
     policy
 }
 
-fn load_obligations(raw: &RawCard, file: &str, p: &mut Problems) -> Vec<ObligationRule> {
+fn load_obligations(
+    raw: &RawCard,
+    file: &str,
+    raws: &BTreeMap<String, (RawCard, String)>,
+    p: &mut Problems,
+) -> Vec<ObligationRule> {
     let items = match &raw.obligations {
         None => return Vec::new(),
         Some(Value::Array(items)) => items,
@@ -1089,7 +1094,7 @@ fn load_obligations(raw: &RawCard, file: &str, p: &mut Problems) -> Vec<Obligati
                 file,
                 "obligations",
                 shown(other),
-                "must be a list of rules (agent, keywords or always)",
+                "must be a list of rules (agent, and keywords, category or always)",
             );
             return Vec::new();
         }
@@ -1133,12 +1138,38 @@ fn load_obligations(raw: &RawCard, file: &str, p: &mut Problems) -> Vec<Obligati
                 ok = false;
             }
         }
-        if rule.keywords.is_empty() && !rule.always {
+        if let Some(category) = &rule.category {
+            // The field must be an argument some specialist of this card declares, or the
+            // rule could never fire.
+            let declared = raw.sub_agents.iter().any(|id| {
+                raws.get(id)
+                    .is_some_and(|(sub, _)| sub.ask_args.contains_key(&category.field))
+            });
+            if !declared {
+                p.add(
+                    file,
+                    format!("{field}.category.field"),
+                    &category.field,
+                    "no sub-agent of this card declares that ask_args field",
+                );
+                ok = false;
+            }
+            if category.values.is_empty() {
+                p.add(
+                    file,
+                    format!("{field}.category.values"),
+                    "",
+                    "a category rule needs at least one value",
+                );
+                ok = false;
+            }
+        }
+        if rule.keywords.is_empty() && !rule.always && rule.category.is_none() {
             p.add(
                 file,
                 &field,
                 &agent,
-                "a rule needs keywords or always: true, or it never fires",
+                "a rule needs keywords, a category or always: true, or it never fires",
             );
             ok = false;
         }
@@ -1147,6 +1178,7 @@ fn load_obligations(raw: &RawCard, file: &str, p: &mut Problems) -> Vec<Obligati
                 agent: Arc::from(agent),
                 keywords: rule.keywords,
                 always: rule.always,
+                category: rule.category,
             });
         }
     }

@@ -61,6 +61,7 @@ pub(crate) struct RawObligation {
     pub(crate) agent: Option<String>,
     pub(crate) keywords: Vec<String>,
     pub(crate) always: bool,
+    pub(crate) category: Option<crate::obligation::CategoryRule>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

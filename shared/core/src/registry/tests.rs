@@ -596,11 +596,13 @@ privacy: {kinds: [email, iban], mask: last_four}",
                 agent: Arc::from("support"),
                 keywords: vec!["chargeback".into(), "refund".into()],
                 always: false,
+                category: None,
             },
             ObligationRule {
                 agent: Arc::from("shop"),
                 keywords: Vec::new(),
                 always: true,
+                category: None,
             },
         ]
     );
@@ -752,6 +754,37 @@ fn an_obligation_on_a_card_that_is_not_a_sub_agent_is_named() {
 }
 
 #[test]
+fn a_category_rule_names_a_declared_argument() {
+    let r = load(&with_orchestrator_yaml(
+        "obligations:\n  - {agent: shop, category: {field: support_category, values: [missing_points]}}",
+    ));
+    let rule = &orchestration(&r).obligations[0];
+    assert_eq!(&*rule.agent, "shop");
+    assert_eq!(
+        rule.category.as_ref().map(|c| c.field.as_str()),
+        Some("support_category")
+    );
+    let errors = load_errors(&with_orchestrator_yaml(
+        "obligations:\n  - {agent: shop, category: {field: colour, values: [red]}}",
+    ));
+    expect_error(
+        &errors,
+        "agents/orchestrator.yaml",
+        "obligations[0].category.field",
+        "colour",
+    );
+    let errors = load_errors(&with_orchestrator_yaml(
+        "obligations:\n  - {agent: shop, category: {field: support_category, values: []}}",
+    ));
+    expect_error(
+        &errors,
+        "agents/orchestrator.yaml",
+        "obligations[0].category.values",
+        "",
+    );
+}
+
+#[test]
 fn an_obligation_that_can_never_fire_is_named() {
     let errors = load_errors(&with_orchestrator_yaml(
         "obligations:\n  - {agent: support, keywords: [refund]}\n  - {agent: shop}",
@@ -762,7 +795,7 @@ fn an_obligation_that_can_never_fire_is_named() {
         "obligations[1]",
         "shop",
     );
-    assert!(e.problem.contains("keywords or always"), "{e}");
+    assert!(e.problem.contains("keywords, a category or always"), "{e}");
     let errors = load_errors(&with_orchestrator_yaml(
         "obligations:\n  - {agent: support, keywords: [refund, ' ']}",
     ));

@@ -18,8 +18,8 @@ use super::subagent::AgentJob;
 /// Reminders with a forced tool choice per obligation before the runtime steps in.
 const MAX_REMINDERS: u32 = 2;
 
-/// The obligations of an orchestrator-routed turn: the request's, then the card's rules
-/// that fire on the user's text.
+/// The obligations of an orchestrator-routed turn known before it routes: the request's,
+/// then the card's rules that fire on the user's text (category rules wait for its calls).
 pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
     let rules = ctx
         .orchestrator
@@ -33,7 +33,18 @@ pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
 /// Makes sure every obligation is in the plan's jobs. `routed` says whether the
 /// orchestrator made a plan at all; when it could not, it is not reminded either.
 pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32, routed: bool) {
-    for ob in due(ctx) {
+    let mut obligations = due(ctx);
+    // Category rules fire on how the orchestrator filed its calls.
+    let rules = ctx
+        .orchestrator
+        .orchestration
+        .as_ref()
+        .map(|o| o.obligations.as_slice())
+        .unwrap_or_default();
+    let calls: Vec<_> = plan.jobs.iter().map(|j| &j.extra).collect();
+    let filed = obligation::for_calls(rules, &calls, &obligations);
+    obligations.extend(filed);
+    for ob in obligations {
         let Some(agent) = ctx.inner.registry.agent(&ob.agent_id).cloned() else {
             // Checked when the registry and the request were read; nothing to consult.
             tracing::warn!(agent = %ob.agent_id, "obligation names no known specialist");

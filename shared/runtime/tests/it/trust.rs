@@ -511,6 +511,35 @@ agents:
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_category_rule_fires_on_how_the_orchestrator_filed_the_request() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_support, args: { query: "points missing", intent_count: 1, support_category: missing_points } }]
+    - when: { purpose: reminder, forced_tool: ask_rewards }
+      tool_calls: [{ name: ask_rewards, args: { query: "check the balance", intent_count: 2 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  support:
+    - text: ["Filed."]
+"#;
+    let rig = make_rig(
+        &Setup {
+            trust: "obligations: [{ agent: rewards, category: { field: support_category, values: [missing_points] } }]",
+            ..Setup::default()
+        },
+        script,
+    );
+    let (episode, events) = run(&rig, request("my points never arrived", None, "t1")).await;
+    assert_eq!(consulted_ids(&events), ["support", "rewards"]);
+    let routing = last_record(&rig, &episode).await.routing;
+    assert_eq!(routing.obligations.len(), 1);
+    assert_eq!(routing.obligations[0].agent_id, "rewards");
+    assert_eq!(routing.obligations[0].met, ObligationMet::AfterReminder);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_model_that_cannot_be_forced_gets_the_runtime_fallback_at_once() {
     let rig = make_rig(
         &Setup {
