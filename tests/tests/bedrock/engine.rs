@@ -68,28 +68,28 @@ fn registry() -> Registry {
     Registry::load(&sources, &LoadOptions::default()).unwrap()
 }
 
-/// The engine over the fake, with an in-memory journal.
-async fn runtime_over(fake: &FakeBedrock) -> Runtime {
+/// One turn of `text` through the engine over the fake, with an in-memory journal: its
+/// events.
+async fn turn_over(fake: &FakeBedrock, text: &str) -> Vec<Event> {
     let registry = Arc::new(registry());
     let model = fake.bedrock_model(registry.models()).await;
-    Runtime::builder(registry)
+    let runtime = Runtime::builder(registry)
         .provider("bedrock", Arc::new(model))
         .store(Arc::new(MemoryStore::new()))
         .build()
-        .unwrap()
-}
-
-fn request() -> TurnRequest {
-    TurnRequest {
+        .unwrap();
+    let request = TurnRequest {
         principal: Principal::new("alice").unwrap(),
         episode_id: None,
         turn_id: Some("t1".into()),
-        text: String::new(),
+        text: text.to_owned(),
         locale: Some("en-US".into()),
         location: None,
         direct_line_mode: None,
         must_consult: Vec::new(),
-    }
+    };
+    let stream = runtime.run_turn(request).await.unwrap();
+    stream.map(|e| e.event).collect().await
 }
 
 #[tokio::test]
@@ -110,15 +110,7 @@ async fn an_engine_turn_answers_after_a_throttled_first_call() {
     .await
     .unwrap();
     fake.push(Reply::throttled());
-    let runtime = runtime_over(&fake).await;
-    let stream = runtime
-        .run_turn(TurnRequest {
-            text: "any coffee deals?".into(),
-            ..request()
-        })
-        .await
-        .unwrap();
-    let events: Vec<Event> = stream.map(|e| e.event).collect().await;
+    let events = turn_over(&fake, "any coffee deals?").await;
     let answer: String = events
         .iter()
         .filter_map(|e| match e {
@@ -173,15 +165,7 @@ async fn an_obligation_forces_the_tool_choice_on_the_wire() {
     })
     .await
     .unwrap();
-    let runtime = runtime_over(&fake).await;
-    let stream = runtime
-        .run_turn(TurnRequest {
-            text: "coffee deals, and where is my refund?".into(),
-            ..request()
-        })
-        .await
-        .unwrap();
-    let events: Vec<Event> = stream.map(|e| e.event).collect().await;
+    let events = turn_over(&fake, "coffee deals, and where is my refund?").await;
     let consulted: Vec<String> = events
         .iter()
         .find_map(|e| match e {

@@ -1,18 +1,35 @@
 //! The shipped registry with the offline model: no network, deterministic.
 
+use serde_json::Value;
+
 use crate::support::*;
+
+/// `baton chat` over the shipped registry with `args`.
+fn chat(sandbox: &Sandbox, args: &[&str]) -> Run {
+    let mut all = vec!["chat", "--registry", REGISTRY];
+    all.extend_from_slice(args);
+    sandbox.run(&all)
+}
+
+/// The `agents_consulted` event of a `--json` run.
+fn consulted(stdout: &str) -> Value {
+    events(stdout)
+        .into_iter()
+        .find(|e| e["type"] == "agents_consulted")
+        .unwrap()
+}
 
 #[test]
 fn a_mixed_request_consults_support_and_shop() {
     let sandbox = Sandbox::new();
-    let run = sandbox.run(&[
-        "chat",
-        "--registry",
-        REGISTRY,
-        "--model",
-        "offline",
-        "my receipt didn't scan and find me coffee deals",
-    ]);
+    let run = chat(
+        &sandbox,
+        &[
+            "--model",
+            "offline",
+            "my receipt didn't scan and find me coffee deals",
+        ],
+    );
     assert_eq!(run.code, 0, "{run:?}");
     let footer = run.stdout.lines().last().unwrap();
     assert!(footer.starts_with("Consulted: "), "{footer:?}");
@@ -23,31 +40,18 @@ fn a_mixed_request_consults_support_and_shop() {
 #[test]
 fn offline_is_the_default_model() {
     let sandbox = Sandbox::new();
-    let run = sandbox.run(&[
-        "chat",
-        "--json",
-        "--registry",
-        REGISTRY,
-        "find me coffee deals",
-    ]);
+    let run = chat(&sandbox, &["--json", "find me coffee deals"]);
     assert_eq!(run.code, 0, "{run:?}");
-    let events = events(&run.stdout);
-    let consulted = events
-        .iter()
-        .find(|e| e["type"] == "agents_consulted")
-        .unwrap();
-    assert_eq!(consulted["agents"][0]["agent_id"], "shop");
+    assert_eq!(consulted(&run.stdout)["agents"][0]["agent_id"], "shop");
 }
 
 #[test]
 fn the_direct_line_prints_the_specialists_own_answer_and_the_record() {
     let sandbox = Sandbox::new();
-    let run = sandbox.run(&[
-        "chat",
-        "--registry",
-        REGISTRY,
-        "#strategist what are three risks in my plan to save for a bike?",
-    ]);
+    let run = chat(
+        &sandbox,
+        &["#strategist what are three risks in my plan to save for a bike?"],
+    );
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.starts_with("→ Savings strategist, directly\n"),
@@ -67,21 +71,17 @@ fn the_direct_line_prints_the_specialists_own_answer_and_the_record() {
 #[test]
 fn a_required_specialist_is_consulted_and_an_unknown_one_refused() {
     let sandbox = Sandbox::new();
-    let run = sandbox.run(&[
-        "chat",
-        "--json",
-        "--registry",
-        REGISTRY,
-        "--must-consult",
-        "rewards",
-        "find me coffee deals",
-    ]);
+    let run = chat(
+        &sandbox,
+        &[
+            "--json",
+            "--must-consult",
+            "rewards",
+            "find me coffee deals",
+        ],
+    );
     assert_eq!(run.code, 0, "{run:?}");
-    let events = events(&run.stdout);
-    let consulted = events
-        .iter()
-        .find(|e| e["type"] == "agents_consulted")
-        .unwrap();
+    let consulted = consulted(&run.stdout);
     let ids: Vec<&str> = consulted["agents"]
         .as_array()
         .unwrap()
@@ -91,14 +91,10 @@ fn a_required_specialist_is_consulted_and_an_unknown_one_refused() {
     assert!(ids.contains(&"rewards"), "{ids:?}");
     assert!(ids.contains(&"shop"), "{ids:?}");
 
-    let run = sandbox.run(&[
-        "chat",
-        "--registry",
-        REGISTRY,
-        "--must-consult",
-        "nobody",
-        "find me coffee deals",
-    ]);
+    let run = chat(
+        &sandbox,
+        &["--must-consult", "nobody", "find me coffee deals"],
+    );
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.contains("no specialist called nobody"),

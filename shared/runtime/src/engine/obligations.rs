@@ -5,7 +5,7 @@
 //! its model can be forced); if it still does not call it, the runtime asks the specialist
 //! with the user's text itself. Every step is recorded in the routing record.
 
-use baton_core::obligation::{self, Obligation};
+use baton_core::obligation::{self, Obligation, ObligationRule};
 use baton_core::ports::model::{CallPurpose, ToolChoice};
 use baton_core::registry::Agent;
 use baton_core::trace::{InterventionKind, ObligationMet, ObligationRecord};
@@ -21,13 +21,16 @@ const MAX_REMINDERS: u32 = 2;
 /// The obligations of an orchestrator-routed turn known before it routes: the request's,
 /// then the card's rules that fire on the user's text (category rules wait for its calls).
 pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
-    let rules = ctx
-        .orchestrator
+    obligation::for_turn(rules(ctx), &ctx.user_text, &ctx.must_consult)
+}
+
+/// The orchestrator card's obligation rules.
+fn rules(ctx: &TurnCtx) -> &[ObligationRule] {
+    ctx.orchestrator
         .orchestration
         .as_ref()
         .map(|o| o.obligations.as_slice())
-        .unwrap_or_default();
-    obligation::for_turn(rules, &ctx.user_text, &ctx.must_consult)
+        .unwrap_or_default()
 }
 
 /// Makes sure every obligation is in the plan's jobs. `routed` says whether the
@@ -35,14 +38,8 @@ pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
 pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32, routed: bool) {
     let mut obligations = due(ctx);
     // Category rules fire on how the orchestrator filed its calls.
-    let rules = ctx
-        .orchestrator
-        .orchestration
-        .as_ref()
-        .map(|o| o.obligations.as_slice())
-        .unwrap_or_default();
     let calls: Vec<_> = plan.jobs.iter().map(|j| &j.extra).collect();
-    let filed = obligation::for_calls(rules, &calls, &obligations);
+    let filed = obligation::for_calls(rules(ctx), &calls, &obligations);
     obligations.extend(filed);
     for ob in obligations {
         let Some(agent) = ctx.inner.registry.agent(&ob.agent_id).cloned() else {

@@ -26,11 +26,34 @@ struct State {
     paragraph: bool,
     /// The answer text being streamed now: its source and masker.
     text: Option<(String, StreamMasker)>,
-    /// Reasoning streams, by source.
-    reasoning: Vec<(String, StreamMasker)>,
-    /// Direct Line answers streaming, by agent (with its label).
-    delegated: Vec<(String, String, StreamMasker)>,
+    /// Texts streaming beside the answer, each with its masker.
+    side: Vec<(Side, StreamMasker)>,
     receipt: PrivacyReceipt,
+}
+
+/// A text that streams beside the answer, masked on its own: reasoning, or a specialist's
+/// Direct Line answer.
+#[derive(PartialEq)]
+enum Side {
+    Reasoning { source: String },
+    Delegated { agent: String, label: String },
+}
+
+impl Side {
+    /// The event that carries a piece of it.
+    fn event(&self, text: String) -> Event {
+        match self {
+            Side::Reasoning { source } => Event::Reasoning {
+                source: source.clone(),
+                text,
+            },
+            Side::Delegated { agent, label } => Event::DelegatedText {
+                agent: agent.clone(),
+                label: label.clone(),
+                text,
+            },
+        }
+    }
 }
 
 /// Shared by every task of a turn; emission order is seq order.
@@ -53,8 +76,7 @@ impl Output {
                 client_gone: false,
                 paragraph: false,
                 text: None,
-                reasoning: Vec::new(),
-                delegated: Vec::new(),
+                side: Vec::new(),
                 receipt: PrivacyReceipt::default(),
             }),
         }
@@ -83,19 +105,7 @@ impl Output {
                 self.send_text(state, source, out);
             }
             Event::Reasoning { source, text } => {
-                let i = match state.reasoning.iter().position(|(s, _)| *s == source) {
-                    Some(i) => i,
-                    None => {
-                        state
-                            .reasoning
-                            .push((source.clone(), StreamMasker::new(self.guard.clone())));
-                        state.reasoning.len() - 1
-                    }
-                };
-                let out = state.reasoning[i].1.push(&text, &mut state.receipt);
-                if !out.is_empty() {
-                    self.send(state, Event::Reasoning { source, text: out });
-                }
+                self.side_piece(state, Side::Reasoning { source }, &text);
             }
             Event::Status { codes, message } => {
                 let message = self.guard.mask(&message, &mut state.receipt);
@@ -110,7 +120,7 @@ impl Output {
                 self.send(state, Event::Error { message });
             }
             Event::DelegatedText { agent, label, text } => {
-                self.delegated_piece(state, agent, label, &text);
+                self.side_piece(state, Side::Delegated { agent, label }, &text);
             }
             Event::DelegatedAnswer {
                 agent,
@@ -142,15 +152,33 @@ impl Output {
     /// Releases everything every stream holds back.
     fn flush(&self, state: &mut State) {
         self.flush_text(state);
-        for (agent, label, mut masker) in std::mem::take(&mut state.delegated) {
+        for (side, mut masker) in std::mem::take(&mut state.side) {
             let out = masker.finish(&mut state.receipt);
-            self.send_delegated_text(state, agent, label, out);
+            self.send_side(state, &side, out);
         }
-        for (source, mut masker) in std::mem::take(&mut state.reasoning) {
-            let out = masker.finish(&mut state.receipt);
-            if !out.is_empty() {
-                self.send(state, Event::Reasoning { source, text: out });
+    }
+
+    /// A piece of a side text: masked with its own masker, sent when anything is released.
+    fn side_piece(&self, state: &mut State, side: Side, text: &str) {
+        let i = match state.side.iter().position(|(s, _)| *s == side) {
+            Some(i) => i,
+            None => {
+                state
+                    .side
+                    .push((side, StreamMasker::new(self.guard.clone())));
+                state.side.len() - 1
             }
+        };
+        let out = state.side[i].1.push(text, &mut state.receipt);
+        if !out.is_empty() {
+            let event = state.side[i].0.event(out);
+            self.send(state, event);
+        }
+    }
+
+    fn send_side(&self, state: &mut State, side: &Side, text: String) {
+        if !text.is_empty() {
+            self.send(state, side.event(text));
         }
     }
 
@@ -158,12 +186,6 @@ impl Output {
         if let Some((source, mut masker)) = state.text.take() {
             let out = masker.finish(&mut state.receipt);
             self.send_text(state, source, out);
-        }
-    }
-
-    fn send_delegated_text(&self, state: &mut State, agent: String, label: String, text: String) {
-        if !text.is_empty() {
-            self.send(state, Event::DelegatedText { agent, label, text });
         }
     }
 
@@ -212,24 +234,12 @@ impl Output {
             return;
         }
         if let Ok(mut state) = self.state.lock() {
-            self.delegated_piece(&mut state, agent.to_owned(), label.to_owned(), text);
+            let side = Side::Delegated {
+                agent: agent.to_owned(),
+                label: label.to_owned(),
+            };
+            self.side_piece(&mut state, side, text);
         }
-    }
-
-    fn delegated_piece(&self, state: &mut State, agent: String, label: String, text: &str) {
-        let i = match state.delegated.iter().position(|(a, _, _)| *a == agent) {
-            Some(i) => i,
-            None => {
-                state.delegated.push((
-                    agent.clone(),
-                    label.clone(),
-                    StreamMasker::new(self.guard.clone()),
-                ));
-                state.delegated.len() - 1
-            }
-        };
-        let out = state.delegated[i].2.push(text, &mut state.receipt);
-        self.send_delegated_text(state, agent, label, out);
     }
 
     /// Delivers a specialist's answer on the Direct Line, masked but otherwise untouched;
@@ -246,11 +256,15 @@ impl Output {
         };
         let state = &mut *state;
         self.flush_text(state);
-        let streamed = match state.delegated.iter().position(|(a, _, _)| a == agent) {
+        let streaming = state
+            .side
+            .iter()
+            .position(|(s, _)| matches!(s, Side::Delegated { agent: a, .. } if a == agent));
+        let streamed = match streaming {
             Some(i) => {
-                let (agent, label, mut masker) = state.delegated.remove(i);
+                let (side, mut masker) = state.side.remove(i);
                 let tail = masker.finish(&mut state.receipt);
-                self.send_delegated_text(state, agent, label, tail);
+                self.send_side(state, &side, tail);
                 true
             }
             None => false,
