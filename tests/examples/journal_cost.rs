@@ -46,14 +46,8 @@ fn runtime(store: Arc<dyn Store>) -> Runtime {
 async fn turn(runtime: &Runtime, episode: Option<String>) -> (Duration, String) {
     let started = Instant::now();
     let request = TurnRequest {
-        principal: Principal::new("alice").unwrap(),
         episode_id: episode,
-        turn_id: None,
-        text: "find me coffee deals".into(),
-        locale: None,
-        location: None,
-        direct_line_mode: None,
-        must_consult: Vec::new(),
+        ..TurnRequest::new(Principal::new("alice").unwrap(), "find me coffee deals")
     };
     let mut stream = runtime.run_turn(request).await.unwrap();
     let mut episode_id = String::new();

@@ -117,21 +117,11 @@ impl FakeRuntimeApi {
             .route("/2018-06-01/runtime/invocation/next", get(next))
             .route(
                 "/2018-06-01/runtime/invocation/{id}/response",
-                post(
-                    |State(s): State<Arc<Shared>>,
-                     Path(id): Path<String>,
-                     h: HeaderMap,
-                     b: Body| { capture(s, PostKind::Response, id, h, b) },
-                ),
+                post(invocation_post(PostKind::Response)),
             )
             .route(
                 "/2018-06-01/runtime/invocation/{id}/error",
-                post(
-                    |State(s): State<Arc<Shared>>,
-                     Path(id): Path<String>,
-                     h: HeaderMap,
-                     b: Body| { capture(s, PostKind::Error, id, h, b) },
-                ),
+                post(invocation_post(PostKind::Error)),
             )
             .route(
                 "/2018-06-01/runtime/init/error",
@@ -230,6 +220,15 @@ async fn next(State(shared): State<Arc<Shared>>) -> Response {
     put("lambda-runtime-trace-id", TRACE_ID.into());
     put("content-type", "application/json".into());
     (StatusCode::OK, headers, event).into_response()
+}
+
+type BoxedPost = std::pin::Pin<Box<dyn Future<Output = StatusCode> + Send>>;
+
+/// The handler of a post about one invocation (its response or its error).
+fn invocation_post(
+    kind: PostKind,
+) -> impl Fn(State<Arc<Shared>>, Path<String>, HeaderMap, Body) -> BoxedPost + Clone {
+    move |State(s), Path(id), h, b| Box::pin(capture(s, kind, id, h, b))
 }
 
 async fn capture(

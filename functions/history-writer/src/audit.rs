@@ -11,6 +11,7 @@ use futures::future::try_join_all;
 
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
+use crate::read;
 use baton_aws::journal::keys;
 
 /// One sub-agent execution, as recorded in the audit trail.
@@ -70,18 +71,8 @@ impl AuditEntry {
 
     /// Interprets an `AUDIT` item; absent attributes read as empty or zero.
     pub fn from_item(item: &HashMap<String, AttributeValue>) -> Self {
-        let string = |name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .unwrap_or_default()
-        };
-        let whole = |name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0)
-        };
+        let string = |name: &str| read::string(item, name);
+        let whole = |name: &str| read::number::<u64>(item.get(name));
         AuditEntry {
             episode_id: string(keys::EPISODE_ID),
             seq: whole(keys::SEQ),

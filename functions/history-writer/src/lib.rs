@@ -27,6 +27,7 @@ mod audit;
 mod change;
 mod config;
 mod error;
+mod read;
 mod writer;
 
 pub use aggregate::{AgentTally, EpisodeAggregates};

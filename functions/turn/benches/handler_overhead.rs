@@ -57,16 +57,10 @@ fn function() -> Function {
 }
 
 async fn engine_turn(function: &Function) {
-    let request = TurnRequest {
-        principal: Principal::new("arn:aws:iam::123456789012:user/alice").unwrap(),
-        episode_id: None,
-        turn_id: None,
-        text: "find me coffee deals".into(),
-        locale: None,
-        location: None,
-        direct_line_mode: None,
-        must_consult: Vec::new(),
-    };
+    let request = TurnRequest::new(
+        Principal::new("arn:aws:iam::123456789012:user/alice").unwrap(),
+        "find me coffee deals",
+    );
     let mut stream = function.runtime.run_turn(request).await.unwrap();
     while let Some(event) = stream.next().await {
         black_box(event);

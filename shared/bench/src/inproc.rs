@@ -57,16 +57,7 @@ pub(crate) struct TurnRun {
 pub(crate) async fn turn(rt: &Runtime, prompt: &str) -> anyhow::Result<TurnRun> {
     let principal = Principal::new("bench-user").map_err(|e| anyhow::anyhow!("{e}"))?;
     let start = Instant::now();
-    let request = TurnRequest {
-        principal,
-        episode_id: None,
-        turn_id: None,
-        text: prompt.to_owned(),
-        locale: None,
-        location: None,
-        direct_line_mode: None,
-        must_consult: Vec::new(),
-    };
+    let request = TurnRequest::new(principal, prompt);
     let mut stream = rt
         .run_turn(request)
         .await

@@ -25,6 +25,22 @@ pub struct TurnRequest {
     pub must_consult: Vec<String>,
 }
 
+impl TurnRequest {
+    /// A turn of `text` by `principal` that starts a new episode, with nothing else set.
+    pub fn new(principal: Principal, text: impl Into<String>) -> Self {
+        TurnRequest {
+            principal,
+            episode_id: None,
+            turn_id: None,
+            text: text.into(),
+            locale: None,
+            location: None,
+            direct_line_mode: None,
+            must_consult: Vec::new(),
+        }
+    }
+}
+
 /// Why a turn was refused before it started. Safe to show: `message` is plain language.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

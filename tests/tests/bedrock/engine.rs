@@ -79,14 +79,9 @@ async fn turn_over(fake: &FakeBedrock, text: &str) -> Vec<Event> {
         .build()
         .unwrap();
     let request = TurnRequest {
-        principal: Principal::new("alice").unwrap(),
-        episode_id: None,
         turn_id: Some("t1".into()),
-        text: text.to_owned(),
         locale: Some("en-US".into()),
-        location: None,
-        direct_line_mode: None,
-        must_consult: Vec::new(),
+        ..TurnRequest::new(Principal::new("alice").unwrap(), text)
     };
     let stream = runtime.run_turn(request).await.unwrap();
     stream.map(|e| e.event).collect().await

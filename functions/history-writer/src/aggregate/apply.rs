@@ -129,14 +129,7 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
         expr.adds.join(", ")
     );
 
-    let result = ddb
-        .update_item()
-        .table_name(table)
-        .key(
-            keys::PK,
-            AttributeValue::S(keys::episode_pk(&record.episode_id)),
-        )
-        .key(keys::SK, AttributeValue::S(keys::AGG.to_owned()))
+    let result = update_episode_item(ddb, table, &record.episode_id, keys::AGG)
         .update_expression(update)
         .condition_expression(format!("NOT contains({applied}, {seq})"))
         .set_expression_attribute_names(Some(expr.names))
@@ -163,6 +156,19 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
     }
 }
 
+/// An update of one of an episode's items (`sk`: its aggregates or its META).
+fn update_episode_item(
+    ddb: &Client,
+    table: &str,
+    episode_id: &str,
+    sk: &str,
+) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    ddb.update_item()
+        .table_name(table)
+        .key(keys::PK, AttributeValue::S(keys::episode_pk(episode_id)))
+        .key(keys::SK, AttributeValue::S(sk.to_owned()))
+}
+
 /// Raises the aggregates' `last_seq` (with its turn id and time) to this turn's, if lower.
 ///
 /// # Errors
@@ -170,14 +176,7 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
 /// [`Error::Dynamo`] when the write fails for any reason but "a later turn is recorded".
 pub(crate) async fn record_last_seq(ddb: &Client, table: &str, turn: &TurnChange) -> Result<()> {
     let record = &turn.record;
-    let result = ddb
-        .update_item()
-        .table_name(table)
-        .key(
-            keys::PK,
-            AttributeValue::S(keys::episode_pk(&record.episode_id)),
-        )
-        .key(keys::SK, AttributeValue::S(keys::AGG.to_owned()))
+    let result = update_episode_item(ddb, table, &record.episode_id, keys::AGG)
         .update_expression("SET #last = :seq, #turn_id = :turn_id, #turn_ms = :turn_ms")
         .condition_expression("attribute_not_exists(#last) OR #last < :seq")
         .expression_attribute_names("#last", attr::LAST_SEQ)
@@ -215,11 +214,7 @@ pub(crate) async fn mark_compaction_due(
     episode_id: &str,
     due_ms: u64,
 ) -> Result<()> {
-    let result = ddb
-        .update_item()
-        .table_name(table)
-        .key(keys::PK, AttributeValue::S(keys::episode_pk(episode_id)))
-        .key(keys::SK, AttributeValue::S(keys::META.to_owned()))
+    let result = update_episode_item(ddb, table, episode_id, keys::META)
         .update_expression(
             "SET #due_pk = if_not_exists(#due_pk, :due), #due = if_not_exists(#due, :due_ms)",
         )
@@ -251,8 +246,5 @@ pub(crate) async fn mark_compaction_due(
 
 /// A whole number attribute, zero when absent or not a number.
 fn number(item: Option<&HashMap<String, AttributeValue>>, attribute: &str) -> u64 {
-    item.and_then(|item| item.get(attribute))
-        .and_then(|value| value.as_n().ok())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    crate::read::number(item.and_then(|item| item.get(attribute)))
 }

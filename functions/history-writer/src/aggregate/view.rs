@@ -8,6 +8,7 @@ use baton_core::ports::model::TokenUsage;
 
 use super::attributes as attr;
 use crate::error::{Error, Result};
+use crate::read;
 use baton_aws::journal::keys;
 
 /// What the history writer has gathered about one episode.
@@ -77,12 +78,7 @@ impl EpisodeAggregates {
 
     /// Interprets an `AGG` item; absent or malformed counters read as zero.
     pub fn from_item(item: &HashMap<String, AttributeValue>) -> Self {
-        let string = |name: &str| {
-            item.get(name)
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .unwrap_or_default()
-        };
+        let string = |name: &str| read::string(item, name);
         let mut aggregates = EpisodeAggregates {
             episode_id: string(attr::EPISODE_ID),
             owner: string(attr::OWNER),
@@ -95,11 +91,7 @@ impl EpisodeAggregates {
                 cache_read: whole(item.get(attr::TOKENS_CACHE_READ)),
                 cache_write: whole(item.get(attr::TOKENS_CACHE_WRITE)),
             },
-            cost_usd: item
-                .get(attr::COST_USD)
-                .and_then(|v| v.as_n().ok())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0.0),
+            cost_usd: read::number(item.get(attr::COST_USD)),
             last_seq: whole(item.get(attr::LAST_SEQ)),
             last_turn_id: string(attr::LAST_TURN_ID),
             last_turn_ms: whole(item.get(attr::LAST_TURN_MS)),
@@ -136,10 +128,7 @@ impl EpisodeAggregates {
 }
 
 fn whole(value: Option<&AttributeValue>) -> u64 {
-    value
-        .and_then(|v| v.as_n().ok())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    read::number(value)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use baton_core::trace::RoutingRecord;
 use baton_core::turn::{ModelUsage, TurnRecord};
 
 use super::output::Output;
+use crate::request::TurnRequest;
 use crate::runtime::Inner;
 
 /// Calls and tokens of one model within a turn.
@@ -50,15 +51,12 @@ pub(crate) struct TurnCtx {
 }
 
 impl TurnCtx {
-    #[allow(clippy::too_many_arguments)]
+    /// The context of the turn `request` asks for (its text already checked and trimmed).
     pub(crate) fn new(
         inner: Arc<Inner>,
-        principal: Principal,
+        request: TurnRequest,
         episode_id: Arc<str>,
         turn_id: Arc<str>,
-        user_text: String,
-        locale: Option<String>,
-        location: Option<String>,
         out: Output,
     ) -> Self {
         let orchestrator = inner.entry.clone();
@@ -73,20 +71,20 @@ impl TurnCtx {
         TurnCtx {
             inner,
             orchestrator,
-            principal,
+            principal: request.principal,
             episode_id,
             turn_id,
-            user_text,
-            locale,
-            location,
+            user_text: request.text,
+            locale: request.locale,
+            location: request.location,
             date,
             rolling_summary: None,
             history: Vec::new(),
             out,
             limits,
             trace: Mutex::new(trace),
-            direct_mode: None,
-            must_consult: Vec::new(),
+            direct_mode: request.direct_line_mode,
+            must_consult: request.must_consult,
             started: tokio::time::Instant::now(),
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),

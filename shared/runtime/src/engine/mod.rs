@@ -126,18 +126,13 @@ pub(crate) async fn start(
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
             let turn: Arc<str> = Arc::from(turn_id.as_str());
-            let mut ctx = TurnCtx::new(
+            let ctx = TurnCtx::new(
                 inner.clone(),
-                request.principal,
+                TurnRequest { text, ..request },
                 Arc::from(episode_id.as_str()),
                 turn.clone(),
-                text,
-                request.locale,
-                request.location,
                 Output::new(turn, outbox.clone(), inner.privacy.clone()),
             );
-            ctx.direct_mode = request.direct_line_mode;
-            ctx.must_consult = request.must_consult;
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             let span = tracing::info_span!(
                 "invoke_agent",

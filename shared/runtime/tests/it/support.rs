@@ -288,14 +288,10 @@ pub fn alice() -> Principal {
 
 pub fn request(text: &str, episode: Option<&str>, turn: &str) -> TurnRequest {
     TurnRequest {
-        principal: alice(),
         episode_id: episode.map(str::to_owned),
         turn_id: Some(turn.to_owned()),
-        text: text.to_owned(),
         locale: Some("en-US".into()),
-        location: None,
-        direct_line_mode: None,
-        must_consult: Vec::new(),
+        ..TurnRequest::new(alice(), text)
     }
 }
 
