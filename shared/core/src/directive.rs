@@ -168,20 +168,6 @@ pub fn parse(text: &str, policy: &DirectLinePolicy, agents: &[Addressable<'_>]) 
     }
 }
 
-/// The text with the escape backslash of a leading escaped directive (`\#shop …`)
-/// removed; otherwise the text unchanged. Agrees with [`parse`]'s `None` text.
-pub fn unescape_leading(text: &str, policy: &DirectLinePolicy) -> String {
-    if !policy.enabled || policy.prefix.is_empty() {
-        return text.to_owned();
-    }
-    let at = directive_start(text, &policy.prefix);
-    if is_escaped(&text[at..], &policy.prefix) {
-        remove_byte(text, at)
-    } else {
-        text.to_owned()
-    }
-}
-
 /// A label as a directive matches it: lowercase, without whitespace, `-` or `_`
 /// (`Tally assistant`, `tally-assistant` and `TallyAssistant` are all `tallyassistant`).
 pub fn normalise_label(label: &str) -> String {
@@ -520,14 +506,6 @@ mod tests {
             none(r"\\#shop"),
             "only a backslash right before"
         );
-        assert_eq!(
-            unescape_leading(r"\#shop", &DirectLinePolicy::default()),
-            "#shop"
-        );
-        assert_eq!(
-            unescape_leading("#shop", &DirectLinePolicy::default()),
-            "#shop"
-        );
     }
 
     #[test]
@@ -576,7 +554,6 @@ mod tests {
         };
         for text in ["#shop deals", r"\#shop", "#end"] {
             assert_eq!(parse(text, &off, &AGENTS), none(text));
-            assert_eq!(unescape_leading(text, &off), text);
         }
     }
 
@@ -646,7 +623,6 @@ mod tests {
         fn parse_never_panics(text in any::<String>(), prefix in "\\PC{0,3}", exit in "\\PC{0,4}") {
             let policy = DirectLinePolicy { prefix, exit, ..DirectLinePolicy::default() };
             let _ = parse(&text, &policy, &AGENTS);
-            let _ = unescape_leading(&text, &policy);
         }
 
         #[test]

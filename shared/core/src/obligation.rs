@@ -127,7 +127,12 @@ pub fn for_turn(
     for id in requested {
         push(&mut out, id, ObligationSource::Request);
     }
-    let text = fold(user_text);
+    // Only keyword rules read the text; most turns of most cards need no folded copy.
+    let text = if rules.iter().any(|r| !r.keywords.is_empty()) {
+        fold(user_text)
+    } else {
+        String::new()
+    };
     for rule in rules {
         if rule.fires_on_folded(&text) {
             push(&mut out, &rule.agent, ObligationSource::Card);

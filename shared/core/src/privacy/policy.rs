@@ -96,12 +96,4 @@ impl PrivacyReceipt {
         self.total += 1;
         *self.by_kind.entry(kind).or_insert(0) += 1;
     }
-
-    /// Adds another receipt's counts.
-    pub fn merge(&mut self, other: &PrivacyReceipt) {
-        self.total += other.total;
-        for (kind, n) in &other.by_kind {
-            *self.by_kind.entry(*kind).or_insert(0) += n;
-        }
-    }
 }

@@ -25,8 +25,9 @@ use super::subagent::{AgentJob, AgentResult, TextMode};
 
 /// What the user's text asks of this turn.
 pub(crate) enum Decision {
-    /// No directive: the orchestrator routes `text` (the user's text, escape removed).
-    Route { text: String },
+    /// No directive: the orchestrator routes the user's text (`unescaped`: the text
+    /// without its leading escape, when it had one).
+    Route { unescaped: Option<String> },
     /// The runtime asks a specialist directly.
     Direct(DirectTurn),
     /// The runtime answers itself (no such specialist, a lasting conversation opened or
@@ -47,28 +48,25 @@ pub(crate) struct DirectTurn {
 /// Reads the directive, if any, in the user's text and updates the lasting conversation.
 pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
     let Some(o) = ctx.orchestrator.orchestration.as_ref() else {
-        return Decision::Route {
-            text: ctx.user_text.clone(),
-        };
+        return Decision::Route { unescaped: None };
     };
     let policy = &o.direct_line;
-    let subs = ctx.inner.registry.sub_agents(&ctx.orchestrator);
-    let find = |id: &str| subs.iter().find(|a| &*a.id == id).cloned();
-    // A lasting conversation whose specialist left the registry, or whose card turned the
+    // A lasting conversation whose specialist left the card, or whose card turned the
     // Direct Line off, ends quietly.
     let sticky = state
         .direct_line
         .as_deref()
-        .and_then(find)
-        .filter(|_| policy.enabled);
+        .filter(|id| policy.enabled && o.sub_agents.iter().any(|s| &**s == *id))
+        .and_then(|id| ctx.inner.registry.agent(id).cloned());
     if sticky.is_none() {
         state.direct_line = None;
+        // Most messages hold no prefix at all: nothing to parse, nothing to allocate.
+        if !policy.enabled || !ctx.user_text.contains(policy.prefix.as_str()) {
+            return Decision::Route { unescaped: None };
+        }
     }
-    if !policy.enabled {
-        return Decision::Route {
-            text: ctx.user_text.clone(),
-        };
-    }
+    let subs = ctx.inner.registry.sub_agents(&ctx.orchestrator);
+    let find = |id: &str| subs.iter().find(|a| &*a.id == id).cloned();
     let addressable: Vec<Addressable<'_>> = subs.iter().map(|a| a.addressable()).collect();
     let prefix = &policy.prefix;
     let exit = format!("{prefix}{}", policy.exit);
@@ -79,7 +77,9 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
                 payload: text,
                 state: DirectLineState::Sticky,
             }),
-            None => Decision::Route { text },
+            None => Decision::Route {
+                unescaped: (text != ctx.user_text).then_some(text),
+            },
         },
         Directive::Ask { agent_id, payload } => match find(&agent_id) {
             Some(agent) => {

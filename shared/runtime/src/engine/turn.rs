@@ -94,8 +94,10 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let body = async {
             match decision {
-                Decision::Route { text } => {
-                    ctx.user_text = text;
+                Decision::Route { unescaped } => {
+                    if let Some(text) = unescaped {
+                        ctx.user_text = text;
+                    }
                     orchestrate(&ctx, &previous, &mut work).await;
                 }
                 Decision::Direct(turn) => {
@@ -146,7 +148,7 @@ impl Default for Work {
 
 async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     let mut iterations = 0;
-    let plan = if !previous.is_empty() && route::is_continue(&ctx.user_text) {
+    let mut plan = if !previous.is_empty() && route::is_continue(&ctx.user_text) {
         route::resume(ctx, previous)
     } else {
         match route::route(ctx, &mut iterations).await {
@@ -167,7 +169,6 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
             }
         }
     };
-    let mut plan = plan;
     // D-22: whatever the orchestrator chose, the turn's obligations are in the plan.
     obligations::enforce(ctx, &mut plan, &mut iterations, true).await;
     let Plan {
@@ -347,6 +348,8 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         "routing record"
     );
     let bodies = ctx.take_bodies();
+    // Everything the user will see of the answer has been sent: the receipt is final.
+    let privacy = ctx.out.receipt().await;
     let outcome = work.outcome;
     // The turn's working data goes into the record by value: nothing is held twice while
     // the commit waits for the store.
@@ -382,7 +385,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             body_keys: bodies.iter().map(|b| b.key.clone()).collect(),
             outcome,
             direct: work.direct.take(),
-            privacy: ctx.out.receipt().await,
+            privacy: privacy.clone(),
         },
         bodies,
         state,
@@ -425,7 +428,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         .metrics
         .count(TURNS_TOTAL, 1, &[("outcome", label)]);
     ctx.inner.metrics.measure(TURN_COST_USD, cost, &[]);
-    report(ctx, label, &usage, &ctx.out.receipt().await);
+    report(ctx, label, &usage, &privacy);
     ctx.out
         .emit(Event::Usage {
             models: usage,
