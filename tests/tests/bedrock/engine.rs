@@ -3,8 +3,11 @@
 use super::*;
 use baton_core::Principal;
 use baton_core::events::Event;
+use baton_core::obligation::ObligationSource;
+use baton_core::ports::store::Store;
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
-use baton_core::turn::TurnOutcome;
+use baton_core::trace::{ObligationMet, ObligationRecord};
+use baton_core::turn::{TurnOutcome, TurnRecord};
 use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::{Runtime, TurnRequest};
 use baton_tests::fake_bedrock::{SystemPart, WireToolChoice};
@@ -71,20 +74,42 @@ fn registry() -> Registry {
 /// One turn of `text` through the engine over the fake, with an in-memory journal: its
 /// events.
 async fn turn_over(fake: &FakeBedrock, text: &str) -> Vec<Event> {
+    turn_and_record(fake, text).await.0
+}
+
+/// One turn of `text` through the engine over the fake: its events and the turn's record
+/// in the journal.
+async fn turn_and_record(fake: &FakeBedrock, text: &str) -> (Vec<Event>, TurnRecord) {
     let registry = Arc::new(registry());
     let model = fake.bedrock_model(registry.models()).await;
+    let store = Arc::new(MemoryStore::new());
     let runtime = Runtime::builder(registry)
         .provider("bedrock", Arc::new(model))
-        .store(Arc::new(MemoryStore::new()))
+        .store(store.clone())
         .build()
         .unwrap();
+    let alice = Principal::new("alice").unwrap();
     let request = TurnRequest {
         turn_id: Some("t1".into()),
         locale: Some("en-US".into()),
-        ..TurnRequest::new(Principal::new("alice").unwrap(), text)
+        ..TurnRequest::new(alice.clone(), text)
     };
     let stream = runtime.run_turn(request).await.unwrap();
-    stream.map(|e| e.event).collect().await
+    let events: Vec<Event> = stream.map(|e| e.event).collect().await;
+    let episode = events
+        .iter()
+        .find_map(|e| match e {
+            Event::ResponseId { episode_id, .. } => Some(episode_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let record = store
+        .turns(&alice, &episode, 1)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    (events, record)
 }
 
 #[tokio::test]
@@ -160,7 +185,7 @@ async fn an_obligation_forces_the_tool_choice_on_the_wire() {
     })
     .await
     .unwrap();
-    let events = turn_over(&fake, "coffee deals, and where is my refund?").await;
+    let (events, record) = turn_and_record(&fake, "coffee deals, and where is my refund?").await;
     let consulted: Vec<String> = events
         .iter()
         .find_map(|e| match e {
@@ -178,4 +203,13 @@ async fn an_obligation_forces_the_tool_choice_on_the_wire() {
         .collect();
     assert_eq!(forced.len(), 1, "one reminder was enough");
     assert!(forced[0].system_text().contains("must consult"));
+    assert_eq!(
+        record.routing.obligations,
+        [ObligationRecord {
+            agent_id: "support".into(),
+            source: ObligationSource::Card,
+            met: ObligationMet::AfterReminder,
+            reminders: 1,
+        }]
+    );
 }

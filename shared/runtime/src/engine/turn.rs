@@ -148,18 +148,17 @@ impl Default for Work {
 
 async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     let mut iterations = 0;
-    let mut plan = if !previous.is_empty() && route::is_continue(&ctx.user_text) {
-        route::resume(ctx, previous)
+    // `routed`: whether the orchestrator made the plan (and so can be reminded).
+    let (mut plan, routed) = if !previous.is_empty() && route::is_continue(&ctx.user_text) {
+        (route::resume(ctx, previous), true)
     } else {
         match route::route(ctx, &mut iterations).await {
-            Ok(plan) => plan,
+            Ok(plan) => (plan, true),
             Err(e) if !obligations::due(ctx).is_empty() => {
                 // D-22 holds even when the orchestrator cannot route: the specialists this
                 // turn must consult are asked directly, and the answer is composed from them.
                 tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed; consulting the turn's obligations directly");
-                let mut plan = Plan::default();
-                obligations::enforce(ctx, &mut plan, &mut iterations, false).await;
-                plan
+                (Plan::default(), false)
             }
             Err(e) => {
                 tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed");
@@ -169,8 +168,9 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
             }
         }
     };
-    // D-22: whatever the orchestrator chose, the turn's obligations are in the plan.
-    obligations::enforce(ctx, &mut plan, &mut iterations, true).await;
+    // D-22: whatever the orchestrator chose, the turn's obligations are in the plan. Once
+    // per turn: a second pass would count the runtime's own consultation as the model's.
+    obligations::enforce(ctx, &mut plan, &mut iterations, routed).await;
     let Plan {
         jobs,
         refused,

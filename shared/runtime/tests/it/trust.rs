@@ -2,10 +2,11 @@
 //! Direct Line (D-21), obligations (D-22) and the privacy guard (D-23).
 
 use baton_core::events::{DirectLineState, Event, SOURCE_NOTE, WireEvent};
+use baton_core::obligation::ObligationSource;
 use baton_core::ports::model::{CallPurpose, ModelRequest, ToolChoice};
 use baton_core::ports::store::Store;
 use baton_core::privacy::PiiKind;
-use baton_core::trace::{InterventionKind, ObligationMet};
+use baton_core::trace::{InterventionKind, ObligationMet, ObligationRecord};
 use baton_core::turn::{AgentStatus, ConsultedAgent, TurnRecord};
 use baton_runtime::RejectionKind;
 
@@ -404,6 +405,21 @@ agents:
 
 // --- D-22: obligations.
 
+/// One entry of the routing record's obligations.
+fn met(
+    agent: &str,
+    source: ObligationSource,
+    met: ObligationMet,
+    reminders: u32,
+) -> ObligationRecord {
+    ObligationRecord {
+        agent_id: agent.into(),
+        source,
+        met,
+        reminders,
+    }
+}
+
 const REFUSES: &str = r#"
 agents:
   orchestrator:
@@ -439,9 +455,15 @@ async fn a_refused_obligation_is_forced_then_met_by_the_runtime() {
     let support = first_request(&rig, |r| &*r.agent_id == "support");
     assert!(format!("{:?}", support.messages.last().unwrap()).contains("is my account ok"));
     let routing = last_record(&rig, &episode).await.routing;
-    assert_eq!(routing.obligations.len(), 1);
-    assert_eq!(routing.obligations[0].met, ObligationMet::ByRuntime);
-    assert_eq!(routing.obligations[0].reminders, 2);
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "support",
+            ObligationSource::Request,
+            ObligationMet::ByRuntime,
+            2
+        )]
+    );
     let kinds: Vec<_> = routing.interventions.iter().map(|i| i.kind).collect();
     assert_eq!(
         kinds,
@@ -484,8 +506,15 @@ agents:
     let (episode, events) = run(&rig, request("hello", None, "t1")).await;
     assert_eq!(consulted_ids(&events), ["support"]);
     let routing = last_record(&rig, &episode).await.routing;
-    assert_eq!(routing.obligations[0].met, ObligationMet::AfterReminder);
-    assert_eq!(routing.obligations[0].reminders, 1);
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "support",
+            ObligationSource::Card,
+            ObligationMet::AfterReminder,
+            1
+        )]
+    );
     // Without the keyword, no obligation: the greeting ends on the Fastpath.
     let (_, events) = run(&rig, request("hi", None, "t2")).await;
     assert!(consulted(&events).is_empty());
@@ -512,9 +541,15 @@ agents:
     let (episode, events) = run(&rig, request("my points never arrived", None, "t1")).await;
     assert_eq!(consulted_ids(&events), ["support", "rewards"]);
     let routing = last_record(&rig, &episode).await.routing;
-    assert_eq!(routing.obligations.len(), 1);
-    assert_eq!(routing.obligations[0].agent_id, "rewards");
-    assert_eq!(routing.obligations[0].met, ObligationMet::AfterReminder);
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "rewards",
+            ObligationSource::Card,
+            ObligationMet::AfterReminder,
+            1
+        )]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -537,8 +572,15 @@ async fn a_model_that_cannot_be_forced_gets_the_runtime_fallback_at_once() {
             .any(|r| r.purpose == CallPurpose::Reminder)
     );
     let routing = last_record(&rig, &episode).await.routing;
-    assert_eq!(routing.obligations[0].met, ObligationMet::ByRuntime);
-    assert_eq!(routing.obligations[0].reminders, 0);
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "support",
+            ObligationSource::Request,
+            ObligationMet::ByRuntime,
+            0
+        )]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -561,7 +603,26 @@ agents:
         answer(&events)
     );
     let routing = last_record(&rig, &episode).await.routing;
-    assert_eq!(routing.obligations[0].met, ObligationMet::ByRuntime);
+    // Enforced once: one record, one runtime consultation.
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "support",
+            ObligationSource::Request,
+            ObligationMet::ByRuntime,
+            0
+        )]
+    );
+    assert_eq!(
+        routing.interventions.len(),
+        1,
+        "{:?}",
+        routing.interventions
+    );
+    assert_eq!(
+        routing.interventions[0].kind,
+        InterventionKind::RuntimeConsult
+    );
     assert!(routing.interventions[0].detail.contains("could not route"));
     // Without an obligation the same failure ends the turn as before.
     let (_, events) = run(&rig, request("is my account ok", None, "t2")).await;
@@ -580,7 +641,15 @@ async fn an_obligation_met_by_the_model_is_recorded_without_intervention() {
     req.must_consult = vec!["shop".into()];
     let (episode, _) = run(&rig, req).await;
     let routing = last_record(&rig, &episode).await.routing;
-    assert_eq!(routing.obligations[0].met, ObligationMet::ByModel);
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "shop",
+            ObligationSource::Request,
+            ObligationMet::ByModel,
+            0
+        )]
+    );
     assert!(routing.interventions.is_empty());
 }
 
@@ -599,9 +668,19 @@ async fn obligations_hold_on_the_direct_line_too() {
     let rig = rig_with(STRICT, SUPPORT_ANSWERS);
     let mut req = request("#shop coffee deals?", None, "t1");
     req.must_consult = vec!["support".into()];
-    let (_, events) = run(&rig, req).await;
+    let (episode, events) = run(&rig, req).await;
     assert_eq!(consulted_ids(&events), ["shop", "support"]);
     assert_eq!(delegated(&events).len(), 2);
+    let routing = last_record(&rig, &episode).await.routing;
+    assert_eq!(
+        routing.obligations,
+        [met(
+            "support",
+            ObligationSource::Request,
+            ObligationMet::DirectLine,
+            0
+        )]
+    );
 }
 
 // --- D-23: the privacy guard on every outbound text.
