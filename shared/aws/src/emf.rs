@@ -2,8 +2,9 @@
 //!
 //! [`EmfMetrics`] keeps what the runtime reports in memory (a lock held only to add a
 //! number) and [`EmfMetrics::flush`] writes it out as EMF JSON lines, one per set of
-//! dimension values; CloudWatch Logs turns them into metrics. The turn function flushes
-//! once per invocation, after the response stream has ended.
+//! dimension values; CloudWatch Logs turns them into metrics. Properties (such as a
+//! prompt's cache cohort) ride on the line without being dimensions, for Logs Insights.
+//! The turn function flushes once per invocation, after the response stream has ended.
 //!
 //! Units follow the metric's kind and name: counters are `Count`, measurements whose name
 //! ends in `_ms` are `Milliseconds`, every other measurement (USD, widths) has no unit.
@@ -37,10 +38,12 @@ pub struct EmfMetrics {
     pending: Mutex<Vec<Group>>,
 }
 
-/// Every metric reported with one set of dimension values.
+/// Every metric reported with one set of dimension and property values.
 #[derive(Debug)]
 struct Group {
     dimensions: Vec<(&'static str, String)>,
+    /// Written on the line, left out of the directive's dimensions.
+    properties: Vec<(&'static str, String)>,
     values: Vec<(&'static str, Recorded)>,
 }
 
@@ -51,14 +54,25 @@ enum Recorded {
 }
 
 impl Group {
-    fn matches(&self, dimensions: &[(&'static str, &str)]) -> bool {
-        self.dimensions.len() == dimensions.len()
-            && self
-                .dimensions
-                .iter()
-                .zip(dimensions)
-                .all(|((n1, v1), (n2, v2))| n1 == n2 && v1 == v2)
+    fn matches(
+        &self,
+        dimensions: &[(&'static str, &str)],
+        properties: &[(&'static str, &str)],
+    ) -> bool {
+        same(&self.dimensions, dimensions) && same(&self.properties, properties)
     }
+}
+
+fn same(kept: &[(&'static str, String)], given: &[(&'static str, &str)]) -> bool {
+    kept.len() == given.len()
+        && kept
+            .iter()
+            .zip(given)
+            .all(|((n1, v1), (n2, v2))| n1 == n2 && v1 == v2)
+}
+
+fn owned(pairs: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    pairs.iter().map(|(n, v)| (*n, (*v).to_owned())).collect()
 }
 
 impl EmfMetrics {
@@ -167,7 +181,7 @@ impl EmfMetrics {
                 for (k, v) in &self.base {
                     line.insert(k.clone(), Value::String(v.clone()));
                 }
-                for (k, v) in &group.dimensions {
+                for (k, v) in group.properties.iter().chain(&group.dimensions) {
                     line.insert((*k).to_owned(), Value::String(v.clone()));
                 }
                 let mut directive = Vec::with_capacity(metrics.len());
@@ -191,18 +205,25 @@ impl EmfMetrics {
         }
     }
 
-    fn record(&self, name: &'static str, dimensions: &[(&'static str, &str)], add: Add) {
+    fn record(
+        &self,
+        name: &'static str,
+        dimensions: &[(&'static str, &str)],
+        properties: &[(&'static str, &str)],
+        add: Add,
+    ) {
         let Ok(mut pending) = self.pending.lock() else {
             return;
         };
-        let index = match pending.iter().position(|g| g.matches(dimensions)) {
+        let index = match pending
+            .iter()
+            .position(|g| g.matches(dimensions, properties))
+        {
             Some(i) => i,
             None => {
                 pending.push(Group {
-                    dimensions: dimensions
-                        .iter()
-                        .map(|(n, v)| (*n, (*v).to_owned()))
-                        .collect(),
+                    dimensions: owned(dimensions),
+                    properties: owned(properties),
                     values: Vec::new(),
                 });
                 pending.len() - 1
@@ -231,12 +252,23 @@ enum Add {
 
 impl Metrics for EmfMetrics {
     fn count(&self, name: &'static str, value: u64, dimensions: &[(&'static str, &str)]) {
-        self.record(name, dimensions, Add::Count(value));
+        self.record(name, dimensions, &[], Add::Count(value));
+    }
+
+    fn count_with(
+        &self,
+        name: &'static str,
+        value: u64,
+        dimensions: &[(&'static str, &str)],
+        properties: &[(&'static str, &str)],
+    ) {
+        // Each set of property values is a line of its own, so each can be counted.
+        self.record(name, dimensions, properties, Add::Count(value));
     }
 
     fn measure(&self, name: &'static str, value: f64, dimensions: &[(&'static str, &str)]) {
         if value.is_finite() {
-            self.record(name, dimensions, Add::Sample(value));
+            self.record(name, dimensions, &[], Add::Sample(value));
         }
     }
 }
@@ -412,6 +444,42 @@ mod tests {
         let mut again = Vec::new();
         assert_eq!(m.flush(&mut again, &[]).unwrap(), 0);
         assert!(again.is_empty());
+    }
+
+    #[test]
+    fn properties_go_on_the_line_but_never_into_the_dimensions() {
+        let m = EmfMetrics::new("Baton").with_dimension("function", "turn");
+        let calls = |cohort| {
+            m.count_with(
+                "model_calls_total",
+                1,
+                &[("agent", "shop")],
+                &[("cohort", cohort)],
+            );
+        };
+        calls("362a717701f40145");
+        calls("362a717701f40145");
+        calls("9e1c0ffee0ddba11");
+        let lines = parse(&m.take_lines(1, &[]));
+        // One line per cohort, so that each can be counted.
+        assert_eq!(lines.len(), 2, "{lines:#?}");
+        for line in &lines {
+            assert_eq!(
+                line["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+                json!([["function", "agent"]])
+            );
+            assert_eq!(line["agent"], json!("shop"));
+        }
+        let first = lines
+            .iter()
+            .find(|l| l["cohort"] == json!("362a717701f40145"))
+            .unwrap();
+        assert_eq!(first["model_calls_total"], json!(2));
+        let second = lines
+            .iter()
+            .find(|l| l["cohort"] == json!("9e1c0ffee0ddba11"))
+            .unwrap();
+        assert_eq!(second["model_calls_total"], json!(1));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! In-process metrics: counters and sums kept in memory, readable by tests and by a
 //! local `/metrics` view; every update is also logged.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use baton_core::ports::metrics::Metrics;
@@ -11,6 +11,7 @@ use baton_core::ports::metrics::Metrics;
 pub struct LocalMetrics {
     counters: Mutex<BTreeMap<String, u64>>,
     sums: Mutex<BTreeMap<String, (u64, f64)>>,
+    properties: Mutex<BTreeMap<String, BTreeSet<String>>>,
 }
 
 fn key(name: &str, dimensions: &[(&'static str, &str)]) -> String {
@@ -37,6 +38,16 @@ impl LocalMetrics {
     pub fn snapshot(&self) -> BTreeMap<String, u64> {
         self.counters.lock().map(|c| c.clone()).unwrap_or_default()
     }
+
+    /// The distinct properties (`name=value`) counted with counter `key`
+    /// (`name,dim=value`), sorted.
+    pub fn properties(&self, key: &str) -> Vec<String> {
+        self.properties
+            .lock()
+            .ok()
+            .and_then(|p| p.get(key).map(|s| s.iter().cloned().collect()))
+            .unwrap_or_default()
+    }
 }
 
 impl Metrics for LocalMetrics {
@@ -45,6 +56,22 @@ impl Metrics for LocalMetrics {
             *c.entry(key(name, dimensions)).or_default() += value;
         }
         tracing::debug!(target: "baton::metrics", metric = name, value, ?dimensions, "count");
+    }
+
+    fn count_with(
+        &self,
+        name: &'static str,
+        value: u64,
+        dimensions: &[(&'static str, &str)],
+        properties: &[(&'static str, &str)],
+    ) {
+        self.count(name, value, dimensions);
+        if let Ok(mut p) = self.properties.lock() {
+            let seen = p.entry(key(name, dimensions)).or_default();
+            for (k, v) in properties {
+                seen.insert(format!("{k}={v}"));
+            }
+        }
     }
 
     fn measure(&self, name: &'static str, value: f64, dimensions: &[(&'static str, &str)]) {

@@ -8,6 +8,20 @@ pub trait Metrics: Send + Sync {
 
     /// Records one measurement (milliseconds, USD, ...).
     fn measure(&self, name: &'static str, value: f64, dimensions: &[(&'static str, &str)]);
+
+    /// Adds `value` to counter `name` with `properties`: values kept with the count so that
+    /// logs can be searched and grouped by them, never dimensions of the metric (a value
+    /// with many variants, such as a hash, would make one metric per variant).
+    fn count_with(
+        &self,
+        name: &'static str,
+        value: u64,
+        dimensions: &[(&'static str, &str)],
+        properties: &[(&'static str, &str)],
+    ) {
+        let _ = properties;
+        self.count(name, value, dimensions);
+    }
 }
 
 /// Metrics that go nowhere.
@@ -51,5 +65,7 @@ pub const DIRECT_LINE_TURNS_TOTAL: &str = "direct_line_turns_total";
 pub const INTERVENTIONS_TOTAL: &str = "interventions_total";
 /// Counter: values the privacy guard masked, by kind (D-23).
 pub const PRIVACY_MASKED_TOTAL: &str = "privacy_masked_total";
+/// Counter: model calls, by agent, with the prompt's cache cohort as a property (D-3).
+pub const MODEL_CALLS_TOTAL: &str = "model_calls_total";
 /// Counter: tokens, by model and kind (`input`, `output`, `cache_read`, `cache_write`; D-32).
 pub const MODEL_TOKENS_TOTAL: &str = "model_tokens_total";

@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_core::ports::metrics::MODEL_CALLS_TOTAL;
 use baton_core::ports::model::{ModelError, ModelEvent, ModelRequest, StopReason, TokenUsage};
 use baton_core::registry::Agent;
 use futures::StreamExt;
@@ -75,12 +76,15 @@ pub(crate) async fn call(
     let mut attempt = 0;
     loop {
         let mut shown = false;
-        // OpenTelemetry GenAI conventions: one `chat` span per model call.
+        // OpenTelemetry GenAI conventions: one `chat` span per model call. The cohort (the
+        // hash of the card's stable prompt prefix, D-3) tells which calls can share a
+        // prompt cache.
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
             gen_ai.request.model = %agent.model.model_id,
             gen_ai.agent.name = %agent.id,
+            baton.prompt.cohort = %agent.prompt.cohort,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
         );
@@ -153,6 +157,12 @@ async fn one(
     span.record("gen_ai.usage.input_tokens", usage.input);
     span.record("gen_ai.usage.output_tokens", usage.output);
     ctx.add_usage(&agent.model, &usage);
+    ctx.inner.metrics.count_with(
+        MODEL_CALLS_TOTAL,
+        1,
+        &[("agent", &agent.id)],
+        &[("cohort", &agent.prompt.cohort)],
+    );
     outcome.map(|()| reply)
 }
 

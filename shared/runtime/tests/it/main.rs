@@ -10,5 +10,6 @@
 
 mod behaviour;
 mod golden;
+mod observability;
 mod support;
 mod trust;
