@@ -1,7 +1,8 @@
 //! What the engine reports about itself: spans and metrics (D-31).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -10,11 +11,45 @@ use tracing_subscriber::prelude::*;
 
 use crate::support::*;
 
-/// The fields of every `chat` span, as they stand when it closes.
+/// The fields of every `chat` span of one test, as they stand when it closes.
 #[derive(Clone, Default)]
 struct ChatSpans {
     open: Arc<Mutex<BTreeMap<u64, BTreeMap<String, String>>>>,
     closed: Arc<Mutex<Vec<BTreeMap<String, String>>>>,
+}
+
+thread_local! {
+    /// Where this thread's `chat` spans go (engine tests run a turn on their own thread).
+    static CAPTURE: RefCell<Option<ChatSpans>> = const { RefCell::new(None) };
+}
+
+impl ChatSpans {
+    /// Captures the `chat` spans of this thread from now on. One global subscriber serves
+    /// every test: a subscriber per thread races with the callsite cache of tests running
+    /// at the same time on other threads, which then see none.
+    fn capture() -> Self {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            let _ = tracing_subscriber::registry()
+                .with(ThreadCapture)
+                .try_init();
+        });
+        let spans = ChatSpans::default();
+        CAPTURE.with(|c| *c.borrow_mut() = Some(spans.clone()));
+        spans
+    }
+
+    fn closed(&self) -> Vec<BTreeMap<String, String>> {
+        self.closed.lock().unwrap().clone()
+    }
+}
+
+fn with_capture(f: impl FnOnce(&ChatSpans)) {
+    CAPTURE.with(|c| {
+        if let Some(spans) = c.borrow().as_ref() {
+            f(spans);
+        }
+    });
 }
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
@@ -28,23 +63,31 @@ impl Visit for Fields<'_> {
     }
 }
 
-impl<S: tracing::Subscriber> Layer<S> for ChatSpans {
+struct ThreadCapture;
+
+impl<S: tracing::Subscriber> Layer<S> for ThreadCapture {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
         if attrs.metadata().name() == "chat" {
-            let mut fields = BTreeMap::new();
-            attrs.record(&mut Fields(&mut fields));
-            self.open.lock().unwrap().insert(id.into_u64(), fields);
+            with_capture(|spans| {
+                let mut fields = BTreeMap::new();
+                attrs.record(&mut Fields(&mut fields));
+                spans.open.lock().unwrap().insert(id.into_u64(), fields);
+            });
         }
     }
     fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        if let Some(fields) = self.open.lock().unwrap().get_mut(&id.into_u64()) {
-            values.record(&mut Fields(fields));
-        }
+        with_capture(|spans| {
+            if let Some(fields) = spans.open.lock().unwrap().get_mut(&id.into_u64()) {
+                values.record(&mut Fields(fields));
+            }
+        });
     }
     fn on_close(&self, id: Id, _: Context<'_, S>) {
-        if let Some(fields) = self.open.lock().unwrap().remove(&id.into_u64()) {
-            self.closed.lock().unwrap().push(fields);
-        }
+        with_capture(|spans| {
+            if let Some(fields) = spans.open.lock().unwrap().remove(&id.into_u64()) {
+                spans.closed.lock().unwrap().push(fields);
+            }
+        });
     }
 }
 
@@ -61,10 +104,7 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn every_model_call_carries_its_prompt_cohort() {
-    let spans = ChatSpans::default();
-    let _guard = tracing_subscriber::registry()
-        .with(spans.clone())
-        .set_default();
+    let spans = ChatSpans::capture();
     let rig = make_rig(&Setup::default(), GREETING_AND_DEALS);
     run(&rig, request("coffee deals", None, "t1")).await;
 
@@ -77,7 +117,7 @@ async fn every_model_call_carries_its_prompt_cohort() {
             .cohort
             .to_string()
     };
-    let closed = spans.closed.lock().unwrap().clone();
+    let closed = spans.closed();
     // Routing, the shop's answer, the composition.
     assert_eq!(closed.len(), 3, "{closed:#?}");
     for span in &closed {
