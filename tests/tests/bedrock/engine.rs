@@ -25,7 +25,8 @@ fn registry() -> Registry {
     let models = format!(
         "models:\n  m1:\n    provider: bedrock\n    model_id: {ENGINE_MODEL}\n    context_window: 100000\n    \
          prices: {{ input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }}\n    \
-         capabilities: {{ tool_choice: true, cache_points: true, parallel_tool_calls: true }}\n"
+         capabilities: {{ tool_choice: true, cache_points: true, parallel_tool_calls: true, \
+         reasoning_effort: thinking }}\n"
     );
     let sources = RegistrySources {
         agents: vec![
@@ -44,7 +45,8 @@ fn registry() -> Registry {
             file(
                 "agents/shop.yaml",
                 "id: shop\ndescription: Offers, deals and product search.\nrole: native\n\
-                 model: m1\nprompt_blocks: [shop-instructions]\n",
+                 model: m1\nprompt_blocks: [shop-instructions]\n\
+                 tuning: { max_output_tokens: 300, reasoning_effort: high }\n",
             ),
         ],
         blocks: vec![
@@ -155,6 +157,23 @@ async fn an_engine_turn_answers_after_a_throttled_first_call() {
         "the retry resends the same request"
     );
     assert!(requests.iter().all(|r| r.model_id == ENGINE_MODEL));
+    // The shop's card asks for high reasoning effort: its call thinks; the orchestrator's
+    // card asks for none.
+    let shop = requests
+        .iter()
+        .find(|r| r.system_text().contains("SHOP:"))
+        .unwrap();
+    assert_eq!(
+        shop.body["additionalModelRequestFields"],
+        json!({"thinking": {"type": "enabled", "budget_tokens": 16384}})
+    );
+    assert_eq!(shop.max_tokens(), Some(300 + 16384));
+    assert!(
+        requests
+            .iter()
+            .filter(|r| !r.system_text().contains("SHOP:"))
+            .all(|r| r.body.get("additionalModelRequestFields").is_none())
+    );
     // The orchestrator's system prompt carries its cache point (capable model).
     assert!(requests[1].system().contains(&SystemPart::CachePoint));
 }

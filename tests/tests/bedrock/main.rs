@@ -9,10 +9,10 @@ use std::time::Duration;
 use baton_aws::bedrock::BedrockModel;
 use baton_core::message::Message;
 use baton_core::ports::model::{
-    CallPurpose, Inference, Model, ModelError, ModelEvent, ModelRequest, StopReason, SystemBlock,
-    TokenUsage, ToolChoice, ToolDef,
+    CallPurpose, Inference, Model, ModelError, ModelEvent, ModelRequest, ReasoningEffort,
+    StopReason, SystemBlock, TextVerbosity, TokenUsage, ToolChoice, ToolDef,
 };
-use baton_core::registry::{ModelCapabilities, ModelSpec, Prices};
+use baton_core::registry::{ModelCapabilities, ModelSpec, Prices, ReasoningSupport};
 use baton_tests::fake_bedrock::{
     DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, FakeBedrock, Reply, ToolCall,
 };
@@ -39,6 +39,8 @@ fn spec(model_id: &str, capable: bool) -> Arc<ModelSpec> {
             tool_choice: capable,
             cache_points: capable,
             parallel_tool_calls: capable,
+            reasoning_effort: capable.then_some(ReasoningSupport::Thinking),
+            text_verbosity: false,
         },
     })
 }
@@ -87,6 +89,7 @@ fn request(model_id: &str) -> ModelRequest {
         inference: Inference {
             max_output_tokens: Some(512),
             temperature: Some(0.0),
+            ..Inference::default()
         },
     }
 }

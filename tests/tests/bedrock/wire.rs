@@ -147,3 +147,108 @@ async fn tool_uses_and_results_go_back_with_their_status() {
     // The user's text is still found behind the tool results.
     assert_eq!(sent.last_user_text().as_deref(), Some("any coffee deals?"));
 }
+
+/// `request(id)` with a reasoning effort and no temperature (thinking takes none).
+fn thinking_request(id: &str, effort: ReasoningEffort) -> ModelRequest {
+    let mut req = request(id);
+    req.inference = Inference {
+        max_output_tokens: Some(512),
+        reasoning_effort: Some(effort),
+        ..Inference::default()
+    };
+    req
+}
+
+#[tokio::test]
+async fn a_reasoning_effort_goes_on_the_wire_as_extended_thinking() {
+    let fake = FakeBedrock::with_handler(|_| Reply::text("ok"))
+        .await
+        .unwrap();
+    let model = model(&fake).await;
+    for effort in [
+        ReasoningEffort::Low,
+        ReasoningEffort::Medium,
+        ReasoningEffort::High,
+    ] {
+        ok(events(&model, &thinking_request(CAPABLE, effort)).await);
+    }
+    let requests = fake.requests();
+    for (sent, budget) in requests.iter().zip([1_024u64, 4_096, 16_384]) {
+        assert_eq!(
+            sent.body["additionalModelRequestFields"],
+            json!({"thinking": {"type": "enabled", "budget_tokens": budget}}),
+            "{:#}",
+            sent.body
+        );
+        // The budget comes on top of the answer's own limit (Claude wants it below
+        // maxTokens), and thinking runs at the model's own temperature.
+        assert_eq!(sent.max_tokens(), Some(512 + budget));
+        assert_eq!(sent.temperature(), None);
+    }
+    // Without a reasoning effort, nothing extra is sent.
+    ok(events(&model, &request(CAPABLE)).await);
+    let plain = fake.requests().pop().unwrap();
+    assert!(plain.body.get("additionalModelRequestFields").is_none());
+    assert_eq!(plain.max_tokens(), Some(512));
+}
+
+#[tokio::test]
+async fn thinking_is_left_off_where_claude_cannot_take_it() {
+    let fake = FakeBedrock::with_handler(|_| Reply::text("ok"))
+        .await
+        .unwrap();
+    let model = model(&fake).await;
+    // A forced tool choice: Claude refuses thinking with one.
+    let mut forced = thinking_request(CAPABLE, ReasoningEffort::Low);
+    forced.tool_choice = ToolChoice::Tool("ask_shop".into());
+    ok(events(&model, &forced).await);
+    // Mid tool loop: Claude would want its signed thinking blocks back with its tool
+    // calls, and the engine does not keep them.
+    let mut looping = thinking_request(CAPABLE, ReasoningEffort::Low);
+    looping.messages.push(Message {
+        role: Role::Assistant,
+        content: vec![Content::ToolUse {
+            id: "t1".into(),
+            name: "ask_shop".into(),
+            input: json!({"query": "coffee"}),
+        }],
+    });
+    looping.messages.push(Message {
+        role: Role::User,
+        content: vec![Content::ToolResult {
+            id: "t1".into(),
+            status: ToolResultStatus::Ok,
+            content: json!({"offers": []}),
+        }],
+    });
+    ok(events(&model, &looping).await);
+    for sent in fake.requests() {
+        assert!(
+            sent.body.get("additionalModelRequestFields").is_none(),
+            "{:#}",
+            sent.body
+        );
+        assert_eq!(sent.max_tokens(), Some(512));
+    }
+}
+
+#[tokio::test]
+async fn a_setting_the_model_cannot_take_is_refused_not_dropped() {
+    let fake = FakeBedrock::with_handler(|_| Reply::text("ok"))
+        .await
+        .unwrap();
+    let model = model(&fake).await;
+    let effort = events(&model, &thinking_request(PLAIN, ReasoningEffort::Low)).await;
+    assert!(
+        matches!(&effort[..], [Err(ModelError::Invalid(m))] if m.contains("reasoning")),
+        "{effort:?}"
+    );
+    let mut verbose = request(CAPABLE);
+    verbose.inference.text_verbosity = Some(TextVerbosity::Low);
+    let verbosity = events(&model, &verbose).await;
+    assert!(
+        matches!(&verbosity[..], [Err(ModelError::Invalid(m))] if m.contains("verbosity")),
+        "{verbosity:?}"
+    );
+    assert_eq!(fake.request_count(), 0, "nothing was sent");
+}

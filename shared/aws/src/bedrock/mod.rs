@@ -73,6 +73,10 @@ impl BedrockModel {
                         cache_points: c.cache_points && spec.capabilities.cache_points,
                         parallel_tool_calls: c.parallel_tool_calls
                             && spec.capabilities.parallel_tool_calls,
+                        reasoning_effort: c
+                            .reasoning_effort
+                            .filter(|r| spec.capabilities.reasoning_effort == Some(*r)),
+                        text_verbosity: c.text_verbosity && spec.capabilities.text_verbosity,
                     }
                 })
                 .or_insert(spec.capabilities);
@@ -138,7 +142,8 @@ impl Model for BedrockModel {
             .set_system((!wire.system.is_empty()).then_some(wire.system))
             .set_messages(Some(wire.messages))
             .set_tool_config(wire.tool_config)
-            .set_inference_config(wire.inference);
+            .set_inference_config(wire.inference)
+            .set_additional_model_request_fields(wire.additional);
         stream::call(builder, span)
     }
 }

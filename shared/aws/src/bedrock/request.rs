@@ -1,5 +1,6 @@
 //! A [`ModelRequest`] in ConverseStream's terms: system blocks with cache points, the
-//! conversation, the tool configuration and the inference limits.
+//! conversation, the tool configuration, the inference limits and the model-specific
+//! fields (`additionalModelRequestFields`: Claude's extended thinking).
 
 use aws_sdk_bedrockruntime::error::BuildError;
 use aws_sdk_bedrockruntime::types::{
@@ -8,10 +9,11 @@ use aws_sdk_bedrockruntime::types::{
     ToolChoice as WireToolChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock,
     ToolResultContentBlock, ToolResultStatus as WireStatus, ToolSpecification, ToolUseBlock,
 };
+use aws_smithy_types::Document;
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
-use baton_core::ports::model::{ModelError, ModelRequest, ToolChoice, ToolDef};
-use baton_core::registry::ModelCapabilities;
-use serde_json::Value;
+use baton_core::ports::model::{ModelError, ModelRequest, ReasoningEffort, ToolChoice, ToolDef};
+use baton_core::registry::{ModelCapabilities, ReasoningSupport};
+use serde_json::{Value, json};
 
 use super::document::to_document;
 
@@ -22,22 +24,81 @@ pub(crate) struct WireRequest {
     pub(crate) messages: Vec<WireMessage>,
     pub(crate) tool_config: Option<ToolConfiguration>,
     pub(crate) inference: Option<InferenceConfiguration>,
+    pub(crate) additional: Option<Document>,
 }
 
 /// Converts a request for a model with `caps`.
 ///
 /// # Errors
-/// `Invalid` when an SDK builder rejects a part (a required field missing).
+/// `Invalid` when an SDK builder rejects a part (a required field missing), or when the
+/// request carries a setting the model cannot take (the registry refuses such a card at
+/// load; sending the request without it would drop it unnoticed).
 pub(crate) fn build(
     request: &ModelRequest,
     caps: ModelCapabilities,
 ) -> Result<WireRequest, ModelError> {
+    let budget = thinking_budget(request, caps)?;
     Ok(WireRequest {
         system: system(request, caps).map_err(invalid)?,
         messages: messages(&request.messages).map_err(invalid)?,
         tool_config: tool_config(request, caps).map_err(invalid)?,
-        inference: inference(request),
+        inference: inference(request, budget),
+        additional: budget.map(|budget_tokens| {
+            to_document(&json!({
+                "thinking": {"type": "enabled", "budget_tokens": budget_tokens}
+            }))
+        }),
     })
+}
+
+/// Claude's thinking budget per reasoning effort, in tokens (1,024 is the least it takes).
+fn budget_for(effort: ReasoningEffort) -> u32 {
+    match effort {
+        ReasoningEffort::Low => 1_024,
+        ReasoningEffort::Medium => 4_096,
+        ReasoningEffort::High => 16_384,
+    }
+}
+
+/// Room for the answer when a thinking card sets no output limit: Claude counts thinking
+/// within `maxTokens` and wants the budget below it.
+const ANSWER_TOKENS: u32 = 4_096;
+
+/// The thinking budget of this call, if it thinks.
+fn thinking_budget(
+    request: &ModelRequest,
+    caps: ModelCapabilities,
+) -> Result<Option<u32>, ModelError> {
+    let settings = request.inference;
+    if settings.text_verbosity.is_some() && !caps.text_verbosity {
+        return Err(ModelError::Invalid(format!(
+            "{} takes no text verbosity setting on Bedrock",
+            request.model_id
+        )));
+    }
+    let Some(effort) = settings.reasoning_effort else {
+        return Ok(None);
+    };
+    match caps.reasoning_effort {
+        None => Err(ModelError::Invalid(format!(
+            "{} takes no reasoning effort on Bedrock",
+            request.model_id
+        ))),
+        Some(ReasoningSupport::Thinking) => {
+            // Claude refuses thinking with a forced tool choice (obligation reminders).
+            let forced = !request.tools.is_empty()
+                && matches!(request.tool_choice, ToolChoice::Any | ToolChoice::Tool(_));
+            // Mid tool loop Claude wants its signed thinking blocks back with its tool
+            // calls; the engine does not keep them, so such a call goes without thinking.
+            let mid_loop = request.messages.last().is_some_and(|m| {
+                m.role == Role::User
+                    && m.content
+                        .iter()
+                        .any(|c| matches!(c, Content::ToolResult { .. }))
+            });
+            Ok((!forced && !mid_loop).then(|| budget_for(effort)))
+        }
+    }
 }
 
 fn invalid(e: BuildError) -> ModelError {
@@ -179,19 +240,29 @@ fn tool_spec(def: &ToolDef) -> Result<ToolSpecification, BuildError> {
         .build()
 }
 
-fn inference(request: &ModelRequest) -> Option<InferenceConfiguration> {
+/// The limits; with a thinking `budget`, the budget on top of the answer's limit and no
+/// temperature (thinking runs at the model's own).
+fn inference(request: &ModelRequest, budget: Option<u32>) -> Option<InferenceConfiguration> {
     let limits = request.inference;
-    if limits.max_output_tokens.is_none() && limits.temperature.is_none() {
+    let (max_tokens, temperature) = match budget {
+        Some(budget) => (
+            Some(
+                limits
+                    .max_output_tokens
+                    .unwrap_or(ANSWER_TOKENS)
+                    .saturating_add(budget),
+            ),
+            None,
+        ),
+        None => (limits.max_output_tokens, limits.temperature),
+    };
+    if max_tokens.is_none() && temperature.is_none() {
         return None;
     }
     Some(
         InferenceConfiguration::builder()
-            .set_max_tokens(
-                limits
-                    .max_output_tokens
-                    .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
-            )
-            .set_temperature(limits.temperature)
+            .set_max_tokens(max_tokens.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
+            .set_temperature(temperature)
             .build(),
     )
 }
@@ -201,7 +272,10 @@ fn inference(request: &ModelRequest) -> Option<InferenceConfiguration> {
 mod tests {
     use std::sync::Arc;
 
-    use baton_core::ports::model::{CallPurpose, Inference, SystemBlock};
+    use baton_core::ports::model::{
+        CallPurpose, Inference, ReasoningEffort, SystemBlock, TextVerbosity,
+    };
+    use baton_core::registry::ReasoningSupport;
     use serde_json::json;
 
     use super::*;
@@ -211,6 +285,7 @@ mod tests {
             tool_choice,
             cache_points,
             parallel_tool_calls: true,
+            ..ModelCapabilities::default()
         }
     }
 
@@ -346,6 +421,78 @@ mod tests {
         assert_eq!(messages[0].content.len(), 2);
     }
 
+    fn thinker() -> ModelCapabilities {
+        ModelCapabilities {
+            reasoning_effort: Some(ReasoningSupport::Thinking),
+            ..caps(true, true)
+        }
+    }
+
+    fn thinking(effort: ReasoningEffort, max_output_tokens: Option<u32>) -> ModelRequest {
+        let mut req = request();
+        req.inference = Inference {
+            max_output_tokens,
+            reasoning_effort: Some(effort),
+            ..Inference::default()
+        };
+        req
+    }
+
+    #[test]
+    fn a_reasoning_effort_is_a_thinking_budget_on_top_of_the_answer() {
+        let wire = build(&thinking(ReasoningEffort::Medium, Some(600)), thinker()).unwrap();
+        assert_eq!(
+            wire.additional,
+            Some(to_document(
+                &json!({"thinking": {"type": "enabled", "budget_tokens": 4096}})
+            ))
+        );
+        let inference = wire.inference.unwrap();
+        assert_eq!(inference.max_tokens, Some(600 + 4096));
+        assert_eq!(inference.temperature, None);
+        // A card with no output limit still leaves room for the answer.
+        let wire = build(&thinking(ReasoningEffort::Low, None), thinker()).unwrap();
+        assert_eq!(wire.inference.unwrap().max_tokens, Some(4096 + 1024));
+    }
+
+    #[test]
+    fn thinking_is_off_for_a_forced_tool_choice_and_mid_tool_loop() {
+        let mut forced = thinking(ReasoningEffort::High, Some(600));
+        forced.tool_choice = ToolChoice::Any;
+        let wire = build(&forced, thinker()).unwrap();
+        assert_eq!(wire.additional, None);
+        assert_eq!(wire.inference.unwrap().max_tokens, Some(600));
+
+        let mut looping = thinking(ReasoningEffort::High, Some(600));
+        looping.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![Content::ToolUse {
+                id: "t1".into(),
+                name: "ask_shop".into(),
+                input: json!({}),
+            }],
+        });
+        looping.messages.push(Message {
+            role: Role::User,
+            content: vec![Content::ToolResult {
+                id: "t1".into(),
+                status: ToolResultStatus::Ok,
+                content: json!("none"),
+            }],
+        });
+        assert_eq!(build(&looping, thinker()).unwrap().additional, None);
+    }
+
+    #[test]
+    fn a_setting_the_model_cannot_take_is_an_error() {
+        let effort = build(&thinking(ReasoningEffort::Low, None), caps(true, true));
+        assert!(matches!(effort, Err(ModelError::Invalid(m)) if m.contains("reasoning")));
+        let mut verbose = request();
+        verbose.inference.text_verbosity = Some(TextVerbosity::High);
+        let verbosity = build(&verbose, thinker());
+        assert!(matches!(verbosity, Err(ModelError::Invalid(m)) if m.contains("verbosity")));
+    }
+
     #[test]
     fn limits_are_sent_only_when_set() {
         assert!(
@@ -358,6 +505,7 @@ mod tests {
         req.inference = Inference {
             max_output_tokens: Some(512),
             temperature: Some(0.5),
+            ..Inference::default()
         };
         let inference = build(&req, caps(true, true)).unwrap().inference.unwrap();
         assert_eq!(inference.max_tokens, Some(512));

@@ -89,13 +89,87 @@ pub enum ToolChoice {
     None,
 }
 
-/// Sampling and size limits of one call.
+/// Sampling, size and effort settings of one call (a card's `tuning`).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Inference {
-    /// Maximum output tokens.
+    /// Maximum output tokens of the answer.
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// How hard the model may think before it answers; only for a model whose
+    /// capabilities take it (checked at load).
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// How long its answers should be; only for a model whose capabilities take it.
+    pub text_verbosity: Option<TextVerbosity>,
+}
+
+/// A card's `tuning.reasoning_effort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// A little thinking.
+    Low,
+    /// More thinking.
+    Medium,
+    /// The most thinking.
+    High,
+}
+
+/// A card's `tuning.text_verbosity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TextVerbosity {
+    /// Terse answers.
+    Low,
+    /// Ordinary answers.
+    Medium,
+    /// Thorough answers.
+    High,
+}
+
+/// The words both settings are written with.
+pub const LEVELS: &str = "low, medium, high";
+
+impl ReasoningEffort {
+    /// `low`, `medium` or `high`.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "low" => Some(Self::Low),
+            "medium" => Some(Self::Medium),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+
+    /// The word as written on a card.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
+}
+
+impl TextVerbosity {
+    /// `low`, `medium` or `high`.
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "low" => Some(Self::Low),
+            "medium" => Some(Self::Medium),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+
+    /// The word as written on a card.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+        }
+    }
 }
 
 /// One conversation call.

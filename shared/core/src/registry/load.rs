@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::raw::{RawBlockMeta, RawCard, RawModels, RawObligation, RawTools};
+use super::raw::{RawBlockMeta, RawCard, RawModels, RawObligation, RawTools, RawTuning};
 use super::types::*;
 use super::{LoadError, LoadErrors, LoadOptions, Registry, RegistrySources, SourceFile};
 use crate::directive::{self, DirectLinePolicy};
 use crate::obligation::ObligationRule;
-use crate::ports::model::{Inference, ToolDef};
+use crate::ports::model::{Inference, LEVELS, ReasoningEffort, TextVerbosity, ToolDef};
 use crate::privacy::{PiiKind, PrivacyPolicy};
 use crate::prompt::PromptPlan;
 
@@ -251,6 +251,8 @@ fn load_models(
                     tool_choice: m.capabilities.tool_choice,
                     cache_points: m.capabilities.cache_points,
                     parallel_tool_calls: m.capabilities.parallel_tool_calls,
+                    reasoning_effort: m.capabilities.reasoning_effort,
+                    text_verbosity: m.capabilities.text_verbosity,
                 },
             }),
         );
@@ -696,6 +698,7 @@ fn build_agent(
     let inference = Inference {
         max_output_tokens: raw.tuning.max_output_tokens,
         temperature: raw.tuning.temperature,
+        ..tuning_for_model(&raw.tuning, model.as_deref(), file, p)
     };
     if let Some(t) = raw.tuning.temperature
         && !(0.0..=2.0).contains(&t)
@@ -761,11 +764,7 @@ fn build_agent(
         model,
         tools: own_tools,
         prompt,
-        tuning: Tuning {
-            inference,
-            reasoning_effort: raw.tuning.reasoning_effort.clone(),
-            text_verbosity: raw.tuning.text_verbosity.clone(),
-        },
+        tuning: Tuning { inference },
         limits,
         routing: Routing {
             examples: raw.routing.examples.clone(),
@@ -782,6 +781,63 @@ fn build_agent(
         orchestration,
         file: Arc::from(file),
     })
+}
+
+/// A card's reasoning effort and text verbosity, typed, each checked against what its
+/// model takes: a setting a model cannot take would otherwise be dropped without a word.
+fn tuning_for_model(
+    tuning: &RawTuning,
+    model: Option<&ModelSpec>,
+    file: &str,
+    p: &mut Problems,
+) -> Inference {
+    let mut out = Inference::default();
+    if let Some(word) = &tuning.reasoning_effort {
+        let field = "tuning.reasoning_effort";
+        match (ReasoningEffort::parse(word), model) {
+            (None, _) => p.add(file, field, word, format!("must be one of {LEVELS}")),
+            (Some(_), Some(m)) if m.capabilities.reasoning_effort.is_none() => p.add(
+                file,
+                field,
+                word,
+                format!(
+                    "model {} ({}) takes no reasoning effort (models.yaml: capabilities.reasoning_effort)",
+                    m.key, m.model_id
+                ),
+            ),
+            (Some(effort), _) => out.reasoning_effort = Some(effort),
+        }
+        if let (Some(m), Some(t)) = (model, tuning.temperature)
+            && m.capabilities.reasoning_effort == Some(ReasoningSupport::Thinking)
+        {
+            p.add(
+                file,
+                "tuning.temperature",
+                t.to_string(),
+                format!(
+                    "model {} thinks at its own temperature when reasoning_effort is set; drop one of the two",
+                    m.key
+                ),
+            );
+        }
+    }
+    if let Some(word) = &tuning.text_verbosity {
+        let field = "tuning.text_verbosity";
+        match (TextVerbosity::parse(word), model) {
+            (None, _) => p.add(file, field, word, format!("must be one of {LEVELS}")),
+            (Some(_), Some(m)) if !m.capabilities.text_verbosity => p.add(
+                file,
+                field,
+                word,
+                format!(
+                    "model {} ({}) takes no text verbosity (models.yaml: capabilities.text_verbosity)",
+                    m.key, m.model_id
+                ),
+            ),
+            (Some(verbosity), _) => out.text_verbosity = Some(verbosity),
+        }
+    }
+    out
 }
 
 fn build_orchestration(

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 pub use types::{
     Agent, AgentLimits, AgentRole, Block, BlockOwner, Composition, Fastpath, ModelCapabilities,
-    ModelSpec, Orchestration, Prices, Routing, StatusMessage, StatusMessages, StatusPolicy, Tool,
-    Tuning, TurnLimits,
+    ModelSpec, Orchestration, Prices, ReasoningSupport, Routing, StatusMessage, StatusMessages,
+    StatusPolicy, Tool, Tuning, TurnLimits,
 };
 
 /// One file's text.

@@ -169,6 +169,10 @@ pub(crate) struct RawCapabilities {
     pub(crate) cache_points: bool,
     #[serde(default)]
     pub(crate) parallel_tool_calls: bool,
+    #[serde(default)]
+    pub(crate) reasoning_effort: Option<super::types::ReasoningSupport>,
+    #[serde(default)]
+    pub(crate) text_verbosity: bool,
 }
 
 /// `tools.yaml` (D-5).

@@ -165,12 +165,9 @@ pub struct Orchestration {
 /// Per-card tuning.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Tuning {
-    /// Output limit and temperature.
+    /// Output limit, temperature, reasoning effort and verbosity, as every request of the
+    /// card carries them; the effort and verbosity only where the model takes them.
     pub inference: Inference,
-    /// Reasoning effort label, passed to providers that support it.
-    pub reasoning_effort: Option<String>,
-    /// Verbosity label.
-    pub text_verbosity: Option<String>,
 }
 
 /// A sub-agent's own limits.
@@ -239,6 +236,19 @@ pub struct ModelCapabilities {
     pub cache_points: bool,
     /// Emits several tool calls in one message.
     pub parallel_tool_calls: bool,
+    /// How the model takes a card's `tuning.reasoning_effort`; `None`: it takes none.
+    pub reasoning_effort: Option<ReasoningSupport>,
+    /// Takes a card's `tuning.text_verbosity`.
+    pub text_verbosity: bool,
+}
+
+/// How a model takes a reasoning effort (`capabilities.reasoning_effort` in models.yaml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningSupport {
+    /// Claude's extended thinking: a token budget per effort level. It runs at the
+    /// model's own temperature and cannot be combined with a forced tool choice.
+    Thinking,
 }
 
 /// A tool entry of `tools.yaml` (D-5).
