@@ -4,10 +4,15 @@
 
 Runs aws-sam-translator locally (no AWS credentials, no network), writes the transformed
 template to OUT.json (for cfn-lint), then checks what neither cfn-lint nor `sam validate`
-looks at: every REST route really streams, the function URL streams with IAM auth, the
-Bedrock permission names only the model parameters, the table matches the journal contract
-(DESIGN D-24), and the model parameters match the registry's models.yaml. Exits 1 with one
-line per failed check.
+looks at: every REST route really streams and is protected by the scheme the parameters pick
+(IAM, Cognito or the OIDC authorizer), the function URL streams with IAM auth, the Bedrock
+permission names only the model parameters under the region's geography, the table matches
+the journal contract (DESIGN D-24), the model parameters match the registry's models.yaml,
+no role may subscribe to AWS Marketplace or delete more than idempotency claims, and the
+alarms and the dashboard are there and wired. Exits 1 with one line per failed check.
+
+The intrinsic functions are evaluated by `Resolver` for given parameters and region, so the
+checks see what CloudFormation would deploy. infra/template_code_checks.py imports it.
 """
 
 import json
@@ -27,14 +32,21 @@ from samtranslator.translator.transform import transform  # noqa: E402
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 PLACEHOLDER_URI = "s3://placeholder-bucket/placeholder-key"
-MODEL_PARAMETERS = ("OrchestratorModelId", "SpecialistModelId", "SummarizerModelId")
+MODEL_PARAMETERS = ("OrchestratorModel", "SpecialistModel", "SummarizerModel")
 # Which registry model (models.yaml key) each parameter stands for; BATON_MODEL_IDS says the same.
 REGISTRY_KEY_OF = {
-    "OrchestratorModelId": "claude-haiku",
-    "SpecialistModelId": "claude-sonnet",
-    "SummarizerModelId": "nova-micro",
+    "OrchestratorModel": "claude-haiku",
+    "SpecialistModel": "claude-sonnet",
+    "SummarizerModel": "nova-micro",
 }
-STREAMED_ROUTES = [("/v1/turns", "post"), ("/v1/episodes/{id}", "get"), ("/healthz", "get")]
+# Parameter sets for the three ways callers authenticate to the REST API.
+COGNITO_POOL = f"arn:aws:cognito-idp:{REGION}:{ACCOUNT}:userpool/{REGION}_Example1"
+AUTH_MODES = {
+    "AWS_IAM": {},
+    "CognitoUserPool": {"CognitoUserPoolArn": COGNITO_POOL},
+    "OidcToken": {"OidcIssuer": "https://issuer.example.com", "OidcAudience": "baton-api"},
+}
+NO_VALUE = object()  # AWS::NoValue: the property is left out
 
 
 class NoManagedPolicies:
@@ -59,53 +71,103 @@ def with_placeholder_code(template):
 
 
 class Resolver:
-    """Evaluates the few intrinsic functions the IAM statements use, for given parameters."""
+    """Evaluates the intrinsic functions the template uses, for given parameter values (the
+    rest at their defaults) and region, as CloudFormation would: conditions, Fn::If and
+    AWS::NoValue, Fn::FindInMap, Fn::Sub, Fn::Select, Fn::Split, Fn::Join. References to
+    resources and their attributes stay symbolic: `<Name>`, `<Name.Attr>`."""
 
-    def __init__(self, parameters):
-        self.values = dict(parameters)
+    def __init__(self, template, parameters=None, region=REGION, stack="baton"):
+        self.template = template
+        self.values = parameter_defaults(template)
+        self.values.update(parameters or {})
         self.values.update(
             {
                 "AWS::Partition": "aws",
-                "AWS::Region": REGION,
+                "AWS::Region": region,
                 "AWS::AccountId": ACCOUNT,
                 "AWS::URLSuffix": "amazonaws.com",
-                "AWS::StackName": "baton",
+                "AWS::StackName": stack,
             }
         )
+        self._conditions = {}
 
-    def __call__(self, node, local=None):
-        local = local or {}
-        if isinstance(node, str):
+    def condition(self, name):
+        if name not in self._conditions:
+            definition = self.template.get("Conditions", {}).get(name)
+            if definition is None:
+                raise ValueError(f"no condition {name}")
+            self._conditions[name] = bool(self(definition))
+        return self._conditions[name]
+
+    def active(self, resource):
+        """Whether a resource (with an optional Condition) is deployed."""
+        return "Condition" not in resource or self.condition(resource["Condition"])
+
+    def __call__(self, node):
+        if isinstance(node, (str, int, float, bool)) or node is None:
             return node
         if isinstance(node, list):
-            return [self(item, local) for item in node]
-        if not isinstance(node, dict) or len(node) != 1:
+            return [v for v in (self(item) for item in node) if v is not NO_VALUE]
+        if not isinstance(node, dict):
             raise ValueError(f"cannot evaluate {node!r}")
-        (fn, arg), = node.items()
+        if len(node) == 1:
+            ((fn, arg),) = node.items()
+            if fn == "Ref" or fn.startswith("Fn::") or (fn == "Condition" and isinstance(arg, str)):
+                return self.intrinsic(fn, arg)
+        out = {}
+        for k, v in node.items():
+            value = self(v)
+            if value is not NO_VALUE:
+                out[k] = value
+        return out
+
+    def intrinsic(self, fn, arg):
         if fn == "Ref":
+            if arg == "AWS::NoValue":
+                return NO_VALUE
             return self.values.get(arg, f"<{arg}>")
+        if fn == "Condition":
+            return self.condition(arg)
+        if fn == "Fn::If":
+            return self(arg[1] if self.condition(arg[0]) else arg[2])
+        if fn == "Fn::Equals":
+            return self(arg[0]) == self(arg[1])
+        if fn == "Fn::Not":
+            return not self(arg[0])
+        if fn == "Fn::And":
+            return all(self(a) for a in arg)
+        if fn == "Fn::Or":
+            return any(self(a) for a in arg)
         if fn == "Fn::GetAtt":
             name = arg if isinstance(arg, str) else ".".join(arg)
             return f"<{name}>"
+        if fn == "Fn::FindInMap":
+            name, first, second = (self(a) for a in arg)
+            try:
+                return self.template["Mappings"][name][first][second]
+            except KeyError:
+                raise ValueError(f"Fn::FindInMap: {name} has no {first}/{second}") from None
         if fn == "Fn::Split":
-            return self(arg[1], local).split(arg[0])
+            return self(arg[1]).split(arg[0])
         if fn == "Fn::Select":
-            return self(arg[1], local)[int(arg[0])]
+            return self(arg[1])[int(self(arg[0]))]
         if fn == "Fn::Join":
-            return arg[0].join(self(arg[1], local))
+            return arg[0].join(self(arg[1]))
         if fn == "Fn::Sub":
             text, extra = (arg, {}) if isinstance(arg, str) else (arg[0], arg[1])
-            scope = {k: self(v, local) for k, v in extra.items()}
+            scope = {k: self(v) for k, v in extra.items()}
 
             def value(match):
                 name = match.group(1)
+                if name.startswith("!"):
+                    return "${" + name[1:] + "}"
                 if name in scope:
-                    return scope[name]
+                    return str(scope[name])
                 if name in self.values:
-                    return self.values[name]
+                    return str(self.values[name])
                 return f"<{name}>"
 
-            return re.sub(r"\$\{([^}!]+)\}", value, text)
+            return re.sub(r"\$\{([^}]+)\}", value, text)
         raise ValueError(f"cannot evaluate {fn}")
 
 
@@ -123,42 +185,129 @@ def parameter_defaults(template):
     return {k: str(v.get("Default")) for k, v in template.get("Parameters", {}).items()}
 
 
-def check_rest_api(out, c):
-    api = out["Resources"].get("TurnApi", {}).get("Properties", {})
-    c.expect(
-        api.get("EndpointConfiguration", {}).get("Types") == ["REGIONAL"],
-        "the REST API must use a REGIONAL endpoint (edge-optimized cuts idle streams after 30 s)",
+def streamed_routes(template):
+    """(path, method) of the turn function's REST events (infra/template_code_checks.py holds
+    them to the router's routes)."""
+    events = template["Resources"]["TurnFunction"]["Properties"].get("Events", {})
+    return sorted(
+        (e["Properties"]["Path"], e["Properties"]["Method"].lower())
+        for e in events.values()
+        if e.get("Type") == "Api"
     )
-    paths = api.get("Body", {}).get("paths", {})
-    for path, method in STREAMED_ROUTES:
-        op = paths.get(path, {}).get(method)
-        if not c.expect(op is not None, f"the REST API has no {method.upper()} {path}"):
-            continue
-        integ = op.get("x-amazon-apigateway-integration", {})
-        where = f"{method.upper()} {path}"
+
+
+def check_rest_api(out, template, c):
+    raw = out["Resources"].get("TurnApi", {}).get("Properties", {})
+    routes = streamed_routes(template)
+    c.expect(("/v1/turns", "post") in routes, "the REST API has no POST /v1/turns")
+    for mode, params in AUTH_MODES.items():
+        resolve = Resolver(out, params)
+        api = resolve(raw)
         c.expect(
-            integ.get("responseTransferMode") == "STREAM",
-            f"{where}: integration is not responseTransferMode STREAM "
-            "(the SAM event needs ResponseTransferMode: RESPONSE_STREAM)",
+            api.get("EndpointConfiguration", {}).get("Types") == ["REGIONAL"],
+            "the REST API must use a REGIONAL endpoint "
+            "(edge-optimized cuts idle streams after 30 s)",
         )
-        uri = json.dumps(integ.get("uri"))
+        body = api.get("Body", {})
+        paths = body.get("paths", {})
+        schemes = body.get("components", {}).get("securitySchemes", {})
         c.expect(
-            "response-streaming-invocations" in uri,
-            f"{where}: integration URI is not the response-streaming-invocations one",
+            set(schemes) == {"AWS_IAM", mode},
+            f"[{mode}] the REST API defines the schemes {sorted(schemes)}, "
+            f"want exactly AWS_IAM and {mode}",
+        )
+        for path, method in routes:
+            op = paths.get(path, {}).get(method)
+            if not c.expect(op is not None, f"the REST API has no {method.upper()} {path}"):
+                continue
+            where = f"[{mode}] {method.upper()} {path}"
+            integ = op.get("x-amazon-apigateway-integration", {})
+            c.expect(
+                integ.get("responseTransferMode") == "STREAM",
+                f"{where}: integration is not responseTransferMode STREAM "
+                "(the SAM event needs ResponseTransferMode: RESPONSE_STREAM)",
+            )
+            c.expect(
+                "response-streaming-invocations" in json.dumps(integ.get("uri")),
+                f"{where}: integration URI is not the response-streaming-invocations one",
+            )
+            c.expect(
+                "credentials" not in integ,
+                f"{where}: integration invokes with the caller's credentials",
+            )
+            c.expect(
+                op.get("security") == [{mode: []}],
+                f"{where}: route is protected by {op.get('security')}, want {mode}",
+            )
+        turns = (
+            paths.get("/v1/turns", {}).get("post", {}).get("x-amazon-apigateway-integration", {})
         )
         c.expect(
-            "credentials" not in integ,
-            f"{where}: integration invokes with the caller's credentials (set InvokeRole: NONE)",
+            int(turns.get("timeoutInMillis", 0)) > 29000,
+            "POST /v1/turns: integration timeout is not raised above 29 s for streaming",
         )
+        served = sorted((p, m) for p, ops in paths.items() for m in ops)
         c.expect(
-            any("AWS_IAM" in sec for sec in op.get("security", [])),
-            f"{where}: route is not protected by AWS_IAM",
+            served == routes,
+            f"[{mode}] the REST API body has {served}, want exactly the function's events {routes}",
         )
-    turns = paths.get("/v1/turns", {}).get("post", {}).get("x-amazon-apigateway-integration", {})
-    c.expect(
-        int(turns.get("timeoutInMillis", 0)) > 29000,
-        "POST /v1/turns: integration timeout is not raised above 29 s for streaming",
-    )
+        scheme = schemes.get(mode, {})
+        authorizer = scheme.get("x-amazon-apigateway-authorizer", {})
+        authorizer_fn = out["Resources"].get("OidcAuthorizerFunction")
+        if mode == "AWS_IAM":
+            c.expect(
+                scheme.get("x-amazon-apigateway-authtype") == "awsSigv4",
+                "the AWS_IAM scheme must be awsSigv4",
+            )
+            c.expect(
+                authorizer_fn is not None and not resolve.active(authorizer_fn),
+                "without a token issuer the OIDC authorizer function must not be deployed",
+            )
+        elif mode == "CognitoUserPool":
+            c.expect(
+                authorizer.get("type") == "cognito_user_pools"
+                and authorizer.get("providerARNs") == [COGNITO_POOL],
+                f"the Cognito scheme must name exactly CognitoUserPoolArn, got {authorizer}",
+            )
+        else:
+            fn = "OidcAuthorizerFunction"
+            c.expect(
+                authorizer.get("type") == "token"
+                and f"functions/<{fn}.Arn>/invocations" in str(authorizer.get("authorizerUri"))
+                and authorizer.get("authorizerResultTtlInSeconds") == 0,
+                f"the OIDC scheme must be an uncached TOKEN authorizer calling {fn}, "
+                f"got {authorizer}",
+            )
+            c.expect(
+                authorizer_fn is not None and resolve.active(authorizer_fn),
+                "with an OIDC issuer the authorizer function must be deployed",
+            )
+            if authorizer_fn is not None:
+                env = (
+                    resolve(authorizer_fn["Properties"]).get("Environment", {}).get("Variables", {})
+                )
+                c.expect(
+                    env
+                    == {
+                        "OIDC_ISSUER": params["OidcIssuer"],
+                        "OIDC_AUDIENCE": params["OidcAudience"],
+                    },
+                    f"the OIDC authorizer must get the issuer and audience parameters, got {env}",
+                )
+            allowed = [
+                resolve(r["Properties"])
+                for r in out["Resources"].values()
+                if r["Type"] == "AWS::Lambda::Permission" and resolve.active(r)
+            ]
+            c.expect(
+                any(
+                    p.get("FunctionName") == f"<{fn}.Arn>"
+                    and p.get("Principal") == "apigateway.amazonaws.com"
+                    and str(p.get("SourceArn", "")).endswith("<TurnApi>/authorizers/*")
+                    for p in allowed
+                ),
+                "API Gateway may not invoke the OIDC authorizer for this API's authorizers",
+            )
 
 
 def check_function_url(out, c):
@@ -172,12 +321,36 @@ def check_function_url(out, c):
 
 def check_turn_environment(out, c):
     env = (
-        out["Resources"].get("TurnFunction", {}).get("Properties", {})
-        .get("Environment", {}).get("Variables", {})
+        out["Resources"]
+        .get("TurnFunction", {})
+        .get("Properties", {})
+        .get("Environment", {})
+        .get("Variables", {})
     )
-    for name in ("BATON_TABLE", "BATON_BUCKET", "BATON_INLINE_BODY_LIMIT", "BATON_REGISTRY",
-                 "BATON_MODEL_IDS", "RUST_LOG"):
+    for name in (
+        "BATON_TABLE",
+        "BATON_BUCKET",
+        "BATON_INLINE_BODY_LIMIT",
+        "BATON_REGISTRY",
+        "BATON_MODEL_IDS",
+        "BATON_METRICS_NAMESPACE",
+        "RUST_LOG",
+    ):
         c.expect(name in env, f"TurnFunction: environment variable {name} is not set")
+
+
+def check_layer(out, c):
+    """Layer names are per stack: two stacks in one account must not publish versions of one
+    layer."""
+    layers = [r for r in out["Resources"].values() if r["Type"] == "AWS::Lambda::LayerVersion"]
+    for layer in layers:
+        names = [
+            Resolver(out, stack=s)(layer["Properties"].get("LayerName", "")) for s in ("one", "two")
+        ]
+        c.expect(
+            names[0] != names[1] and all("<" not in str(n) for n in names),
+            f"layer name {names[0]!r} is not scoped to the stack (two stacks would share it)",
+        )
 
 
 def role_statements(out, role):
@@ -191,18 +364,35 @@ def as_list(value):
     return value if isinstance(value, list) else [value]
 
 
-def check_bedrock(out, template, c):
-    """Resolve the Bedrock resources under the defaults and under other ids: always exactly the
-    parameters' inference profiles here and their foundation models in any region."""
-    defaults = parameter_defaults(template)
-    other = dict(defaults)
-    other.update(
-        {
-            "OrchestratorModelId": "eu.anthropic.claude-test-a-v1:0",
-            "SpecialistModelId": "apac.meta.llama-test-b-v2:0",
-            "SummarizerModelId": "global.amazon.nova-test-c-v1:0",
-        }
+def geo_of(region, geo):
+    """The inference-profile geography `ModelGeo: auto` must pick in a region."""
+    return (
+        {"us": "us", "eu": "eu", "ap": "apac"}.get(region.split("-")[0]) if geo == "auto" else geo
     )
+
+
+# (region, ModelGeo, model parameters): the Bedrock grants are resolved under each.
+BEDROCK_CASES = [
+    ("us-east-1", "auto", {}),
+    ("eu-west-1", "auto", {}),
+    ("ap-southeast-1", "auto", {}),
+    ("ap-northeast-1", "jp", {}),
+    (
+        "us-west-2",
+        "global",
+        {
+            "OrchestratorModel": "anthropic.claude-test-a-v1:0",
+            "SpecialistModel": "meta.llama-test-b-v2:0",
+            "SummarizerModel": "amazon.nova-test-c-v1:0",
+        },
+    ),
+]
+
+
+def check_bedrock(out, template, c):
+    """Resolve the Bedrock resources and BATON_MODEL_IDS in several regions and for other
+    models: always exactly the parameters' inference profiles, under the region's geography
+    (or the one named), and their foundation models in any region."""
     roles = [k for k, v in out["Resources"].items() if v["Type"] == "AWS::IAM::Role"]
     for role in roles:
         for st in role_statements(out, role):
@@ -215,7 +405,8 @@ def check_bedrock(out, template, c):
             )
             c.expect(
                 actions == ["bedrock:InvokeModelWithResponseStream"],
-                f"{role}: Bedrock actions must be exactly InvokeModelWithResponseStream, got {actions}",
+                f"{role}: Bedrock actions must be exactly InvokeModelWithResponseStream, "
+                f"got {actions}",
             )
     statements = [
         st
@@ -224,31 +415,54 @@ def check_bedrock(out, template, c):
     ]
     if not c.expect(len(statements) == 1, "TurnFunctionRole: no BedrockConverseStream statement"):
         return
-    for params in (defaults, other):
-        resolve = Resolver(params)
-        got = sorted(resolve(as_list(statements[0]["Resource"])))
+    for region, entry in template.get("Mappings", {}).get("GeoByRegion", {}).items():
+        c.expect(
+            entry.get("Geo") == geo_of(region, "auto"),
+            f"GeoByRegion maps {region} to {entry.get('Geo')!r}, "
+            f"not its geography {geo_of(region, 'auto')!r}",
+        )
+    env = template["Resources"]["TurnFunction"]["Properties"]["Environment"]["Variables"]
+    for region, geo, models in BEDROCK_CASES:
+        params = dict(models, ModelGeo=geo)
+        resolve = Resolver(template, params, region)
+        try:
+            got = sorted(resolve(as_list(statements[0]["Resource"])))
+            ids = resolve(env["BATON_MODEL_IDS"])
+        except ValueError as e:
+            c.expect(False, f"Bedrock grants in {region} with ModelGeo {geo}: {e}")
+            continue
+        prefix = geo_of(region, geo)
         want = []
         for name in MODEL_PARAMETERS:
-            model = params[name]
-            want.append(f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/{model}")
-            want.append(f"arn:aws:bedrock:*::foundation-model/{model.split('.', 1)[1]}")
+            model = resolve.values[name]
+            want.append(f"arn:aws:bedrock:{region}:{ACCOUNT}:inference-profile/{prefix}.{model}")
+            want.append(f"arn:aws:bedrock:*::foundation-model/{model}")
         c.expect(
             got == sorted(want),
-            "Bedrock resources are not exactly the model parameters' profiles and models:\n"
-            f"  got  {got}\n  want {sorted(want)}",
+            f"Bedrock resources in {region} with ModelGeo {geo} are not exactly the model "
+            f"parameters' profiles and models:\n  got  {got}\n  want {sorted(want)}",
+        )
+        pairs = dict(p.split("=", 1) for p in ids.split(","))
+        want_ids = {
+            REGISTRY_KEY_OF[name]: f"{prefix}.{resolve.values[name]}" for name in MODEL_PARAMETERS
+        }
+        c.expect(
+            pairs == want_ids,
+            f"BATON_MODEL_IDS in {region} with ModelGeo {geo} is {pairs}, want {want_ids}",
         )
 
 
 def check_registry_models(template, registry_dir, c):
-    """The parameter defaults and BATON_MODEL_IDS must cover the registry's Bedrock models."""
+    """In a US region, the default models and BATON_MODEL_IDS are the registry's Bedrock ids."""
     with open(os.path.join(registry_dir, "models.yaml"), encoding="utf-8") as f:
         models = yaml.safe_load(f).get("models", {})
     bedrock = {k: v["model_id"] for k, v in models.items() if v.get("provider") == "bedrock"}
-    defaults = parameter_defaults(template)
+    resolve = Resolver(template)
     for name, key in REGISTRY_KEY_OF.items():
+        deployed = f"us.{resolve.values.get(name)}"
         c.expect(
-            bedrock.get(key) == defaults.get(name),
-            f"parameter {name} defaults to {defaults.get(name)!r} but models.yaml "
+            bedrock.get(key) == deployed,
+            f"parameter {name} deploys {deployed!r} in {REGION} but models.yaml "
             f"has {key}: {bedrock.get(key)!r}",
         )
     c.expect(
@@ -256,16 +470,12 @@ def check_registry_models(template, registry_dir, c):
         f"models.yaml Bedrock models {sorted(bedrock)} are not the ones the template "
         f"maps {sorted(REGISTRY_KEY_OF.values())}",
     )
-    env = (
-        template["Resources"]["TurnFunction"]["Properties"]
-        .get("Environment", {})
-        .get("Variables", {})
-    )
-    mapping = Resolver(defaults)(env.get("BATON_MODEL_IDS", ""))
+    env = template["Resources"]["TurnFunction"]["Properties"]["Environment"]["Variables"]
+    mapping = resolve(env.get("BATON_MODEL_IDS", ""))
     pairs = dict(p.split("=", 1) for p in mapping.split(",") if "=" in p)
     c.expect(
         pairs == bedrock,
-        f"BATON_MODEL_IDS resolves to {pairs}, models.yaml has {bedrock}",
+        f"BATON_MODEL_IDS resolves to {pairs} in {REGION}, models.yaml has {bedrock}",
     )
 
 
@@ -329,8 +539,15 @@ def check_stream_consumer(out, c):
             c.expect(False, f"stream filter pattern is not JSON: {f!r}")
 
 
+# The only key prefix the turn function may delete under (idempotency claims); the code
+# side (which items claim release deletes) is checked by infra/template_code_checks.py.
+DELETABLE_KEYS = ["PR#*"]
+
+
 def check_no_broad_grants(out, c):
-    """Inline statements only: no table-wide CRUD, no bucket-wide S3, no wildcard actions."""
+    """Inline statements only: no table-wide CRUD, no bucket-wide S3, no wildcard actions, no
+    AWS Marketplace (the first call to a third-party model would subscribe the account), and
+    DeleteItem only on idempotency-claim keys."""
     for name, res in out["Resources"].items():
         if res["Type"] != "AWS::IAM::Role":
             continue
@@ -338,13 +555,114 @@ def check_no_broad_grants(out, c):
             if st.get("Effect") != "Allow":
                 continue
             for action in as_list(st.get("Action", [])):
+                where = f"{name}: statement {st.get('Sid', '?')} grants {action}"
+                c.expect(not action.startswith("aws-marketplace:"), where)
                 c.expect(
-                    not action.endswith("*") and action not in (
-                        "dynamodb:Scan", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
+                    not action.endswith("*")
+                    and action
+                    not in (
+                        "dynamodb:Scan",
+                        "dynamodb:BatchWriteItem",
                         "s3:DeleteObject",
                     ),
-                    f"{name}: statement {st.get('Sid', '?')} grants {action}",
+                    where,
                 )
+                if action == "dynamodb:DeleteItem":
+                    leading = (
+                        st.get("Condition", {})
+                        .get("ForAllValues:StringLike", {})
+                        .get("dynamodb:LeadingKeys")
+                    )
+                    c.expect(
+                        name == "TurnFunctionRole"
+                        and as_list(leading) == DELETABLE_KEYS
+                        and len(st.get("Condition", {})) == 1,
+                        f"{where} beyond the idempotency claims "
+                        f"(want ForAllValues:StringLike dynamodb:LeadingKeys {DELETABLE_KEYS})",
+                    )
+        managed = json.dumps(res["Properties"].get("ManagedPolicyArns", []))
+        c.expect("Marketplace" not in managed, f"{name}: a managed policy grants AWS Marketplace")
+
+
+def check_alarms(out, c):
+    """The alarms exist and fire on any occurrence in five minutes, notify the topic only
+    when one is given, and the dashboard exists. Which metrics they read is checked against
+    the code by infra/template_code_checks.py."""
+    resources = out["Resources"]
+    want = {
+        "PrincipalMismatchAlarm": 300,
+        "TurnErrorsAlarm": 300,
+        "FailedTurnsAlarm": 300,
+        "TurnThrottlesAlarm": 300,
+    }
+    for params, actions in (
+        ({}, None),
+        ({"AlarmTopicArn": f"arn:aws:sns:{REGION}:{ACCOUNT}:ops"}, 1),
+    ):
+        resolve = Resolver(out, params)
+        for name, period in want.items():
+            alarm = resources.get(name)
+            if not c.expect(
+                alarm is not None and alarm["Type"] == "AWS::CloudWatch::Alarm",
+                f"no alarm {name}",
+            ):
+                continue
+            p = resolve(alarm["Properties"])
+            queries = p.get("Metrics", [])
+            got_period = p.get("Period") or (queries[0].get("Period") if queries else None)
+            c.expect(
+                p.get("ComparisonOperator") == "GreaterThanThreshold"
+                and p.get("Threshold") == 0
+                and p.get("EvaluationPeriods") == 1
+                and p.get("DatapointsToAlarm", 1) == 1
+                and got_period == period
+                and p.get("TreatMissingData") == "notBreaching",
+                f"{name} must fire on any occurrence (> 0) within {period} s, "
+                "and treat no data as fine",
+            )
+            got = p.get("AlarmActions")
+            c.expect(
+                (got is None) if actions is None else got == [params["AlarmTopicArn"]],
+                f"{name}: alarm actions {got} "
+                f"with AlarmTopicArn={params.get('AlarmTopicArn', '')!r}",
+            )
+    dashboards = [r for r in resources.values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    c.expect(len(dashboards) == 1, f"expected one CloudWatch dashboard, found {len(dashboards)}")
+    if dashboards:
+        body = json.loads(Resolver(out)(dashboards[0]["Properties"]["DashboardBody"]))
+        shown = {
+            a for w in body["widgets"] if w["type"] == "alarm" for a in w["properties"]["alarms"]
+        }
+        c.expect(
+            shown == {f"<{name}.Arn>" for name in want},
+            f"the dashboard's alarm widget shows {sorted(shown)}, want every alarm",
+        )
+
+
+def run(source, registry_dir):
+    """Transforms and checks the template at `source`: (the transformed template or None,
+    the failures)."""
+    template, errors = decode(source)
+    if errors:
+        return None, [f"{source}: {e}" for e in errors]
+    try:
+        out = transform(with_placeholder_code(template), {}, NoManagedPolicies())
+    except Exception as e:  # the translator raises several types, all with a readable text
+        return None, [f"SAM transform failed: {e}"]
+    template = json.loads(json.dumps(template))
+    out = json.loads(json.dumps(out, default=str))
+    c = Checks()
+    check_rest_api(out, template, c)
+    check_function_url(out, c)
+    check_turn_environment(out, c)
+    check_layer(out, c)
+    check_bedrock(out, template, c)
+    check_registry_models(template, registry_dir, c)
+    check_table(out, c)
+    check_stream_consumer(out, c)
+    check_no_broad_grants(out, c)
+    check_alarms(out, c)
+    return out, c.failures
 
 
 def main(argv):
@@ -352,33 +670,17 @@ def main(argv):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     source, target = argv[1], argv[2]
-    registry_dir = argv[3] if len(argv) == 4 else os.path.join(
-        os.path.dirname(os.path.abspath(source)), "shared", "registry"
+    registry_dir = (
+        argv[3]
+        if len(argv) == 4
+        else os.path.join(os.path.dirname(os.path.abspath(source)), "shared", "registry")
     )
-    template, errors = decode(source)
-    if errors:
-        for e in errors:
-            print(f"{source}: {e}", file=sys.stderr)
-        return 1
-    try:
-        out = transform(with_placeholder_code(template), {}, NoManagedPolicies())
-    except Exception as e:  # the translator raises several types, all with a readable text
-        print(f"SAM transform failed: {e}", file=sys.stderr)
-        return 1
-    with open(target, "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1, default=str)
-
-    c = Checks()
-    check_rest_api(out, c)
-    check_function_url(out, c)
-    check_turn_environment(out, c)
-    check_bedrock(out, template, c)
-    check_registry_models(template, registry_dir, c)
-    check_table(out, c)
-    check_stream_consumer(out, c)
-    check_no_broad_grants(out, c)
-    if c.failures:
-        for f in c.failures:
+    out, failures = run(source, registry_dir)
+    if out is not None:
+        with open(target, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=1)
+    if failures:
+        for f in failures:
             print(f"check failed: {f}", file=sys.stderr)
         return 1
     print(f"SAM transform OK: {len(out['Resources'])} resources, all checks passed")

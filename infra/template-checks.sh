@@ -7,11 +7,17 @@
 # 1. cfn-lint on the template;
 # 2. sam validate (runs the SAM translator) and sam validate --lint;
 # 3. the SAM transform done locally (infra/sam_transform.py), with checks on the result:
-#    every REST route streams (responseTransferMode STREAM, response-streaming-invocations),
-#    the function URL streams with IAM auth, Bedrock is allowed only for the model
-#    parameters, the table is the journal contract, the model ids match models.yaml;
+#    every REST route streams and carries the auth scheme the parameters pick (IAM, Cognito,
+#    OIDC), the function URL streams with IAM auth, Bedrock is allowed only for the model
+#    parameters under the region's geography, the table is the journal contract, the model
+#    ids match models.yaml, no role reaches AWS Marketplace or deletes beyond idempotency
+#    claims, the alarms and the dashboard are there;
 # 4. cfn-lint on the transformed CloudFormation;
-# 5. the checks of step 3 still catch the SAM pitfall `ResponseTransferMode: STREAM`.
+# 5. the template against the code (infra/template_code_checks.py): the metrics the alarms
+#    and the dashboard read are the ones the code emits, each role allows exactly the SDK
+#    calls its function makes, the REST routes are the router's, the sample events match;
+# 6. the OIDC authorizer's code against signed test tokens (infra/oidc_authorizer_check.py);
+# 7. the checks themselves: templates broken on purpose must fail them, for the reason meant.
 set -euo pipefail
 # A template named on the command line is relative to where the script was called from.
 template="$(realpath "${1:-$(dirname "$0")/../template.yaml}")"
@@ -46,13 +52,16 @@ step "cfn-lint on the transformed template"
 "$bin/cfn-lint" "$work/transformed.json" \
   || fail "cfn-lint found problems in the transformed template (listed above)"
 
-step "the checks catch a buffered REST route"
-sed 's/ResponseTransferMode: RESPONSE_STREAM/ResponseTransferMode: STREAM/' "$template" >"$work/buffered.yaml"
-if "$bin/python" infra/sam_transform.py "$work/buffered.yaml" "$work/buffered.json" shared/registry \
-    >"$work/buffered.log" 2>&1; then
-  fail "the streaming checks passed a template with ResponseTransferMode: STREAM; they are broken"
-fi
-grep -q "responseTransferMode STREAM" "$work/buffered.log" \
-  || { cat "$work/buffered.log" >&2; fail "the streaming checks failed for another reason than the buffered route"; }
+step "template against the code"
+"$bin/python" infra/template_code_checks.py "$template" "$work/transformed.json" \
+  || fail "the template does not match the code (see the checks above)"
+
+step "OIDC authorizer"
+"$bin/python" infra/oidc_authorizer_check.py "$template" events/oidc-authorizer-token.json \
+  || fail "the OIDC authorizer accepts or refuses the wrong tokens (see above)"
+
+step "the checks catch templates broken on purpose"
+"$bin/python" infra/template_selftest.py "$template" shared/registry \
+  || fail "a template broken on purpose passed the checks, or failed them for another reason"
 
 echo "template checks passed"

@@ -17,7 +17,7 @@ use axum::body::Bytes;
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_aws::sdk::Clients;
 use baton_core::Principal;
-use baton_core::ports::store::Store;
+use baton_core::ports::store::{Store, StoreError};
 use baton_core::turn::{AgentStatus, TurnOutcome};
 use baton_http::sse::decode;
 use baton_tests::dynamodb_local::DynamoDbLocal;
@@ -528,4 +528,70 @@ async fn an_ordinary_turn_costs_two_transactions_and_a_follow_up_two_reads_more(
         "DynamoDB.GetItem=1 DynamoDB.Query=1 DynamoDB.TransactWriteItems=2"
     );
     assert_eq!(rig.turns_of(&episode).await.len(), 2);
+}
+
+/// The REST events behind the template's token authorizers (a Cognito user pool, the OIDC
+/// authorizer): the turn belongs to the token's `sub`, whatever the body says.
+#[tokio::test]
+async fn a_token_caller_owns_its_turn_as_the_tokens_sub() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, false))
+        .await
+        .unwrap();
+    let rig = Rig::new(fake).await;
+    for (name, sub) in [
+        (
+            "api-gateway-rest-turn-cognito.json",
+            "7d8ca528-4931-4254-9273-ea5ee853f271",
+        ),
+        ("api-gateway-rest-turn-lambda-authorizer.json", "user-7f3a"),
+    ] {
+        let (body, _) = rig.invoke_event(&event(name)).await;
+        assert_eq!(
+            names(&body).last().map(String::as_str),
+            Some("completed"),
+            "{name}: {body}"
+        );
+        let episode = episode(&body);
+        let turns_as = |p: &str| {
+            let principal = Principal::new(p).unwrap();
+            let store = &rig.store;
+            let episode = episode.clone();
+            async move { store.turns(&principal, &episode, 10).await }
+        };
+        assert_eq!(turns_as(sub).await.unwrap().len(), 1, "{name}");
+        // The Cognito sample's body names `mallory`: ignored.
+        for other in ["mallory", ALICE] {
+            assert!(
+                matches!(turns_as(other).await, Err(StoreError::NotFound)),
+                "{name}: the episode must not be {other}'s"
+            );
+        }
+    }
+}
+
+/// Token claims without a `sub` are refused before the turn runs: no journal request, no
+/// model call.
+#[tokio::test]
+async fn a_token_without_a_sub_is_refused_before_any_work() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, false))
+        .await
+        .unwrap();
+    let rig = Rig::new(fake).await;
+    let mut event: Value =
+        serde_json::from_slice(&event("api-gateway-rest-turn-cognito.json")).unwrap();
+    event["requestContext"]["authorizer"]["claims"]
+        .as_object_mut()
+        .unwrap()
+        .remove("sub");
+    let before = rig.counter.snapshot();
+    let (status, mut stream) = rig.start(&serde_json::to_vec(&event).unwrap()).await;
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        body.extend_from_slice(&chunk.unwrap());
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], "unauthorized", "{body}");
+    assert_eq!(rig.counter.snapshot().since(&before).total(), 0);
+    assert_eq!(rig.bedrock.request_count(), 0);
 }

@@ -12,7 +12,9 @@
 //!   identity (Cognito identity id, user ARN, caller).
 //!
 //! A request with none of these is refused with 403: the front door let it through without
-//! authentication, and no retry by the client can change that.
+//! authentication, and no retry by the client can change that. A token (JWT claims) vouches
+//! for its `sub` and nobody else: claims without a usable `sub` are refused with 401, never
+//! passed over for another identity of the request.
 
 use axum::http::request::Parts;
 use baton_core::Principal;
@@ -33,7 +35,7 @@ impl PrincipalSource for LambdaPrincipal {
             tracing::info!("request without a Lambda request context");
             return Err(AuthError::NoIdentity);
         };
-        let candidates = candidates(context);
+        let candidates = candidates(context)?;
         if candidates.is_empty() {
             return Err(AuthError::NoIdentity);
         }
@@ -52,23 +54,30 @@ impl PrincipalSource for LambdaPrincipal {
     }
 }
 
-/// Identities in the context, most specific first.
-fn candidates(context: &RequestContext) -> Vec<String> {
+/// Identities in the context, most specific first. A token's claims yield its `sub` alone:
+/// the token vouches for nobody else, so nothing else of the request may stand in for it.
+fn candidates(context: &RequestContext) -> Result<Vec<String>, AuthError> {
     let mut out = Vec::new();
     match context {
         RequestContext::ApiGatewayV2(c) => {
             if let Some(authorizer) = &c.authorizer {
-                if let Some(sub) = authorizer.jwt.as_ref().and_then(|j| j.claims.get("sub")) {
-                    out.push(sub.clone());
+                if let Some(jwt) = &authorizer.jwt {
+                    return subject(jwt.claims.get("sub").map(String::as_str));
                 }
-                authorizer_fields(authorizer, &mut out);
+                if let Some(claims) = claims(authorizer) {
+                    return subject(claims.get("sub").and_then(Value::as_str));
+                }
+                principal_id(authorizer, &mut out);
                 if let Some(iam) = &authorizer.iam {
                     iam_identity(iam, &mut out);
                 }
             }
         }
         RequestContext::ApiGatewayV1(c) => {
-            authorizer_fields(&c.authorizer, &mut out);
+            if let Some(claims) = claims(&c.authorizer) {
+                return subject(claims.get("sub").and_then(Value::as_str));
+            }
+            principal_id(&c.authorizer, &mut out);
             let id = &c.identity;
             out.extend(
                 [&id.cognito_identity_id, &id.user_arn, &id.caller]
@@ -80,27 +89,36 @@ fn candidates(context: &RequestContext) -> Vec<String> {
         _ => {}
     }
     out.retain(|s| !s.trim().is_empty());
-    out
+    Ok(out)
 }
 
-/// A REST authorizer's `claims.sub` (Cognito user pools) and `principalId` (Lambda
-/// authorizer); an HTTP API's Lambda authorizer context the same way.
-fn authorizer_fields(authorizer: &ApiGatewayRequestAuthorizer, out: &mut Vec<String>) {
-    let fields = &authorizer.fields;
-    let claims = match fields.get("claims") {
-        // Some REST integrations pass the claims as a JSON string.
-        Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok(),
-        Some(claims) => Some(claims.clone()),
-        None => None,
-    };
-    if let Some(sub) = claims
-        .as_ref()
-        .and_then(|c| c.get("sub"))
-        .and_then(Value::as_str)
-    {
-        out.push(sub.to_owned());
+/// A token's `sub`: present and not blank, or the token is refused.
+fn subject(sub: Option<&str>) -> Result<Vec<String>, AuthError> {
+    match sub {
+        Some(sub) if !sub.trim().is_empty() => Ok(vec![sub.to_owned()]),
+        _ => {
+            tracing::warn!("the request's token claims name no subject");
+            Err(AuthError::Invalid(
+                "the token names no subject (sub)".to_owned(),
+            ))
+        }
     }
-    if let Some(id) = fields.get("principalId").and_then(Value::as_str) {
+}
+
+/// The claims of a token an authorizer verified (a REST Cognito user pools authorizer), if
+/// any. Some REST integrations pass them as a JSON string; one that does not parse is claims
+/// without a `sub`.
+fn claims(authorizer: &ApiGatewayRequestAuthorizer) -> Option<Value> {
+    match authorizer.fields.get("claims") {
+        Some(Value::String(text)) => Some(serde_json::from_str(text).unwrap_or_default()),
+        Some(Value::Null) | None => None,
+        Some(claims) => Some(claims.clone()),
+    }
+}
+
+/// A Lambda authorizer's `principalId` (REST, or an HTTP API's authorizer context).
+fn principal_id(authorizer: &ApiGatewayRequestAuthorizer, out: &mut Vec<String>) {
+    if let Some(id) = authorizer.fields.get("principalId").and_then(Value::as_str) {
         out.push(id.to_owned());
     }
 }
@@ -134,6 +152,13 @@ mod tests {
 
     fn principal(event: &Value) -> Result<Principal, AuthError> {
         LambdaPrincipal.principal(&parts_of(event))
+    }
+
+    /// A sample event from `events/`, as API Gateway sends it for the template's API.
+    fn sample(name: &str) -> Value {
+        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        serde_json::from_str(&text).unwrap()
     }
 
     fn v2(authorizer: Value) -> Value {
@@ -252,6 +277,83 @@ mod tests {
             Some(serde_json::json!({"principalId": "lambda-auth-user"})),
         );
         assert_eq!(principal(&event).unwrap().as_str(), "lambda-auth-user");
+    }
+
+    #[test]
+    fn the_sample_rest_events_name_their_callers() {
+        let iam = sample("api-gateway-rest-turn.json");
+        assert_eq!(
+            principal(&iam).unwrap().as_str(),
+            "arn:aws:iam::123456789012:user/bob"
+        );
+        // Cognito user pool authorizer: the ID token's sub, not the `principal` in the body.
+        let cognito = sample("api-gateway-rest-turn-cognito.json");
+        assert_eq!(
+            principal(&cognito).unwrap().as_str(),
+            cognito["requestContext"]["authorizer"]["claims"]["sub"]
+                .as_str()
+                .unwrap()
+        );
+        assert_eq!(
+            principal(&cognito).unwrap().as_str(),
+            "7d8ca528-4931-4254-9273-ea5ee853f271"
+        );
+        // The template's OIDC authorizer: principalId is the token's sub.
+        let oidc = sample("api-gateway-rest-turn-lambda-authorizer.json");
+        assert_eq!(principal(&oidc).unwrap().as_str(), "user-7f3a");
+        assert_eq!(
+            oidc["requestContext"]["authorizer"]["sub"],
+            oidc["requestContext"]["authorizer"]["principalId"]
+        );
+    }
+
+    #[test]
+    fn token_claims_without_a_sub_are_refused_not_passed_over() {
+        let mut event = sample("api-gateway-rest-turn-cognito.json");
+        let claims = &mut event["requestContext"]["authorizer"]["claims"];
+        claims.as_object_mut().unwrap().remove("sub");
+        assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+        // Not even for an IAM identity or a principalId the request also carries.
+        event["requestContext"]["identity"]["userArn"] =
+            "arn:aws:iam::123456789012:user/bob".into();
+        event["requestContext"]["authorizer"]["principalId"] = "someone".into();
+        assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+        for blank in ["", "  "] {
+            let mut event = sample("api-gateway-rest-turn-cognito.json");
+            event["requestContext"]["authorizer"]["claims"]["sub"] = blank.into();
+            assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+        }
+        // A sub that is no valid principal is not passed over either.
+        let mut event = sample("api-gateway-rest-turn-cognito.json");
+        event["requestContext"]["authorizer"]["claims"]["sub"] = "x".repeat(129).into();
+        event["requestContext"]["identity"]["userArn"] =
+            "arn:aws:iam::123456789012:user/bob".into();
+        assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+        let event =
+            v2(serde_json::json!({"jwt": {"claims": {"email": "x@example.com"}, "scopes": null}}));
+        assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+    }
+
+    #[test]
+    fn claims_passed_as_a_json_string_are_read_the_same() {
+        let mut event = sample("api-gateway-rest-turn-cognito.json");
+        let claims = event["requestContext"]["authorizer"]["claims"].to_string();
+        event["requestContext"]["authorizer"]["claims"] = claims.into();
+        assert_eq!(
+            principal(&event).unwrap().as_str(),
+            "7d8ca528-4931-4254-9273-ea5ee853f271"
+        );
+        event["requestContext"]["authorizer"]["claims"] = "{\"email\":\"x@example.com\"}".into();
+        assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+        event["requestContext"]["authorizer"]["claims"] = "not json".into();
+        assert!(matches!(principal(&event), Err(AuthError::Invalid(_))));
+    }
+
+    #[test]
+    fn a_lambda_authorizer_without_a_principal_id_is_no_identity() {
+        let mut event = sample("api-gateway-rest-turn-lambda-authorizer.json");
+        event["requestContext"]["authorizer"]["principalId"] = "".into();
+        assert_eq!(principal(&event), Err(AuthError::NoIdentity));
     }
 
     #[test]
