@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, ProjectionType, StreamViewType, TimeToLiveStatus};
 use baton_core::ports::store::{Body, Claim, Store, StoreError};
 use baton_runtime::testkit::store::records::{
-    LEASE_MS, body, claim_ok, claim_request, commit_of, principal, turn_record,
+    LEASE_MS, body, claim_ok, claim_request, commit_of, principal, run_turn, turn_record,
 };
 use baton_tests::dynamodb_local::{DynamoDbLocal, JournalBucket, LocalJournal};
 use serde_json::{Value, json};
@@ -368,11 +368,14 @@ async fn a_claim_past_its_ttl_is_absent_even_before_dynamodb_deletes_it() {
             ),
         ])
     };
+    // The episode those claims were made on, its own lease long over.
+    run_turn(&j.store, &alice, "ep-0", true, "t-0", 1_000).await;
     j.put_item(stale_claim("t-expired", now_s - 1)).await;
     j.put_item(stale_claim("t-live", now_s + 3_600)).await;
 
+    // Sent again, the dead claim's turn restarts on its own episode.
     let expired = claim_request(&alice, None, "ep-1", "t-expired", now_ms);
-    claim_ok(&j.store, expired).await;
+    assert_eq!(claim_ok(&j.store, expired).await.episode_id, "ep-0");
     let live = claim_request(&alice, None, "ep-2", "t-live", now_ms);
     assert_eq!(j.store.claim(live).await, Ok(Claim::InFlight));
 }

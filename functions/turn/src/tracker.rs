@@ -131,6 +131,10 @@ impl Store for TrackedStore {
     ) -> Result<serde_json::Value, StoreError> {
         self.inner.body(principal, episode_id, key).await
     }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.inner.ready().await
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use baton_core::Principal;
@@ -64,6 +65,19 @@ pub(crate) struct Config {
     pub(crate) max_body_bytes: usize,
     /// Recent turns the orchestrator sees.
     pub(crate) history_turns: usize,
+    /// `baton serve`: time to receive a request head, after opening or after the previous
+    /// response (idle keep-alive), in ms.
+    pub(crate) header_timeout_ms: u64,
+    /// `baton serve`: time to receive a request body, in ms.
+    pub(crate) body_timeout_ms: u64,
+    /// `baton serve`: time a client may leave a write untaken before it is disconnected, in ms.
+    pub(crate) send_timeout_ms: u64,
+    /// `baton serve`: connections served at once.
+    pub(crate) max_connections: usize,
+    /// Output of one turn that may wait for a slow reader, in bytes.
+    pub(crate) stream_buffer_bytes: usize,
+    /// How long a turn waits for a reader that makes no room before cutting it off, in ms.
+    pub(crate) stream_stall_ms: u64,
     /// Log filter (`info`, `baton=debug,warn`, ...).
     #[serde(
         skip_serializing_if = "Option::is_none",
@@ -86,6 +100,12 @@ const KEYS: &[&str] = &[
     "max_message_chars",
     "max_body_bytes",
     "history_turns",
+    "header_timeout_ms",
+    "body_timeout_ms",
+    "send_timeout_ms",
+    "max_connections",
+    "stream_buffer_bytes",
+    "stream_stall_ms",
     "log",
 ];
 
@@ -121,9 +141,14 @@ fn optional_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String
     Option::<Scalar>::deserialize(d).map(|s| s.map(String::from))
 }
 
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Default for Config {
     fn default() -> Self {
         let runtime = baton_runtime::RuntimeConfig::default();
+        let server = baton_http::ServerLimits::default();
         Config {
             registry: "shared/registry".to_owned(),
             data_dir: ".baton".to_owned(),
@@ -137,6 +162,12 @@ impl Default for Config {
             max_message_chars: runtime.max_message_chars,
             max_body_bytes: baton_http::DEFAULT_MAX_BODY_BYTES,
             history_turns: runtime.history_turns,
+            header_timeout_ms: millis(server.header_timeout),
+            body_timeout_ms: millis(server.body_timeout),
+            send_timeout_ms: millis(server.send_timeout),
+            max_connections: server.max_connections,
+            stream_buffer_bytes: runtime.output.buffer_bytes,
+            stream_stall_ms: millis(runtime.output.stall),
             log: None,
         }
     }
@@ -201,6 +232,10 @@ pub(crate) struct Settings {
     pub(crate) max_message_chars: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) history_turns: usize,
+    /// Connection limits of `baton serve`.
+    pub(crate) server: baton_http::ServerLimits,
+    /// How much output waits for a slow reader.
+    pub(crate) output: baton_runtime::OutputLimits,
     pub(crate) log: Option<String>,
 }
 
@@ -287,9 +322,21 @@ fn check(config: Config) -> anyhow::Result<Settings> {
     for (key, value) in [
         ("max_message_chars", config.max_message_chars),
         ("max_body_bytes", config.max_body_bytes),
+        ("max_connections", config.max_connections),
+        ("stream_buffer_bytes", config.stream_buffer_bytes),
     ] {
         if value == 0 {
             bail!("invalid configuration: key {key:?} must be at least 1");
+        }
+    }
+    for (key, value) in [
+        ("header_timeout_ms", config.header_timeout_ms),
+        ("body_timeout_ms", config.body_timeout_ms),
+        ("send_timeout_ms", config.send_timeout_ms),
+        ("stream_stall_ms", config.stream_stall_ms),
+    ] {
+        if value == 0 {
+            bail!("invalid configuration: key {key:?} must be at least 1 (milliseconds)");
         }
     }
     Ok(Settings {
@@ -304,6 +351,16 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         max_message_chars: config.max_message_chars,
         max_body_bytes: config.max_body_bytes,
         history_turns: config.history_turns,
+        server: baton_http::ServerLimits {
+            header_timeout: Duration::from_millis(config.header_timeout_ms),
+            body_timeout: Duration::from_millis(config.body_timeout_ms),
+            send_timeout: Duration::from_millis(config.send_timeout_ms),
+            max_connections: config.max_connections,
+        },
+        output: baton_runtime::OutputLimits {
+            buffer_bytes: config.stream_buffer_bytes,
+            stall: Duration::from_millis(config.stream_stall_ms),
+        },
         log: config.log.filter(|l| !l.is_empty()),
     })
 }

@@ -32,11 +32,39 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         .with_context(|| format!("listening on {}", settings.addr))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%addr, url = %format!("http://{addr}"), principal = %settings.principal, "baton serve listening");
-    baton_http::serve(listener, state, shutdown_signal())
+    let limits = connection_limits(settings.server);
+    baton_http::serve(listener, state, limits, shutdown_signal())
         .await
         .context("serving")?;
     tracing::info!("baton serve stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Descriptors kept free for the store, log files and the like when connections are capped
+/// by the process's descriptor limit.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// The configured limits, with the connection cap lowered to what the process's descriptor
+/// limit allows: past it `accept` fails for every client, health checks included.
+fn connection_limits(mut limits: baton_http::ServerLimits) -> baton_http::ServerLimits {
+    #[cfg(unix)]
+    {
+        let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+        if let Some(soft) = soft {
+            let room = usize::try_from(soft.saturating_sub(SPARE_DESCRIPTORS).max(1))
+                .unwrap_or(usize::MAX);
+            if room < limits.max_connections {
+                tracing::warn!(
+                    configured = limits.max_connections,
+                    allowed = room,
+                    descriptor_limit = soft,
+                    "max_connections lowered to fit the descriptor limit"
+                );
+                limits.max_connections = room;
+            }
+        }
+    }
+    limits
 }
 
 /// Ctrl-C, or SIGTERM on Unix (how service managers and containers ask a process to stop).

@@ -86,6 +86,7 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             max_message_chars: settings.max_message_chars,
             history_turns: settings.history_turns,
             orchestrator: settings.orchestrator.clone(),
+            output: settings.output,
             ..RuntimeConfig::default()
         });
     builder = match &settings.model {

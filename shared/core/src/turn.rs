@@ -138,6 +138,10 @@ pub struct TurnRecord {
     /// What the privacy guard masked in the turn's output.
     #[serde(default)]
     pub privacy: PrivacyReceipt,
+    /// What the request asked, hashed, so that a turn id sent again with another request
+    /// is told apart from a retry (empty for turns stored before it was kept).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
 }
 
 /// What a Direct Line turn delivered, as the user saw it (after the privacy guard).
@@ -269,6 +273,7 @@ mod tests {
             outcome: TurnOutcome::Answered,
             direct: None,
             privacy: PrivacyReceipt::default(),
+            fingerprint: "f".into(),
         }
     }
 

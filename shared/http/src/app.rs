@@ -18,7 +18,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/turns", post(turns::post_turn))
         .route("/v1/episodes/{id}", get(episodes::get_episode))
         .route("/v1/agents", get(agents::get_agents))
-        .route("/healthz", get(health::healthz));
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz));
     if state.metrics.is_some() {
         router = router.route("/metrics", get(health::metrics));
     }

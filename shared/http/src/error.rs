@@ -31,6 +31,9 @@ pub enum Error {
     /// The body could not be read (400).
     #[error("the request body could not be read")]
     UnreadableBody,
+    /// The body did not arrive within the body timeout (408).
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
     /// The body is over the configured limit (413).
     #[error("the request body is larger than the limit of {limit} bytes")]
     BodyTooLarge {
@@ -53,12 +56,14 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::Unauthorized(AuthError::NoIdentity) => StatusCode::FORBIDDEN,
+            Error::Unauthorized(AuthError::Ambiguous) => StatusCode::BAD_REQUEST,
             Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Error::ContentType
             | Error::MalformedJson
             | Error::InvalidBody(_)
             | Error::UnreadableBody => StatusCode::BAD_REQUEST,
             Error::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::NoRoute => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Rejected(r) => match r.kind {
@@ -66,6 +71,7 @@ impl Error {
                 RejectionKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
                 RejectionKind::NotFound => StatusCode::NOT_FOUND,
                 RejectionKind::InFlight | RejectionKind::Busy => StatusCode::CONFLICT,
+                RejectionKind::Mismatch => StatusCode::UNPROCESSABLE_ENTITY,
                 RejectionKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             },
         }
@@ -75,12 +81,14 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Unauthorized(AuthError::NoIdentity) => "forbidden",
+            Error::Unauthorized(AuthError::Ambiguous) => "ambiguous_principal",
             Error::Unauthorized(_) => "unauthorized",
             Error::ContentType => "unsupported_content_type",
             Error::MalformedJson => "malformed_json",
             Error::InvalidBody(_) => "invalid_body",
             Error::UnreadableBody => "unreadable_body",
             Error::BodyTooLarge { .. } => "body_too_large",
+            Error::BodyTimeout => "body_timeout",
             Error::NoRoute => "no_route",
             Error::MethodNotAllowed => "method_not_allowed",
             Error::Rejected(r) => match r.kind {
@@ -88,6 +96,7 @@ impl Error {
                 RejectionKind::TooLarge => "message_too_large",
                 RejectionKind::NotFound => "not_found",
                 RejectionKind::InFlight => "turn_in_flight",
+                RejectionKind::Mismatch => "turn_id_reused",
                 RejectionKind::Busy => "episode_busy",
                 RejectionKind::Unavailable => "unavailable",
             },
@@ -128,6 +137,7 @@ mod tests {
             (RejectionKind::NotFound, 404),
             (RejectionKind::InFlight, 409),
             (RejectionKind::Busy, 409),
+            (RejectionKind::Mismatch, 422),
             (RejectionKind::Unavailable, 503),
         ];
         for (kind, status) in cases {

@@ -1,4 +1,4 @@
-//! Liveness and the in-process counters.
+//! Liveness, readiness and the in-process counters.
 
 use axum::Json;
 use axum::extract::State;
@@ -10,6 +10,12 @@ use crate::state::AppState;
 /// `GET /healthz`.
 pub(crate) async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
+}
+
+/// `GET /readyz`: 200 when turns can run, else 503 with the reason in plain words.
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>, Error> {
+    state.runtime.ready().await?;
+    Ok(Json(json!({ "status": "ready" })))
 }
 
 /// `GET /metrics`: every counter, `name,dimension=value` → count.

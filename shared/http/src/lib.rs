@@ -11,7 +11,8 @@
 //! - `POST /v1/turns`: a [`TurnBody`] in, a `text/event-stream` of the turn's events out;
 //! - `GET /v1/episodes/{id}`: the caller's own episode history as JSON;
 //! - `GET /v1/agents`: the assistant, its specialists and its Direct Line settings;
-//! - `GET /healthz`: `{"status":"ok"}`;
+//! - `GET /healthz`: `{"status":"ok"}` while the process answers (liveness);
+//! - `GET /readyz`: whether turns can run now (the store answers), 200 or 503;
 //! - `GET /metrics`: in-process counters, only when the state carries them;
 //! - `GET /` (with `/console.js`, `/console.css`): the web console, only when the state
 //!   enables it ([`AppState::with_console`]).
@@ -40,5 +41,5 @@ pub use app::app;
 pub use body::TurnBody;
 pub use error::{Error, Result};
 pub use principal::{AuthError, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
-pub use serve::serve;
+pub use serve::{ServerLimits, serve};
 pub use state::{AppState, DEFAULT_MAX_BODY_BYTES};

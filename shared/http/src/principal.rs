@@ -12,7 +12,7 @@ use crate::state::AppState;
 pub const PRINCIPAL_HEADER: &str = "x-baton-principal";
 
 /// Why a request has no usable principal. `Missing` and `Invalid` become 401; `NoIdentity`
-/// becomes 403.
+/// becomes 403; `Ambiguous` 400.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     /// The request carries no principal and there is no default.
@@ -26,6 +26,10 @@ pub enum AuthError {
     /// same credentials will not help, hence 403 rather than 401.
     #[error("this request carries no authenticated identity, so it cannot be served")]
     NoIdentity,
+    /// The request names more than one principal: none of them is taken, since which one
+    /// a proxy or client meant cannot be known.
+    #[error("the request names more than one principal; send exactly one")]
+    Ambiguous,
 }
 
 /// Where the caller's principal comes from. Locally a flag or a header; on AWS the
@@ -67,9 +71,13 @@ impl LocalPrincipal {
 
 impl PrincipalSource for LocalPrincipal {
     fn principal(&self, parts: &Parts) -> Result<Principal, AuthError> {
-        let Some(value) = parts.headers.get(&self.header) else {
+        let mut values = parts.headers.get_all(&self.header).iter();
+        let Some(value) = values.next() else {
             return self.default.clone().ok_or(AuthError::Missing);
         };
+        if values.next().is_some() {
+            return Err(AuthError::Ambiguous);
+        }
         let text = value
             .to_str()
             .map_err(|_| AuthError::Invalid("it is not plain text".to_owned()))?;
@@ -118,6 +126,16 @@ mod tests {
             source.principal(&parts(None)).unwrap().as_str(),
             "local-user"
         );
+    }
+
+    #[test]
+    fn two_principal_headers_are_ambiguous() {
+        let source = LocalPrincipal::new(Some(Principal::new("local-user").unwrap()));
+        let mut parts = parts(Some("alice"));
+        parts
+            .headers
+            .append(PRINCIPAL_HEADER, "mallory".parse().unwrap());
+        assert_eq!(source.principal(&parts), Err(AuthError::Ambiguous));
     }
 
     #[test]

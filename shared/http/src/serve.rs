@@ -1,23 +1,113 @@
-//! Serving the app on a socket until told to stop.
+//! Serving the app on a socket until told to stop, with the limits a public server needs:
+//! no connection may sit on the server forever, and no number of them may starve it.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
 
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_io_timeout::TimeoutStream;
 
 use crate::app::app;
 use crate::state::AppState;
 
-/// Serves [`app`](crate::app) on `listener` until `shutdown` completes, then stops accepting
-/// and waits for open requests (running turn streams) to finish.
+/// The connection limits of [`serve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// A connection must deliver a complete request head within this time of opening, and
+    /// of finishing its previous response: it bounds slow headers and idle keep-alive
+    /// connections alike. Then the connection is closed.
+    pub header_timeout: Duration,
+    /// A request body must arrive whole within this time of its head (else 408).
+    pub body_timeout: Duration,
+    /// A write the client does not take within this time closes the connection (a reader
+    /// that stopped reading); its turn goes on and commits.
+    pub send_timeout: Duration,
+    /// Connections served at once; more wait in the listen backlog until one closes.
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(30),
+            max_connections: 4_096,
+        }
+    }
+}
+
+/// Bytes hyper queues per connection for writing (and reads a request head into).
+const WRITE_QUEUE_BYTES: usize = 64 * 1024;
+
+/// Pause after a failed `accept` (e.g. out of descriptors) before trying again, so the
+/// loop does not spin while the condition lasts.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Serves [`app`](crate::app) on `listener` under `limits` until `shutdown` completes, then
+/// stops accepting and waits for open requests (running turn streams) to finish.
 ///
 /// # Errors
-/// The listener fails.
+/// None today: a failing `accept` is logged and retried.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
+    limits: ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let router = app(state.with_body_timeout(limits.body_timeout));
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        // What waits in a connection's write queue for a slow reader (hyper's default is
+        // about 400 KB); the turn's own output queue is bounded apart.
+        .max_buf_size(WRITE_QUEUE_BYTES);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break, // never closed
+            },
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Events should leave as soon as they are made, not wait to fill a segment.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY not set");
+        }
+        let mut stream = TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.send_timeout));
+        let io = TokioIo::new(Box::pin(stream));
+        let service = TowerToHyperService::new(router.clone());
+        let connection = graceful.watch(builder.serve_connection(io, service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use baton_runtime::Runtime;
 use baton_runtime::metrics::LocalMetrics;
@@ -25,6 +26,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Serve the web console at `/` (off unless [`AppState::with_console`]).
     pub console: bool,
+    /// How long a request body may take to arrive (none: as long as the host allows).
+    pub body_timeout: Option<Duration>,
 }
 
 impl AppState {
@@ -36,7 +39,14 @@ impl AppState {
             metrics: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             console: false,
+            body_timeout: None,
         }
+    }
+
+    /// Refuses (408) a request body that has not arrived whole within `timeout`.
+    pub fn with_body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = Some(timeout);
+        self
     }
 
     /// Serves these counters at `GET /metrics`.
@@ -66,6 +76,7 @@ impl fmt::Debug for AppState {
             .field("metrics", &self.metrics.is_some())
             .field("max_body_bytes", &self.max_body_bytes)
             .field("console", &self.console)
+            .field("body_timeout", &self.body_timeout)
             .finish_non_exhaustive()
     }
 }

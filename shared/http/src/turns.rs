@@ -3,8 +3,7 @@
 use std::convert::Infallible;
 
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
@@ -29,16 +28,17 @@ const REPLAY_HEADER: HeaderName = HeaderName::from_static("x-baton-replay");
 /// Asks buffering proxies (nginx) to pass frames through as they come.
 const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buffering");
 
-/// The caller is checked first, then the body; the turn runs on its own task, so a client
-/// that leaves mid-stream only stops the frames: the turn still commits (its answer is in
-/// the episode's history).
-pub(crate) async fn post_turn(
-    State(state): State<AppState>,
-    Caller(principal): Caller,
-    headers: HeaderMap,
-    bytes: Result<Bytes, BytesRejection>,
-) -> Result<Response, Error> {
-    let bytes = bytes.map_err(|rejection| {
+/// Reads a request body within the size limit (the router's `DefaultBodyLimit`) and the
+/// state's body timeout.
+async fn read_body(state: &AppState, request: Request) -> Result<Bytes, Error> {
+    let read = Bytes::from_request(request, state);
+    let read = match state.body_timeout {
+        Some(limit) => tokio::time::timeout(limit, read)
+            .await
+            .map_err(|_| Error::BodyTimeout)?,
+        None => read.await,
+    };
+    read.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Error::BodyTooLarge {
                 limit: state.max_body_bytes,
@@ -47,7 +47,19 @@ pub(crate) async fn post_turn(
             tracing::info!(error = %rejection.body_text(), "turn body could not be read");
             Error::UnreadableBody
         }
-    })?;
+    })
+}
+
+/// The caller is checked first, then the body; the turn runs on its own task, so a client
+/// that leaves mid-stream only stops the frames: the turn still commits (its answer is in
+/// the episode's history).
+pub(crate) async fn post_turn(
+    State(state): State<AppState>,
+    Caller(principal): Caller,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response, Error> {
+    let bytes = read_body(&state, request).await?;
     let body = body::parse(&headers, &bytes)?;
     let request = TurnRequest {
         principal,

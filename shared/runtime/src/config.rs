@@ -1,5 +1,7 @@
 //! Runtime settings that are not part of any card.
 
+use crate::stream::OutputLimits;
+
 /// Runtime settings.
 #[derive(Debug, Clone)]
 pub struct RuntimeConfig {
@@ -15,6 +17,8 @@ pub struct RuntimeConfig {
     pub turn_timeout_ms: u64,
     /// Orchestrator to start turns at (`None`: the registry's only top-level one).
     pub orchestrator: Option<String>,
+    /// How much output may wait for a slow reader, and for how long.
+    pub output: OutputLimits,
 }
 
 impl Default for RuntimeConfig {
@@ -26,6 +30,7 @@ impl Default for RuntimeConfig {
             flush_pacing_ms: 15,
             turn_timeout_ms: 120_000,
             orchestrator: None,
+            output: OutputLimits::default(),
         }
     }
 }

@@ -28,4 +28,4 @@ pub mod testkit;
 pub use config::RuntimeConfig;
 pub use request::{RejectionKind, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
-pub use stream::TurnStream;
+pub use stream::{OutputLimits, TurnStream};

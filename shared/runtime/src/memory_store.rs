@@ -23,8 +23,9 @@ struct Inner {
     episodes: HashMap<String, Episode>,
     /// Completed turns by idempotency key (principal, turn id) → (episode, index in `turns`).
     completed: HashMap<(Principal, String), (String, usize)>,
-    /// At most one claim per episode; expired ones linger until replaced.
-    claims: HashMap<String, ClaimEntry>,
+    /// Claims by (principal, turn id); at most one live per episode. Dead ones linger, so
+    /// that a turn id sent again finds its episode.
+    claims: HashMap<(Principal, String), ClaimEntry>,
 }
 
 #[derive(Debug)]
@@ -38,9 +39,9 @@ struct Episode {
 
 #[derive(Debug)]
 struct ClaimEntry {
-    principal: Principal,
-    turn_id: String,
+    episode_id: String,
     expires_ms: u64,
+    fingerprint: String,
 }
 
 impl ClaimEntry {
@@ -80,22 +81,30 @@ impl Inner {
                 .get(episode_id)
                 .and_then(|e| e.turns.get(*index))
                 .ok_or_else(|| StoreError::Corrupt("a completed turn is missing".into()))?;
+            if let Some(mismatch) = req.mismatch(&record.episode_id, &record.fingerprint) {
+                return Ok(Claim::Mismatch(mismatch));
+            }
             return Ok(Claim::Completed(Box::new(record.clone())));
         }
-        let in_flight = self.claims.values().any(|c| {
-            c.principal == req.principal && c.turn_id == req.turn_id && c.live_at(req.now_ms)
-        });
-        if in_flight {
-            return Ok(Claim::InFlight);
+        // An earlier claim of this turn id: running, or dead and restarted where it was.
+        let mut target = req.episode_id.clone();
+        if let Some(c) = self.claims.get(&key) {
+            if let Some(mismatch) = req.mismatch(&c.episode_id, &c.fingerprint) {
+                return Ok(Claim::Mismatch(mismatch));
+            }
+            if c.live_at(req.now_ms) {
+                return Ok(Claim::InFlight);
+            }
+            target = Some(c.episode_id.clone());
         }
 
-        let meta = match &req.episode_id {
+        let meta = match &target {
             Some(episode_id) => {
                 let meta = self.owned(&req.principal, episode_id)?.meta.clone();
                 if self
                     .claims
-                    .get(episode_id)
-                    .is_some_and(|c| c.live_at(req.now_ms))
+                    .values()
+                    .any(|c| c.episode_id == *episode_id && c.live_at(req.now_ms))
                 {
                     return Ok(Claim::Busy);
                 }
@@ -126,15 +135,12 @@ impl Inner {
             }
         };
 
-        // Stale claims of this turn id elsewhere would only mislead a later in-flight check.
-        self.claims
-            .retain(|_, c| !(c.principal == req.principal && c.turn_id == req.turn_id));
         self.claims.insert(
-            meta.episode_id.clone(),
+            key,
             ClaimEntry {
-                principal: req.principal,
-                turn_id: req.turn_id,
+                episode_id: meta.episode_id.clone(),
                 expires_ms: req.now_ms.saturating_add(req.lease_ms),
+                fingerprint: req.fingerprint,
             },
         );
         Ok(Claim::Claimed(meta))
@@ -176,8 +182,7 @@ impl Inner {
         let version = episode.meta.version;
         let index = episode.turns.len();
         episode.turns.push(record);
-        self.claims
-            .retain(|_, c| !(c.principal == key.0 && c.turn_id == key.1));
+        self.claims.remove(&key);
         self.completed.insert(key, (episode_id, index));
         Ok(version)
     }
@@ -190,14 +195,9 @@ impl Store for MemoryStore {
     }
 
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
-        if inner
+        self.lock()?
             .claims
-            .get(episode_id)
-            .is_some_and(|c| c.turn_id == turn_id)
-        {
-            inner.claims.remove(episode_id);
-        }
+            .retain(|(_, t), c| !(t == turn_id && c.episode_id == episode_id));
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 
 use baton_core::Principal;
 use baton_core::directive::DirectMode;
+use baton_core::ports::store::request_fingerprint;
 
 /// One user turn.
 #[derive(Debug, Clone)]
@@ -26,6 +27,28 @@ pub struct TurnRequest {
 }
 
 impl TurnRequest {
+    /// What this request asks, hashed: its message and every option that changes what
+    /// runs (see [`request_fingerprint`]).
+    pub fn fingerprint(&self) -> String {
+        let mut must: Vec<&str> = self.must_consult.iter().map(String::as_str).collect();
+        must.sort_unstable();
+        must.dedup();
+        let must = must.join(",");
+        let mode = self
+            .direct_line_mode
+            .map(|m| format!("{m:?}"))
+            .unwrap_or_default();
+        request_fingerprint(
+            &self.text,
+            &[
+                self.locale.as_deref().unwrap_or_default(),
+                self.location.as_deref().unwrap_or_default(),
+                &mode,
+                &must,
+            ],
+        )
+    }
+
     /// A turn of `text` by `principal` that starts a new episode, with nothing else set.
     pub fn new(principal: Principal, text: impl Into<String>) -> Self {
         TurnRequest {
@@ -64,6 +87,8 @@ pub enum RejectionKind {
     InFlight,
     /// Another turn is running on this episode.
     Busy,
+    /// This turn id was already used for a different request.
+    Mismatch,
     /// The store or another dependency is unavailable; try again later.
     Unavailable,
 }

@@ -214,6 +214,14 @@ impl Runtime {
         crate::engine::start(self.inner.clone(), request).await
     }
 
+    /// Whether turns can run now (the store answers); for readiness checks.
+    ///
+    /// # Errors
+    /// The store is unavailable or damaged, in plain words.
+    pub async fn ready(&self) -> Result<(), TurnRejection> {
+        self.inner.store.ready().await.map_err(store_rejection)
+    }
+
     /// The narration history of one of the caller's episodes.
     ///
     /// # Errors

@@ -1,66 +1,215 @@
 //! The stream of one turn's events.
 //!
-//! The turn runs inside the stream: whoever reads the events drives the turn, so a turn
-//! costs no task hand-offs and no cross-thread wake-ups per event. Dropping the stream
-//! before the end hands the rest of the turn to the runtime as its own task: the turn
-//! still runs to its commit, and its answer can be read from the episode's history.
-
-use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+//! A turn runs on a task of its own and hands its events to the stream's reader through an
+//! [`Outbox`]: a queue bounded in bytes. The turn never waits on the reader while it holds
+//! anything shared (a store call, a lock): when the queue is full it waits for room only
+//! between events, and a reader that makes no room for the stall limit is cut off — its
+//! queued events are dropped, it gets one `error` event, and the turn goes on to its
+//! commit without it. Dropping the stream early does the same without the error.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
-use baton_core::events::WireEvent;
+use baton_core::events::{Event, WireEvent};
 use futures::Stream;
-use tokio::runtime::Handle;
+use std::sync::Arc;
+use tokio::sync::Notify;
 
-/// The rest of a turn's work.
-pub(crate) type Driver = Pin<Box<dyn Future<Output = ()> + Send>>;
+/// How much of a turn's output may wait for a slow reader, and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// Bytes of events (approximately: their texts plus a fixed overhead each) queued for
+    /// the reader before the turn waits for it.
+    pub buffer_bytes: usize,
+    /// How long the turn waits for a reader that makes no room before cutting it off.
+    pub stall: Duration,
+}
 
-/// Events waiting for the reader. Events are only made while the reader polls the turn,
-/// so a plain queue needs no wake-ups; once the reader is gone, events are dropped.
-#[derive(Default)]
+impl Default for OutputLimits {
+    fn default() -> Self {
+        OutputLimits {
+            buffer_bytes: 256 * 1024,
+            stall: Duration::from_secs(20),
+        }
+    }
+}
+
+/// What the reader is told when it fell too far behind.
+pub(crate) const STALLED: &str = "The connection fell behind, so the rest of this answer was not sent. It is saved in the conversation.";
+
+/// Events waiting for the reader.
 pub(crate) struct Outbox {
     state: Mutex<OutboxState>,
+    /// Wakes a turn waiting for room.
+    room: Notify,
+    limits: OutputLimits,
 }
 
 #[derive(Default)]
 struct OutboxState {
     queue: VecDeque<Box<WireEvent>>,
-    reader_gone: bool,
+    /// The queue's weight (see [`weight`]).
+    bytes: usize,
+    /// The reader left, or was cut off: nothing more is queued.
+    closed: bool,
+    /// The turn is over: nothing more will come.
+    finished: bool,
+    /// The reader waiting for the next event.
+    reader: Option<Waker>,
+    /// A turn waits for room.
+    waiting: bool,
+}
+
+/// The reader was cut off: it made no room within the stall limit.
+#[derive(Debug)]
+pub(crate) struct Stalled;
+
+/// An event's share of the buffer: its texts, plus a fixed overhead for the frame.
+fn weight(event: &Event) -> usize {
+    64 + match event {
+        Event::Text { text, .. }
+        | Event::Reasoning { text, .. }
+        | Event::DelegatedText { text, .. }
+        | Event::DelegatedAnswer { text, .. } => text.len(),
+        Event::Status { message, .. } | Event::Error { message } => message.len(),
+        Event::AgentsConsulted { agents, footer } => footer.len() + 128 * agents.len(),
+        _ => 0,
+    }
 }
 
 impl Outbox {
-    /// Queues an event; false when the reader has left.
+    pub(crate) fn new(limits: OutputLimits) -> Self {
+        Outbox {
+            state: Mutex::new(OutboxState::default()),
+            room: Notify::new(),
+            limits,
+        }
+    }
+
+    /// Queues an event; false when the reader has left or was cut off.
     pub(crate) fn push(&self, event: Box<WireEvent>) -> bool {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
-        if s.reader_gone {
+        if s.closed {
             return false;
         }
+        s.bytes += weight(&event.event);
         s.queue.push_back(event);
+        if let Some(reader) = s.reader.take() {
+            reader.wake();
+        }
         true
     }
 
-    fn pop(&self) -> Option<Box<WireEvent>> {
-        self.state.lock().ok()?.queue.pop_front()
+    /// Waits until the queue is under its limit (at once, almost always).
+    ///
+    /// # Errors
+    /// [`Stalled`] when the reader made no room for the stall limit.
+    pub(crate) async fn room(&self) -> Result<(), Stalled> {
+        if !self.full() {
+            return Ok(());
+        }
+        let deadline = tokio::time::Instant::now() + self.limits.stall;
+        loop {
+            let notified = self.room.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a pop between the two is not missed.
+            notified.as_mut().enable();
+            if !self.full() {
+                return Ok(());
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return if self.full() { Err(Stalled) } else { Ok(()) };
+            }
+        }
+    }
+
+    /// Whether a turn must wait before it queues more (marking that it does).
+    fn full(&self) -> bool {
+        let Ok(mut s) = self.state.lock() else {
+            return false;
+        };
+        let full = !s.closed && s.bytes > self.limits.buffer_bytes;
+        // Cleared by the read that makes room, which then wakes every waiting turn.
+        s.waiting |= full;
+        full
+    }
+
+    /// Cuts the reader off: drops what it has not read and leaves it `last` to read.
+    pub(crate) fn stall(&self, last: Box<WireEvent>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.closed = true;
+            s.queue = VecDeque::from([last]);
+            s.bytes = 0;
+            if let Some(reader) = s.reader.take() {
+                reader.wake();
+            }
+        }
+    }
+
+    /// The turn is over.
+    pub(crate) fn finish(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.finished = true;
+            if let Some(reader) = s.reader.take() {
+                reader.wake();
+            }
+        }
+    }
+
+    fn poll_pop(&self, cx: &mut Context<'_>) -> Poll<Option<Box<WireEvent>>> {
+        let Ok(mut s) = self.state.lock() else {
+            return Poll::Ready(None);
+        };
+        if let Some(event) = s.queue.pop_front() {
+            s.bytes = s.bytes.saturating_sub(weight(&event.event));
+            if s.waiting && s.bytes <= self.limits.buffer_bytes {
+                s.waiting = false;
+                self.room.notify_waiters();
+            }
+            return Poll::Ready(Some(event));
+        }
+        if s.finished || s.closed {
+            return Poll::Ready(None);
+        }
+        if !s.reader.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            s.reader = Some(cx.waker().clone());
+        }
+        Poll::Pending
     }
 
     /// Everything queued so far (for tests of what a turn sends).
     #[cfg(test)]
     pub(crate) fn drain(&self) -> Vec<WireEvent> {
-        std::iter::from_fn(|| self.pop()).map(|e| *e).collect()
+        let Ok(mut s) = self.state.lock() else {
+            return Vec::new();
+        };
+        s.bytes = 0;
+        s.queue.drain(..).map(|e| *e).collect()
     }
 
     fn reader_left(&self) {
         if let Ok(mut s) = self.state.lock() {
-            s.reader_gone = true;
+            s.closed = true;
             s.queue = VecDeque::new();
+            s.bytes = 0;
+            s.reader = None;
         }
+        self.room.notify_waiters();
+    }
+}
+
+/// Marks the outbox finished when the turn's task ends, however it ends.
+pub(crate) struct FinishOnDrop(pub(crate) Arc<Outbox>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
     }
 }
 
@@ -73,10 +222,6 @@ pub struct TurnStream {
     /// Whether this replays a turn that already completed (D-25).
     pub replay: bool,
     pub(crate) events: Arc<Outbox>,
-    /// The turn itself, until it ends.
-    pub(crate) driver: Option<Driver>,
-    /// Where the turn goes on if the stream is dropped early.
-    pub(crate) runtime: Handle,
 }
 
 impl fmt::Debug for TurnStream {
@@ -85,43 +230,115 @@ impl fmt::Debug for TurnStream {
             .field("turn_id", &self.turn_id)
             .field("episode_id", &self.episode_id)
             .field("replay", &self.replay)
-            .field("running", &self.driver.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl Stream for TurnStream {
     type Item = WireEvent;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
-        let this = &mut *self;
-        loop {
-            if let Some(event) = this.events.pop() {
-                return Poll::Ready(Some(*event));
-            }
-            let Some(driver) = this.driver.as_mut() else {
-                return Poll::Ready(None); // the turn is over and everything was read
-            };
-            if driver.as_mut().poll(cx).is_ready() {
-                this.driver = None;
-                continue;
-            }
-            // Still running: hand over what this step emitted, or wait for its wake-up
-            // (the turn registered this task's waker on whatever it waits for).
-            match this.events.pop() {
-                Some(event) => return Poll::Ready(Some(*event)),
-                None => return Poll::Pending,
-            }
-        }
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
+        self.events.poll_pop(cx).map(|e| e.map(|e| *e))
     }
 }
 
 impl Drop for TurnStream {
     fn drop(&mut self) {
+        // The turn goes on by itself and commits; its events are no longer kept.
         self.events.reader_left();
-        if let Some(driver) = self.driver.take() {
-            // The reader left: the turn goes on by itself and commits.
-            drop(self.runtime.spawn(driver));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use baton_core::events::PROTOCOL_VERSION;
+    use futures::StreamExt;
+
+    use super::*;
+
+    fn text(seq: u64, text: &str) -> Box<WireEvent> {
+        Box::new(WireEvent {
+            v: PROTOCOL_VERSION,
+            turn_id: Arc::from("t1"),
+            seq,
+            event: Event::Text {
+                source: "orchestrator".into(),
+                text: text.into(),
+            },
+        })
+    }
+
+    fn stream(outbox: &Arc<Outbox>) -> TurnStream {
+        TurnStream {
+            turn_id: "t1".into(),
+            episode_id: "e1".into(),
+            replay: false,
+            events: outbox.clone(),
         }
+    }
+
+    const LIMITS: OutputLimits = OutputLimits {
+        buffer_bytes: 1_000,
+        stall: Duration::from_secs(5),
+    };
+
+    /// Over the limit the writer waits; a read makes room and lets it go on.
+    #[tokio::test(start_paused = true)]
+    async fn a_full_queue_waits_for_the_reader() {
+        let outbox = Arc::new(Outbox::new(LIMITS));
+        let mut reader = stream(&outbox);
+        for seq in 1..=3 {
+            assert!(outbox.push(text(seq, &"x".repeat(400))));
+        }
+        let writer = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.room().await.is_ok() }
+        });
+        tokio::task::yield_now().await;
+        assert!(
+            !writer.is_finished(),
+            "the writer waits while the queue is full"
+        );
+        assert_eq!(reader.next().await.map(|e| e.seq), Some(1));
+        assert!(writer.await.unwrap(), "a read made room");
+    }
+
+    /// A reader that makes no room for the stall limit is cut off: its queue is dropped,
+    /// it reads the last word and then the end.
+    #[tokio::test(start_paused = true)]
+    async fn a_reader_that_never_reads_is_cut_off() {
+        let outbox = Arc::new(Outbox::new(LIMITS));
+        let mut reader = stream(&outbox);
+        for seq in 1..=3 {
+            assert!(outbox.push(text(seq, &"x".repeat(400))));
+        }
+        assert!(
+            outbox.room().await.is_err(),
+            "no room within the stall limit"
+        );
+        outbox.stall(text(4, "cut off"));
+        assert!(
+            !outbox.push(text(5, "after")),
+            "nothing is queued after the cut"
+        );
+        assert!(
+            outbox.room().await.is_ok(),
+            "a closed outbox never makes a turn wait"
+        );
+        let rest: Vec<u64> = reader.by_ref().map(|e| e.seq).collect().await;
+        assert_eq!(rest, vec![4]);
+    }
+
+    /// The stream ends once the turn is over and everything was read.
+    #[tokio::test]
+    async fn the_stream_ends_after_the_last_event() {
+        let outbox = Arc::new(Outbox::new(LIMITS));
+        let reader = stream(&outbox);
+        assert!(outbox.push(text(1, "a")));
+        drop(FinishOnDrop(outbox.clone()));
+        let all: Vec<u64> = reader.map(|e| e.seq).collect().await;
+        assert_eq!(all, vec![1]);
     }
 }

@@ -148,6 +148,7 @@ impl Rig {
                 turn_id: turn_id.clone(),
                 now_ms: now_ms(),
                 lease_ms: 60_000,
+                fingerprint: String::new(),
             })
             .await
             .unwrap();
@@ -273,6 +274,7 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
         },
         direct: None,
         privacy: Default::default(),
+        fingerprint: String::new(),
     };
     (record, bodies)
 }

@@ -30,8 +30,18 @@ const CLAIM_TTL_GRACE_S: u64 = 86_400;
 
 /// Claims a turn: 1 TransactWriteItems for a new episode; 1 TransactWriteItems and 1
 /// GetItem (the episode as of now) for an existing one; plus 1 GetItem of the stored record
-/// for a replay.
+/// for a replay, or one more claim on its own episode for an interrupted turn sent again
+/// without one.
 pub(crate) async fn claim(store: &DynamoStore, req: &ClaimRequest) -> Result<Claim, StoreError> {
+    claim_on(store, req, true).await
+}
+
+/// [`claim`], restarting a dead claim of this turn id on its episode if `may_restart`.
+async fn claim_on(
+    store: &DynamoStore,
+    req: &ClaimRequest,
+    may_restart: bool,
+) -> Result<Claim, StoreError> {
     let principal = req.principal.as_str();
     let episode_id = req.episode_id.as_deref().unwrap_or(&req.new_episode_id);
     let turn_id_key = (
@@ -46,31 +56,44 @@ pub(crate) async fn claim(store: &DynamoStore, req: &ClaimRequest) -> Result<Cla
     }
     let lease_expires_ms = req.now_ms.saturating_add(req.lease_ms);
 
-    let turn_id_put = Put::builder()
+    let mut turn_id_put = Put::builder()
         .table_name(store.config.table())
         .item(keys::PK, s(turn_id_key.0))
         .item(keys::SK, s(turn_id_key.1))
         .item(keys::EPISODE_ID, s(episode_id))
         .item(keys::STATE, s(keys::CLAIMED))
+        .item(keys::FINGERPRINT, s(&req.fingerprint))
         .item(keys::LEASE_EXPIRES_MS, n(lease_expires_ms))
         .item(
             keys::EXPIRES_AT,
             n((lease_expires_ms / 1_000).saturating_add(CLAIM_TTL_GRACE_S)),
         )
-        .condition_expression(
-            "attribute_not_exists(#pk) OR (#state = :claimed AND \
-             (#lease_expires_ms <= :now_ms OR #expires_at <= :now_s))",
-        )
         .expression_attribute_names("#pk", keys::PK)
-        .expression_attribute_names("#state", keys::STATE)
-        .expression_attribute_names("#lease_expires_ms", keys::LEASE_EXPIRES_MS)
-        .expression_attribute_names("#expires_at", keys::EXPIRES_AT)
-        .expression_attribute_values(":claimed", s(keys::CLAIMED))
-        .expression_attribute_values(":now_ms", n(req.now_ms))
-        .expression_attribute_values(":now_s", n(req.now_ms / 1_000))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .build()
-        .map_err(build_error)?;
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+    turn_id_put = match &req.episode_id {
+        // A turn id seen before comes back with its item: replay, in flight, mismatch, or
+        // a dead claim restarted on its own episode (a second request).
+        None => turn_id_put.condition_expression("attribute_not_exists(#pk)"),
+        // A dead claim of this request on this episode is taken over in the same write.
+        Some(_) => turn_id_put
+            .condition_expression(
+                "attribute_not_exists(#pk) OR (#state = :claimed AND \
+                 (#lease_expires_ms <= :now_ms OR #expires_at <= :now_s) AND \
+                 #episode_id = :episode AND \
+                 (attribute_not_exists(#fingerprint) OR #fingerprint = :fingerprint))",
+            )
+            .expression_attribute_names("#state", keys::STATE)
+            .expression_attribute_names("#lease_expires_ms", keys::LEASE_EXPIRES_MS)
+            .expression_attribute_names("#expires_at", keys::EXPIRES_AT)
+            .expression_attribute_names("#episode_id", keys::EPISODE_ID)
+            .expression_attribute_names("#fingerprint", keys::FINGERPRINT)
+            .expression_attribute_values(":claimed", s(keys::CLAIMED))
+            .expression_attribute_values(":now_ms", n(req.now_ms))
+            .expression_attribute_values(":now_s", n(req.now_ms / 1_000))
+            .expression_attribute_values(":episode", s(episode_id))
+            .expression_attribute_values(":fingerprint", s(&req.fingerprint)),
+    };
+    let turn_id_put = turn_id_put.build().map_err(build_error)?;
 
     let new_meta = req.episode_id.is_none().then(|| EpisodeMeta {
         episode_id: episode_id.to_owned(),
@@ -106,7 +129,8 @@ pub(crate) async fn claim(store: &DynamoStore, req: &ClaimRequest) -> Result<Cla
             // A failed condition comes with the item as it was, or none when there was
             // no item (DynamoDB Local 3.3 does this too, so no read is needed here).
             if transact::condition_failed(reasons.first()) {
-                return turn_id_taken(store, req, transact::old_item(reasons.first())).await;
+                let item = transact::old_item(reasons.first());
+                return turn_id_taken(store, req, item, may_restart).await;
             }
             if transact::condition_failed(reasons.get(1)) {
                 if req.episode_id.is_none() {
@@ -186,11 +210,13 @@ fn lease_update(
         .map_err(build_error)
 }
 
-/// The answer when the turn id's item refused the claim: a replay or a running duplicate.
+/// The answer when the turn id's item refused the claim: a replay, a running duplicate, a
+/// different request under the same id, or an interrupted turn restarted on its episode.
 async fn turn_id_taken(
     store: &DynamoStore,
     req: &ClaimRequest,
     item: Option<Item>,
+    may_restart: bool,
 ) -> Result<Claim, StoreError> {
     let Some(item) = item else {
         // This condition only fails on an existing item, which DynamoDB returns; without
@@ -209,9 +235,31 @@ async fn turn_id_taken(
             )
             .await?
             .ok_or_else(|| errors::undecodable("a completed turn", &"missing"))?;
-            Ok(Claim::Completed(Box::new(items::turn_record(&turn)?)))
+            let record = items::turn_record(&turn)?;
+            match req.mismatch(&record.episode_id, &record.fingerprint) {
+                Some(mismatch) => Ok(Claim::Mismatch(mismatch)),
+                None => Ok(Claim::Completed(Box::new(record))),
+            }
         }
-        Some(keys::CLAIMED) if claim_live(&item, req.now_ms)? => Ok(Claim::InFlight),
+        Some(keys::CLAIMED) => {
+            let episode_id = items::required_string(&item, keys::EPISODE_ID)?;
+            let fingerprint = items::string(&item, keys::FINGERPRINT).unwrap_or_default();
+            if let Some(mismatch) = req.mismatch(episode_id, fingerprint) {
+                return Ok(Claim::Mismatch(mismatch));
+            }
+            if claim_live(&item, req.now_ms)? {
+                return Ok(Claim::InFlight);
+            }
+            if !may_restart || req.episode_id.is_some() {
+                // Taken over by another claim in between: let the caller retry.
+                return Err(StoreError::Unavailable(errors::BUSY.into()));
+            }
+            let restart = ClaimRequest {
+                episode_id: Some(episode_id.to_owned()),
+                ..req.clone()
+            };
+            Box::pin(claim_on(store, &restart, false)).await
+        }
         _ => Err(StoreError::Unavailable(errors::BUSY.into())),
     }
 }

@@ -39,6 +39,8 @@ pub const SEQ: &str = "seq";
 pub const CREATED_MS: &str = "created_ms";
 /// The episode a turn id ran on (TURN-ID).
 pub const EPISODE_ID: &str = "episode_id";
+/// What the turn's request asked, hashed (TURN-ID).
+pub const FINGERPRINT: &str = "fingerprint";
 /// End of a lease, epoch ms (META, TURN-ID while claimed).
 pub const LEASE_EXPIRES_MS: &str = "lease_expires_ms";
 /// TTL attribute, epoch seconds.

@@ -158,7 +158,18 @@ impl Store for DynamoStore {
     ) -> Result<serde_json::Value, StoreError> {
         read::body(self, principal, episode_id, key).await
     }
+
+    /// One read of an episode key no turn ever uses: the table answers, and this role may
+    /// read it.
+    async fn ready(&self) -> Result<(), StoreError> {
+        read::meta_item(self, READY_PROBE_EPISODE, "checking the journal")
+            .await
+            .map(drop)
+    }
 }
+
+/// The episode id [`DynamoStore::ready`] reads; never a valid turn's (ids have no `~`).
+const READY_PROBE_EPISODE: &str = "~ready";
 
 #[cfg(test)]
 mod tests {

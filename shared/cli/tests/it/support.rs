@@ -121,3 +121,96 @@ pub(crate) fn episode_of(events: &[serde_json::Value]) -> String {
 }
 
 pub(crate) use baton_tests::fixtures::copy_dir;
+
+/// A `baton serve` process on a free port, killed when dropped.
+pub(crate) struct Serving {
+    pub(crate) child: std::process::Child,
+    pub(crate) addr: String,
+}
+
+impl Serving {
+    /// Starts `baton serve` in `sandbox` with `args` and `env`, and waits until it listens
+    /// (the bound address is in the JSON log line announcing the listener).
+    pub(crate) fn start(sandbox: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> Serving {
+        Self::spawn(sandbox.baton(), args, env)
+    }
+
+    /// Like [`Serving::start`], for a prepared command (e.g. under a shell).
+    pub(crate) fn spawn(mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Serving {
+        use std::io::BufRead;
+        let mut child = command
+            .args(["serve", "--log-json", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .envs(env.iter().copied())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line)
+                    && let Some(addr) = v["fields"]["addr"].as_str()
+                {
+                    let _ = tx.send(addr.to_owned());
+                }
+            }
+        });
+        let addr = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("listening");
+        Serving { child, addr }
+    }
+
+    /// Sends one request (`Connection: close`) and reads the whole response.
+    pub(crate) fn request(&self, head: &str, body: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "{head}\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
+
+    /// Posts a turn as `principal` and reads the whole stream.
+    pub(crate) fn turn(&self, principal: &str, body: &str) -> String {
+        self.request(
+            &format!(
+                "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: {principal}"
+            ),
+            body,
+        )
+    }
+
+    /// Kills the process at once (SIGKILL) and reaps it.
+    pub(crate) fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The value of response header `name` (lower case) in a raw response.
+pub(crate) fn header<'r>(response: &'r str, name: &str) -> Option<&'r str> {
+    let head = response.split("\r\n\r\n").next()?;
+    head.lines().find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+    })
+}

@@ -46,6 +46,53 @@ pub struct ClaimRequest {
     pub now_ms: u64,
     /// How long the claim holds before another turn may take the episode over.
     pub lease_ms: u64,
+    /// What the request asks, hashed (see [`request_fingerprint`]): a turn id sent again
+    /// must ask the same, or it is a [`Claim::Mismatch`].
+    pub fingerprint: String,
+}
+
+impl ClaimRequest {
+    /// How this request differs from the turn already under its id — on `episode_id`, asked
+    /// with `fingerprint` (empty: not known, as for turns stored before fingerprints) — if
+    /// it does. A request that names no episode matches any: the turn id says which.
+    pub fn mismatch(&self, episode_id: &str, fingerprint: &str) -> Option<ClaimMismatch> {
+        if self.episode_id.as_deref().is_some_and(|e| e != episode_id) {
+            return Some(ClaimMismatch::Episode {
+                episode_id: episode_id.to_owned(),
+            });
+        }
+        (!fingerprint.is_empty() && fingerprint != self.fingerprint)
+            .then_some(ClaimMismatch::Request)
+    }
+}
+
+/// The fingerprint of what a turn asks: its message (trimmed) and the options that change
+/// what runs. Equal requests have equal fingerprints.
+pub fn request_fingerprint(message: &str, options: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(message.trim().as_bytes());
+    for option in options {
+        // A separator no message or option contains keeps the parts apart.
+        hash.update([0u8]);
+        hash.update(option.as_bytes());
+    }
+    hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// How a turn id sent again differs from the turn already under it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimMismatch {
+    /// The turn is on this other episode.
+    Episode {
+        /// The episode the turn id belongs to.
+        episode_id: String,
+    },
+    /// The message or its options differ.
+    Request,
 }
 
 /// The answer to a claim.
@@ -59,6 +106,8 @@ pub enum Claim {
     InFlight,
     /// Another turn is running on this episode.
     Busy,
+    /// This turn id was used for a different request: nothing runs, nothing is replayed.
+    Mismatch(ClaimMismatch),
 }
 
 /// One body (tool message or component payload) stored apart from the turn record.
@@ -110,6 +159,10 @@ pub enum StoreError {
 pub trait Store: Send + Sync {
     /// Claims a turn (D-25, D-26); creates the episode when `episode_id` is `None`.
     ///
+    /// A turn id whose claim died (its lease ran out, or the store knows its process is
+    /// gone) is claimed again on the episode it had, with or without `episode_id`: a retry
+    /// of an interrupted turn restarts it where it was.
+    ///
     /// # Errors
     /// `NotFound` for an unknown episode or another principal's.
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError>;
@@ -146,4 +199,13 @@ pub trait Store: Send + Sync {
         episode_id: &str,
         key: &str,
     ) -> Result<serde_json::Value, StoreError>;
+
+    /// Whether turns can be claimed and committed now: a cheap probe for readiness checks
+    /// (a store that is always reachable keeps the default).
+    ///
+    /// # Errors
+    /// `Unavailable` or `Corrupt`, as a turn would meet them.
+    async fn ready(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

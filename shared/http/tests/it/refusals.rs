@@ -183,7 +183,28 @@ async fn the_same_turn_id_while_it_runs_is_409() {
     .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(code, "turn_in_flight");
-    assert!(message.contains("still running"), "{message}");
+    assert!(message.contains("not finished yet"), "{message}");
+}
+
+#[tokio::test]
+async fn the_same_turn_id_with_another_message_is_422() {
+    let state = slow().state();
+    let episode = a_running_turn(&state).await;
+    let (status, code, message) = refused(
+        &state,
+        post_turn(r#"{"message":"something else","turn_id":"t1"}"#, None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(code, "turn_id_reused");
+    assert!(message.contains("different message"), "{message}");
+    let body = r#"{"message":"coffee deals","turn_id":"t1","episode_id":"ep_elsewhere"}"#;
+    let (status, code, message) = refused(&state, post_turn(body, None)).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "turn_id_reused")
+    );
+    assert!(message.contains(&episode), "{message}");
 }
 
 #[tokio::test]
@@ -210,6 +231,39 @@ async fn a_store_that_is_down_is_503_without_its_detail() {
     assert!(!message.contains("/var/lib"), "{message}");
     let (status, ..) = refused(&state, get("/v1/episodes/ep_1", None)).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    // Not ready, though alive.
+    let (status, code, message) = refused(&state, get("/readyz", None)).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+    );
+    assert!(!message.contains("/var/lib"), "{message}");
+    assert_eq!(
+        send(&state, get("/healthz", None)).await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_store_that_answers_is_ready() {
+    let state = Rig::default().state();
+    assert_eq!(
+        send(&state, get("/readyz", None)).await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn two_principal_headers_are_a_400() {
+    let state = Rig::default().state();
+    let mut req = post_turn(r#"{"message":"hi"}"#, Some("alice"));
+    req.headers_mut()
+        .append(baton_http::PRINCIPAL_HEADER, "mallory".parse().unwrap());
+    let (status, code, _) = refused(&state, req).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::BAD_REQUEST, "ambiguous_principal")
+    );
 }
 
 #[tokio::test]

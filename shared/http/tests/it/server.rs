@@ -23,9 +23,14 @@ async fn start(state: AppState) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(baton_http::serve(listener, state, async {
-        let _ = stopped.await;
-    }));
+    let task = tokio::spawn(baton_http::serve(
+        listener,
+        state,
+        baton_http::ServerLimits::default(),
+        async {
+            let _ = stopped.await;
+        },
+    ));
     Server { base, stop, task }
 }
 

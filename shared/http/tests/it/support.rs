@@ -70,6 +70,9 @@ impl Store for DownStore {
     async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {
         Err(down())
     }
+    async fn ready(&self) -> Result<(), StoreError> {
+        Err(down())
+    }
 }
 
 const MODELS: &str = r#"

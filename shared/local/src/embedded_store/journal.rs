@@ -94,7 +94,11 @@ fn owned(
 }
 
 /// Claims a turn (see the `Store` contract and the crate's tests for the rules).
-pub(crate) fn claim(conn: &mut Connection, req: &ClaimRequest) -> Result<Claim, StoreError> {
+pub(crate) fn claim(
+    conn: &mut Connection,
+    req: &ClaimRequest,
+    owner: &str,
+) -> Result<Claim, StoreError> {
     let doing = "claiming a turn";
     let sql = |e| failure::sql(doing, e);
     let tx = immediate(conn, doing)?;
@@ -110,21 +114,34 @@ pub(crate) fn claim(conn: &mut Connection, req: &ClaimRequest) -> Result<Claim, 
         .optional()
         .map_err(sql)?;
     if let Some(json) = completed {
-        return Ok(Claim::Completed(Box::new(decode_record(&json)?)));
+        let record = decode_record(&json)?;
+        if let Some(mismatch) = req.mismatch(&record.episode_id, &record.fingerprint) {
+            return Ok(Claim::Mismatch(mismatch));
+        }
+        return Ok(Claim::Completed(Box::new(record)));
     }
-    let in_flight: bool = tx
+    // An earlier claim of this turn id: running, or dead and restarted where it was.
+    let earlier: Option<(String, i64, String)> = tx
         .query_row(
-            "SELECT EXISTS (SELECT 1 FROM claims
-             WHERE principal = ?1 AND turn_id = ?2 AND expires_ms > ?3)",
-            params![principal, req.turn_id, now],
-            |row| row.get(0),
+            "SELECT episode_id, expires_ms, fingerprint FROM claims
+             WHERE principal = ?1 AND turn_id = ?2",
+            params![principal, req.turn_id],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
         )
+        .optional()
         .map_err(sql)?;
-    if in_flight {
-        return Ok(Claim::InFlight);
+    let mut target = req.episode_id.clone();
+    if let Some((episode_id, expires_ms, fingerprint)) = earlier {
+        if let Some(mismatch) = req.mismatch(&episode_id, &fingerprint) {
+            return Ok(Claim::Mismatch(mismatch));
+        }
+        if expires_ms > now {
+            return Ok(Claim::InFlight);
+        }
+        target = Some(episode_id);
     }
 
-    let meta = match &req.episode_id {
+    let meta = match &target {
         Some(episode_id) => {
             let meta = owned(&tx, &req.principal, episode_id)?.meta;
             let busy: bool = tx
@@ -176,20 +193,17 @@ pub(crate) fn claim(conn: &mut Connection, req: &ClaimRequest) -> Result<Claim, 
         }
     };
 
-    // Stale claims of this turn id elsewhere would only mislead a later in-flight check.
     tx.execute(
-        "DELETE FROM claims WHERE principal = ?1 AND turn_id = ?2",
-        params![principal, req.turn_id],
-    )
-    .map_err(sql)?;
-    tx.execute(
-        "INSERT OR REPLACE INTO claims (episode_id, principal, turn_id, expires_ms)
-         VALUES (?1, ?2, ?3, ?4)",
+        "INSERT OR REPLACE INTO claims
+         (episode_id, principal, turn_id, expires_ms, owner, fingerprint)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
             meta.episode_id,
             principal,
             req.turn_id,
-            int(req.now_ms.saturating_add(req.lease_ms))
+            int(req.now_ms.saturating_add(req.lease_ms)),
+            owner,
+            req.fingerprint
         ],
     )
     .map_err(sql)?;
@@ -353,4 +367,16 @@ pub(crate) fn body_path(
     .optional()
     .map_err(|e| failure::sql(doing, e))?
     .ok_or(StoreError::NotFound)
+}
+
+/// Takes the write lock and reads the store's tables, then lets go: what a claim needs,
+/// without changing anything.
+pub(crate) fn ready(conn: &mut Connection) -> Result<(), StoreError> {
+    let doing = "checking the store";
+    let tx = immediate(conn, doing)?;
+    tx.query_row("SELECT count(*) FROM claims", [], |row| {
+        row.get::<_, i64>(0)
+    })
+    .map_err(|e| failure::sql(doing, e))?;
+    tx.rollback().map_err(|e| failure::sql(doing, e))
 }

@@ -5,6 +5,10 @@
 //! atomically before the record that references it is committed. It keeps the same
 //! contracts as every other store (the conformance suite in `baton_runtime::testkit`).
 //!
+//! Each open store is an owner (a locked file under `owners/`) and marks its claims with
+//! its id; opening a store reclaims the claims of owners that are gone, so a turn a crash
+//! interrupted can be sent again at once and restarts on its episode.
+//!
 //! One connection serves the process, behind a mutex and used only from blocking threads
 //! (`spawn_blocking`), so SQLite never blocks the async workers. Calls queue on an async
 //! gate before taking a blocking thread: they would serialize on the connection anyway,
@@ -15,6 +19,7 @@
 mod bodies;
 mod failure;
 mod journal;
+mod owner;
 mod schema;
 
 use std::fmt;
@@ -35,6 +40,9 @@ pub const DATABASE_FILE: &str = "baton.sqlite";
 /// The bodies folder's name inside the store folder.
 pub const BODIES_DIR: &str = "bodies";
 
+/// The folder of the open stores' lock files inside the store folder.
+pub use owner::OWNERS_DIR;
+
 /// How long a call waits for another process's write lock before giving up.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -46,8 +54,12 @@ pub struct EmbeddedStore {
 
 struct Shared {
     conn: Mutex<Connection>,
+    /// The store file.
+    file: PathBuf,
     bodies: PathBuf,
     gate: Arc<Semaphore>,
+    /// This store's owner id, kept on its claims.
+    owner: owner::Owner,
 }
 
 impl fmt::Debug for EmbeddedStore {
@@ -80,12 +92,25 @@ impl EmbeddedStore {
     ) -> Result<EmbeddedStore, StoreError> {
         let bodies = dir.join(BODIES_DIR);
         std::fs::create_dir_all(&bodies).map_err(|e| failure::io("creating the folder", &e))?;
-        let conn = schema::open(&dir.join(DATABASE_FILE), busy_timeout)?;
+        let file = dir.join(DATABASE_FILE);
+        let mut conn = schema::open(&file, busy_timeout)?;
+        let owner = owner::Owner::take(dir)?;
+        // Turns left running by a store that is gone (a crash, a kill) will never finish:
+        // their episodes are freed now and their ids may be sent again.
+        let reclaimed = owner::reclaim(&mut conn, dir, &owner.id)?;
+        if reclaimed > 0 {
+            tracing::warn!(
+                reclaimed,
+                "embedded store: turns interrupted by a previous process were reclaimed"
+            );
+        }
         Ok(EmbeddedStore {
             shared: Arc::new(Shared {
                 conn: Mutex::new(conn),
+                file,
                 bodies,
                 gate: Arc::new(Semaphore::new(1)),
+                owner,
             }),
         })
     }
@@ -141,7 +166,8 @@ impl EmbeddedStore {
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
-        self.run(move |conn, _| journal::claim(conn, &request))
+        let owner = self.shared.owner.id.clone();
+        self.run(move |conn, _| journal::claim(conn, &request, &owner))
             .await
     }
 
@@ -203,5 +229,14 @@ impl Store for EmbeddedStore {
             }
         })?;
         bodies::decode(&bytes)
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        let file = self.shared.file.clone();
+        self.run(move |conn, _| {
+            journal::ready(conn)?;
+            schema::header_intact(&file)
+        })
+        .await
     }
 }

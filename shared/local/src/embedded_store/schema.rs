@@ -13,10 +13,31 @@ use super::failure;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 1;
+const SCHEMA_VERSION: i32 = 2;
+
+/// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
+/// its episode over) and know the store that made them and what their request asked.
+const MIGRATE_1_TO_2: &str = "
+CREATE TABLE claims_v2 (
+    principal TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    expires_ms INTEGER NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    fingerprint TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (principal, turn_id)
+);
+INSERT OR REPLACE INTO claims_v2 (principal, turn_id, episode_id, expires_ms)
+    SELECT principal, turn_id, episode_id, expires_ms FROM claims;
+DROP TABLE claims;
+ALTER TABLE claims_v2 RENAME TO claims;
+CREATE INDEX claims_by_episode ON claims (episode_id);
+";
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
-/// Claims: at most one per episode; an expired one lingers until replaced.
+/// Claims: one per turn id, at most one live per episode, with the store instance
+/// (`owner`) that holds it and its request's fingerprint; a dead one lingers, so that a
+/// turn id sent again finds its episode.
 /// Turns: the record as JSON, keyed by position and by (principal, turn id).
 /// Bodies: where each committed body's file is, relative to the bodies folder.
 const TABLES: &str = "
@@ -31,12 +52,15 @@ CREATE TABLE episodes (
     state TEXT NOT NULL
 );
 CREATE TABLE claims (
-    episode_id TEXT PRIMARY KEY REFERENCES episodes (episode_id),
     principal TEXT NOT NULL,
     turn_id TEXT NOT NULL,
-    expires_ms INTEGER NOT NULL
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    expires_ms INTEGER NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    fingerprint TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (principal, turn_id)
 );
-CREATE INDEX claims_by_turn ON claims (principal, turn_id);
+CREATE INDEX claims_by_episode ON claims (episode_id);
 CREATE TABLE turns (
     episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
     seq INTEGER NOT NULL,
@@ -53,6 +77,34 @@ CREATE TABLE bodies (
     PRIMARY KEY (episode_id, key)
 );
 ";
+
+/// Whether the file at `path` still looks as this store left it: there, and starting with
+/// SQLite's header and Baton's application id. Read from the disk, not through the
+/// connection, whose cache would not notice the file being overwritten under it. With
+/// write-ahead logging a new store's first pages may still be in the log: an empty file,
+/// or a header whose id is not written yet, is fine.
+pub(crate) fn header_intact(path: &Path) -> Result<(), StoreError> {
+    use std::io::Read;
+    let damaged = |detail: &dyn std::fmt::Display| {
+        tracing::error!(%detail, "embedded store: the store file is not as it was left");
+        StoreError::Corrupt(failure::DAMAGED.into())
+    };
+    let mut head = Vec::with_capacity(72);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(72).read_to_end(&mut head))
+        .map_err(|e| damaged(&e))?;
+    if head.is_empty() {
+        return Ok(());
+    }
+    if head.len() < 72 || &head[..16] != b"SQLite format 3\0" {
+        return Err(damaged(&"no SQLite header"));
+    }
+    let app_id = i32::from_be_bytes([head[68], head[69], head[70], head[71]]);
+    if app_id != 0 && app_id != APPLICATION_ID {
+        return Err(damaged(&format!("application id {app_id:#x}")));
+    }
+    Ok(())
+}
 
 /// Opens (creating if needed) the store file at `path`.
 ///
@@ -94,6 +146,8 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
 
     if fresh {
         create_tables(&mut conn)?;
+    } else if version < SCHEMA_VERSION {
+        migrate(&mut conn)?;
     }
     Ok(conn)
 }
@@ -114,6 +168,28 @@ fn identity(conn: &Connection) -> Result<(i32, i32, i64), StoreError> {
         )
         .map_err(|e| failure::sql("reading the store's identity", e))?;
     Ok((app_id, version, tables))
+}
+
+/// Brings a store of an older layout up to this one, in one transaction.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let doing = "updating the store's layout";
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| failure::sql(doing, e))?;
+    // Another process may have done it while we waited for the write lock.
+    let (_, version, _) = identity(&tx)?;
+    if version == 1 {
+        tx.execute_batch(MIGRATE_1_TO_2)
+            .map_err(|e| failure::sql(doing, e))?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(|e| failure::sql(doing, e))?;
+        tracing::info!(
+            from = version,
+            to = SCHEMA_VERSION,
+            "embedded store: layout updated"
+        );
+    }
+    tx.commit().map_err(|e| failure::sql(doing, e))
 }
 
 fn create_tables(conn: &mut Connection) -> Result<(), StoreError> {

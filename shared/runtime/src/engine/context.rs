@@ -43,6 +43,8 @@ pub(crate) struct TurnCtx {
     pub(crate) must_consult: Vec<String>,
     /// When the turn started running (for its latency metric).
     pub(crate) started: tokio::time::Instant,
+    /// What the request asked, hashed (kept with the record for idempotency checks).
+    pub(crate) fingerprint: String,
     /// A turn uses one or two models: a short list beats a map.
     usage: Mutex<Vec<ModelTally>>,
     bodies: Mutex<Vec<Body>>,
@@ -86,6 +88,7 @@ impl TurnCtx {
             direct_mode: request.direct_line_mode,
             must_consult: request.must_consult,
             started: tokio::time::Instant::now(),
+            fingerprint: String::new(),
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),

@@ -22,14 +22,14 @@ mod turn;
 use std::sync::Arc;
 
 use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_NOTE, SOURCE_ORCHESTRATOR, WireEvent};
-use baton_core::ports::store::{Claim, ClaimRequest};
+use baton_core::ports::store::{Claim, ClaimMismatch, ClaimRequest};
 use baton_core::turn::TurnRecord;
 use tokio::runtime::Handle;
 use tracing::Instrument as _;
 
 use crate::request::{RejectionKind, TurnRejection, TurnRequest};
 use crate::runtime::{Inner, store_rejection};
-use crate::stream::{Outbox, TurnStream};
+use crate::stream::{FinishOnDrop, Outbox, TurnStream};
 use context::TurnCtx;
 use output::Output;
 
@@ -106,7 +106,13 @@ pub(crate) async fn start(
         .turn_id
         .clone()
         .unwrap_or_else(|| format!("t_{}", uuid::Uuid::new_v4().simple()));
+    let fingerprint = TurnRequest {
+        text: text.clone(),
+        ..request.clone()
+    }
+    .fingerprint();
     let claim = ClaimRequest {
+        fingerprint: fingerprint.clone(),
         principal: request.principal.clone(),
         episode_id: request.episode_id.clone(),
         new_episode_id: format!("ep_{}", uuid::Uuid::new_v4().simple()),
@@ -114,7 +120,7 @@ pub(crate) async fn start(
         now_ms: inner.clock.now_ms(),
         lease_ms: inner.config.lease_ms,
     };
-    let outbox = Arc::new(Outbox::default());
+    let outbox = Arc::new(Outbox::new(inner.config.output));
     let runtime = Handle::try_current().map_err(|_| {
         tracing::error!("run_turn was called outside a tokio runtime");
         TurnRejection::new(
@@ -126,13 +132,14 @@ pub(crate) async fn start(
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
             let turn: Arc<str> = Arc::from(turn_id.as_str());
-            let ctx = TurnCtx::new(
+            let mut ctx = TurnCtx::new(
                 inner.clone(),
                 TurnRequest { text, ..request },
                 Arc::from(episode_id.as_str()),
                 turn.clone(),
                 Output::new(turn, outbox.clone(), inner.privacy.clone()),
             );
+            ctx.fingerprint = fingerprint;
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             let span = tracing::info_span!(
                 "invoke_agent",
@@ -141,30 +148,46 @@ pub(crate) async fn start(
                 turn_id = %turn_id,
                 episode_id = %episode_id,
             );
+            // The turn runs on its own task, so it goes on (and commits) however its
+            // reader behaves: reading slowly, not at all, or leaving.
+            let finished = FinishOnDrop(outbox.clone());
+            let driver = turn::run(ctx, meta).instrument(span);
+            drop(runtime.spawn(async move {
+                let _finished = finished;
+                driver.await;
+            }));
             Ok(TurnStream {
                 turn_id,
                 episode_id,
                 replay: false,
                 events: outbox,
-                driver: Some(Box::pin(turn::run(ctx, meta).instrument(span))),
-                runtime,
             })
         }
         Claim::Completed(record) => {
             let episode_id = record.episode_id.clone();
             replay(*record, &outbox);
+            outbox.finish();
             Ok(TurnStream {
                 turn_id,
                 episode_id,
                 replay: true,
                 events: outbox,
-                driver: None,
-                runtime,
             })
         }
         Claim::InFlight => Err(TurnRejection::new(
             RejectionKind::InFlight,
-            "That turn is still running; wait for it to finish.",
+            "That turn has started and has not finished yet; wait for it to finish. If it was interrupted, send it again in a few minutes and it will run again.",
+        )),
+        Claim::Mismatch(mismatch) => Err(TurnRejection::new(
+            RejectionKind::Mismatch,
+            match mismatch {
+                ClaimMismatch::Episode { episode_id } => format!(
+                    "Turn id {turn_id} was already used in another conversation ({episode_id}); use a new turn id for a new message."
+                ),
+                ClaimMismatch::Request => format!(
+                    "Turn id {turn_id} was already used for a different message; use a new turn id for a new message, or send the same message to retry."
+                ),
+            },
         )),
         Claim::Busy => Err(TurnRejection::new(
             RejectionKind::Busy,

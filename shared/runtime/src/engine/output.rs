@@ -7,8 +7,9 @@
 //! and before any event that closes a piece of the answer (a delegated answer, the
 //! consulted record, an error, completion).
 //!
-//! Events go to the stream's outbox, which its reader drains as it drives the turn; the
-//! engine never waits on a slow (or vanished) client while it holds the order lock.
+//! Events go to the stream's outbox, bounded in bytes; when it is full the turn waits for
+//! the reader between events, never while it holds the order lock, and cuts off a reader
+//! that stays behind for the stall limit.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +17,7 @@ use baton_core::events::{DirectLineState, Event, PROTOCOL_VERSION, WireEvent};
 use baton_core::privacy::{PrivacyGuard, PrivacyReceipt, StreamMasker};
 use baton_core::turn::{AgentStatus, TurnOutcome};
 
-use crate::stream::Outbox;
+use crate::stream::{Outbox, STALLED};
 
 struct State {
     seq: u64,
@@ -86,6 +87,32 @@ impl Output {
     /// simply not sent.
     pub(crate) async fn emit(&self, event: Event) {
         self.emit_now(event);
+        self.paced().await;
+    }
+
+    /// Waits while the reader is behind (never while holding the state lock); a reader
+    /// that stays behind for the stall limit is cut off with one plain error event.
+    async fn paced(&self) {
+        if self.outbox.room().await.is_ok() {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        if state.client_gone {
+            return;
+        }
+        state.seq += 1;
+        state.client_gone = true;
+        self.outbox.stall(Box::new(WireEvent {
+            v: PROTOCOL_VERSION,
+            turn_id: self.turn_id.clone(),
+            seq: state.seq,
+            event: Event::Error {
+                message: STALLED.to_owned(),
+            },
+        }));
+        tracing::warn!(turn_id = %self.turn_id, "reader stalled; its output is dropped and the turn goes on");
     }
 
     fn emit_now(&self, event: Event) {
@@ -226,6 +253,7 @@ impl Output {
             source: source.to_owned(),
             text: text.to_owned(),
         });
+        self.paced().await;
     }
 
     /// A piece of a specialist's Direct Line answer as it streams, masked per agent.
@@ -240,6 +268,7 @@ impl Output {
             };
             self.side_piece(&mut state, side, text);
         }
+        self.paced().await;
     }
 
     /// Delivers a specialist's answer on the Direct Line, masked but otherwise untouched;
@@ -251,6 +280,12 @@ impl Output {
         status: AgentStatus,
         text: &str,
     ) -> String {
+        let text = self.deliver(agent, label, status, text);
+        self.paced().await;
+        text
+    }
+
+    fn deliver(&self, agent: &str, label: &str, status: AgentStatus, text: &str) -> String {
         let Ok(mut state) = self.state.lock() else {
             return String::new();
         };
@@ -370,7 +405,7 @@ mod tests {
     const EMAIL: &str = "jane.doe@example.com";
 
     fn output() -> (Output, Arc<Outbox>) {
-        let outbox = Arc::new(Outbox::default());
+        let outbox = Arc::new(Outbox::new(crate::stream::OutputLimits::default()));
         let guard = Arc::new(PrivacyGuard::new(&PrivacyPolicy::default()));
         (Output::new(Arc::from("t1"), outbox.clone(), guard), outbox)
     }

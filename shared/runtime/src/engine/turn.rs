@@ -386,6 +386,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             outcome,
             direct: work.direct.take(),
             privacy: privacy.clone(),
+            fingerprint: ctx.fingerprint.clone(),
         },
         bodies,
         state,

@@ -1,4 +1,5 @@
-//! What was committed is still there after the store is closed and opened again.
+//! What was committed is still there after the store is closed and opened again; what was
+//! running when its store closed is reclaimed, but not while that store is open.
 
 use baton_core::ports::store::{Claim, Commit, Store};
 use baton_local::embedded_store::EmbeddedStore;
@@ -8,7 +9,7 @@ use baton_runtime::testkit::store::records::{
 use serde_json::json;
 
 #[tokio::test]
-async fn committed_turns_bodies_and_claims_survive_reopening() {
+async fn committed_turns_and_bodies_survive_reopening_and_running_turns_restart() {
     let dir = tempfile::tempdir().unwrap();
     let alice = principal("alice");
     let record = turn_record("ep-1", 1, "t-1", 1_001);
@@ -49,8 +50,13 @@ async fn committed_turns_bodies_and_claims_survive_reopening() {
         store.claim(replay).await,
         Ok(Claim::Completed(Box::new(record)))
     );
-    let running = claim_request(&alice, Some("ep-1"), "unused", "t-2", 3_000);
-    assert_eq!(store.claim(running).await, Ok(Claim::InFlight));
+    // t-2 was running when its store closed: it will never commit, so it is reclaimed
+    // and, sent again (here without its episode), restarts on ep-1 before its lease ends.
+    let interrupted = claim_request(&alice, None, "ep-new", "t-2", 3_000);
+    assert!(matches!(
+        store.claim(interrupted).await,
+        Ok(Claim::Claimed(meta)) if meta.episode_id == "ep-1" && meta.version == 1
+    ));
 }
 
 #[tokio::test]
@@ -65,7 +71,10 @@ async fn two_stores_on_one_folder_see_each_others_commits() {
     )
     .await;
     let busy = claim_request(&alice, Some("ep-1"), "unused", "t-2", 1_001);
-    assert_eq!(other.claim(busy).await, Ok(Claim::Busy));
+    assert_eq!(other.claim(busy.clone()).await, Ok(Claim::Busy));
+    // A store opened now leaves the running turn of the open one alone.
+    let third = shared.reopen(std::time::Duration::from_secs(5));
+    assert_eq!(third.claim(busy).await, Ok(Claim::Busy));
 
     let record = turn_record("ep-1", 1, "t-1", 1_002);
     let commit = commit_of(&alice, 0, record.clone(), vec![]);

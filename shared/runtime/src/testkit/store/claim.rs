@@ -1,6 +1,8 @@
 //! Claim scenarios: new episodes, duplicates (D-25), one turn at a time per episode (D-26).
 
-use baton_core::ports::store::{Claim, EpisodeMeta, Store, StoreError};
+use baton_core::ports::store::{
+    Claim, ClaimMismatch, ClaimRequest, EpisodeMeta, Store, StoreError,
+};
 use baton_core::turn::EpisodeState;
 
 use super::records::{
@@ -26,8 +28,8 @@ pub async fn new_episode_claim_creates_an_empty_owned_episode(store: &dyn Store)
     assert_eq!(store.turns(&alice, "ep-1", usize::MAX).await, Ok(vec![]));
 }
 
-/// A turn id that already completed replays its record, whatever episode the request names,
-/// and creates nothing.
+/// A turn id that already completed replays its record when asked again on its episode or
+/// on none, and creates nothing; asked on another episode, it is a mismatch.
 pub async fn completed_duplicate_replays_its_record(store: &dyn Store) {
     let alice = principal("alice");
     let record = run_turn(store, &alice, "ep-1", true, "t-1", 1_000).await;
@@ -38,7 +40,12 @@ pub async fn completed_duplicate_replays_its_record(store: &dyn Store) {
     let no_episode = claim_request(&alice, None, "ep-2", "t-1", 2_000);
     assert_eq!(store.claim(no_episode).await, Ok(completed.clone()));
     let other_episode = claim_request(&alice, Some("ep-404"), "unused", "t-1", 2_000);
-    assert_eq!(store.claim(other_episode).await, Ok(completed));
+    assert_eq!(
+        store.claim(other_episode).await,
+        Ok(Claim::Mismatch(ClaimMismatch::Episode {
+            episode_id: "ep-1".into()
+        }))
+    );
 
     assert_eq!(
         store.episode(&alice, "ep-2").await,
@@ -189,4 +196,75 @@ pub async fn taken_new_episode_id_is_a_conflict(store: &dyn Store) {
         claim_request(&alice, Some("ep-1"), "unused", "t-3", 2_001),
     )
     .await;
+}
+
+/// A turn id asked again with another request is a mismatch, whether the turn is running,
+/// interrupted or done; nothing runs and nothing is replayed.
+pub async fn reused_turn_id_with_another_request_is_a_mismatch(store: &dyn Store) {
+    let alice = principal("alice");
+    let other = |episode: Option<&str>, now_ms| ClaimRequest {
+        fingerprint: "another request".into(),
+        ..claim_request(&alice, episode, "ep-9", "t-1", now_ms)
+    };
+    claim_ok(store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+    let running = Ok(Claim::Mismatch(ClaimMismatch::Request));
+    assert_eq!(store.claim(other(None, 1_001)).await, running);
+    assert_eq!(store.claim(other(Some("ep-1"), 1_001)).await, running);
+    let elsewhere = claim_request(&alice, Some("ep-2"), "unused", "t-1", 1_001);
+    assert_eq!(
+        store.claim(elsewhere).await,
+        Ok(Claim::Mismatch(ClaimMismatch::Episode {
+            episode_id: "ep-1".into()
+        }))
+    );
+    // Interrupted: not restarted for another request.
+    let later = 1_000 + LEASE_MS;
+    assert_eq!(store.claim(other(None, later)).await, running);
+    assert_eq!(
+        store.episode(&alice, "ep-9").await,
+        Err(StoreError::NotFound),
+        "a refused claim creates nothing"
+    );
+    // Done: not replayed for another request.
+    let meta = claim_ok(store, claim_request(&alice, None, "ep-1", "t-1", later)).await;
+    let record = turn_record("ep-1", meta.version + 1, "t-1", later + 1);
+    assert_eq!(
+        store.commit(&commit_of(&alice, 0, record, vec![])).await,
+        Ok(1)
+    );
+    assert_eq!(store.claim(other(None, later + 2)).await, running);
+}
+
+/// A turn whose claim died — a crash before it could commit or release — restarts on the
+/// episode it had when its id is sent again without one, instead of starting another; also
+/// after another turn has taken the episode over meanwhile.
+pub async fn interrupted_turn_restarts_on_its_own_episode(store: &dyn Store) {
+    let alice = principal("alice");
+    claim_ok(store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+    let retry = claim_request(&alice, None, "ep-2", "t-1", 1_000 + LEASE_MS);
+    let meta = claim_ok(store, retry).await;
+    assert_eq!((meta.episode_id.as_str(), meta.version), ("ep-1", 0));
+    assert_eq!(
+        store.episode(&alice, "ep-2").await,
+        Err(StoreError::NotFound)
+    );
+
+    // Dead again; another turn takes the episode over and commits; then t-1 comes back.
+    let later = 1_000 + 2 * LEASE_MS;
+    run_turn(store, &alice, "ep-1", false, "t-0", later).await;
+    let retry = claim_request(&alice, None, "ep-2", "t-1", later + 10);
+    let meta = claim_ok(store, retry).await;
+    assert_eq!((meta.episode_id.as_str(), meta.version), ("ep-1", 1));
+    assert_eq!(
+        store.episode(&alice, "ep-2").await,
+        Err(StoreError::NotFound)
+    );
+    // It holds the episode again, and commits there.
+    let busy = claim_request(&alice, Some("ep-1"), "unused", "t-2", later + 11);
+    assert_eq!(store.claim(busy).await, Ok(Claim::Busy));
+    let record = turn_record("ep-1", 2, "t-1", later + 12);
+    assert_eq!(
+        store.commit(&commit_of(&alice, 1, record, vec![])).await,
+        Ok(2)
+    );
 }

@@ -94,21 +94,27 @@ pub async fn refused_commit_loses_nothing(store: &dyn Store) {
     );
 }
 
-/// A turn id commits once: a second run of it (say on another episode, after its lease ran
-/// out) is a conflict and leaves that episode empty.
+/// A turn id commits once: a second run of it (restarted after its lease ran out, while
+/// the first was still going) is a conflict and adds nothing.
 pub async fn turn_id_commits_only_once(store: &dyn Store) {
     let alice = principal("alice");
     claim_ok(store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
     let rerun = claim_request(&alice, None, "ep-2", "t-1", 1_000 + LEASE_MS);
-    claim_ok(store, rerun).await;
+    assert_eq!(claim_ok(store, rerun).await.episode_id, "ep-1");
 
     let first = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 40_000), vec![]);
     assert_eq!(store.commit(&first).await, Ok(1));
-    let second = commit_of(&alice, 0, turn_record("ep-2", 1, "t-1", 40_001), vec![]);
+    let second = commit_of(&alice, 1, turn_record("ep-1", 2, "t-1", 40_001), vec![]);
     assert_eq!(store.commit(&second).await, Err(StoreError::Conflict));
 
-    assert_eq!(store.episode(&alice, "ep-2").await.unwrap().version, 0);
-    assert_eq!(store.turns(&alice, "ep-2", usize::MAX).await, Ok(vec![]));
+    assert_eq!(store.episode(&alice, "ep-1").await.unwrap().version, 1);
+    assert_eq!(
+        store
+            .turns(&alice, "ep-1", usize::MAX)
+            .await
+            .map(|t| t.len()),
+        Ok(1)
+    );
 }
 
 /// Body keys are unique within an episode: a commit reusing one (or repeating one) is a

@@ -46,6 +46,8 @@ macro_rules! store_conformance {
             claim::release_frees_the_episode,
             claim::turn_ids_are_namespaced_by_principal,
             claim::taken_new_episode_id_is_a_conflict,
+            claim::reused_turn_id_with_another_request_is_a_mismatch,
+            claim::interrupted_turn_restarts_on_its_own_episode,
             commit::stale_commit_conflicts_and_retry_at_next_seq_succeeds,
             commit::refused_commit_loses_nothing,
             commit::turn_id_commits_only_once,

@@ -33,8 +33,12 @@ pub fn claim_request(
         turn_id: turn_id.to_owned(),
         now_ms,
         lease_ms: LEASE_MS,
+        fingerprint: FINGERPRINT.to_owned(),
     }
 }
+
+/// The fingerprint [`claim_request`] and [`turn_record`] carry: the same request each time.
+pub const FINGERPRINT: &str = "00112233445566778899aabbccddeeff";
 
 /// A turn record with every field filled, so a round trip that drops a field shows.
 pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -> TurnRecord {
@@ -90,6 +94,7 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
         outcome: TurnOutcome::Answered,
         direct: None,
         privacy: Default::default(),
+        fingerprint: FINGERPRINT.to_owned(),
     }
 }
 

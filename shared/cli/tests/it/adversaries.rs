@@ -1,0 +1,338 @@
+//! `baton serve` against clients that misbehave: streams nobody reads, requests sent by
+//! halves, connections that sit idle, more connections than the process has descriptors.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// A turn over the shipped registry whose answer is `chunks` pieces of about 1 KB when the
+/// message asks for "everything", and one short sentence otherwise.
+fn big_answer_script(chunks: usize) -> String {
+    let piece = format!("\"{} \"", "lorem ipsum dolor sit amet ".repeat(38));
+    let big = vec![piece; chunks].join(", ");
+    format!(
+        r#"
+agents:
+  orchestrator:
+    - when: {{ purpose: route }}
+      tool_calls: [{{ name: ask_shop, args: {{ query: "coffee deals", intent_count: 1 }} }}]
+    - when: {{ purpose: compose, user_contains: everything }}
+      text: [{big}]
+    - when: {{ purpose: compose }}
+      text: ["Bean Street coffee earns 1,000 points."]
+  shop:
+    - when: {{ after_tool_results: false }}
+      tool_calls: [{{ name: search_offers, args: {{ query: "coffee" }} }}]
+    - when: {{ after_tool_results: true }}
+      text: ["Bean Street coffee earns 1,000 points."]
+"#
+    )
+}
+
+fn connect(addr: &str, read_timeout: Duration) -> TcpStream {
+    let stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(read_timeout)).unwrap();
+    stream
+}
+
+/// Reads a response head, byte by byte so that nothing of the body is taken.
+fn read_head(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
+}
+
+/// Reads until the server closes the connection; panics if it stays open past the read
+/// timeout. A reset counts as closed.
+fn read_until_closed(stream: &mut TcpStream) -> String {
+    let mut all = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => all.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the server kept the connection open: {e}"),
+        }
+    }
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+/// The episode as `principal` sees it, once its first turn is committed.
+fn committed_turn(server: &Serving, principal: &str, episode: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let response = server.request(
+            &format!("GET /v1/episodes/{episode} HTTP/1.1\r\nx-baton-principal: {principal}"),
+            "",
+        );
+        if response.starts_with("HTTP/1.1 200") {
+            let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+            let history: Value = serde_json::from_str(body).unwrap();
+            if let Some(turn) = history["turns"].get(0) {
+                return turn.clone();
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the turn was not committed: {response}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Clients that post a turn with an 8 MB answer and never read it hold up nobody: other
+/// clients' reads and turns are served while they sit there, their own turns commit, and
+/// each of them is cut off with a plain error once it has fallen behind for the stall limit.
+#[test]
+fn clients_that_never_read_hold_up_nobody() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(&big_answer_script(8_000));
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", REGISTRY, "--model", &model],
+        &[("BATON_STREAM_STALL_MS", "1000")],
+    );
+    let warm = server.turn("alice", r#"{"message":"coffee deals"}"#);
+    assert!(warm.contains("event: completed"), "{warm}");
+
+    // Ten turns sent together, so that they reach the store at the same moments.
+    let body = r#"{"message":"tell me everything about coffee deals"}"#;
+    let sent: Vec<(TcpStream, String)> = (0..10)
+        .map(|i| {
+            let principal = format!("silent-{i}");
+            let mut stream = connect(&server.addr, Duration::from_secs(30));
+            write!(
+                stream,
+                "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: {principal}\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            (stream, principal)
+        })
+        .collect();
+    let mut silent: Vec<(TcpStream, String, String)> = sent
+        .into_iter()
+        .map(|(mut stream, principal)| {
+            let head = read_head(&mut stream);
+            assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+            let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
+            (stream, principal, episode)
+        })
+        .collect();
+
+    // Everyone else is served while those streams sit unread (each request gives up after
+    // 30 s without an answer).
+    let other = server.turn("alice", r#"{"message":"coffee deals"}"#);
+    assert!(other.contains("event: completed"), "{other}");
+    for (_, principal, episode) in &silent {
+        let turn = committed_turn(&server, principal, episode);
+        assert_eq!(turn["outcome"], "answered", "{turn}");
+    }
+    // Each silent client finds, when it finally reads, the part it was sent and then a
+    // plain error instead of the rest.
+    for (stream, _, _) in &mut silent {
+        let rest = read_until_closed(stream);
+        assert!(
+            rest.contains("fell behind"),
+            "{}",
+            &rest[rest.len().saturating_sub(500)..]
+        );
+        assert!(!rest.contains("event: completed"));
+    }
+}
+
+/// A client that takes nothing for the send timeout is disconnected.
+#[test]
+fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(&big_answer_script(8_000));
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", REGISTRY, "--model", &model],
+        &[("BATON_SEND_TIMEOUT_MS", "500")],
+    );
+    let mut stream = connect(&server.addr, Duration::from_secs(20));
+    let body = r#"{"message":"tell me everything"}"#;
+    write!(
+        stream,
+        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let head = read_head(&mut stream);
+    let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
+    std::thread::sleep(Duration::from_secs(3));
+    let rest = read_until_closed(&mut stream);
+    assert!(!rest.contains("event: completed"), "the whole answer fit");
+    // The turn goes on without it.
+    let turn = committed_turn(&server, "local-user", &episode);
+    assert_eq!(turn["outcome"], "answered", "{turn}");
+}
+
+/// Connections that send nothing, half a head, half a body, or sit idle after a response
+/// are closed after the timeouts; the half body gets a 408 first.
+#[test]
+fn slow_and_idle_connections_are_closed() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(SHOP_SCRIPT);
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", REGISTRY, "--model", &model],
+        &[
+            ("BATON_HEADER_TIMEOUT_MS", "500"),
+            ("BATON_BODY_TIMEOUT_MS", "500"),
+        ],
+    );
+    let guard = Duration::from_secs(15);
+
+    let mut silent = connect(&server.addr, guard);
+    assert_eq!(read_until_closed(&mut silent), "");
+
+    let mut half_head = connect(&server.addr, guard);
+    half_head
+        .write_all(b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        .unwrap();
+    let answer = read_until_closed(&mut half_head);
+    assert!(!answer.contains("200 OK"), "{answer}");
+
+    let mut half_body = connect(&server.addr, guard);
+    half_body
+        .write_all(b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"message\"")
+        .unwrap();
+    let answer = read_until_closed(&mut half_body);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("body_timeout"), "{answer}");
+
+    let mut idle = connect(&server.addr, guard);
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let answer = read_until_closed(&mut idle);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with(r#"{"status":"ok"}"#), "{answer}");
+}
+
+/// Under a low descriptor limit, a crowd of idle connections does not keep health checks
+/// out: the server takes no more connections than it has descriptors for, and idle ones
+/// are closed.
+#[cfg(unix)]
+#[test]
+fn idle_connections_beyond_the_descriptor_limit_do_not_shut_out_health_checks() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(SHOP_SCRIPT);
+    let mut command = Command::new("sh");
+    command
+        .current_dir(sandbox.path())
+        .args(["-c", "ulimit -n 128 && exec \"$@\"", "sh"])
+        .arg(env!("CARGO_BIN_EXE_baton"))
+        .arg("--data-dir")
+        .arg(sandbox.data_dir())
+        .stdin(std::process::Stdio::null());
+    let server = Serving::spawn(
+        command,
+        &["--registry", REGISTRY, "--model", &model],
+        &[("BATON_HEADER_TIMEOUT_MS", "1000")],
+    );
+    let idle: Vec<TcpStream> = (0..200)
+        .map(|_| connect(&server.addr, Duration::from_secs(30)))
+        .collect();
+    let health = server.request("GET /healthz HTTP/1.1", "");
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    drop(idle);
+}
+
+/// `/readyz` says whether turns can run; `/healthz` only that the process answers.
+#[test]
+fn readiness_follows_the_store() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(SHOP_SCRIPT);
+    let server = Serving::start(&sandbox, &["--registry", REGISTRY, "--model", &model], &[]);
+    let ready = || server.request("GET /readyz HTTP/1.1", "");
+    let alive = || server.request("GET /healthz HTTP/1.1", "");
+    assert!(ready().starts_with("HTTP/1.1 200"), "{}", ready());
+
+    // Another process holds the store's write lock.
+    let file = sandbox.data_dir().join("baton.sqlite");
+    let locker = rusqlite::Connection::open(&file).unwrap();
+    locker.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let answer = ready();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("\"unavailable\""), "{answer}");
+    assert!(alive().starts_with("HTTP/1.1 200"));
+    locker.execute_batch("ROLLBACK").unwrap();
+    drop(locker);
+    assert!(ready().starts_with("HTTP/1.1 200"), "{}", ready());
+
+    // The file is overwritten with something that is not a store.
+    std::fs::write(&file, vec![0x5a_u8; 64 * 1024]).unwrap();
+    let answer = ready();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(alive().starts_with("HTTP/1.1 200"));
+}
+
+/// A turn running when its process is killed (SIGKILL) is not left "in flight" after a
+/// restart on the same data: its episode takes new turns at once, and the same turn id sent
+/// again runs again on that episode instead of starting another.
+#[test]
+fn a_turn_killed_mid_run_restarts_on_its_episode_after_a_restart() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(
+        r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose, user_contains: slowly }
+      delay_ms: 600000
+      text: ["Never sent."]
+    - when: { purpose: compose }
+      text: ["Bean Street coffee earns 1,000 points."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: "coffee" } }]
+    - when: { after_tool_results: true }
+      text: ["Bean Street coffee earns 1,000 points."]
+"#,
+    );
+    let args = ["--registry", REGISTRY, "--model", &model];
+    let slow = r#"{"message":"find coffee deals slowly","turn_id":"t-crash"}"#;
+    let post = |stream: &mut TcpStream, body: &str| {
+        write!(
+            stream,
+            "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+    };
+
+    let first = Serving::start(&sandbox, &args, &[]);
+    let mut stream = connect(&first.addr, Duration::from_secs(30));
+    post(&mut stream, slow);
+    let head = read_head(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
+    first.kill();
+
+    let second = Serving::start(&sandbox, &args, &[]);
+    let next = second.turn(
+        "local-user",
+        &format!(r#"{{"message":"coffee deals","episode_id":"{episode}"}}"#),
+    );
+    assert!(next.starts_with("HTTP/1.1 200"), "{next}");
+    assert!(next.contains("event: completed"), "{next}");
+
+    let mut stream = connect(&second.addr, Duration::from_secs(30));
+    post(&mut stream, slow);
+    let head = read_head(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(header(&head, "x-baton-episode-id"), Some(episode.as_str()));
+}
