@@ -186,6 +186,7 @@ mod tests {
             principal: Principal::new("user-7").unwrap(),
             episode_id: Arc::from("ep-1"),
             agent_id: Arc::from("rewards"),
+            now_ms: 0,
         }
     }
 

@@ -48,7 +48,15 @@ fn registry() -> Registry {
     Registry::load(&sources, &options).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// 2026-11-22T00:00:00Z.
+const NOV_22: u64 = 1_795_305_600_000;
+const DAY_MS: u64 = 86_400_000;
+
 async fn call(registry: &Registry, tool: &str, args: Value) -> Envelope {
+    call_at(registry, tool, args, NOV_22).await
+}
+
+async fn call_at(registry: &Registry, tool: &str, args: Value, now_ms: u64) -> Envelope {
     let tool = registry.tool(tool).unwrap();
     let connectors = default_connectors(&root());
     tool.check_args(&args)
@@ -61,6 +69,7 @@ async fn call(registry: &Registry, tool: &str, args: Value) -> Envelope {
             principal: Principal::new("demo-user").unwrap(),
             episode_id: Arc::from("ep-demo"),
             agent_id: Arc::from("test"),
+            now_ms,
         })
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", tool.id))
@@ -194,4 +203,71 @@ async fn the_calculator_prices_points_with_the_shipped_rates() {
     .await;
     assert_eq!(e.payload["value"], json!(25.0));
     assert_eq!(e.payload["unit"], "usd");
+}
+
+/// Every `YYYY-MM-DD` string inside a value, with its path.
+fn dates(value: &Value, path: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::String(s) if s.len() == 10 && s.as_bytes()[4] == b'-' && s.as_bytes()[7] == b'-' => {
+            out.push((path.to_owned(), s.clone()));
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                dates(v, &format!("{path}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                dates(v, &format!("{path}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_demo_stays_true_on_any_date() {
+    let registry = registry();
+    // Today, a year from now and ten years from now.
+    for now in [NOV_22, NOV_22 + 365 * DAY_MS, NOV_22 + 3_652 * DAY_MS] {
+        let today = baton_core::prompt::civil_date(now);
+        let offers = call_at(
+            &registry,
+            "search_offers",
+            json!({"query": "coffee deals"}),
+            now,
+        )
+        .await;
+        let items = offers.payload["items"].as_array().unwrap();
+        assert!(items.len() >= 3, "{today}: {}", offers.payload);
+        for offer in items {
+            let ends = offer["ends"].as_str().unwrap();
+            assert!(ends >= today.as_str(), "{today}: an expired offer: {offer}");
+        }
+        let balance = call_at(&registry, "get_points_balance", json!({}), now).await;
+        assert_eq!(balance.payload["as_of"], json!(today));
+        let expiring = balance.payload["expiring"]["on"].as_str().unwrap();
+        assert!(expiring > today.as_str(), "{today}: {}", balance.payload);
+        // Nothing happened in the future, and nothing is left undated.
+        for tool in registry.tools() {
+            let e = call_at(&registry, &tool.id, sample_args(&tool.id), now).await;
+            let mut found = Vec::new();
+            dates(&e.payload, &tool.id, &mut found);
+            for (path, date) in found {
+                let ahead = ["ends", "on"]
+                    .iter()
+                    .any(|f| path.ends_with(&format!(".{f}")));
+                assert!(
+                    ahead || date <= today,
+                    "{today}: {path} = {date} lies in the future"
+                );
+            }
+            assert!(
+                !e.payload.to_string().contains("today"),
+                "{today}: {}: an unresolved date in {}",
+                tool.id,
+                e.payload
+            );
+        }
+    }
 }

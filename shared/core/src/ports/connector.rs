@@ -97,6 +97,9 @@ pub struct ConnectorRequest {
     pub episode_id: Arc<str>,
     /// Agent making the call.
     pub agent_id: Arc<str>,
+    /// When the call is made (the runtime's clock, milliseconds since the Unix epoch):
+    /// what a connector answers "as of", e.g. which offers have ended.
+    pub now_ms: u64,
 }
 
 /// What went wrong reaching a connector.

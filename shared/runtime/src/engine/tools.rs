@@ -119,6 +119,7 @@ pub(crate) async fn run(
         principal: ctx.principal.clone(),
         episode_id: ctx.episode_id.clone(),
         agent_id: agent.id.clone(),
+        now_ms: ctx.inner.clock.now_ms(),
     };
     // OpenTelemetry GenAI conventions: one `execute_tool` span per tool call.
     let span = tracing::info_span!(

@@ -590,3 +590,58 @@ agents:
     );
     assert_eq!(turn.outcome, TurnOutcome::Limited);
 }
+
+/// Records the time each connector call was made at, then answers like [`TestConnector`].
+struct ClockedConnector(std::sync::Mutex<Vec<u64>>);
+
+#[async_trait::async_trait]
+impl baton_core::ports::connector::Connector for ClockedConnector {
+    async fn call(
+        &self,
+        request: baton_core::ports::connector::ConnectorRequest,
+    ) -> Result<baton_core::ports::connector::Envelope, baton_core::ports::connector::ConnectorError>
+    {
+        self.0.lock().unwrap().push(request.now_ms);
+        TestConnector.call(request).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn connectors_answer_as_of_the_runtimes_clock() {
+    use std::sync::Arc;
+
+    use baton_core::ports::clock::FixedClock;
+    use baton_runtime::Runtime;
+    use baton_runtime::memory_store::MemoryStore;
+    use baton_runtime::scripted::ScriptedModel;
+
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: "coffee" } }]
+    - when: { after_tool_results: true }
+      text: ["Roast coffee earns 500 points."]
+"#;
+    // A day far from the test's own: connectors see the runtime's clock, not the machine's.
+    const JUNE_1_2031: u64 = 1_938_124_800_000;
+    let calls = Arc::new(ClockedConnector(Default::default()));
+    let runtime = Runtime::builder(Arc::new(registry(&Setup::default())))
+        .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
+        .store(Arc::new(MemoryStore::new()))
+        .connector("test", calls.clone())
+        .clock(Arc::new(FixedClock(JUNE_1_2031)))
+        .build()
+        .unwrap();
+    let stream = runtime
+        .run_turn(request("coffee deals", None, "t1"))
+        .await
+        .unwrap();
+    let _: Vec<_> = stream.collect().await;
+    assert_eq!(*calls.0.lock().unwrap(), [JUNE_1_2031]);
+}
