@@ -14,7 +14,9 @@ const GREETINGS: &[&str] = &[
     "good evening",
     "morning",
     "evening",
+    "good night",
     "greetings",
+    "hello again",
 ];
 const ACKNOWLEDGEMENTS: &[&str] = &[
     "ok",
@@ -37,9 +39,25 @@ const ACKNOWLEDGEMENTS: &[&str] = &[
     "cheers",
     "thanks a lot",
     "thank you so much",
+    "many thanks",
+    // Thanks for the help, not for a thing: "thanks for the coffee deals" is a request.
+    "thanks for your help",
+    "thanks for the help",
+    "thanks for that",
+    "thank you for your help",
+    "thank you for the help",
+    "thank you for that",
     "bye",
     "goodbye",
+    "bye bye",
     "see you",
+    "see you later",
+    "see ya",
+    "talk to you later",
+    "take care",
+    "have a nice day",
+    "have a good day",
+    "have a great day",
 ];
 const CHITCHAT: &[&str] = &[
     "how are you",
@@ -52,6 +70,9 @@ const CHITCHAT: &[&str] = &[
     "what can you do",
     "how is your day",
     "sup",
+    "nice to meet you",
+    "pleased to meet you",
+    "good to meet you",
 ];
 /// Words that may pad an allowed phrase ("hi there", "ok thanks!").
 const FILLER: &[&str] = &[
@@ -123,6 +144,50 @@ mod tests {
         assert_eq!(category("ok thanks"), Some("acknowledgement"));
         assert_eq!(category("how are you?"), Some("chitchat"));
         assert_eq!(category("hey, how are you doing"), Some("greeting"));
+    }
+
+    #[test]
+    fn small_talk_in_its_common_phrasings_is_allowed() {
+        let table = [
+            ("hi there", "greeting"),
+            ("hello!", "greeting"),
+            ("good morning", "greeting"),
+            ("Good afternoon!", "greeting"),
+            ("hey, how are you?", "greeting"),
+            ("good night", "greeting"),
+            ("thanks!", "acknowledgement"),
+            ("thank you so much", "acknowledgement"),
+            ("thank you very much!", "acknowledgement"),
+            ("many thanks", "acknowledgement"),
+            ("thanks for your help", "acknowledgement"),
+            ("thank you for the help!", "acknowledgement"),
+            ("cheers", "acknowledgement"),
+            ("ok great", "acknowledgement"),
+            ("got it, thanks", "acknowledgement"),
+            ("goodbye, have a nice day", "acknowledgement"),
+            ("see you later", "acknowledgement"),
+            ("how's it going?", "chitchat"),
+            ("nice to meet you", "chitchat"),
+            ("what can you do?", "chitchat"),
+        ];
+        for (text, expected) in table {
+            assert_eq!(category(text), Some(expected), "{text}");
+        }
+    }
+
+    #[test]
+    fn small_talk_around_a_request_is_not_enough() {
+        for text in [
+            "hi, what is my points balance?",
+            "thanks, and can you find coffee deals?",
+            "thanks for your help with my receipt",
+            "good morning, any deals on coffee?",
+            "what can you do about my missing points?",
+            "hey, how are my points doing?",
+            "have a nice day at the store",
+        ] {
+            assert_eq!(category(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -178,6 +178,13 @@ pub(crate) fn respond(router: &Router, request: &ModelRequest, reply: &mut Reply
             reply.tool_call(call_id(request, 0), name, &args);
             return;
         }
+        // Small talk gets a text-only answer, as the runtime's Fastpath allows: ranking
+        // "good morning" or "thank you so much" against the cards would find a specialist
+        // for a stray word ("good idea", "how much").
+        ToolChoice::Auto if fastpath::category(text).is_some() => {
+            reply.text(&text_only(text, &labels));
+            return;
+        }
         ToolChoice::Auto | ToolChoice::Any => {}
     }
 
@@ -243,7 +250,18 @@ fn text_only(text: &str, labels: &[&str]) -> String {
     } else {
         format!("I can help with {}. ", join_labels(labels))
     };
+    let farewell = [
+        "bye",
+        "goodbye",
+        "see you",
+        "take care",
+        "good night",
+        "have a",
+    ]
+    .iter()
+    .any(|w| text.to_lowercase().contains(w));
     match fastpath::category(text) {
+        Some(_) if farewell => "Goodbye! Come back any time.".to_owned(),
         Some("greeting") => format!("Hello! {help}What can I do for you?"),
         Some("acknowledgement") => {
             format!("You're welcome! {help}Just let me know if you need anything else.")
@@ -305,6 +323,21 @@ mod tests {
         let text = text_of(&events);
         assert!(text.starts_with("Hello!"), "{text}");
         assert!(text.contains("Support, Shop and Rewards"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn small_talk_is_answered_without_calls_in_its_own_words() {
+        for (text, starts) in [
+            ("good morning", "Hello!"),
+            ("thank you so much", "You're welcome!"),
+            ("nice to meet you", "I'm an assistant"),
+            ("bye, have a nice day", "Goodbye!"),
+        ] {
+            let events = route(text).await;
+            assert!(calls_of(&events).is_empty(), "{text}");
+            let answer = text_of(&events);
+            assert!(answer.starts_with(starts), "{text}: {answer}");
+        }
     }
 
     #[tokio::test]

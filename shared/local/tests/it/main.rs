@@ -3,3 +3,4 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod embedded_store;
+mod small_talk;
