@@ -9,6 +9,10 @@ use std::path::Path;
 
 use anyhow::Context as _;
 
+/// The composition policy that sends the client what the reference sends: the
+/// specialists' answers streamed through the live slot, then the composed answer.
+pub(crate) const FAITHFUL: &str = "direct_then_compose";
+
 /// Preamble chunks of the orchestrator's first call.
 pub(crate) const PREAMBLE_CHUNKS: usize = 5;
 /// Answer chunks of each specialist and of the composition.

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -44,6 +45,8 @@ pub(crate) const STALLED: &str = "The connection fell behind, so the rest of thi
 /// Events waiting for the reader.
 pub(crate) struct Outbox {
     state: Mutex<OutboxState>,
+    /// Whether the queue is over its limit: read on every event without the lock.
+    over: AtomicBool,
     /// Wakes a turn waiting for room.
     room: Notify,
     limits: OutputLimits,
@@ -51,7 +54,7 @@ pub(crate) struct Outbox {
 
 #[derive(Default)]
 struct OutboxState {
-    queue: VecDeque<Box<WireEvent>>,
+    queue: VecDeque<WireEvent>,
     /// The queue's weight (see [`weight`]).
     bytes: usize,
     /// The reader left, or was cut off: nothing more is queued.
@@ -85,13 +88,14 @@ impl Outbox {
     pub(crate) fn new(limits: OutputLimits) -> Self {
         Outbox {
             state: Mutex::new(OutboxState::default()),
+            over: AtomicBool::new(false),
             room: Notify::new(),
             limits,
         }
     }
 
     /// Queues an event; false when the reader has left or was cut off.
-    pub(crate) fn push(&self, event: Box<WireEvent>) -> bool {
+    pub(crate) fn push(&self, event: WireEvent) -> bool {
         let Ok(mut s) = self.state.lock() else {
             return false;
         };
@@ -99,6 +103,9 @@ impl Outbox {
             return false;
         }
         s.bytes += weight(&event.event);
+        if s.bytes > self.limits.buffer_bytes {
+            self.over.store(true, Ordering::Release);
+        }
         s.queue.push_back(event);
         if let Some(reader) = s.reader.take() {
             reader.wake();
@@ -111,7 +118,7 @@ impl Outbox {
     /// # Errors
     /// [`Stalled`] when the reader made no room for the stall limit.
     pub(crate) async fn room(&self) -> Result<(), Stalled> {
-        if !self.full() {
+        if !self.over.load(Ordering::Acquire) || !self.full() {
             return Ok(());
         }
         let deadline = tokio::time::Instant::now() + self.limits.stall;
@@ -141,11 +148,12 @@ impl Outbox {
     }
 
     /// Cuts the reader off: drops what it has not read and leaves it `last` to read.
-    pub(crate) fn stall(&self, last: Box<WireEvent>) {
+    pub(crate) fn stall(&self, last: WireEvent) {
         if let Ok(mut s) = self.state.lock() {
             s.closed = true;
             s.queue = VecDeque::from([last]);
             s.bytes = 0;
+            self.over.store(false, Ordering::Release);
             if let Some(reader) = s.reader.take() {
                 reader.wake();
             }
@@ -162,20 +170,24 @@ impl Outbox {
         }
     }
 
-    fn poll_pop(&self, cx: &mut Context<'_>) -> Poll<Option<Box<WireEvent>>> {
+    /// Moves every queued event into `into` (the reader's own buffer), so that the reader
+    /// takes the lock once per batch rather than once per event; false when nothing more
+    /// will come. Registers the reader's waker when the queue is empty.
+    fn poll_take(&self, into: &mut VecDeque<WireEvent>, cx: &mut Context<'_>) -> Poll<bool> {
         let Ok(mut s) = self.state.lock() else {
-            return Poll::Ready(None);
+            return Poll::Ready(false);
         };
-        if let Some(event) = s.queue.pop_front() {
-            s.bytes = s.bytes.saturating_sub(weight(&event.event));
-            if s.waiting && s.bytes <= self.limits.buffer_bytes {
-                s.waiting = false;
+        if !s.queue.is_empty() {
+            std::mem::swap(&mut s.queue, into);
+            s.bytes = 0;
+            self.over.store(false, Ordering::Release);
+            if std::mem::take(&mut s.waiting) {
                 self.room.notify_waiters();
             }
-            return Poll::Ready(Some(event));
+            return Poll::Ready(true);
         }
         if s.finished || s.closed {
-            return Poll::Ready(None);
+            return Poll::Ready(false);
         }
         if !s.reader.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
             s.reader = Some(cx.waker().clone());
@@ -190,7 +202,7 @@ impl Outbox {
             return Vec::new();
         };
         s.bytes = 0;
-        s.queue.drain(..).map(|e| *e).collect()
+        s.queue.drain(..).collect()
     }
 
     fn reader_left(&self) {
@@ -200,6 +212,7 @@ impl Outbox {
             s.bytes = 0;
             s.reader = None;
         }
+        self.over.store(false, Ordering::Release);
         self.room.notify_waiters();
     }
 }
@@ -222,6 +235,9 @@ pub struct TurnStream {
     /// Whether this replays a turn that already completed (D-25).
     pub replay: bool,
     pub(crate) events: Arc<Outbox>,
+    /// Events taken from the outbox, not yet handed to the reader. With the outbox this
+    /// holds at most about twice the buffer limit.
+    pub(crate) taken: VecDeque<WireEvent>,
 }
 
 impl fmt::Debug for TurnStream {
@@ -237,8 +253,16 @@ impl fmt::Debug for TurnStream {
 impl Stream for TurnStream {
     type Item = WireEvent;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
-        self.events.poll_pop(cx).map(|e| e.map(|e| *e))
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
+        let this = &mut *self;
+        if let Some(event) = this.taken.pop_front() {
+            return Poll::Ready(Some(event));
+        }
+        match this.events.poll_take(&mut this.taken, cx) {
+            Poll::Ready(true) => Poll::Ready(this.taken.pop_front()),
+            Poll::Ready(false) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
@@ -258,8 +282,8 @@ mod tests {
 
     use super::*;
 
-    fn text(seq: u64, text: &str) -> Box<WireEvent> {
-        Box::new(WireEvent {
+    fn text(seq: u64, text: &str) -> WireEvent {
+        WireEvent {
             v: PROTOCOL_VERSION,
             turn_id: Arc::from("t1"),
             seq,
@@ -267,7 +291,7 @@ mod tests {
                 source: "orchestrator".into(),
                 text: text.into(),
             },
-        })
+        }
     }
 
     fn stream(outbox: &Arc<Outbox>) -> TurnStream {
@@ -276,6 +300,7 @@ mod tests {
             episode_id: "e1".into(),
             replay: false,
             events: outbox.clone(),
+            taken: VecDeque::new(),
         }
     }
 

@@ -850,12 +850,13 @@ fn build_orchestration(
         None | Some("mediated") => Composition::Mediated,
         Some("passthrough") => Composition::Passthrough,
         Some("direct") => Composition::Direct,
+        Some("direct_then_compose") => Composition::DirectThenCompose,
         Some(other) => {
             p.add(
                 file,
                 "composition",
                 other,
-                "must be mediated, passthrough or direct",
+                "must be mediated, passthrough, direct or direct_then_compose",
             );
             Composition::Mediated
         }

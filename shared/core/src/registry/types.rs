@@ -37,6 +37,10 @@ pub enum Composition {
     Passthrough,
     /// First sub-agent to produce text streams live; others buffer and flush, paced.
     Direct,
+    /// As `Direct`, then one more orchestrator call composes a summary from the results:
+    /// the user watches the specialists work, then reads one answer in the assistant's
+    /// voice.
+    DirectThenCompose,
 }
 
 impl fmt::Display for Composition {
@@ -45,6 +49,7 @@ impl fmt::Display for Composition {
             Composition::Mediated => "mediated",
             Composition::Passthrough => "passthrough",
             Composition::Direct => "direct",
+            Composition::DirectThenCompose => "direct_then_compose",
         })
     }
 }

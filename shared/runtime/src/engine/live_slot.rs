@@ -81,7 +81,9 @@ impl LiveSlot {
     /// Sends a buffered sub-agent's text with a small pacing, so it still reads as a stream.
     async fn flush(&self, ctx: &TurnCtx, agent: &str, chunks: Vec<String>) {
         for chunk in chunks {
-            tokio::time::sleep(self.pacing).await;
+            if !self.pacing.is_zero() {
+                tokio::time::sleep(self.pacing).await;
+            }
             ctx.out.text(agent, &chunk).await;
         }
     }

@@ -151,7 +151,8 @@ pub(crate) async fn start(
             // The turn runs on its own task, so it goes on (and commits) however its
             // reader behaves: reading slowly, not at all, or leaving.
             let finished = FinishOnDrop(outbox.clone());
-            let driver = turn::run(ctx, meta).instrument(span);
+            // Boxed: the task then holds a pointer, not a copy of the turn's large future.
+            let driver = Box::pin(turn::run(ctx, meta).instrument(span));
             drop(runtime.spawn(async move {
                 let _finished = finished;
                 driver.await;
@@ -161,6 +162,7 @@ pub(crate) async fn start(
                 episode_id,
                 replay: false,
                 events: outbox,
+                taken: Default::default(),
             })
         }
         Claim::Completed(record) => {
@@ -172,6 +174,7 @@ pub(crate) async fn start(
                 episode_id,
                 replay: true,
                 events: outbox,
+                taken: Default::default(),
             })
         }
         Claim::InFlight => Err(TurnRejection::new(
@@ -250,7 +253,7 @@ fn replay(record: TurnRecord, outbox: &Outbox) {
             seq: i as u64 + 1,
             event,
         };
-        if !outbox.push(Box::new(wire)) {
+        if !outbox.push(wire) {
             return;
         }
     }

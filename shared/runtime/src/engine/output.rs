@@ -104,14 +104,14 @@ impl Output {
         }
         state.seq += 1;
         state.client_gone = true;
-        self.outbox.stall(Box::new(WireEvent {
+        self.outbox.stall(WireEvent {
             v: PROTOCOL_VERSION,
             turn_id: self.turn_id.clone(),
             seq: state.seq,
             event: Event::Error {
                 message: STALLED.to_owned(),
             },
-        }));
+        });
         tracing::warn!(turn_id = %self.turn_id, "reader stalled; its output is dropped and the turn goes on");
     }
 
@@ -121,16 +121,7 @@ impl Output {
         };
         let state = &mut *state;
         match event {
-            Event::Text { source, text } => {
-                if state.text.as_ref().is_some_and(|(s, _)| *s != source) {
-                    self.flush_text(state);
-                }
-                let (_, masker) = state
-                    .text
-                    .get_or_insert_with(|| (source.clone(), StreamMasker::new(self.guard.clone())));
-                let out = masker.push(&text, &mut state.receipt);
-                self.send_text(state, source, out);
-            }
+            Event::Text { source, text } => self.answer_text(state, &source, &text),
             Event::Reasoning { source, text } => {
                 self.side_piece(state, Side::Reasoning { source }, &text);
             }
@@ -174,6 +165,22 @@ impl Output {
                 self.send(state, other);
             }
         }
+    }
+
+    /// A piece of answer text from `source`, masked as part of that source's stream.
+    fn answer_text(&self, state: &mut State, source: &str, text: &str) {
+        if state.text.as_ref().is_some_and(|(s, _)| s != source) {
+            self.flush_text(state);
+        }
+        let (source, masker) = state
+            .text
+            .get_or_insert_with(|| (source.to_owned(), StreamMasker::new(self.guard.clone())));
+        let out = masker.push(text, &mut state.receipt);
+        if out.is_empty() {
+            return; // held back: it may still become a value
+        }
+        let source = source.clone();
+        self.send_text(state, source, out);
     }
 
     /// Releases everything every stream holds back.
@@ -232,12 +239,12 @@ impl Output {
         if state.client_gone {
             return;
         }
-        let wire = Box::new(WireEvent {
+        let wire = WireEvent {
             v: PROTOCOL_VERSION,
             turn_id: self.turn_id.clone(),
             seq: state.seq,
             event,
-        });
+        };
         if !self.outbox.push(wire) {
             state.client_gone = true;
             tracing::info!(turn_id = %self.turn_id, "client left; the turn goes on and will commit");
@@ -249,10 +256,9 @@ impl Output {
         if text.is_empty() {
             return;
         }
-        self.emit_now(Event::Text {
-            source: source.to_owned(),
-            text: text.to_owned(),
-        });
+        if let Ok(mut state) = self.state.lock() {
+            self.answer_text(&mut state, source, text);
+        }
         self.paced().await;
     }
 

@@ -190,28 +190,29 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
         .unwrap_or_default();
     let mode = match composition {
         Composition::Passthrough if jobs.len() == 1 => TextMode::Live,
-        Composition::Direct => TextMode::Slot(Arc::new(LiveSlot::new(Duration::from_millis(
-            ctx.inner.config.flush_pacing_ms,
-        )))),
+        Composition::Direct | Composition::DirectThenCompose => TextMode::Slot(Arc::new(
+            LiveSlot::new(Duration::from_millis(ctx.inner.config.flush_pacing_ms)),
+        )),
         _ => TextMode::Collect,
     };
     ctx.out.paragraph().await;
     let results = dispatch(ctx, &jobs, &mode).await;
-    match mode {
-        TextMode::Collect => {
-            let mut messages = route::conversation(ctx);
-            messages.extend(compose::round_messages(
-                &preamble, &jobs, &results, &refused,
-            ));
-            work.jobs = jobs;
-            work.results = results;
-            compose_rounds(ctx, messages, &mut iterations, work).await;
-        }
-        TextMode::Live | TextMode::Slot(_) | TextMode::Delegated => {
-            compose::acknowledge_failures(ctx, &jobs, &results).await;
-            work.jobs = jobs;
-            work.results = results;
-        }
+    let composes =
+        matches!(mode, TextMode::Collect) || composition == Composition::DirectThenCompose;
+    if composes {
+        // After streamed work, the composed answer starts a paragraph of its own.
+        ctx.out.paragraph().await;
+        let mut messages = route::conversation(ctx);
+        messages.extend(compose::round_messages(
+            &preamble, &jobs, &results, &refused,
+        ));
+        work.jobs = jobs;
+        work.results = results;
+        compose_rounds(ctx, messages, &mut iterations, work).await;
+    } else {
+        compose::acknowledge_failures(ctx, &jobs, &results).await;
+        work.jobs = jobs;
+        work.results = results;
     }
 }
 
