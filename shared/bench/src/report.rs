@@ -94,6 +94,8 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         let d = tempfile::tempdir()?;
         out["serve_streams"] = serve_load::streams(&baton, d.path(), args.streams).await?;
         let d = tempfile::tempdir()?;
+        out["serve_stalled_readers"] = serve_load::stalled_readers(&baton, d.path(), 200).await?;
+        let d = tempfile::tempdir()?;
         out["serve_idle_connections"] =
             serve_load::idle_connections(&baton, d.path(), args.streams).await?;
     }
@@ -271,6 +273,30 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
         (
             "baton serve RSS with all N streams open: MiB",
             "serve_streams.rss_with_all_streams_open_mib",
+            "",
+            true,
+        ),
+        (
+            "baton serve RSS 1 s after the N streams ended: MiB",
+            "serve_streams.rss_after_streams_mib",
+            "",
+            true,
+        ),
+        (
+            "baton serve RSS with 200 clients not reading a 4 MB answer: MiB",
+            "serve_stalled_readers.rss_with_clients_mib",
+            "",
+            true,
+        ),
+        (
+            "baton serve RSS 2 s after those clients left: MiB",
+            "serve_stalled_readers.rss_after_clients_left_mib",
+            "",
+            true,
+        ),
+        (
+            "baton serve: another request while they sit there: ms",
+            "serve_stalled_readers.another_request_meanwhile_ms",
             "",
             true,
         ),

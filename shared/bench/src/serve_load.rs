@@ -13,6 +13,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::stats::{median, rss_mib};
+use crate::workload::SINGLE_PROMPT;
 use crate::workload::{self, Latencies, MIXED_PROMPT};
 
 struct Server {
@@ -101,7 +102,7 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         shopping: 1000,
         support: 2000,
     };
-    workload::write(dir, "mediated", hold)?;
+    workload::write(dir, workload::FAITHFUL, hold)?;
     let data = tempfile::tempdir()?;
     let (server, _) = start(baton, dir, data.path()).await?;
     let pid = server.child.id();
@@ -175,9 +176,13 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         }
     }
     let peak = rss_mib(pid).map(|r| r.1).unwrap_or_default();
+    drop(client);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = rss_mib(pid).map(|r| r.0).unwrap_or_default();
     failures.truncate(3);
     Ok(json!({
         "streams": n,
+        "rss_after_streams_mib": after,
         "completed": completed,
         "failures_sample": failures,
         "model_latencies_ms": { "orchestrator": hold.orchestrator, "shopping": hold.shopping, "support": hold.support },
@@ -213,4 +218,45 @@ pub(crate) async fn idle_connections(baton: &Path, dir: &Path, n: usize) -> anyh
         json!({ "connections": open, "rss_idle_mib": idle, "rss_with_connections_mib": with,
                "kib_per_connection": (with - idle) * 1024.0 / n.max(1) as f64 }),
     )
+}
+
+/// `n` clients that post a turn whose answer is about 4 MB and never read it, then leave:
+/// the server's memory while they sit there and after they are gone, and whether it still
+/// answers others meanwhile.
+pub(crate) async fn stalled_readers(baton: &Path, dir: &Path, n: usize) -> anyhow::Result<Value> {
+    use tokio::io::AsyncWriteExt as _;
+    workload::write(dir, workload::FAITHFUL, Latencies::default())?;
+    std::fs::write(dir.join("script.yaml"), workload::big_answer_script(4_000))?;
+    let data = tempfile::tempdir()?;
+    let (server, _) = start(baton, dir, data.path()).await?;
+    let pid = server.child.id();
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let idle = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let body = json!({ "message": SINGLE_PROMPT }).to_string();
+    let mut silent = Vec::new();
+    for i in 0..n {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await?;
+        let head = format!(
+            "POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-baton-principal: silent-{i}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await?;
+        silent.push(stream);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let with = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let t = Instant::now();
+    let health = reqwest::get(format!("{}/v1/agents", server.base)).await?;
+    let other_ms = t.elapsed().as_secs_f64() * 1000.0;
+    anyhow::ensure!(health.status().is_success(), "the server stopped answering");
+    drop(silent);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let peak = rss_mib(pid).map(|r| r.1).unwrap_or_default();
+    Ok(json!({
+        "clients": n, "answer_bytes_each": 4_000 * 1_000,
+        "rss_idle_mib": idle, "rss_with_clients_mib": with, "rss_after_clients_left_mib": after,
+        "peak_rss_vmhwm_mib": peak, "another_request_meanwhile_ms": other_ms,
+    }))
 }

@@ -97,6 +97,14 @@ pub(crate) fn script(lat: Latencies) -> String {
     s
 }
 
+/// The reference turn's script, except that the composed answer is `pieces` pieces of
+/// about 1 KB: a large answer, for readers that do not read it.
+pub(crate) fn big_answer_script(pieces: usize) -> String {
+    let piece = format!("\"{} \"", "lorem ipsum dolor sit amet ".repeat(37));
+    let big = format!("[{}]", vec![piece; pieces].join(", "));
+    script(Latencies::default()).replace(&chunks("final", ANSWER_CHUNKS), &big)
+}
+
 const MODELS: &str = r#"models:
   bench:
     provider: scripted
@@ -228,4 +236,17 @@ pub(crate) fn write(dir: &Path, composition: &str, lat: Latencies) -> anyhow::Re
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_big_answer_replaces_the_composed_one() {
+        let script = big_answer_script(3);
+        assert_eq!(script.matches("lorem ipsum").count(), 3 * 37);
+        assert!(!script.contains("final0"));
+        assert!(script.contains("pre0"));
+    }
 }
