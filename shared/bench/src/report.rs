@@ -289,8 +289,8 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             true,
         ),
         (
-            "baton serve RSS 2 s after those clients left: MiB",
-            "serve_stalled_readers.rss_after_clients_left_mib",
+            "baton serve RSS once those clients left and their turns committed: MiB",
+            "serve_stalled_readers.rss_after_their_turns_committed_mib",
             "",
             true,
         ),

@@ -244,6 +244,10 @@ pub(crate) async fn stalled_readers(baton: &Path, dir: &Path, n: usize) -> anyho
         stream.write_all(head.as_bytes()).await?;
         silent.push(stream);
     }
+    // Each reads its response head (its turn has started), then nothing more.
+    for stream in &mut silent {
+        read_head(stream).await?;
+    }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let with = rss_mib(pid).map(|r| r.0).unwrap_or_default();
     let t = Instant::now();
@@ -251,12 +255,52 @@ pub(crate) async fn stalled_readers(baton: &Path, dir: &Path, n: usize) -> anyho
     let other_ms = t.elapsed().as_secs_f64() * 1000.0;
     anyhow::ensure!(health.status().is_success(), "the server stopped answering");
     drop(silent);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Their turns go on without them and commit (4 MB each); wait for the last one.
+    let t = Instant::now();
+    while turns_done(&server.base).await? < n as u64 {
+        anyhow::ensure!(
+            t.elapsed() < Duration::from_secs(120),
+            "the turns did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let all_done_ms = t.elapsed().as_secs_f64() * 1000.0;
+    tokio::time::sleep(Duration::from_secs(1)).await;
     let after = rss_mib(pid).map(|r| r.0).unwrap_or_default();
     let peak = rss_mib(pid).map(|r| r.1).unwrap_or_default();
     Ok(json!({
         "clients": n, "answer_bytes_each": 4_000 * 1_000,
-        "rss_idle_mib": idle, "rss_with_clients_mib": with, "rss_after_clients_left_mib": after,
+        "rss_idle_mib": idle, "rss_with_clients_mib": with,
+        "turns_committed_after_clients_left_ms": all_done_ms,
+        "rss_after_their_turns_committed_mib": after,
         "peak_rss_vmhwm_mib": peak, "another_request_meanwhile_ms": other_ms,
     }))
+}
+
+/// Turns the server has finished, by its own counters.
+async fn turns_done(base: &str) -> anyhow::Result<u64> {
+    let metrics: Value = reqwest::get(format!("{base}/metrics"))
+        .await?
+        .json()
+        .await?;
+    Ok(metrics["counters"]
+        .as_object()
+        .map(|c| {
+            c.iter()
+                .filter(|(k, _)| k.starts_with("turns_total"))
+                .filter_map(|(_, v)| v.as_u64())
+                .sum()
+        })
+        .unwrap_or_default())
+}
+
+/// Reads a response head byte by byte, taking nothing of the body.
+async fn read_head(stream: &mut tokio::net::TcpStream) -> anyhow::Result<()> {
+    use tokio::io::AsyncReadExt as _;
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await?);
+    }
+    anyhow::ensure!(head.starts_with(b"HTTP/1.1 200"), "a turn was refused");
+    Ok(())
 }

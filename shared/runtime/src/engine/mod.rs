@@ -128,13 +128,43 @@ pub(crate) async fn start(
             "The assistant is not running properly; please try again later.",
         )
     })?;
+    // Claimed and launched on a task of its own: a caller that leaves while the claim is
+    // being made must not leave behind a claim that no turn will ever finish.
+    let launched = runtime.spawn(launch(
+        inner,
+        claim,
+        TurnRequest { text, ..request },
+        turn_id,
+        fingerprint,
+        outbox,
+        runtime.clone(),
+    ));
+    launched.await.map_err(|e| {
+        tracing::error!(error = %e, "launching a turn failed");
+        TurnRejection::new(
+            RejectionKind::Unavailable,
+            "The assistant is not running properly; please try again later.",
+        )
+    })?
+}
+
+/// Claims the turn and, when it may run, starts it on its own task.
+async fn launch(
+    inner: Arc<Inner>,
+    claim: ClaimRequest,
+    request: TurnRequest,
+    turn_id: String,
+    fingerprint: String,
+    outbox: Arc<Outbox>,
+    runtime: Handle,
+) -> Result<TurnStream, TurnRejection> {
     match inner.store.claim(claim).await.map_err(store_rejection)? {
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
             let turn: Arc<str> = Arc::from(turn_id.as_str());
             let mut ctx = TurnCtx::new(
                 inner.clone(),
-                TurnRequest { text, ..request },
+                request,
                 Arc::from(episode_id.as_str()),
                 turn.clone(),
                 Output::new(turn, outbox.clone(), inner.privacy.clone()),

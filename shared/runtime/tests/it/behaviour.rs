@@ -645,3 +645,111 @@ agents:
     let _: Vec<_> = stream.collect().await;
     assert_eq!(*calls.0.lock().unwrap(), [JUNE_1_2031]);
 }
+
+/// A store whose claims take a while, as a busy store's do.
+struct SlowClaims(baton_runtime::memory_store::MemoryStore);
+
+#[async_trait::async_trait]
+impl baton_core::ports::store::Store for SlowClaims {
+    async fn claim(
+        &self,
+        request: baton_core::ports::store::ClaimRequest,
+    ) -> Result<baton_core::ports::store::Claim, baton_core::ports::store::StoreError> {
+        let claim = self.0.claim(request).await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        claim
+    }
+    async fn release(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<(), baton_core::ports::store::StoreError> {
+        self.0.release(episode_id, turn_id).await
+    }
+    async fn commit(
+        &self,
+        commit: &baton_core::ports::store::Commit,
+    ) -> Result<u64, baton_core::ports::store::StoreError> {
+        self.0.commit(commit).await
+    }
+    async fn episode(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+    ) -> Result<baton_core::ports::store::EpisodeMeta, baton_core::ports::store::StoreError> {
+        self.0.episode(principal, episode_id).await
+    }
+    async fn turns(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        limit: usize,
+    ) -> Result<Vec<baton_core::turn::TurnRecord>, baton_core::ports::store::StoreError> {
+        self.0.turns(principal, episode_id, limit).await
+    }
+    async fn body(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, baton_core::ports::store::StoreError> {
+        self.0.body(principal, episode_id, key).await
+    }
+}
+
+/// A caller that gives up while its turn is being claimed leaves no claim that nothing
+/// will finish: the claimed turn runs and commits without it.
+#[tokio::test(start_paused = true)]
+async fn a_caller_that_leaves_during_the_claim_leaves_no_orphan_claim() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use baton_runtime::Runtime;
+    use baton_runtime::memory_store::MemoryStore;
+    use baton_runtime::scripted::ScriptedModel;
+
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: "coffee" } }]
+    - when: { after_tool_results: true }
+      text: ["Roast coffee earns 500 points."]
+"#;
+    let store = Arc::new(SlowClaims(MemoryStore::new()));
+    let runtime = Runtime::builder(Arc::new(registry(&Setup::default())))
+        .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
+        .store(store.clone())
+        .connector("test", Arc::new(TestConnector))
+        .build()
+        .unwrap();
+    let gave_up = tokio::time::timeout(
+        Duration::from_millis(100),
+        runtime.run_turn(request("coffee deals", None, "t1")),
+    )
+    .await;
+    assert!(
+        gave_up.is_err(),
+        "the caller left before the claim was answered"
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let again = runtime
+        .run_turn(request("coffee deals", None, "t1"))
+        .await
+        .unwrap();
+    assert!(
+        again.replay,
+        "the claimed turn ran and committed: {again:?}"
+    );
+    let turns = store
+        .0
+        .turns(&alice(), &again.episode_id, 10)
+        .await
+        .unwrap();
+    assert_eq!(turns.len(), 1);
+}
