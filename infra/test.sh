@@ -29,11 +29,17 @@ step "emulators and tools"
 step "format"
 cargo fmt --all -- --check
 
+# Lints and tests run with every cargo feature on, so that baton-cli's `aws` (Bedrock and
+# DynamoDB in the `baton` command; off in its default build) is covered; the default build
+# is linted too, and its refusal of those settings tested.
 step "lints"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "tests"
-cargo test --workspace --locked
+cargo test --workspace --all-features --locked
+# The default `baton` (no AWS support) refuses Bedrock and DynamoDB with a plain message.
+cargo test --workspace --locked --bin baton -- without_aws
 
 step "template checks"
 ./infra/template-checks.sh

@@ -31,11 +31,13 @@ pub(crate) struct GlobalArgs {
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
     /// Model serving the agents: `offline`, `scripted:FILE`, or `bedrock` (each card's
-    /// own model on Amazon Bedrock) [default: offline]
+    /// own model on Amazon Bedrock; needs a baton built with `--features aws`)
+    /// [default: offline]
     #[arg(long, global = true, value_name = "MODEL")]
     pub(crate) model: Option<String>,
     /// Where episodes are kept: `embedded` (a local file) or `dynamodb` (the journal table
-    /// and bodies bucket named by `table` and `bucket`) [default: embedded]
+    /// and bodies bucket named by `table` and `bucket`; needs a baton built with
+    /// `--features aws`) [default: embedded]
     #[arg(long, global = true, value_name = "STORE")]
     pub(crate) store: Option<String>,
     /// DynamoDB table of the journal (with `--store dynamodb`)

@@ -1,12 +1,18 @@
 //! Assembling the runtime from settings: the registry (with the same checks as
 //! `baton validate`), the model, the local store, the connectors and metrics.
+//!
+//! Bedrock and the DynamoDB journal are compiled in only with the `aws` feature
+//! (`cargo build --release -p baton-cli --features aws`); without it, asking for either is
+//! a plain error that says how to build them in.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
+#[cfg(feature = "aws")]
 use baton_aws::bedrock::BedrockModel;
+#[cfg(feature = "aws")]
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::ports::connector::Connector;
 use baton_core::ports::store::Store;
@@ -76,7 +82,9 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
 
     // The AWS settings (region, credentials, endpoints) are loaded once, when a part first
     // needs them.
+    #[cfg(feature = "aws")]
     let aws = tokio::sync::OnceCell::new();
+    #[cfg(feature = "aws")]
     let aws = || aws.get_or_init(baton_aws::sdk::Clients::from_env);
 
     let metrics = Arc::new(LocalMetrics::default());
@@ -97,6 +105,9 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             .model_override(Arc::new(ScriptedModel::from_file(path).with_context(
                 || format!("loading the scripted model {}", path.display()),
             )?)),
+        #[cfg(not(feature = "aws"))]
+        ModelChoice::Bedrock => return Err(without_aws("model \"bedrock\"")),
+        #[cfg(feature = "aws")]
         ModelChoice::Bedrock => {
             let bedrock = BedrockModel::new(aws().await.bedrock.clone(), registry.models());
             builder
@@ -113,6 +124,9 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
                 )
             })?)
         }
+        #[cfg(not(feature = "aws"))]
+        StoreChoice::DynamoDb { .. } => return Err(without_aws("store \"dynamodb\"")),
+        #[cfg(feature = "aws")]
         StoreChoice::DynamoDb { table, bucket } => {
             let aws = aws().await;
             check_table(&aws.dynamodb, table, settings.create_table).await?;
@@ -131,9 +145,20 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
     Ok(Assembled { runtime, metrics })
 }
 
+/// The plain error for a setting that needs AWS support in a `baton` built without it.
+#[cfg(any(test, not(feature = "aws")))]
+fn without_aws(setting: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{setting} needs AWS support, and this baton was built without it: build it with \
+         the `aws` feature, e.g. `cargo build --release -p baton-cli --features aws` (or \
+         `cargo run --release -p baton-cli --features aws -- ...`)"
+    )
+}
+
 /// Checks that the journal table exists before any turn runs, so that a wrong name is
 /// reported as such instead of as storage being unavailable; with `create`, creates it
 /// when missing (local emulators; on AWS the template owns it).
+#[cfg(feature = "aws")]
 async fn check_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
@@ -190,4 +215,56 @@ async fn check_table(
     // may still be allowed, so let the turn find out.
     tracing::debug!(table, error = %detail, "the journal table could not be described");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_aws_refusal_says_how_to_build_it_in() {
+        let message = without_aws("model \"bedrock\"").to_string();
+        assert!(
+            message.starts_with("model \"bedrock\" needs AWS support"),
+            "{message}"
+        );
+        assert!(
+            message.contains("cargo build --release -p baton-cli --features aws"),
+            "{message}"
+        );
+    }
+
+    /// Without the `aws` feature, Bedrock and DynamoDB are refused before anything is
+    /// opened or sent.
+    #[cfg(not(feature = "aws"))]
+    #[tokio::test]
+    async fn bedrock_and_dynamodb_are_refused_without_aws() {
+        let data = tempfile::tempdir().unwrap();
+        let registry = Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry");
+        let config = data.path().join("baton.toml");
+        std::fs::write(&config, "").unwrap();
+        for (model, store, refused) in [
+            ("bedrock", "embedded", "model \"bedrock\""),
+            ("offline", "dynamodb", "store \"dynamodb\""),
+        ] {
+            let settings = crate::config::load(&crate::config::Overrides {
+                config: Some(config.clone()),
+                registry: Some(registry.clone()),
+                data_dir: Some(data.path().to_owned()),
+                model: Some(model.into()),
+                store: Some(store.into()),
+                table: Some("t".into()),
+                bucket: Some("b".into()),
+                ..Default::default()
+            })
+            .unwrap();
+            let Err(err) = assemble(&settings).await else {
+                panic!("{model}/{store} was assembled without AWS support");
+            };
+            let message = format!("{err:#}");
+            assert!(message.starts_with(refused), "{message}");
+            assert!(message.contains("--features aws"), "{message}");
+        }
+        assert!(!data.path().join(DATABASE_FILE).exists());
+    }
 }

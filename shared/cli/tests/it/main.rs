@@ -6,6 +6,9 @@ mod adversaries;
 mod chat;
 mod config;
 mod console;
+// The DynamoDB store is in a `baton` built with the `aws` feature (`./infra/test.sh` runs
+// the suite with it).
+#[cfg(feature = "aws")]
 mod dynamodb;
 mod offline;
 mod serve;
