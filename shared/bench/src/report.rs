@@ -213,7 +213,7 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
         (
             "fan-out (D-10), mixed: ms over the ideal (max of the specialists + the orchestrator calls)",
             "direct_then_compose.fixed_latency.mixed.overhead_over_ideal_ms",
-            "fixed_latency.mixed.overhead_ms.median",
+            "fixed_latency.mixed.overhead_over_ideal_ms_median",
             true,
         ),
         (
