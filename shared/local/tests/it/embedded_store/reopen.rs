@@ -81,3 +81,39 @@ async fn two_stores_on_one_folder_see_each_others_commits() {
     assert_eq!(shared.store.commit(&commit).await, Ok(1));
     assert_eq!(other.turns(&alice, "ep-1", 1).await, Ok(vec![record]));
 }
+
+/// A store written by the first layout opens in this one: its claims are kept, and a turn
+/// that was running when its (older) process stopped restarts on its episode.
+#[tokio::test]
+async fn a_store_of_the_first_layout_is_updated_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let old = rusqlite::Connection::open(dir.path().join("baton.sqlite")).unwrap();
+        old.execute_batch(
+            "CREATE TABLE episodes (id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL UNIQUE,
+                owner TEXT NOT NULL, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+                updated_ms INTEGER NOT NULL, rolling_summary TEXT, state TEXT NOT NULL);
+             CREATE TABLE claims (episode_id TEXT PRIMARY KEY REFERENCES episodes (episode_id),
+                principal TEXT NOT NULL, turn_id TEXT NOT NULL, expires_ms INTEGER NOT NULL);
+             CREATE INDEX claims_by_turn ON claims (principal, turn_id);
+             CREATE TABLE turns (episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+                seq INTEGER NOT NULL, principal TEXT NOT NULL, turn_id TEXT NOT NULL,
+                record TEXT NOT NULL, PRIMARY KEY (episode_id, seq), UNIQUE (principal, turn_id));
+             CREATE TABLE bodies (episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+                key TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (episode_id, key));
+             INSERT INTO episodes (episode_id, owner, version, created_ms, updated_ms, state)
+                VALUES ('ep-1', 'alice', 0, 1000, 1000, '{}');
+             INSERT INTO claims VALUES ('ep-1', 'alice', 't-1', 99999999999999);
+             PRAGMA application_id = 1113683054;
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+    }
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let alice = principal("alice");
+    let retry = claim_request(&alice, None, "ep-new", "t-1", 2_000);
+    assert!(matches!(
+        store.claim(retry).await,
+        Ok(Claim::Claimed(meta)) if meta.episode_id == "ep-1"
+    ));
+}
