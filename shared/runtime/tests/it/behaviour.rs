@@ -615,19 +615,7 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
     use baton_runtime::memory_store::MemoryStore;
     use baton_runtime::scripted::ScriptedModel;
 
-    let script = r#"
-agents:
-  orchestrator:
-    - when: { purpose: route }
-      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
-    - when: { purpose: compose }
-      text: ["Done."]
-  shop:
-    - when: { after_tool_results: false }
-      tool_calls: [{ name: search_offers, args: { query: "coffee" } }]
-    - when: { after_tool_results: true }
-      text: ["Roast coffee earns 500 points."]
-"#;
+    let script = ONE_SHOP_TURN;
     // A day far from the test's own: connectors see the runtime's clock, not the machine's.
     const JUNE_1_2031: u64 = 1_938_124_800_000;
     let calls = Arc::new(ClockedConnector(Default::default()));
@@ -708,19 +696,7 @@ async fn a_caller_that_leaves_during_the_claim_leaves_no_orphan_claim() {
     use baton_runtime::memory_store::MemoryStore;
     use baton_runtime::scripted::ScriptedModel;
 
-    let script = r#"
-agents:
-  orchestrator:
-    - when: { purpose: route }
-      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
-    - when: { purpose: compose }
-      text: ["Done."]
-  shop:
-    - when: { after_tool_results: false }
-      tool_calls: [{ name: search_offers, args: { query: "coffee" } }]
-    - when: { after_tool_results: true }
-      text: ["Roast coffee earns 500 points."]
-"#;
+    let script = ONE_SHOP_TURN;
     let store = Arc::new(SlowClaims(MemoryStore::new()));
     let runtime = Runtime::builder(Arc::new(registry(&Setup::default())))
         .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
@@ -753,3 +729,18 @@ agents:
         .unwrap();
     assert_eq!(turns.len(), 1);
 }
+
+/// One routed turn to the shop specialist, with one tool call, composed in one word.
+const ONE_SHOP_TURN: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: "coffee" } }]
+    - when: { after_tool_results: true }
+      text: ["Roast coffee earns 500 points."]
+"#;
