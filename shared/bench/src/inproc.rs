@@ -17,7 +17,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::stats::{Summary, median, process_cpu};
+use crate::stats::{Summary, median, process_cpu, spread};
 use crate::workload::{
     self, ANSWER_CHUNKS, DIRECT_PROMPT, Latencies, MIXED_PROMPT, PREAMBLE_CHUNKS, SINGLE_PROMPT,
     SUPPORT_PROMPT,
@@ -102,16 +102,13 @@ fn part(prefix: &str, n: usize) -> String {
     (0..n).map(|i| format!("{prefix}{i} ")).collect()
 }
 
-/// Checks that the client got exactly the workload's text, per composition policy.
+/// The texts a client may get for `prompt` under `composition`: exactly the workload's text.
 ///
 /// For the reference's policy that is the reference's text: the preamble, the specialists'
 /// answers one after the other (in whichever order they first spoke), then the composed
 /// answer — Baton starts the specialists' part and the composed answer on a new paragraph
 /// (`\n\n`), and adds nothing else.
-pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow::Result<()> {
-    if !run.completed {
-        bail!("the turn did not complete");
-    }
+pub(crate) fn expected_texts(composition: &str, prompt: &str) -> Vec<String> {
     let agents: &[&str] = match prompt {
         MIXED_PROMPT => &["shopping", "support"],
         SUPPORT_PROMPT => &["support"],
@@ -122,7 +119,7 @@ pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow
         |order: &[&str]| -> String { order.iter().map(|a| part(a, ANSWER_CHUNKS)).collect() };
     let mut reversed = agents.to_vec();
     reversed.reverse();
-    let expected: Vec<String> = if prompt == DIRECT_PROMPT {
+    if prompt == DIRECT_PROMPT {
         // The Direct Line: the specialist's own answer, streamed and then delivered whole
         // (this run counts the streamed pieces), nothing from the orchestrator.
         vec![part("shopping", ANSWER_CHUNKS)]
@@ -139,7 +136,14 @@ pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow
             .collect()
     } else {
         vec![format!("{pre}\n\n{}", part("final", ANSWER_CHUNKS))]
-    };
+    }
+}
+
+/// Checks that the client got one of the `expected` texts, and the end of the turn.
+pub(crate) fn check(run: &TurnRun, expected: &[String]) -> anyhow::Result<()> {
+    if !run.completed {
+        bail!("the turn did not complete");
+    }
     if !expected.contains(&run.text) {
         bail!(
             "the client got {:?}; expected {:?}",
@@ -148,6 +152,11 @@ pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow
         );
     }
     Ok(())
+}
+
+/// Checks that the client got exactly the workload's text, per composition policy.
+pub(crate) fn validate(run: &TurnRun, composition: &str, prompt: &str) -> anyhow::Result<()> {
+    check(run, &expected_texts(composition, prompt))
 }
 
 #[derive(Serialize)]
@@ -164,28 +173,34 @@ pub(crate) struct Sequential {
     cpu_per_turn: Summary,
 }
 
+/// `n` turns one after the other. Every turn's text is checked, outside the measured time
+/// (as the reference does not time its checks): CPU per turn is the sum of the turns' own
+/// CPU windows.
 pub(crate) async fn sequential(
     rt: &Runtime,
     prompt: &str,
     n: usize,
     composition: &str,
 ) -> anyhow::Result<Sequential> {
+    let expected = expected_texts(composition, prompt);
     let (mut lat, mut ttfe, mut ttft, mut cpus) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut events = 0;
+    let mut cpu = Duration::ZERO;
     let wall0 = Instant::now();
-    let cpu0 = process_cpu();
     for _ in 0..n {
         let c = process_cpu();
         let run = turn(rt, prompt).await?;
-        cpus.push(process_cpu().saturating_sub(c));
-        validate(&run, composition, prompt)?;
+        let used = process_cpu().saturating_sub(c);
+        cpu += used;
+        cpus.push(used);
+        check(&run, &expected)?;
         lat.push(run.latency);
         ttfe.push(run.ttfe);
         ttft.push(run.ttft);
         events = run.events;
     }
     let wall = wall0.elapsed().as_secs_f64();
-    let cpu = process_cpu().saturating_sub(cpu0).as_secs_f64();
+    let cpu = cpu.as_secs_f64();
     Ok(Sequential {
         turns: n,
         wall_s: wall,
@@ -198,6 +213,35 @@ pub(crate) async fn sequential(
         ttft: Summary::of(&ttft),
         cpu_per_turn: Summary::of(&cpus),
     })
+}
+
+/// `reps` sequential batches, reported as the reference reports them: the batch with the
+/// median throughput, and each figure's spread over the batches.
+pub(crate) async fn sequential_runs(
+    rt: &Runtime,
+    prompt: &str,
+    n: usize,
+    composition: &str,
+    reps: usize,
+) -> anyhow::Result<Value> {
+    let mut runs = Vec::new();
+    for _ in 0..reps.max(1) {
+        runs.push(sequential(rt, prompt, n, composition).await?);
+    }
+    let over = |f: &dyn Fn(&Sequential) -> f64| spread(&runs.iter().map(f).collect::<Vec<_>>());
+    let out = json!({
+        "cpu_ms_per_turn_over_runs": over(&|r| r.cpu_ms_per_turn),
+        "p50_cpu_ms_per_turn_over_runs": over(&|r| r.cpu_per_turn.p50_ms),
+        "turns_per_s_over_runs": over(&|r| r.turns_per_s),
+        "p50_latency_ms_over_runs": over(&|r| r.latency.p50_ms),
+        "p99_latency_ms_over_runs": over(&|r| r.latency.p99_ms),
+        "p50_ttfe_ms_over_runs": over(&|r| r.ttfe.p50_ms),
+        "p99_ttfe_ms_over_runs": over(&|r| r.ttfe.p99_ms),
+    });
+    runs.sort_by(|a, b| a.turns_per_s.total_cmp(&b.turns_per_s));
+    let mut out = out;
+    out["representative_run"] = json!(runs.swap_remove(runs.len() / 2));
+    Ok(out)
 }
 
 /// `n` turns started together; (wall, process CPU).

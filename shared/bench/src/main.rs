@@ -8,6 +8,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+// The allocator the `baton` binary runs on, so that the in-process figures are its figures.
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 mod inproc;
 mod report;
 mod serve_load;

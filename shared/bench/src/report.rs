@@ -13,16 +13,17 @@ use crate::{Args, inproc, serve_load, workload};
 
 pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
     let dir = tempfile::tempdir()?;
-    let (turns, warmup, conc_reps) = if args.smoke {
-        (20, 5, 1)
+    // Sequential batches per figure: three, as the reference runs them.
+    let (turns, warmup, conc_reps, seq_reps) = if args.smoke {
+        (20, 5, 1, 1)
     } else {
-        (args.turns, 200, 3)
+        (args.turns, 200, 3, 3)
     };
     let mut out = json!({
         "framework": "baton",
         "version": env!("CARGO_PKG_VERSION"),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        "config": { "runtime": if args.current_thread { "tokio current_thread" } else { "tokio multi_thread, 2 workers" }, "turns": turns, "warmup": warmup, "concurrency": 100, "conc_reps": conc_reps, "latency_reps": args.reps,
+        "config": { "runtime": if args.current_thread { "tokio current_thread" } else { "tokio multi_thread, 2 workers" }, "turns": turns, "sequential_reps": seq_reps, "warmup": warmup, "concurrency": 100, "conc_reps": conc_reps, "latency_reps": args.reps,
                     "store": "memory", "model": "scripted, zero cost" },
     });
 
@@ -55,8 +56,10 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         for _ in 0..warmup {
             inproc::turn(&rt, MIXED_PROMPT).await?;
         }
-        let single = inproc::sequential(&rt, SINGLE_PROMPT, turns, composition).await?;
-        let mixed = inproc::sequential(&rt, MIXED_PROMPT, turns, composition).await?;
+        let single =
+            inproc::sequential_runs(&rt, SINGLE_PROMPT, turns, composition, seq_reps).await?;
+        let mixed =
+            inproc::sequential_runs(&rt, MIXED_PROMPT, turns, composition, seq_reps).await?;
         let mut conc = serde_json::Map::new();
         for (name, prompt) in [("single", SINGLE_PROMPT), ("mixed", MIXED_PROMPT)] {
             let (mut walls, mut cpus) = (Vec::new(), Vec::new());
@@ -74,7 +77,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         if *composition == workload::FAITHFUL {
             // The Direct Line turn does not depend on the composition policy.
             section["direct_line"] =
-                json!(inproc::sequential(&rt, DIRECT_PROMPT, turns, composition).await?);
+                inproc::sequential_runs(&rt, DIRECT_PROMPT, turns, composition, seq_reps).await?;
         }
         if !args.smoke {
             let lat_dir = tempfile::tempdir()?;
@@ -134,55 +137,67 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
     let rows: &[(&str, &str, &str, bool)] = &[
         (
             "single: CPU ms per turn",
-            "direct_then_compose.single.cpu_ms_per_turn",
+            "direct_then_compose.single.cpu_ms_per_turn_over_runs.median",
             "zero_latency.single.cpu_ms_per_turn_over_runs.median",
             true,
         ),
         (
             "mixed: CPU ms per turn",
-            "direct_then_compose.mixed.cpu_ms_per_turn",
+            "direct_then_compose.mixed.cpu_ms_per_turn_over_runs.median",
             "zero_latency.mixed.cpu_ms_per_turn_over_runs.median",
             true,
         ),
         (
+            "single: CPU ms per turn, p50 of turns",
+            "direct_then_compose.single.p50_cpu_ms_per_turn_over_runs.median",
+            "zero_latency.single.p50_cpu_ms_per_turn_over_runs.median",
+            true,
+        ),
+        (
+            "mixed: CPU ms per turn, p50 of turns",
+            "direct_then_compose.mixed.p50_cpu_ms_per_turn_over_runs.median",
+            "zero_latency.mixed.p50_cpu_ms_per_turn_over_runs.median",
+            true,
+        ),
+        (
             "single: turns/s",
-            "direct_then_compose.single.turns_per_s",
+            "direct_then_compose.single.turns_per_s_over_runs.median",
             "zero_latency.single.turns_per_s_over_runs.median",
             false,
         ),
         (
             "mixed: turns/s",
-            "direct_then_compose.mixed.turns_per_s",
+            "direct_then_compose.mixed.turns_per_s_over_runs.median",
             "zero_latency.mixed.turns_per_s_over_runs.median",
             false,
         ),
         (
             "single: latency p50 ms",
-            "direct_then_compose.single.latency.p50_ms",
+            "direct_then_compose.single.p50_latency_ms_over_runs.median",
             "zero_latency.single.p50_latency_ms_over_runs.median",
             true,
         ),
         (
             "mixed: latency p99 ms",
-            "direct_then_compose.mixed.latency.p99_ms",
+            "direct_then_compose.mixed.p99_latency_ms_over_runs.median",
             "zero_latency.mixed.p99_latency_ms_over_runs.median",
             true,
         ),
         (
             "single: first event p50 ms",
-            "direct_then_compose.single.ttfe.p50_ms",
+            "direct_then_compose.single.p50_ttfe_ms_over_runs.median",
             "zero_latency.single.p50_ttfe_ms_over_runs.median",
             true,
         ),
         (
             "mixed: first event p99 ms",
-            "direct_then_compose.mixed.ttfe.p99_ms",
+            "direct_then_compose.mixed.p99_ttfe_ms_over_runs.median",
             "zero_latency.mixed.p99_ttfe_ms_over_runs.median",
             true,
         ),
         (
             "Direct Line (strict) single: CPU ms per turn",
-            "direct_then_compose.direct_line.cpu_ms_per_turn",
+            "direct_then_compose.direct_line.cpu_ms_per_turn_over_runs.median",
             "zero_latency.single.cpu_ms_per_turn_over_runs.median",
             true,
         ),
@@ -289,8 +304,20 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             true,
         ),
         (
-            "baton serve RSS once those clients left and their turns committed: MiB",
-            "serve_stalled_readers.rss_after_their_turns_committed_mib",
+            "baton serve RSS 1 s after those clients left and their turns committed: MiB",
+            "serve_stalled_readers.rss_after_their_turns_committed_mib.1s",
+            "",
+            true,
+        ),
+        (
+            "baton serve RSS 15 s after those turns committed (idle: the row below): MiB",
+            "serve_stalled_readers.rss_after_their_turns_committed_mib.15s",
+            "",
+            true,
+        ),
+        (
+            "baton serve RSS idle before those clients came: MiB",
+            "serve_stalled_readers.rss_idle_mib",
             "",
             true,
         ),
@@ -314,13 +341,13 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
         ),
         (
             "mediated (specialists' text not streamed): single CPU ms per turn",
-            "mediated.single.cpu_ms_per_turn",
+            "mediated.single.cpu_ms_per_turn_over_runs.median",
             "",
             true,
         ),
         (
             "mediated (specialists' text not streamed): mixed CPU ms per turn",
-            "mediated.mixed.cpu_ms_per_turn",
+            "mediated.mixed.cpu_ms_per_turn_over_runs.median",
             "",
             true,
         ),

@@ -265,8 +265,15 @@ pub(crate) async fn stalled_readers(baton: &Path, dir: &Path, n: usize) -> anyho
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let all_done_ms = t.elapsed().as_secs_f64() * 1000.0;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    // The allocator hands freed memory back over a few seconds: sampled 1, 5 and 15 s on.
+    let mut after = serde_json::Map::new();
+    let mut waited = 0;
+    for s in [1, 5, 15] {
+        tokio::time::sleep(Duration::from_secs(s - waited)).await;
+        waited = s;
+        let rss = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+        after.insert(format!("{s}s"), json!(rss));
+    }
     let peak = rss_mib(pid).map(|r| r.1).unwrap_or_default();
     Ok(json!({
         "clients": n, "answer_bytes_each": 4_000 * 1_000,

@@ -82,3 +82,15 @@ pub(crate) fn median(xs: &[f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     round(pct(&v, 50.0), 4)
 }
+
+/// Median, minimum, maximum and the values, as the reference reports a figure over runs.
+pub(crate) fn spread(xs: &[f64]) -> serde_json::Value {
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    serde_json::json!({
+        "median": median(xs),
+        "min": round(if xs.is_empty() { 0.0 } else { min }, 4),
+        "max": round(if xs.is_empty() { 0.0 } else { max }, 4),
+        "values": xs.iter().map(|x| round(*x, 4)).collect::<Vec<_>>(),
+    })
+}

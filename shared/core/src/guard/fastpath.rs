@@ -1,6 +1,8 @@
 //! Fastpath allowlist (D-14): decided deterministically from the user's text alone.
 
-use super::words::words;
+use std::borrow::Cow;
+
+use super::words::word_views;
 
 const GREETINGS: &[&str] = &[
     "hi",
@@ -92,11 +94,11 @@ const FILLER: &[&str] = &[
 /// The allowlist category of a message, if it is nothing but a greeting,
 /// acknowledgement or chitchat.
 pub fn category(text: &str) -> Option<&'static str> {
-    let ws: Vec<String> = words(text).collect();
+    let ws: Vec<Cow<'_, str>> = word_views(text).collect();
     if ws.is_empty() || ws.len() > 8 {
         return None;
     }
-    let mut rest: &[String] = &ws;
+    let mut rest: &[Cow<'_, str>] = &ws;
     let mut found: Option<&'static str> = None;
     'outer: while !rest.is_empty() {
         // The longest phrase that opens the rest wins ("how are you doing" over "how are you").
@@ -120,7 +122,7 @@ pub fn category(text: &str) -> Option<&'static str> {
             rest = &rest[n..];
             continue 'outer;
         }
-        if FILLER.contains(&rest[0].as_str()) {
+        if FILLER.contains(&rest[0].as_ref()) {
             rest = &rest[1..];
             continue;
         }

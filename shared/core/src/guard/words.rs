@@ -1,5 +1,6 @@
 //! Content words: the lowercase words of a text minus stop words, shared by the guards.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Words too common to say anything about intent.
@@ -19,13 +20,22 @@ const STOP_WORDS: &[&str] = &[
 
 /// Splits a text into lowercase words (letters, digits and inner apostrophes).
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    word_views(text).map(Cow::into_owned)
+}
+
+/// [`words`] without a new string for a word that is already lowercase ASCII (most words
+/// are), for the guards that only compare or count words on every turn.
+pub fn word_views(text: &str) -> impl Iterator<Item = Cow<'_, str>> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .map(|w| {
-            w.trim_matches(|c| c == '\'' || c == '’')
-                .replace('’', "'")
-                .to_lowercase()
-        })
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '’'))
         .filter(|w| !w.is_empty())
+        .map(|w| {
+            if w.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+                Cow::Borrowed(w)
+            } else {
+                Cow::Owned(w.replace('’', "'").to_lowercase())
+            }
+        })
 }
 
 /// The content words of a text.
@@ -38,17 +48,32 @@ pub fn content_words(text: &str) -> BTreeSet<String> {
 /// Whether two texts share at least one content word.
 pub fn shares_content_word(a: &str, b: &str) -> bool {
     let a = content_words(a);
-    words(b).any(|w| a.contains(&w))
+    word_views(b).any(|w| a.contains(w.as_ref()))
 }
 
 /// Number of words.
 pub fn word_count(text: &str) -> usize {
-    words(text).count()
+    word_views(text).count()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_are_lowercase_with_plain_apostrophes_borrowed_or_not() {
+        let text = "Don’t STOP: it's 'quoted' café ÉTÉ 42x";
+        let all: Vec<String> = words(text).collect();
+        assert_eq!(
+            all,
+            ["don't", "stop", "it's", "quoted", "café", "été", "42x"]
+        );
+        let borrowed: Vec<bool> = word_views(text)
+            .map(|w| matches!(w, Cow::Borrowed(_)))
+            .collect();
+        assert_eq!(borrowed, [false, false, true, true, false, false, true]);
+        assert_eq!(word_count(text), 7);
+    }
 
     #[test]
     fn stop_words_do_not_count_as_overlap() {

@@ -70,6 +70,7 @@ impl ClaimRequest {
 /// what runs. Equal requests have equal fingerprints.
 pub fn request_fingerprint(message: &str, options: &[&str]) -> String {
     use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
     let mut hash = Sha256::new();
     hash.update(message.trim().as_bytes());
     for option in options {
@@ -77,10 +78,13 @@ pub fn request_fingerprint(message: &str, options: &[&str]) -> String {
         hash.update([0u8]);
         hash.update(option.as_bytes());
     }
-    hash.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let digest = hash.finalize();
+    let mut hex = String::with_capacity(32);
+    for b in &digest[..16] {
+        // Writing to a String cannot fail.
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
 /// How a turn id sent again differs from the turn already under it.
