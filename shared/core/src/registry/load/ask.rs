@@ -1,0 +1,111 @@
+//! The `ask_<id>` tools (D-6): the tool other orchestrators call a card through, and the
+//! tools each model sees once every card has one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::Loader;
+use super::cards::Card;
+use super::tools::tool_def;
+use crate::ports::model::ToolDef;
+use crate::registry::Agent;
+use crate::registry::raw::RawCard;
+
+/// The arguments every ask tool has; a card's `ask_args` may not redefine them.
+const ASK_FIELDS: [&str; 3] = ["query", "prior_context", "intent_count"];
+
+impl Loader<'_> {
+    /// The card's ask tool schema: the built-in arguments, then its `ask_args`; with its
+    /// compiled form, `None` when it does not compile (a problem then says why).
+    pub(super) fn ask_schema(&mut self, card: Card<'_>) -> (Value, Option<jsonschema::Validator>) {
+        let mut properties = serde_json::Map::new();
+        properties.insert("query".into(), json!({"type": "string", "minLength": 1, "description": "The user's words for this specialist, verbatim: do not rephrase."}));
+        properties.insert("prior_context".into(), json!({"type": "string", "description": "When the user switches topic: the entities, ids and goals from earlier turns this specialist needs."}));
+        properties.insert("intent_count".into(), json!({"type": "integer", "minimum": 1, "description": "How many distinct requests the user's latest message contains, in total."}));
+        for (name, schema) in &card.raw.ask_args {
+            if ASK_FIELDS.contains(&name.as_str()) {
+                self.problems.add(
+                    card.file,
+                    format!("ask_args.{name}"),
+                    name,
+                    "this argument is built in",
+                );
+                continue;
+            }
+            if !schema.is_object() {
+                self.problems.add(
+                    card.file,
+                    format!("ask_args.{name}"),
+                    schema.to_string(),
+                    "must be a JSON Schema object",
+                );
+                continue;
+            }
+            properties.insert(name.clone(), schema.clone());
+        }
+        let schema = json!({
+            "type": "object",
+            "properties": Value::Object(properties),
+            "required": ["query", "intent_count"],
+        });
+        let validator = match jsonschema::validator_for(&schema) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.problems.add(
+                    card.file,
+                    "ask_args",
+                    e.instance_path().to_string(),
+                    format!("not a valid JSON Schema: {e}"),
+                );
+                None
+            }
+        };
+        (schema, validator)
+    }
+
+    /// Two ids that differ only by '-' and '_' would give one tool name to two cards.
+    pub(super) fn check_ask_names(&mut self, agents: &BTreeMap<String, Agent>) {
+        let mut ask_names: BTreeMap<String, &str> = BTreeMap::new();
+        for agent in agents.values() {
+            let name = agent.ask_tool.name.to_string();
+            match ask_names.get(&name) {
+                Some(other) => self.problems.add(
+                    &agent.file,
+                    "id",
+                    &*agent.id,
+                    format!("its tool name {name} is also the tool name of card {other}"),
+                ),
+                None => {
+                    ask_names.insert(name, &agent.id);
+                }
+            }
+        }
+    }
+}
+
+/// The card's ask tool as models see it.
+pub(super) fn ask_tool(raw: &RawCard, schema: Value) -> ToolDef {
+    ToolDef {
+        name: Arc::from(format!("ask_{}", raw.id.replace('-', "_"))),
+        description: Arc::from(raw.description.trim()),
+        input_schema: Arc::new(schema),
+    }
+}
+
+/// Sets each card's model tools: its own tools, then for an orchestrator one ask tool per
+/// sub-agent in declared order (D-6).
+pub(super) fn link_model_tools(agents: &mut BTreeMap<String, Agent>) {
+    let asks: BTreeMap<String, ToolDef> = agents
+        .iter()
+        .map(|(id, a)| (id.clone(), a.ask_tool.clone()))
+        .collect();
+    for agent in agents.values_mut() {
+        let mut defs: Vec<ToolDef> = agent.tools.iter().map(|t| tool_def(t)).collect();
+        if let Some(o) = &agent.orchestration {
+            defs.extend(o.sub_agents.iter().filter_map(|s| asks.get(&**s).cloned()));
+        }
+        agent.model_tools = Arc::from(defs);
+    }
+}
