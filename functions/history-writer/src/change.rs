@@ -154,7 +154,7 @@ mod tests {
             "routing": {
                 "invoked": [], "intent_count": 0, "cap": 3, "cap_behavior": "within",
                 "dropped": [], "guards": [], "retries": 0, "fastpath": null, "outcomes": [],
-                "composition": "single", "limit": null, "principal_mismatches": 0
+                "composition": "passthrough", "limit": null, "principal_mismatches": 0
             },
             "usage": [], "cost_usd": 0.0, "body_keys": [], "outcome": "answered"
         })

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ports::connector::{Envelope, EnvelopeStatus};
 use crate::turn::AgentStatus;
 
 /// Result of an `ask_<id>` call, given to the orchestrator for composition.
@@ -50,4 +51,172 @@ pub struct ToolData {
     /// Plain-words reason when unavailable (never an error string from a backend).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// The plain words a sub-agent gets for data it cannot have (never a backend's error text).
+pub const UNAVAILABLE_NOTE: &str = "This information is unavailable right now.";
+
+impl ToolData {
+    /// No data from `tool`, with `note` saying so in plain words.
+    pub fn unavailable(tool: &str, note: &str) -> Self {
+        ToolData {
+            tool: tool.to_owned(),
+            status: DataStatus::Unavailable,
+            data: serde_json::Value::Null,
+            note: Some(note.to_owned()),
+        }
+    }
+}
+
+/// What a connector's answer means for the sub-agent that called the tool.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnvelopeVerdict {
+    /// The data the sub-agent gets: its status decided by the envelope's status alone (D-28).
+    Data(ToolData),
+    /// The envelope was made for another principal: a security event (D-29). Its payload
+    /// is suppressed, and the call is not retried.
+    PrincipalMismatch,
+    /// The envelope's major version is not the one the tool declares.
+    VersionMismatch {
+        /// The major version the tool declares.
+        expected: u64,
+    },
+}
+
+impl EnvelopeVerdict {
+    /// The data the sub-agent gets under this verdict.
+    pub fn into_data(self, tool: &str) -> ToolData {
+        match self {
+            EnvelopeVerdict::Data(data) => data,
+            EnvelopeVerdict::PrincipalMismatch | EnvelopeVerdict::VersionMismatch { .. } => {
+                ToolData::unavailable(tool, UNAVAILABLE_NOTE)
+            }
+        }
+    }
+}
+
+/// Judges the envelope `tool` answered for the caller `principal`: the principal first,
+/// then the declared major version, then the status.
+pub fn judge_envelope(
+    tool: &str,
+    envelope: Envelope,
+    principal: &str,
+    expected_major: Option<u64>,
+) -> EnvelopeVerdict {
+    if envelope.principal != principal {
+        return EnvelopeVerdict::PrincipalMismatch;
+    }
+    if let Some(expected) = expected_major
+        && envelope.major_version() != Some(expected)
+    {
+        return EnvelopeVerdict::VersionMismatch { expected };
+    }
+    let status = match envelope.status {
+        EnvelopeStatus::Ok => DataStatus::Ok,
+        EnvelopeStatus::Partial => DataStatus::Partial,
+        EnvelopeStatus::Error => DataStatus::Unavailable,
+    };
+    if status == DataStatus::Unavailable {
+        return EnvelopeVerdict::Data(ToolData::unavailable(tool, UNAVAILABLE_NOTE));
+    }
+    EnvelopeVerdict::Data(ToolData {
+        tool: tool.to_owned(),
+        status,
+        data: envelope.payload,
+        note: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn envelope(status: EnvelopeStatus, principal: &str, version: &str) -> Envelope {
+        serde_json::from_value(json!({
+            "status": status, "payload": { "points": 500 }, "principal": principal,
+            "version": version, "domain_type": "rewards", "enricher_id": "rewards-api",
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_status_alone_decides_for_the_right_principal() {
+        let ok = judge_envelope(
+            "rewards",
+            envelope(EnvelopeStatus::Ok, "alice", "1.2.0"),
+            "alice",
+            Some(1),
+        );
+        assert_eq!(
+            ok,
+            EnvelopeVerdict::Data(ToolData {
+                tool: "rewards".into(),
+                status: DataStatus::Ok,
+                data: json!({ "points": 500 }),
+                note: None,
+            })
+        );
+        let partial = judge_envelope(
+            "rewards",
+            envelope(EnvelopeStatus::Partial, "alice", "1.0.0"),
+            "alice",
+            None,
+        );
+        assert!(matches!(
+            partial,
+            EnvelopeVerdict::Data(ToolData {
+                status: DataStatus::Partial,
+                ..
+            })
+        ));
+        // An error envelope's payload never reaches the sub-agent; plain words do.
+        let error = judge_envelope(
+            "rewards",
+            envelope(EnvelopeStatus::Error, "alice", "1.0.0"),
+            "alice",
+            None,
+        );
+        assert_eq!(
+            error,
+            EnvelopeVerdict::Data(ToolData::unavailable("rewards", UNAVAILABLE_NOTE))
+        );
+    }
+
+    #[test]
+    fn another_principal_is_suppressed_before_anything_else() {
+        let verdict = judge_envelope(
+            "rewards",
+            envelope(EnvelopeStatus::Ok, "mallory", "9.0.0"),
+            "alice",
+            Some(1),
+        );
+        assert_eq!(verdict, EnvelopeVerdict::PrincipalMismatch);
+        assert_eq!(
+            verdict.into_data("rewards"),
+            ToolData::unavailable("rewards", UNAVAILABLE_NOTE)
+        );
+    }
+
+    #[test]
+    fn a_foreign_major_version_is_refused() {
+        for version in ["2.0.0", "not a version"] {
+            let verdict = judge_envelope(
+                "rewards",
+                envelope(EnvelopeStatus::Ok, "alice", version),
+                "alice",
+                Some(1),
+            );
+            assert_eq!(verdict, EnvelopeVerdict::VersionMismatch { expected: 1 });
+        }
+        // Without a declared major version any version is taken.
+        let verdict = judge_envelope(
+            "rewards",
+            envelope(EnvelopeStatus::Ok, "alice", "7.1.0"),
+            "alice",
+            None,
+        );
+        assert!(matches!(verdict, EnvelopeVerdict::Data(_)));
+    }
 }

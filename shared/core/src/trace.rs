@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::directive::DirectMode;
 use crate::obligation::ObligationSource;
+use crate::registry::Composition;
 use crate::turn::AgentStatus;
 
 /// Fan-out relative to the cap (D-9), ordered from within to over.
@@ -71,11 +72,87 @@ pub struct DroppedCall {
     pub reason: DropReason,
 }
 
+/// The guards that can change a turn, by their recorded names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuardName {
+    /// Fewer calls than the intents the orchestrator reported: re-asked.
+    IntentCount,
+    /// A short reply to a specialist's question went back to that specialist.
+    Echo,
+    /// A call sharing no word with the message was dropped.
+    Overlap,
+    /// A specialist got the user's exact words.
+    Verbatim,
+    /// A text-only answer outside the small-talk allowlist was rerouted.
+    Fastpath,
+    /// No usable call: routed to the fallback specialist.
+    Fallback,
+    /// A "yes, go on" resumed the calls a limit had left pending.
+    Continue,
+    /// A specialist's missing context was filled from the last turn.
+    PriorContext,
+    /// A specialist reached its tool-call limit.
+    SubagentToolLimit,
+    /// A specialist called a tool it does not have.
+    UnknownTool,
+    /// A tool call's arguments failed their schema.
+    InvalidArgs,
+    /// A tool's circuit breaker was open.
+    Breaker,
+}
+
+impl GuardName {
+    /// The recorded name (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuardName::IntentCount => "intent_count",
+            GuardName::Echo => "echo",
+            GuardName::Overlap => "overlap",
+            GuardName::Verbatim => "verbatim",
+            GuardName::Fastpath => "fastpath",
+            GuardName::Fallback => "fallback",
+            GuardName::Continue => "continue",
+            GuardName::PriorContext => "prior_context",
+            GuardName::SubagentToolLimit => "subagent_tool_limit",
+            GuardName::UnknownTool => "unknown_tool",
+            GuardName::InvalidArgs => "invalid_args",
+            GuardName::Breaker => "breaker",
+        }
+    }
+}
+
+/// The limits of a turn that can trip, by their recorded names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitHit {
+    /// The episode took too many turns in its window.
+    EpisodeRate,
+    /// The turn consulted as many specialists as it may.
+    TurnSubagents,
+    /// The turn made as many tool calls as it may.
+    TurnToolCalls,
+    /// The orchestrator took as many steps as it may.
+    OrchestratorIterations,
+}
+
+impl LimitHit {
+    /// The recorded name (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitHit::EpisodeRate => "episode_rate",
+            LimitHit::TurnSubagents => "turn_subagents",
+            LimitHit::TurnToolCalls => "turn_tool_calls",
+            LimitHit::OrchestratorIterations => "orchestrator_iterations",
+        }
+    }
+}
+
 /// A guard that changed something.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuardFired {
-    /// Guard name (`intent_count`, `echo`, `overlap`, `verbatim`, `fastpath`, ...).
-    pub guard: String,
+    /// Which guard.
+    pub guard: GuardName,
     /// What it did.
     pub detail: String,
 }
@@ -114,10 +191,12 @@ pub struct RoutingRecord {
     pub fastpath: Option<String>,
     /// Per-sub-agent outcome.
     pub outcomes: Vec<AgentOutcome>,
-    /// Composition policy used.
-    pub composition: String,
+    /// Composition policy used; none (recorded as `""`) when the entry agent orchestrates
+    /// nothing.
+    #[serde(with = "composition_or_empty")]
+    pub composition: Option<Composition>,
     /// Limit that tripped, if any.
-    pub limit: Option<String>,
+    pub limit: Option<LimitHit>,
     /// `principal_mismatch` suppressions during the turn.
     pub principal_mismatches: u32,
     /// The Direct Line, when the user addressed a specialist (D-21).
@@ -207,9 +286,9 @@ impl InterventionKind {
 
 impl RoutingRecord {
     /// Notes a guard firing.
-    pub fn guard(&mut self, guard: &str, detail: impl Into<String>) {
+    pub fn guard(&mut self, guard: GuardName, detail: impl Into<String>) {
         self.guards.push(GuardFired {
-            guard: guard.to_owned(),
+            guard,
             detail: detail.into(),
         });
     }
@@ -229,5 +308,80 @@ impl RoutingRecord {
             tool: tool.to_owned(),
             reason,
         });
+    }
+}
+
+/// The record's composition as it has always been written: the policy's name, or `""`.
+mod composition_or_empty {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::registry::Composition;
+
+    pub(super) fn serialize<S: Serializer>(
+        value: &Option<Composition>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(composition) => composition.serialize(serializer),
+            None => serializer.serialize_str(""),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Composition>, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        Composition::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(&name))
+            .map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_sets_keep_their_recorded_names() {
+        let mut record = RoutingRecord {
+            composition: Some(Composition::DirectThenCompose),
+            limit: Some(LimitHit::TurnToolCalls),
+            ..RoutingRecord::default()
+        };
+        record.guard(GuardName::SubagentToolLimit, "shop reached 3 tool calls");
+        let json = serde_json::to_value(&record).unwrap();
+        assert_eq!(json["composition"], "direct_then_compose");
+        assert_eq!(json["limit"], "turn_tool_calls");
+        assert_eq!(json["guards"][0]["guard"], "subagent_tool_limit");
+        assert_eq!(
+            serde_json::from_value::<RoutingRecord>(json).unwrap(),
+            record
+        );
+        for guard in [
+            GuardName::IntentCount,
+            GuardName::PriorContext,
+            GuardName::Breaker,
+        ] {
+            assert_eq!(serde_json::to_value(guard).unwrap(), guard.as_str());
+        }
+        for limit in [LimitHit::EpisodeRate, LimitHit::OrchestratorIterations] {
+            assert_eq!(serde_json::to_value(limit).unwrap(), limit.as_str());
+        }
+    }
+
+    #[test]
+    fn no_composition_is_recorded_as_an_empty_name() {
+        let record = RoutingRecord::default();
+        let json = serde_json::to_value(&record).unwrap();
+        assert_eq!(json["composition"], "");
+        assert_eq!(json["limit"], serde_json::Value::Null);
+        assert_eq!(
+            serde_json::from_value::<RoutingRecord>(json)
+                .unwrap()
+                .composition,
+            None
+        );
     }
 }

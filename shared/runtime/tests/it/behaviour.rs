@@ -5,6 +5,7 @@ use std::time::Duration;
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::store::Store;
+use baton_core::trace::{GuardName, LimitHit};
 use baton_core::turn::TurnOutcome;
 use baton_runtime::RejectionKind;
 use futures::StreamExt;
@@ -392,11 +393,19 @@ agents:
     let (_, _) = run(&rig, request("my points", Some(&episode), "t2")).await;
     let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
     assert!(
-        !turns[0].routing.guards.iter().any(|g| g.guard == "breaker"),
+        !turns[0]
+            .routing
+            .guards
+            .iter()
+            .any(|g| g.guard == GuardName::Breaker),
         "the first failure is a real call"
     );
     assert!(
-        turns[1].routing.guards.iter().any(|g| g.guard == "breaker"),
+        turns[1]
+            .routing
+            .guards
+            .iter()
+            .any(|g| g.guard == GuardName::Breaker),
         "then the breaker is open"
     );
     assert_eq!(
@@ -433,7 +442,7 @@ agents:
         turn.routing
             .guards
             .iter()
-            .any(|g| g.guard == "invalid_args")
+            .any(|g| g.guard == GuardName::InvalidArgs)
     );
     // The specialist saw a plain explanation, not a crash.
     let followup = rig
@@ -503,7 +512,7 @@ async fn an_intent_switch_without_prior_context_gets_it_from_the_runtime() {
         turn.routing
             .guards
             .iter()
-            .any(|g| g.guard == "prior_context")
+            .any(|g| g.guard == GuardName::PriorContext)
     );
 }
 
@@ -585,7 +594,7 @@ agents:
     assert!(text.contains("Would you like me to continue?"), "{text}");
     let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
     assert_eq!(
-        turn.routing.limit.as_deref(),
+        turn.routing.limit.map(LimitHit::as_str),
         Some("orchestrator_iterations")
     );
     assert_eq!(turn.outcome, TurnOutcome::Limited);

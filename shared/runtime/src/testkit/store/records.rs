@@ -4,7 +4,8 @@
 use baton_core::Principal;
 use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit, EpisodeMeta, Store};
-use baton_core::trace::{AgentOutcome, RoutingRecord};
+use baton_core::registry::Composition;
+use baton_core::trace::{AgentOutcome, GuardName, RoutingRecord};
 use baton_core::turn::{
     AgentStatus, ConsultedAgent, EpisodeState, ModelUsage, PendingCall, RateBucket, Segment,
     TurnOutcome, TurnRecord,
@@ -47,7 +48,7 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
         intent_count: 2,
         cap: 3,
         retries: 1,
-        composition: "mediated".into(),
+        composition: Some(Composition::Mediated),
         outcomes: vec![AgentOutcome {
             agent_id: "offers".into(),
             status: AgentStatus::Ok,
@@ -56,7 +57,7 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
         }],
         ..RoutingRecord::default()
     };
-    routing.guard("verbatim", "single intent");
+    routing.guard(GuardName::Verbatim, "single intent");
     TurnRecord {
         episode_id: episode_id.to_owned(),
         seq,
