@@ -23,7 +23,7 @@ use baton_runtime::TurnRequest;
 use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::scripted::ScriptedModel;
 use baton_tests::fixtures::{SHOP_SCRIPT, event, registry_dir};
-use baton_turn::{Adapters, Config, Function, LambdaPrincipal, ModelChoice};
+use baton_turn::{Adapters, Config, Function, LambdaPrincipal, ModelServing};
 use futures::StreamExt;
 use lambda_http::request::LambdaRequest;
 use lambda_http::tower::Service;
@@ -48,7 +48,7 @@ fn function() -> Function {
     baton_turn::assemble(
         &config,
         Adapters {
-            model: ModelChoice::Override(model),
+            model: ModelServing::Override(model),
             store: Arc::new(MemoryStore::new()),
             principals: Arc::new(LambdaPrincipal),
         },

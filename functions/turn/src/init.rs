@@ -53,7 +53,7 @@ pub enum InitError {
 }
 
 /// Which model serves the cards.
-pub enum ModelChoice {
+pub enum ModelServing {
     /// Bedrock serves every card whose model has provider `bedrock`; a card with any other
     /// provider fails Init.
     Bedrock(Arc<dyn Model>),
@@ -64,7 +64,7 @@ pub enum ModelChoice {
 /// The adapters behind the runtime's ports.
 pub struct Adapters {
     /// The model.
-    pub model: ModelChoice,
+    pub model: ModelServing,
     /// The journal.
     pub store: Arc<dyn Store>,
     /// Who is calling: [`LambdaPrincipal`](crate::LambdaPrincipal) on Lambda.
@@ -114,7 +114,7 @@ pub fn init_with(
         config.journal(),
     );
     let adapters = Adapters {
-        model: ModelChoice::Bedrock(Arc::new(model)),
+        model: ModelServing::Bedrock(Arc::new(model)),
         store: Arc::new(store),
         principals,
     };
@@ -144,8 +144,8 @@ fn build(
         .metrics(metrics.clone())
         .config(config.runtime());
     match adapters.model {
-        ModelChoice::Override(model) => builder = builder.model_override(model),
-        ModelChoice::Bedrock(model) => {
+        ModelServing::Override(model) => builder = builder.model_override(model),
+        ModelServing::Bedrock(model) => {
             let unserved: Vec<String> = registry
                 .agents()
                 .filter(|a| &*a.model.provider != BEDROCK_PROVIDER)

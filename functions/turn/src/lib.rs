@@ -31,7 +31,7 @@ mod tracker;
 pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES};
 pub use host::under_lambda;
 pub use init::{
-    Adapters, BEDROCK_PROVIDER, Function, InitError, ModelChoice, assemble, init, init_with,
+    Adapters, BEDROCK_PROVIDER, Function, InitError, ModelServing, assemble, init, init_with,
 };
 pub use invocation::{InvocationLayer, InvocationService, MetricsSink};
 pub use principal::LambdaPrincipal;

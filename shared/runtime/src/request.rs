@@ -3,7 +3,7 @@
 
 use baton_core::Principal;
 use baton_core::directive::DirectMode;
-use baton_core::ports::store::request_fingerprint;
+use baton_core::ports::store::{StoreError, request_fingerprint};
 
 /// One user turn.
 #[derive(Debug, Clone)]
@@ -98,6 +98,26 @@ impl TurnRejection {
         TurnRejection {
             kind,
             message: message.into(),
+        }
+    }
+}
+
+/// The plain-words rejection for a store failure; the detail goes to the log.
+pub(crate) fn store_rejection(e: StoreError) -> TurnRejection {
+    match e {
+        StoreError::NotFound => {
+            TurnRejection::new(RejectionKind::NotFound, "That conversation was not found.")
+        }
+        StoreError::Conflict => TurnRejection::new(
+            RejectionKind::Busy,
+            "A turn is in progress on this conversation; try again in a moment.",
+        ),
+        StoreError::Unavailable(detail) | StoreError::Corrupt(detail) => {
+            tracing::error!(%detail, "store failure");
+            TurnRejection::new(
+                RejectionKind::Unavailable,
+                "Conversation storage is unavailable right now; please try again shortly.",
+            )
         }
     }
 }

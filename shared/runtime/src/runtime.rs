@@ -8,15 +8,16 @@ use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::Connector;
 use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
-use baton_core::ports::store::{Store, StoreError};
+use baton_core::ports::store::Store;
 use baton_core::privacy::PrivacyGuard;
-use baton_core::registry::{Agent, ModelSpec, Registry};
+use baton_core::registry::{Agent, Registry};
 
 use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::config::RuntimeConfig;
+use crate::engine::services::Inner;
 use crate::history::{EpisodeHistory, HistoryTurn};
-use crate::request::{RejectionKind, TurnRejection, TurnRequest};
+use crate::request::{TurnRejection, TurnRequest, store_rejection};
 use crate::stream::TurnStream;
 
 /// Why a runtime could not be built.
@@ -28,30 +29,6 @@ pub struct BuildError(pub Vec<String>);
 #[derive(Clone)]
 pub struct Runtime {
     pub(crate) inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) entry: Arc<Agent>,
-    pub(crate) models: BTreeMap<String, Arc<dyn Model>>,
-    pub(crate) model_override: Option<Arc<dyn Model>>,
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) connectors: BTreeMap<String, Arc<dyn Connector>>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) metrics: Arc<dyn Metrics>,
-    pub(crate) config: RuntimeConfig,
-    pub(crate) breakers: Breakers,
-    /// The privacy guard of the entry orchestrator (D-23).
-    pub(crate) privacy: Arc<PrivacyGuard>,
-}
-
-impl Inner {
-    /// The model adapter serving a registry model.
-    pub(crate) fn model_for(&self, spec: &ModelSpec) -> Option<&Arc<dyn Model>> {
-        self.model_override
-            .as_ref()
-            .or_else(|| self.models.get(&*spec.provider))
-    }
 }
 
 /// Assembles a [`Runtime`].
@@ -241,24 +218,5 @@ impl Runtime {
             episode_id: episode_id.to_owned(),
             turns: turns.iter().map(HistoryTurn::from).collect(),
         })
-    }
-}
-
-pub(crate) fn store_rejection(e: StoreError) -> TurnRejection {
-    match e {
-        StoreError::NotFound => {
-            TurnRejection::new(RejectionKind::NotFound, "That conversation was not found.")
-        }
-        StoreError::Conflict => TurnRejection::new(
-            RejectionKind::Busy,
-            "A turn is in progress on this conversation; try again in a moment.",
-        ),
-        StoreError::Unavailable(detail) | StoreError::Corrupt(detail) => {
-            tracing::error!(%detail, "store failure");
-            TurnRejection::new(
-                RejectionKind::Unavailable,
-                "Conversation storage is unavailable right now; please try again shortly.",
-            )
-        }
     }
 }

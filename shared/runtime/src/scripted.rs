@@ -68,7 +68,7 @@ pub struct ScriptedCall {
 /// Failure kinds a rule can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ScriptedError {
+pub enum ScriptedFailure {
     /// `ModelError::Throttled`.
     Throttled,
     /// `ModelError::Unavailable`.
@@ -108,7 +108,7 @@ pub struct Rule {
     pub tool_calls: Vec<ScriptedCall>,
     /// Fail with this error (after any text and tool calls listed).
     #[serde(default)]
-    pub error: Option<ScriptedError>,
+    pub error: Option<ScriptedFailure>,
     /// Usage to report (defaults to a rough estimate).
     #[serde(default)]
     pub usage: Option<TokenUsage>,
@@ -321,11 +321,13 @@ impl Playback {
         match (rule.error, i) {
             (Some(error), 0) => {
                 let e = match error {
-                    ScriptedError::Throttled => ModelError::Throttled,
-                    ScriptedError::Unavailable => ModelError::Unavailable("scripted outage".into()),
-                    ScriptedError::Invalid => ModelError::Invalid("scripted rejection".into()),
-                    ScriptedError::Timeout => ModelError::Timeout,
-                    ScriptedError::Malformed => ModelError::Malformed("scripted garbage".into()),
+                    ScriptedFailure::Throttled => ModelError::Throttled,
+                    ScriptedFailure::Unavailable => {
+                        ModelError::Unavailable("scripted outage".into())
+                    }
+                    ScriptedFailure::Invalid => ModelError::Invalid("scripted rejection".into()),
+                    ScriptedFailure::Timeout => ModelError::Timeout,
+                    ScriptedFailure::Malformed => ModelError::Malformed("scripted garbage".into()),
                 };
                 Some((delay, Err(e)))
             }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::scripted::ScriptedModel;
-use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelChoice};
+use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelServing};
 
 use baton_tests::fixtures::copy_dir;
 
@@ -12,7 +12,7 @@ use crate::support::*;
 
 fn bedrock_stand_in() -> Adapters {
     Adapters {
-        model: ModelChoice::Bedrock(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
+        model: ModelServing::Bedrock(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
         store: Arc::new(MemoryStore::new()),
         principals: Arc::new(LambdaPrincipal),
     }
@@ -46,7 +46,7 @@ fn a_card_on_the_offline_model_fails_init_by_name() {
 
     // With a model override (tests, benchmarks) every card is served.
     let overridden = Adapters {
-        model: ModelChoice::Override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
+        model: ModelServing::Override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
         ..bedrock_stand_in()
     };
     assert!(baton_turn::assemble(&config, overridden).is_ok());

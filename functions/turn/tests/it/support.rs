@@ -10,7 +10,7 @@ use baton_core::Principal;
 use baton_http::sse::{SseFrame, decode};
 use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::scripted::ScriptedModel;
-use baton_turn::{Adapters, Config, Function, LambdaPrincipal, MetricsSink, ModelChoice};
+use baton_turn::{Adapters, Config, Function, LambdaPrincipal, MetricsSink, ModelServing};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use lambda_http::http::{HeaderMap, StatusCode};
@@ -58,7 +58,7 @@ pub(crate) fn function_with(script: &str, extra: &[(&str, &str)]) -> Function {
     baton_turn::assemble(
         &config(extra),
         Adapters {
-            model: ModelChoice::Override(model),
+            model: ModelServing::Override(model),
             store: Arc::new(MemoryStore::new()),
             principals: Arc::new(LambdaPrincipal),
         },

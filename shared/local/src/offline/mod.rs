@@ -8,11 +8,11 @@ mod answer;
 mod args;
 mod bm25;
 mod chunks;
-mod compose;
+mod composing_reply;
 mod conversation;
 mod model;
 mod render;
-mod route;
+mod routing_reply;
 mod segment;
 #[cfg(test)]
 mod testing;

@@ -10,8 +10,8 @@ use futures::{StreamExt, stream};
 
 use super::answer::{self, ToolIndex};
 use super::chunks::Reply;
-use super::compose;
-use super::route::{self, Router};
+use super::composing_reply;
+use super::routing_reply::{self, Router};
 
 /// A deterministic stand-in for a language model: no network, same input, same output.
 ///
@@ -86,11 +86,11 @@ impl Inner {
             (CallPurpose::Note, _) => {}
             (CallPurpose::Compose, _) => {
                 let label_of = |tool: &str| self.asks.get(tool).map(|a| a.label.to_string());
-                compose::respond(request, &label_of, &mut reply);
+                composing_reply::respond(request, &label_of, &mut reply);
             }
             (CallPurpose::Route | CallPurpose::Reminder, Some(agent)) => {
                 match self.routers.get(&agent.id) {
-                    Some(router) => route::respond(router, request, &mut reply),
+                    Some(router) => routing_reply::respond(router, request, &mut reply),
                     None => {
                         // Not a declared orchestrator: rank whatever agents it is offered.
                         let offered = request
@@ -98,7 +98,7 @@ impl Inner {
                             .iter()
                             .filter_map(|t| self.asks.get(&*t.name).cloned())
                             .collect();
-                        route::respond(&Router::new(offered), request, &mut reply);
+                        routing_reply::respond(&Router::new(offered), request, &mut reply);
                     }
                 }
             }

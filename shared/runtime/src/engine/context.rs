@@ -15,8 +15,8 @@ use baton_core::trace::RoutingRecord;
 use baton_core::turn::{ModelUsage, TurnRecord};
 
 use super::output::Output;
+use super::services::Inner;
 use crate::request::TurnRequest;
-use crate::runtime::Inner;
 
 /// Calls and tokens of one model within a turn.
 type ModelTally = (Arc<ModelSpec>, u32, TokenUsage);
@@ -67,7 +67,7 @@ impl TurnCtx {
         let mut trace = RoutingRecord::default();
         if let Some(o) = orch {
             trace.cap = o.fanout_cap;
-            trace.composition = o.composition.to_string();
+            trace.composition = Some(o.composition);
         }
         let date = baton_core::prompt::civil_date(inner.clock.now_ms());
         TurnCtx {

@@ -8,6 +8,7 @@ use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::ports::model::CallPurpose;
 use baton_core::registry::Agent;
 use baton_core::tool_result::DataStatus;
+use baton_core::trace::GuardName;
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
 use serde_json::Value;
@@ -143,7 +144,7 @@ pub(crate) async fn run(
         if room == 0 {
             ctx.trace(|t| {
                 t.guard(
-                    "subagent_tool_limit",
+                    GuardName::SubagentToolLimit,
                     format!("{} reached {} tool calls", agent.id, max_calls),
                 )
             });
@@ -290,7 +291,7 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
     }
     ctx.trace(|t| {
         t.guard(
-            "prior_context",
+            GuardName::PriorContext,
             format!("filled for {} from the last turn", agent.id),
         )
     });

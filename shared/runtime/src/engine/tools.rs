@@ -6,11 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::events::{Event, ToolOutcome};
-use baton_core::ports::connector::{ConnectorRequest, EnvelopeStatus};
+use baton_core::ports::connector::ConnectorRequest;
 use baton_core::ports::metrics::{ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISMATCH_TOTAL};
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
-use baton_core::tool_result::{DataStatus, ToolData};
+use baton_core::tool_result::{
+    DataStatus, EnvelopeVerdict, ToolData, UNAVAILABLE_NOTE, judge_envelope,
+};
+use baton_core::trace::{GuardName, LimitHit};
 use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument as _;
@@ -33,15 +36,10 @@ pub(crate) struct ToolRun {
     pub(crate) data: ToolData,
 }
 
-const UNAVAILABLE: &str = "This information is unavailable right now.";
+const UNAVAILABLE: &str = UNAVAILABLE_NOTE;
 
 fn unavailable(tool: &str, note: &str) -> ToolData {
-    ToolData {
-        tool: tool.to_owned(),
-        status: DataStatus::Unavailable,
-        data: Value::Null,
-        note: Some(note.to_owned()),
-    }
+    ToolData::unavailable(tool, note)
 }
 
 /// Runs one call made by `agent`.
@@ -54,7 +52,7 @@ pub(crate) async fn run(
     let Some(tool) = agent.tool(&call.name).cloned() else {
         ctx.trace(|t| {
             t.guard(
-                "unknown_tool",
+                GuardName::UnknownTool,
                 format!("{} called unknown tool {}", agent.id, call.name),
             )
         });
@@ -66,7 +64,7 @@ pub(crate) async fn run(
         Ok(a) => a,
         Err(problem) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, %problem, "tool arguments rejected");
-            ctx.trace(|t| t.guard("invalid_args", format!("{}: {}", tool.id, problem)));
+            ctx.trace(|t| t.guard(GuardName::InvalidArgs, format!("{}: {}", tool.id, problem)));
             return ToolRun {
                 data: ToolData {
                     tool: tool.id.to_string(),
@@ -79,9 +77,7 @@ pub(crate) async fn run(
     };
     if !ctx.take_tool_call() {
         ctx.trace(|t| {
-            t.limit
-                .get_or_insert_with(|| "turn_tool_calls".to_owned())
-                .clone()
+            t.limit.get_or_insert(LimitHit::TurnToolCalls);
         });
         return ToolRun {
             data: unavailable(&tool.id, "This turn has used all of its tool calls."),
@@ -90,7 +86,7 @@ pub(crate) async fn run(
     let limits = ctx.limits;
     let cooldown = Duration::from_millis(limits.breaker_cooldown_ms);
     if !ctx.inner.breakers.allow(&tool.id, cooldown) {
-        ctx.trace(|t| t.guard("breaker", format!("{} is open", tool.id)));
+        ctx.trace(|t| t.guard(GuardName::Breaker, format!("{} is open", tool.id)));
         return ToolRun {
             data: unavailable(&tool.id, UNAVAILABLE),
         };
@@ -152,45 +148,39 @@ pub(crate) async fn run(
             ctx.inner
                 .breakers
                 .record(&tool.id, true, limits.breaker_failures);
-            if envelope.principal != ctx.principal.as_str() {
-                // A security boundary, not a quality issue: suppress, count, alert; no retry.
-                ctx.inner
-                    .metrics
-                    .count(PRINCIPAL_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
-                ctx.trace(|t| t.principal_mismatches += 1);
-                tracing::error!(
-                    alert = true,
-                    agent = %agent.id,
-                    tool = %tool.id,
-                    enricher = %envelope.enricher_id,
-                    "envelope principal does not match the caller; payload suppressed"
-                );
-                unavailable(&tool.id, UNAVAILABLE)
-            } else if let Some(expected) = tool.envelope_major
-                && envelope.major_version() != Some(expected)
-            {
-                ctx.inner
-                    .metrics
-                    .count(ENVELOPE_VERSION_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
-                tracing::warn!(tool = %tool.id, version = %envelope.version, expected, "incompatible envelope version");
-                unavailable(&tool.id, UNAVAILABLE)
-            } else {
-                let status = match envelope.status {
-                    EnvelopeStatus::Ok => DataStatus::Ok,
-                    EnvelopeStatus::Partial => DataStatus::Partial,
-                    EnvelopeStatus::Error => DataStatus::Unavailable,
-                };
-                ToolData {
-                    tool: tool.id.to_string(),
-                    status,
-                    note: (status == DataStatus::Unavailable).then(|| UNAVAILABLE.to_owned()),
-                    data: if status == DataStatus::Unavailable {
-                        Value::Null
-                    } else {
-                        envelope.payload
-                    },
+            let (enricher, version) = (envelope.enricher_id.clone(), envelope.version.clone());
+            let verdict = judge_envelope(
+                &tool.id,
+                envelope,
+                ctx.principal.as_str(),
+                tool.envelope_major,
+            );
+            match &verdict {
+                EnvelopeVerdict::PrincipalMismatch => {
+                    // A security boundary, not a quality issue: suppress, count, alert; no retry.
+                    ctx.inner
+                        .metrics
+                        .count(PRINCIPAL_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
+                    ctx.trace(|t| t.principal_mismatches += 1);
+                    tracing::error!(
+                        alert = true,
+                        agent = %agent.id,
+                        tool = %tool.id,
+                        enricher = %enricher,
+                        "envelope principal does not match the caller; payload suppressed"
+                    );
                 }
+                EnvelopeVerdict::VersionMismatch { expected } => {
+                    ctx.inner.metrics.count(
+                        ENVELOPE_VERSION_MISMATCH_TOTAL,
+                        1,
+                        &[("tool", &tool.id)],
+                    );
+                    tracing::warn!(tool = %tool.id, version = %version, expected, "incompatible envelope version");
+                }
+                EnvelopeVerdict::Data(_) => {}
             }
+            verdict.into_data(&tool.id)
         }
     };
     let outcome = match data.status {

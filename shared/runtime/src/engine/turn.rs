@@ -15,7 +15,7 @@ use baton_core::ports::metrics::{
 use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::registry::Composition;
-use baton_core::trace::{AgentOutcome, DropReason, InterventionKind};
+use baton_core::trace::{AgentOutcome, DropReason, GuardName, InterventionKind, LimitHit};
 use baton_core::turn::{
     AgentStatus, ConsultedAgent, DirectExchange, EpisodeState, ModelUsage, PendingCall, Segment,
     TurnOutcome, TurnRecord,
@@ -81,7 +81,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
     let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
     if used >= ctx.limits.episode_max_calls {
         // D-15: the episode's sliding window is spent; say so and offer to go on later.
-        ctx.trace(|t| t.limit = Some("episode_rate".into()));
+        ctx.trace(|t| t.limit = Some(LimitHit::EpisodeRate));
         let text = "We've done a lot in the last few minutes, so I'm pausing for a moment. Ask again shortly and I'll continue.";
         ctx.out.text(SOURCE_ORCHESTRATOR, text).await;
         work.outcome = TurnOutcome::Limited;
@@ -227,9 +227,7 @@ async fn compose_rounds(
     loop {
         if *iterations >= ctx.limits.max_iterations {
             ctx.trace(|t| {
-                t.limit
-                    .get_or_insert_with(|| "orchestrator_iterations".into())
-                    .clone()
+                t.limit.get_or_insert(LimitHit::OrchestratorIterations);
             });
             compose::template(ctx, &work.jobs, &work.results).await;
             return;
@@ -274,7 +272,7 @@ async fn compose_rounds(
 }
 
 async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut work: Work) {
-    let limit = ctx.trace(|t| t.limit.clone()).flatten();
+    let limit = ctx.trace(|t| t.limit).flatten();
     if let Some(why) = &limit
         && work.outcome != TurnOutcome::Limited
     {
@@ -284,7 +282,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             .zip(&work.results)
             .map(|(j, r)| (j.agent.label.to_string(), r.status))
             .collect();
-        compose::limit_note(ctx, &done, &work.pending, limit_words(why)).await;
+        compose::limit_note(ctx, &done, &work.pending, limit_words(*why)).await;
         work.outcome = TurnOutcome::Limited;
     }
     if let Some(message) = &work.error {
@@ -295,35 +293,8 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             .await;
     }
 
-    let consulted: Vec<ConsultedAgent> = work
-        .jobs
-        .iter()
-        .zip(&work.results)
-        .map(|(j, r)| ConsultedAgent {
-            agent_id: j.agent.id.to_string(),
-            label: j.agent.label.to_string(),
-            status: r.status,
-            duration_ms: r.duration_ms,
-            tool_calls: r.tool_calls,
-        })
-        .collect();
-    ctx.trace(|t| {
-        t.invoked = consulted.iter().map(|c| c.agent_id.clone()).collect();
-        t.outcomes = consulted
-            .iter()
-            .map(|c| AgentOutcome {
-                agent_id: c.agent_id.clone(),
-                status: c.status,
-                latency_ms: c.duration_ms,
-                tool_calls: c.tool_calls,
-            })
-            .collect();
-        for p in &work.pending {
-            if !t.dropped.iter().any(|d| d.reason == DropReason::Limit) {
-                t.drop_call(&format!("ask_{}", p.agent_id), DropReason::Limit);
-            }
-        }
-    });
+    let consulted = consulted_record(&work);
+    record_outcomes(ctx, &consulted, &work.pending);
     ctx.out.flush_all().await;
     ctx.out
         .emit(Event::AgentsConsulted {
@@ -392,35 +363,10 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         bodies,
         state,
     });
-    let store = ctx.inner.store.clone();
-    let mut saved = false;
-    for _ in 0..COMMIT_ATTEMPTS {
-        match store.commit(&commit).await {
-            Ok(_) => {
-                saved = true;
-                break;
-            }
-            Err(StoreError::Conflict) => match store.episode(&ctx.principal, &ctx.episode_id).await
-            {
-                // D-26: someone committed in between; append after them, nothing interleaves.
-                Ok(m) => {
-                    commit.expected_version = m.version;
-                    commit.record.seq = m.version + 1;
-                }
-                Err(e) => {
-                    tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not reload the episode after a conflict");
-                    break;
-                }
-            },
-            Err(e) => {
-                tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not commit the turn");
-                break;
-            }
-        }
-    }
+    let saved = commit_with_retry(ctx, &mut commit).await;
     drop(commit);
     if !saved {
-        let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
+        let _ = ctx.inner.store.release(&ctx.episode_id, &ctx.turn_id).await;
         ctx.out
             .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it may be missing from its history.".into() })
             .await;
@@ -440,12 +386,77 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
     ctx.out.complete(outcome).await;
 }
 
+/// Who was consulted and how it went (D-24), from the runtime's own jobs, never the model's
+/// words.
+fn consulted_record(work: &Work) -> Vec<ConsultedAgent> {
+    work.jobs
+        .iter()
+        .zip(&work.results)
+        .map(|(j, r)| ConsultedAgent {
+            agent_id: j.agent.id.to_string(),
+            label: j.agent.label.to_string(),
+            status: r.status,
+            duration_ms: r.duration_ms,
+            tool_calls: r.tool_calls,
+        })
+        .collect()
+}
+
+/// The routing record's part that is known only at the end: who ran, how each did, and
+/// the calls a limit left pending.
+fn record_outcomes(ctx: &TurnCtx, consulted: &[ConsultedAgent], pending: &[PendingCall]) {
+    ctx.trace(|t| {
+        t.invoked = consulted.iter().map(|c| c.agent_id.clone()).collect();
+        t.outcomes = consulted
+            .iter()
+            .map(|c| AgentOutcome {
+                agent_id: c.agent_id.clone(),
+                status: c.status,
+                latency_ms: c.duration_ms,
+                tool_calls: c.tool_calls,
+            })
+            .collect();
+        for p in pending {
+            if !t.dropped.iter().any(|d| d.reason == DropReason::Limit) {
+                t.drop_call(&format!("ask_{}", p.agent_id), DropReason::Limit);
+            }
+        }
+    });
+}
+
+/// Saves the turn; when another turn committed in between (D-26), appends after it, up to
+/// `COMMIT_ATTEMPTS` times. Whether it was saved.
+async fn commit_with_retry(ctx: &TurnCtx, commit: &mut Commit) -> bool {
+    let store = &ctx.inner.store;
+    for _ in 0..COMMIT_ATTEMPTS {
+        match store.commit(commit).await {
+            Ok(_) => return true,
+            Err(StoreError::Conflict) => match store.episode(&ctx.principal, &ctx.episode_id).await
+            {
+                Ok(m) => {
+                    commit.expected_version = m.version;
+                    commit.record.seq = m.version + 1;
+                }
+                Err(e) => {
+                    tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not reload the episode after a conflict");
+                    return false;
+                }
+            },
+            Err(e) => {
+                tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not commit the turn");
+                return false;
+            }
+        }
+    }
+    false
+}
+
 /// The turn's measurements from its routing record and usage (D-31, D-32).
 fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage], privacy: &PrivacyReceipt) {
     let metrics = &ctx.inner.metrics;
     let (guards, dropped, retries, direct, interventions) = ctx
         .trace(|t| {
-            let guards: Vec<String> = t.guards.iter().map(|g| g.guard.clone()).collect();
+            let guards: Vec<GuardName> = t.guards.iter().map(|g| g.guard).collect();
             let dropped: Vec<DropReason> = t.dropped.iter().map(|d| d.reason).collect();
             let interventions: Vec<InterventionKind> =
                 t.interventions.iter().map(|i| i.kind).collect();
@@ -472,7 +483,7 @@ fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage], privacy: &PrivacyR
         );
     }
     for guard in &guards {
-        metrics.count(GUARD_FIRINGS_TOTAL, 1, &[("guard", guard)]);
+        metrics.count(GUARD_FIRINGS_TOTAL, 1, &[("guard", guard.as_str())]);
     }
     for reason in dropped {
         metrics.count(CALLS_DROPPED_TOTAL, 1, &[("reason", reason.as_str())]);
@@ -504,11 +515,11 @@ fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage], privacy: &PrivacyR
     );
 }
 
-fn limit_words(limit: &str) -> &'static str {
+fn limit_words(limit: LimitHit) -> &'static str {
     match limit {
-        "turn_tool_calls" => "this turn reached its limit of tool calls",
-        "turn_subagents" => "this turn reached its limit of specialists",
-        "orchestrator_iterations" => "this turn reached its limit of steps",
-        _ => "this turn reached one of its limits",
+        LimitHit::TurnToolCalls => "this turn reached its limit of tool calls",
+        LimitHit::TurnSubagents => "this turn reached its limit of specialists",
+        LimitHit::OrchestratorIterations => "this turn reached its limit of steps",
+        LimitHit::EpisodeRate => "this turn reached one of its limits",
     }
 }

@@ -1,38 +1,21 @@
-//! The orchestrator's routing call and the guards between its tool calls and their
-//! execution (DESIGN §3 step 5): unknown tool or invalid arguments, the `intent_count`
-//! failsafe (D-7), the echo guard and the overlap guard (D-8), the fan-out cap (D-9), the
-//! turn's sub-agent limit (D-15), then verbatim protection (D-8). Text-only answers pass
-//! only for the Fastpath allowlist (D-14).
+//! The guards between the orchestrator's tool calls and their execution (DESIGN §3 step
+//! 5): unknown tool or invalid arguments, the `intent_count` failsafe (D-7), the echo
+//! guard and the overlap guard (D-8), the fan-out cap (D-9), the turn's sub-agent limit
+//! (D-15), then verbatim protection (D-8).
 
 use std::sync::Arc;
 
-use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
-use baton_core::guard::{echo, fanout, fastpath, intent, overlap, verbatim};
-use baton_core::message::Message;
-use baton_core::ports::model::{CallPurpose, ModelError};
-use baton_core::registry::Agent;
-use baton_core::trace::DropReason;
+use baton_core::guard::{echo, fanout, intent, overlap, verbatim};
+use baton_core::ports::model::{CallPurpose, ModelRequest};
+use baton_core::registry::{Agent, Orchestration};
+use baton_core::trace::{DropReason, GuardName, LimitHit};
 use baton_core::turn::PendingCall;
 use serde_json::Value;
 
-use super::context::TurnCtx;
-use super::model_call::{self, Quiet, RawCall, Sink};
-use super::subagent::AgentJob;
-
-/// What routing decided.
-#[derive(Default)]
-pub(crate) struct Plan {
-    /// Sub-agents to run.
-    pub(crate) jobs: Vec<AgentJob>,
-    /// Calls that were refused, with the error result the orchestrator will see.
-    pub(crate) refused: Vec<(RawCall, String)>,
-    /// The orchestrator's text (preamble, or the whole answer on the Fastpath).
-    pub(crate) text: String,
-    /// A text-only answer was allowed (no sub-agent).
-    pub(crate) fastpath: bool,
-    /// Work not started because of a turn limit.
-    pub(crate) pending: Vec<PendingCall>,
-}
+use super::Plan;
+use crate::engine::context::TurnCtx;
+use crate::engine::model_call::{self, Quiet, RawCall};
+use crate::engine::subagent::AgentJob;
 
 /// A candidate call to a sub-agent, before the guards are done with it.
 struct Candidate {
@@ -50,107 +33,19 @@ impl Candidate {
     }
 }
 
-/// Streams the preamble: live at once when the message is Fastpath-eligible; otherwise
-/// held until a tool call starts, so a non-allowlisted text-only answer never shows.
-struct PreambleSink<'a> {
-    ctx: &'a TurnCtx,
-    live: bool,
-    held: String,
-}
-
-impl Sink for PreambleSink<'_> {
-    async fn text(&mut self, text: &str) {
-        if self.live {
-            self.ctx.out.text(SOURCE_ORCHESTRATOR, text).await;
-        } else {
-            self.held.push_str(text);
-        }
-    }
-
-    async fn reasoning(&mut self, text: &str) {
-        self.ctx
-            .out
-            .emit(Event::Reasoning {
-                source: SOURCE_ORCHESTRATOR.to_owned(),
-                text: text.to_owned(),
-            })
-            .await;
-    }
-
-    async fn tool_start(&mut self) {
-        if !self.live {
-            self.live = true;
-            let held = std::mem::take(&mut self.held);
-            self.ctx.out.text(SOURCE_ORCHESTRATOR, &held).await;
-        }
-    }
-}
-
-/// The messages the orchestrator sees before this turn's calls: recent narration and the
-/// user's text (tool messages never enter model context, D-19).
-pub(crate) fn conversation(ctx: &TurnCtx) -> Vec<Message> {
-    let mut messages = Vec::with_capacity(ctx.history.len() * 2 + 1);
-    for turn in &ctx.history {
-        messages.push(Message::user(turn.user_text.clone()));
-        if !turn.narration.is_empty() {
-            messages.push(Message::assistant(turn.narration.clone()));
-        }
-    }
-    messages.push(Message::user(ctx.user_text.clone()));
-    messages
-}
-
-/// Makes the routing call and applies the guards.
-pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, ModelError> {
-    let orch = ctx.orchestrator.clone();
-    let Some(o) = orch.orchestration.as_ref() else {
-        return Err(ModelError::Invalid(
-            "the entry agent is not an orchestrator".into(),
-        ));
-    };
-    let allow = o
-        .fastpath
-        .as_ref()
-        .map(|f| f.allow.as_slice())
-        .unwrap_or_default();
-    let category = fastpath::allowed(&ctx.user_text, allow);
-
-    let mut request = orch.request(CallPurpose::Route, orch.prompt.system(&ctx.dynamic(), None));
-    request.messages = conversation(ctx);
-    let mut sink = PreambleSink {
-        ctx,
-        live: category.is_some(),
-        held: String::new(),
-    };
-    *iterations += 1;
-    let reply = model_call::call(ctx, &orch, &request, &mut sink).await?;
-    let mut plan = Plan {
-        text: reply.text.clone(),
-        ..Plan::default()
-    };
-
-    if reply.calls.is_empty() {
-        if let Some(category) = category.filter(|_| !reply.text.trim().is_empty()) {
-            ctx.trace(|t| t.fastpath = Some(category.to_owned()));
-            plan.fastpath = true;
-            return Ok(plan);
-        }
-        let fallback = fallback_agent(ctx);
-        ctx.trace(|t| {
-            t.guard(
-                "fastpath",
-                format!(
-                    "text-only answer to a message outside the allowlist; rerouted to {}",
-                    fallback.id
-                ),
-            )
-        });
-        plan.text.clear();
-        plan.jobs.push(fallback_job(ctx, fallback, "fastpath"));
-        return Ok(plan);
-    }
-
-    let mut candidates = screen(ctx, &orch, reply.calls, &mut plan.refused);
+/// The guards between the routing call's tool calls and their execution, in order:
+/// screening, the `intent_count` re-ask (D-7), echo and overlap (D-8), then the fan-out
+/// cap, the turn's room and verbatim protection as the calls become jobs.
+pub(super) async fn apply(
+    ctx: &TurnCtx,
+    orch: &Arc<Agent>,
+    o: &Orchestration,
+    request: ModelRequest,
+    calls: Vec<RawCall>,
+    iterations: &mut u32,
+    plan: &mut Plan,
+) {
+    let mut candidates = screen(ctx, orch, calls, &mut plan.refused);
 
     // D-7: the model said there were more requests than it made calls for.
     let reported: Vec<u32> = candidates
@@ -169,10 +64,10 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         again.system = orch.prompt.system(&ctx.dynamic(), Some(&note));
         *iterations += 1;
         ctx.trace(|t| t.retries += 1);
-        let added = match model_call::call(ctx, &orch, &again, &mut Quiet).await {
+        let added = match model_call::call(ctx, orch, &again, &mut Quiet).await {
             Ok(r) => {
                 let before = candidates.len();
-                for c in screen(ctx, &orch, r.calls, &mut plan.refused) {
+                for c in screen(ctx, orch, r.calls, &mut plan.refused) {
                     if !candidates.iter().any(|k| k.agent.id == c.agent.id) {
                         candidates.push(c);
                     }
@@ -186,7 +81,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         };
         ctx.trace(|t| {
             t.guard(
-                "intent_count",
+                GuardName::IntentCount,
                 format!(
                     "reported {largest}, called {}; re-asked once and added {added}",
                     largest as usize - missing as usize
@@ -207,7 +102,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
     {
         ctx.trace(|t| {
             t.guard(
-                "echo",
+                GuardName::Echo,
                 format!(
                     "short reply echoes {target}'s question; rerouted from {}",
                     candidates[0].agent.id
@@ -230,7 +125,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
                     ctx.trace(|t| {
                         t.drop_call(&c.raw.name, DropReason::NoOverlap);
                         t.guard(
-                            "overlap",
+                            GuardName::Overlap,
                             format!("dropped {}: no word in common with the message", c.raw.name),
                         );
                     });
@@ -253,15 +148,14 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         let fallback = fallback_agent(ctx);
         ctx.trace(|t| {
             t.guard(
-                "fallback",
+                GuardName::Fallback,
                 format!("no usable call; routed to {}", fallback.id),
             )
         });
         plan.jobs.push(fallback_job(ctx, fallback, "fallback"));
-        return Ok(plan);
+        return;
     }
     plan.jobs = jobs;
-    Ok(plan)
 }
 
 /// The last guards, shared by routing and later rounds: the fan-out cap (D-9: over-cap
@@ -293,7 +187,7 @@ fn into_jobs(
         for c in kept.split_off(room) {
             ctx.trace(|t| {
                 t.drop_call(&c.raw.name, DropReason::Limit);
-                t.limit.get_or_insert_with(|| "turn_subagents".to_owned());
+                t.limit.get_or_insert(LimitHit::TurnSubagents);
             });
             pending.push(PendingCall {
                 agent_id: c.agent.id.to_string(),
@@ -309,7 +203,7 @@ fn into_jobs(
             if v.overridden {
                 ctx.trace(|t| {
                     t.guard(
-                        "verbatim",
+                        GuardName::Verbatim,
                         format!("{}: the user's exact words were used", c.agent.id),
                     )
                 });
@@ -400,7 +294,7 @@ fn job(c: Candidate, query: String) -> AgentJob {
     }
 }
 
-fn fallback_agent(ctx: &TurnCtx) -> Arc<Agent> {
+pub(super) fn fallback_agent(ctx: &TurnCtx) -> Arc<Agent> {
     let orch = &ctx.orchestrator;
     let o = orch.orchestration.as_ref();
     let id = o
@@ -410,7 +304,7 @@ fn fallback_agent(ctx: &TurnCtx) -> Arc<Agent> {
         .unwrap_or_else(|| orch.clone())
 }
 
-fn fallback_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> AgentJob {
+pub(super) fn fallback_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> AgentJob {
     AgentJob {
         call_id: format!("{why}_0"),
         agent,
@@ -434,51 +328,4 @@ fn echo_target(ctx: &TurnCtx) -> Option<&str> {
         text: question,
     };
     echo::echo_target(&ctx.user_text, Some(&pending))
-}
-
-/// Jobs for work a limit stopped last turn, resumed on "continue" (D-15).
-pub(crate) fn resume(ctx: &TurnCtx, pending: &[PendingCall]) -> Plan {
-    let mut plan = Plan::default();
-    for (i, p) in pending.iter().enumerate() {
-        let Some(agent) = ctx.inner.registry.agent(&p.agent_id).cloned() else {
-            continue;
-        };
-        plan.jobs.push(AgentJob {
-            call_id: format!("continue_{i}"),
-            agent,
-            query: p.query.clone(),
-            prior_context: None,
-            extra: Default::default(),
-        });
-    }
-    ctx.trace(|t| {
-        t.guard(
-            "continue",
-            format!("resumed {} pending call(s)", plan.jobs.len()),
-        )
-    });
-    plan
-}
-
-/// Whether the user's text says "go on" to an offer to continue.
-pub(crate) fn is_continue(text: &str) -> bool {
-    const YES: &[&str] = &[
-        "yes",
-        "y",
-        "yeah",
-        "yep",
-        "sure",
-        "ok",
-        "okay",
-        "continue",
-        "go on",
-        "go ahead",
-        "please do",
-        "yes please",
-        "do it",
-        "carry on",
-        "keep going",
-    ];
-    let t: String = text.trim().trim_end_matches(['.', '!']).to_lowercase();
-    YES.contains(&t.as_str())
 }

@@ -1,0 +1,40 @@
+//! The registry and the adapters behind each port, shared by every turn.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use baton_core::ports::clock::Clock;
+use baton_core::ports::connector::Connector;
+use baton_core::ports::metrics::Metrics;
+use baton_core::ports::model::Model;
+use baton_core::ports::store::Store;
+use baton_core::privacy::PrivacyGuard;
+use baton_core::registry::{Agent, ModelSpec, Registry};
+
+use crate::breaker::Breakers;
+use crate::config::RuntimeConfig;
+
+/// What every turn of a [`Runtime`](crate::Runtime) runs against.
+pub(crate) struct Inner {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) entry: Arc<Agent>,
+    pub(crate) models: BTreeMap<String, Arc<dyn Model>>,
+    pub(crate) model_override: Option<Arc<dyn Model>>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) connectors: BTreeMap<String, Arc<dyn Connector>>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) metrics: Arc<dyn Metrics>,
+    pub(crate) config: RuntimeConfig,
+    pub(crate) breakers: Breakers,
+    /// The privacy guard of the entry orchestrator (D-23).
+    pub(crate) privacy: Arc<PrivacyGuard>,
+}
+
+impl Inner {
+    /// The model adapter serving a registry model.
+    pub(crate) fn model_for(&self, spec: &ModelSpec) -> Option<&Arc<dyn Model>> {
+        self.model_override
+            .as_ref()
+            .or_else(|| self.models.get(&*spec.provider))
+    }
+}

@@ -1,0 +1,273 @@
+//! Checking a turn request, claiming the turn, and starting it on its own task; a turn id
+//! already completed is replayed from its record.
+
+use std::sync::Arc;
+
+use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_NOTE, SOURCE_ORCHESTRATOR, WireEvent};
+use baton_core::ports::store::{Claim, ClaimMismatch, ClaimRequest};
+use baton_core::turn::TurnRecord;
+use tokio::runtime::Handle;
+use tracing::Instrument as _;
+
+use super::context::TurnCtx;
+use super::output::Output;
+use super::services::Inner;
+use super::turn;
+use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
+use crate::stream::{FinishOnDrop, Outbox, TurnStream};
+
+const MAX_ID_CHARS: usize = 128;
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_CHARS
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+}
+
+/// Checks a turn request, claims the turn, and starts it.
+pub(crate) async fn start(
+    inner: Arc<Inner>,
+    request: TurnRequest,
+) -> Result<TurnStream, TurnRejection> {
+    let text = request.text.trim().to_owned();
+    if text.is_empty() {
+        return Err(TurnRejection::new(
+            RejectionKind::Invalid,
+            "The message is empty; please type something.",
+        ));
+    }
+    let chars = text.chars().count();
+    let max = inner.config.max_message_chars;
+    if chars > max {
+        return Err(TurnRejection::new(
+            RejectionKind::TooLarge,
+            format!("The message is too long ({chars} characters; the limit is {max})."),
+        ));
+    }
+    for (what, id) in [
+        ("episode id", &request.episode_id),
+        ("turn id", &request.turn_id),
+    ] {
+        if let Some(id) = id
+            && !valid_id(id)
+        {
+            return Err(TurnRejection::new(
+                RejectionKind::Invalid,
+                format!(
+                    "The {what} is not valid: use up to {MAX_ID_CHARS} letters, digits, '-', '_', '.' or ':'."
+                ),
+            ));
+        }
+    }
+    // D-22: a required specialist must be one this orchestrator can consult.
+    let subs = inner
+        .entry
+        .orchestration
+        .as_ref()
+        .map(|o| o.sub_agents.as_slice())
+        .unwrap_or_default();
+    let unknown: Vec<&str> = request
+        .must_consult
+        .iter()
+        .filter(|id| !subs.iter().any(|s| &**s == id.as_str()))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let known: Vec<&str> = subs.iter().map(|s| &**s).collect();
+        return Err(TurnRejection::new(
+            RejectionKind::Invalid,
+            format!(
+                "This assistant has no specialist called {}; it has {}.",
+                unknown.join(", "),
+                known.join(", ")
+            ),
+        ));
+    }
+    let turn_id = request
+        .turn_id
+        .clone()
+        .unwrap_or_else(|| format!("t_{}", uuid::Uuid::new_v4().simple()));
+    let fingerprint = TurnRequest {
+        text: text.clone(),
+        ..request.clone()
+    }
+    .fingerprint();
+    let claim = ClaimRequest {
+        fingerprint: fingerprint.clone(),
+        principal: request.principal.clone(),
+        episode_id: request.episode_id.clone(),
+        new_episode_id: format!("ep_{}", uuid::Uuid::new_v4().simple()),
+        turn_id: turn_id.clone(),
+        now_ms: inner.clock.now_ms(),
+        lease_ms: inner.config.lease_ms,
+    };
+    let outbox = Arc::new(Outbox::new(inner.config.output));
+    let tasks = Handle::try_current().map_err(|_| {
+        tracing::error!("run_turn was called outside a tokio runtime");
+        TurnRejection::new(
+            RejectionKind::Unavailable,
+            "The assistant is not running properly; please try again later.",
+        )
+    })?;
+    // Claimed and launched on a task of its own: a caller that leaves while the claim is
+    // being made must not leave behind a claim that no turn will ever finish.
+    let launched = tasks.spawn(launch(
+        inner,
+        claim,
+        TurnRequest { text, ..request },
+        turn_id,
+        fingerprint,
+        outbox,
+        tasks.clone(),
+    ));
+    launched.await.map_err(|e| {
+        tracing::error!(error = %e, "launching a turn failed");
+        TurnRejection::new(
+            RejectionKind::Unavailable,
+            "The assistant is not running properly; please try again later.",
+        )
+    })?
+}
+
+/// Claims the turn and, when it may run, starts it on its own task.
+async fn launch(
+    inner: Arc<Inner>,
+    claim: ClaimRequest,
+    request: TurnRequest,
+    turn_id: String,
+    fingerprint: String,
+    outbox: Arc<Outbox>,
+    tasks: Handle,
+) -> Result<TurnStream, TurnRejection> {
+    match inner.store.claim(claim).await.map_err(store_rejection)? {
+        Claim::Claimed(meta) => {
+            let episode_id = meta.episode_id.clone();
+            let turn: Arc<str> = Arc::from(turn_id.as_str());
+            let mut ctx = TurnCtx::new(
+                inner.clone(),
+                request,
+                Arc::from(episode_id.as_str()),
+                turn.clone(),
+                Output::new(turn, outbox.clone(), inner.privacy.clone()),
+            );
+            ctx.fingerprint = fingerprint;
+            // The orchestrator's own `invoke_agent` span covers the whole turn.
+            let span = tracing::info_span!(
+                "invoke_agent",
+                gen_ai.operation.name = "invoke_agent",
+                gen_ai.agent.name = %inner.entry.id,
+                turn_id = %turn_id,
+                episode_id = %episode_id,
+            );
+            // The turn runs on its own task, so it goes on (and commits) however its
+            // reader behaves: reading slowly, not at all, or leaving.
+            let finished = FinishOnDrop(outbox.clone());
+            // Boxed: the task then holds a pointer, not a copy of the turn's large future.
+            let driver = Box::pin(turn::run(ctx, meta).instrument(span));
+            drop(tasks.spawn(async move {
+                let _finished = finished;
+                driver.await;
+            }));
+            Ok(TurnStream {
+                turn_id,
+                episode_id,
+                replay: false,
+                events: outbox,
+                taken: Default::default(),
+            })
+        }
+        Claim::Completed(record) => {
+            let episode_id = record.episode_id.clone();
+            replay(*record, &outbox);
+            outbox.finish();
+            Ok(TurnStream {
+                turn_id,
+                episode_id,
+                replay: true,
+                events: outbox,
+                taken: Default::default(),
+            })
+        }
+        Claim::InFlight => Err(TurnRejection::new(
+            RejectionKind::InFlight,
+            "That turn has started and has not finished yet; wait for it to finish. If it was interrupted, send it again in a few minutes and it will run again.",
+        )),
+        Claim::Mismatch(mismatch) => Err(TurnRejection::new(
+            RejectionKind::Mismatch,
+            match mismatch {
+                ClaimMismatch::Episode { episode_id } => format!(
+                    "Turn id {turn_id} was already used in another conversation ({episode_id}); use a new turn id for a new message."
+                ),
+                ClaimMismatch::Request => format!(
+                    "Turn id {turn_id} was already used for a different message; use a new turn id for a new message, or send the same message to retry."
+                ),
+            },
+        )),
+        Claim::Busy => Err(TurnRejection::new(
+            RejectionKind::Busy,
+            "Another turn is in progress on this conversation; try again when it finishes.",
+        )),
+    }
+}
+
+/// Replays a completed turn's stored answer (D-25): nothing runs again. The stored texts
+/// already passed the privacy guard.
+fn replay(record: TurnRecord, outbox: &Outbox) {
+    let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
+    let mut events = vec![
+        Event::Thinking {},
+        Event::ResponseId {
+            response_id: record.turn_id.clone(),
+            episode_id: record.episode_id.clone(),
+        },
+    ];
+    match &record.direct {
+        Some(direct) => {
+            for answer in &direct.answers {
+                events.push(Event::DelegatedAnswer {
+                    agent: answer.agent_id.clone(),
+                    label: answer.label.clone(),
+                    status: answer.status,
+                    text: answer.text.clone(),
+                });
+            }
+            if let Some(note) = &direct.note {
+                events.push(Event::Text {
+                    source: SOURCE_NOTE.to_owned(),
+                    text: note.clone(),
+                });
+            }
+        }
+        None => events.push(Event::Text {
+            source: SOURCE_ORCHESTRATOR.to_owned(),
+            text: record.narration.clone(),
+        }),
+    }
+    events.extend([
+        Event::AgentsConsulted {
+            footer: baton_core::consulted::footer(&record.consulted),
+            agents: record.consulted.clone(),
+        },
+        Event::Usage {
+            models: record.usage.clone(),
+            cost_usd: record.cost_usd,
+        },
+        Event::Completed {
+            outcome: record.outcome,
+            privacy: record.privacy.clone(),
+        },
+    ]);
+    for (i, event) in events.into_iter().enumerate() {
+        let wire = WireEvent {
+            v: PROTOCOL_VERSION,
+            turn_id: turn_id.clone(),
+            seq: i as u64 + 1,
+            event,
+        };
+        if !outbox.push(wire) {
+            return;
+        }
+    }
+}
