@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-#[path = "history_writer/rig.rs"]
 mod rig;
 
 use aws_lambda_events::event::dynamodb::Event;
@@ -324,9 +323,9 @@ async fn the_sample_events_go_through_the_lambda_handler() {
     let rig = Rig::new().await;
     let writer = rig.writer(20);
     let sample: Event =
-        serde_json::from_str(include_str!("../../events/dynamodb-stream-batch.json")).unwrap();
+        serde_json::from_str(include_str!("../../../events/dynamodb-stream-batch.json")).unwrap();
     let poisoned: Event = serde_json::from_str(include_str!(
-        "../../events/dynamodb-stream-batch-poison.json"
+        "../../../events/dynamodb-stream-batch-poison.json"
     ))
     .unwrap();
     let episode = "0b9e1c52-8f7a-4d3e-9a61-2f4c8e5d7a10";
