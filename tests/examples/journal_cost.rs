@@ -32,13 +32,13 @@ const TURNS_PER_EPISODE: usize = 5;
 fn runtime(store: Arc<dyn Store>) -> Runtime {
     let root = registry_dir();
     let connectors = baton_connectors::default_connectors(&root);
-    let registry = baton_runtime::registry_files::load_registry(&root, &connectors, &[]).unwrap();
+    let registry =
+        baton_runtime::registry_files::load_registry(&root, &connectors, &Default::default())
+            .unwrap();
     let mut builder = Runtime::builder(Arc::new(registry))
         .model_override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap()))
         .store(store);
-    for (kind, connector) in connectors {
-        builder = builder.connector(&kind, connector);
-    }
+    builder = builder.connectors(connectors);
     builder.build().unwrap()
 }
 

@@ -9,7 +9,7 @@ use baton_aws::emf::EmfMetrics;
 use baton_aws::journal::DynamoStore;
 use baton_aws::sdk::Clients;
 use baton_core::ports::metrics::Metrics;
-use baton_core::ports::model::{Model, ModelError, ModelRequest, ModelStream};
+use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AppState, PrincipalSource};
@@ -160,21 +160,9 @@ fn build(
                 return Err(InitError::ModelNotServed(unserved.join(", ")));
             }
             builder = builder.provider(BEDROCK_PROVIDER, model);
-            // models.yaml may list models no card uses (the local `offline` one): they need
-            // an adapter to pass the build, and never get a call.
-            let others: Vec<Arc<str>> = registry
-                .models()
-                .map(|m| m.provider.clone())
-                .filter(|p| &**p != BEDROCK_PROVIDER)
-                .collect();
-            for provider in others {
-                builder = builder.provider(&provider, Arc::new(Unserved));
-            }
         }
     }
-    for (kind, connector) in connectors {
-        builder = builder.connector(&kind, connector);
-    }
+    builder = builder.connectors(connectors);
     let runtime = builder.build()?;
     let state = AppState::new(runtime.clone(), adapters.principals)
         .with_max_body_bytes(config.max_body_bytes);
@@ -188,18 +176,4 @@ fn build(
         metrics,
         tracker,
     })
-}
-
-/// Serves models that no card uses; a call would mean a card slipped past Init's check.
-struct Unserved;
-
-impl Model for Unserved {
-    fn stream(&self, request: &ModelRequest) -> ModelStream {
-        tracing::error!(model = %request.model_id, agent = %request.agent_id, "a model with no adapter was called");
-        Box::pin(futures::stream::once(async {
-            Err(ModelError::Invalid(
-                "this model is not served by the function".into(),
-            ))
-        }))
-    }
 }

@@ -27,7 +27,8 @@ use crate::workload::{
 /// connector checks), with an in-memory journal.
 pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
     let connectors = baton_connectors::default_connectors(dir);
-    let registry = load_registry(dir, &connectors, &[]).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let registry =
+        load_registry(dir, &connectors, &Default::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let model = ScriptedModel::from_file(&dir.join("script.yaml")).context("reading the script")?;
     let mut builder = Runtime::builder(Arc::new(registry))
         .model_override(Arc::new(model))
@@ -38,9 +39,7 @@ pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
             flush_pacing_ms: 0,
             ..RuntimeConfig::default()
         });
-    for (kind, connector) in connectors {
-        builder = builder.connector(&kind, connector);
-    }
+    builder = builder.connectors(connectors);
     Ok(builder.build()?)
 }
 

@@ -53,8 +53,9 @@ pub(crate) fn load(root: &Path) -> anyhow::Result<Loaded> {
         );
     }
     let connectors = baton_connectors::default_connectors(root);
-    let registry = baton_runtime::registry_files::load_registry(root, &connectors, &[])
-        .with_context(|| format!("the registry {} is not valid", root.display()))?;
+    let registry =
+        baton_runtime::registry_files::load_registry(root, &connectors, &Default::default())
+            .with_context(|| format!("the registry {} is not valid", root.display()))?;
     Ok(Loaded {
         registry: Arc::new(registry),
         connectors,
@@ -138,9 +139,7 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
         }
     };
     builder = builder.store(store);
-    for (kind, connector) in connectors {
-        builder = builder.connector(&kind, connector);
-    }
+    builder = builder.connectors(connectors);
     let runtime = builder.build()?;
     Ok(Assembled { runtime, metrics })
 }

@@ -36,31 +36,42 @@ pub fn read_sources(root: &Path) -> Result<RegistrySources, LoadErrors> {
     }
 }
 
-/// Reads and validates a registry directory, including each tool's connector config.
+/// What a program changes in the registry it reads, applied after parsing.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Model providers the program can run; empty accepts any.
+    pub providers: Vec<String>,
+    /// Provider model ids that replace those of `models.yaml`, by model key (a
+    /// deployment's own ids).
+    pub model_ids: BTreeMap<String, String>,
+}
+
+/// Reads and validates a registry directory, including each tool's connector config: the
+/// one way every program loads its registry.
 ///
 /// # Errors
 /// Every problem found.
 pub fn load_registry(
     root: &Path,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
-    providers: &[String],
+    overrides: &Overrides,
 ) -> Result<Registry, LoadErrors> {
-    load_sources(&read_sources(root)?, connectors, providers)
+    load_sources(&read_sources(root)?, connectors, overrides)
 }
 
-/// Validates registry sources already read (and perhaps adjusted by the caller), including
-/// each tool's connector config.
+/// Validates registry sources already read, including each tool's connector config.
 ///
 /// # Errors
 /// Every problem found.
 pub fn load_sources(
     sources: &RegistrySources,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
-    providers: &[String],
+    overrides: &Overrides,
 ) -> Result<Registry, LoadErrors> {
     let options = LoadOptions {
         connector_kinds: connectors.keys().cloned().collect(),
-        providers: providers.to_vec(),
+        providers: overrides.providers.clone(),
+        model_ids: overrides.model_ids.clone(),
     };
     let registry = Registry::load(sources, &options)?;
     let mut errors = Vec::new();

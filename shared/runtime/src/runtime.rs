@@ -10,7 +10,7 @@ use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::privacy::PrivacyGuard;
-use baton_core::registry::{Agent, Registry};
+use baton_core::registry::{Agent, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
 use crate::clock::SystemClock;
@@ -68,6 +68,16 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Serves tools with each of these connectors, by kind (the set a program loaded its
+    /// registry against).
+    pub fn connectors(
+        mut self,
+        connectors: impl IntoIterator<Item = (String, Arc<dyn Connector>)>,
+    ) -> Self {
+        self.connectors.extend(connectors);
+        self
+    }
+
     /// Wall clock (defaults to the system clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -86,7 +96,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Checks that every model and tool of the registry has an adapter, then builds.
+    /// Checks that every model a card uses and every tool of the registry has an adapter,
+    /// then builds. Models that no card uses (a local one in a deployed registry) need none.
     ///
     /// # Errors
     /// Missing store, unknown entry orchestrator, a provider or connector kind with no
@@ -101,7 +112,12 @@ impl RuntimeBuilder {
             }
         };
         if self.model_override.is_none() {
-            for m in self.registry.models() {
+            let used: BTreeMap<&str, &ModelSpec> = self
+                .registry
+                .agents()
+                .map(|a| (&*a.model.key, &*a.model))
+                .collect();
+            for m in used.values() {
                 if !self.models.contains_key(&*m.provider) {
                     problems.push(format!(
                         "no model adapter for provider {:?} (model {})",

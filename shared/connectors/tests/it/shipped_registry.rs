@@ -44,6 +44,7 @@ fn registry() -> Registry {
     let options = LoadOptions {
         connector_kinds: default_connectors(&root()).into_keys().collect(),
         providers: vec!["bedrock".into(), "offline".into()],
+        ..LoadOptions::default()
     };
     Registry::load(&sources, &options).unwrap_or_else(|e| panic!("{e}"))
 }

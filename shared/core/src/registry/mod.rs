@@ -41,13 +41,18 @@ pub struct RegistrySources {
     pub tools: Option<SourceFile>,
 }
 
-/// What the loading program can run; an empty list accepts any name.
+/// What the loading program can run (an empty list accepts any name), and what it
+/// changes in what it reads.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Connector kinds available.
     pub connector_kinds: Vec<String>,
     /// Model providers available.
     pub providers: Vec<String>,
+    /// Provider model ids that replace those of `models.yaml`, by model key, applied after
+    /// parsing (a deployment's own ids). A key `models.yaml` does not define changes
+    /// nothing: the program that sets them checks its keys against the loaded registry.
+    pub model_ids: BTreeMap<String, String>,
 }
 
 /// One problem found while loading, naming file, field and value (D-2).

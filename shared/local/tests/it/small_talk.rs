@@ -38,13 +38,11 @@ fn runtime() -> Runtime {
             .into_iter()
             .map(|kind| (kind.to_owned(), Arc::new(NoData) as Arc<dyn Connector>))
             .collect();
-    let registry = Arc::new(load_registry(&root, &connectors, &[]).unwrap());
+    let registry = Arc::new(load_registry(&root, &connectors, &Default::default()).unwrap());
     let mut builder = Runtime::builder(registry.clone())
         .model_override(Arc::new(OfflineModel::new(registry)))
         .store(Arc::new(MemoryStore::new()));
-    for (kind, connector) in connectors {
-        builder = builder.connector(&kind, connector);
-    }
+    builder = builder.connectors(connectors);
     builder.build().unwrap()
 }
 

@@ -56,7 +56,10 @@ impl Loader<'_> {
         Some(ModelSpec {
             key: key.into(),
             provider: m.provider.into(),
-            model_id: m.model_id.into(),
+            model_id: match self.options.model_ids.get(key) {
+                Some(id) => id.as_str().into(),
+                None => m.model_id.into(),
+            },
             context_window: m.context_window,
             prices: Prices {
                 input: m.prices.input,

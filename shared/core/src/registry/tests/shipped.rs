@@ -43,6 +43,7 @@ fn shipped_options() -> LoadOptions {
     LoadOptions {
         connector_kinds: vec!["fixture".into(), "rate_table".into()],
         providers: vec!["bedrock".into(), "offline".into()],
+        ..LoadOptions::default()
     }
 }
 
