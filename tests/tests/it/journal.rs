@@ -2,8 +2,6 @@
 //! conformance suite unchanged, then what only this store has (bodies in S3, S3 faults,
 //! request counts, TTL, the table's schema).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ProjectionType, StreamViewType, TimeToLiveStatus};

@@ -1,8 +1,6 @@
 //! The crate graph points one way: core ← runtime ← adapters ← mains. Read from
 //! `cargo metadata`, so a dependency added against the arrows fails here, naming it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::process::Command;
 
 use serde_json::Value;

@@ -6,8 +6,6 @@
 //! The fake answers each call by who is asking: the orchestrator offers `ask_*` tools, the
 //! shopping specialist offers `search_offers`, the rewards specialist `get_points_balance`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,8 +2,6 @@
 //! turns are committed through `DynamoStore`, the table's stream is read as Lambda would
 //! deliver it, and the batch goes through the writer.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
-
 mod rig;
 
 use aws_lambda_events::event::dynamodb::Event;
@@ -322,10 +320,12 @@ async fn a_dynamodb_failure_fails_only_the_records_that_needed_it() {
 async fn the_sample_events_go_through_the_lambda_handler() {
     let rig = Rig::new().await;
     let writer = rig.writer(20);
-    let sample: Event =
-        serde_json::from_str(include_str!("../../../events/dynamodb-stream-batch.json")).unwrap();
+    let sample: Event = serde_json::from_str(include_str!(
+        "../../../../events/dynamodb-stream-batch.json"
+    ))
+    .unwrap();
     let poisoned: Event = serde_json::from_str(include_str!(
-        "../../../events/dynamodb-stream-batch-poison.json"
+        "../../../../events/dynamodb-stream-batch-poison.json"
     ))
     .unwrap();
     let episode = "0b9e1c52-8f7a-4d3e-9a61-2f4c8e5d7a10";

@@ -1,0 +1,10 @@
+//! The Lambda bundle's black-box tests against real emulators (DynamoDB Local, an
+//! in-process S3, the Bedrock-wire fake), and the workspace's layering, in one test binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod bedrock;
+mod history_writer;
+mod journal;
+mod layering;
+mod turn_function;
