@@ -37,7 +37,7 @@ use baton_aws::journal::{DynamoStore, JournalConfig};
 
 use crate::requests::{RequestCounter, RequestCounts};
 use baton_core::ports::store::Store;
-use baton_runtime::testkit::StoreFixture;
+use baton_testkit::StoreFixture;
 
 use crate::s3::InProcessS3;
 

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use baton_core::Principal;
 use baton_runtime::TurnRequest;
-use baton_runtime::memory_store::MemoryStore;
-use baton_runtime::scripted::ScriptedModel;
+use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::scripted::ScriptedModel;
 use baton_tests::fixtures::{SHOP_SCRIPT, event, registry_dir};
 use baton_turn::{Adapters, Config, Function, LambdaPrincipal, ModelServing};
 use futures::StreamExt;

@@ -20,8 +20,8 @@ use baton_core::registry::Registry;
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
 use baton_runtime::metrics::LocalMetrics;
-use baton_runtime::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig};
+use baton_testkit::scripted::ScriptedModel;
 
 use crate::config::{ModelChoice, Settings, StoreChoice};
 

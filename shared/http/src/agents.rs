@@ -98,8 +98,8 @@ pub(crate) mod tests {
     use baton_core::Principal;
     use baton_core::registry::{LoadOptions, RegistrySources, SourceFile};
     use baton_runtime::Runtime;
-    use baton_runtime::memory_store::MemoryStore;
-    use baton_runtime::scripted::ScriptedModel;
+    use baton_testkit::memory_store::MemoryStore;
+    use baton_testkit::scripted::ScriptedModel;
     use serde_json::json;
     use tower::ServiceExt;
 

@@ -15,15 +15,11 @@ pub mod clock;
 pub mod config;
 mod engine;
 pub mod history;
-pub mod memory_store;
 pub mod metrics;
 pub mod registry_files;
 pub mod request;
 mod runtime;
-pub mod scripted;
 pub mod stream;
-#[cfg(any(test, feature = "testkit"))]
-pub mod testkit;
 
 pub use config::RuntimeConfig;
 pub use request::{RejectionKind, TurnRejection, TurnRequest};

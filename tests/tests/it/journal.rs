@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, ProjectionType, StreamViewType, TimeToLiveStatus};
 use baton_core::ports::store::{Body, Claim, Store, StoreError};
-use baton_runtime::testkit::store::records::{
+use baton_testkit::store::records::{
     LEASE_MS, body, claim_ok, claim_request, commit_of, principal, run_turn, turn_record,
 };
 use baton_tests::dynamodb_local::{DynamoDbLocal, JournalBucket, LocalJournal};
@@ -33,7 +33,7 @@ async fn journal() -> LocalJournal {
     LocalJournal::start().await
 }
 
-baton_runtime::store_conformance!(journal().await);
+baton_testkit::store_conformance!(journal().await);
 
 /// A JSON document of about `bytes` bytes.
 fn document(bytes: usize) -> Value {

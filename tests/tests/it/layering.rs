@@ -10,7 +10,11 @@ use serde_json::Value;
 /// mains, which use it only as a dev-dependency.
 const LAYERS: &[(&str, &[&str])] = &[
     ("core", &["baton-core"]),
-    ("runtime", &["baton-runtime"]),
+    // The test doubles stand on the core's ports alone, beside the runtime.
+    (
+        "runtime and test doubles",
+        &["baton-runtime", "baton-testkit"],
+    ),
     (
         "adapters",
         &["baton-connectors", "baton-local", "baton-http", "baton-aws"],
@@ -119,7 +123,7 @@ fn a_dependency_against_the_layers_is_named() {
     assert_eq!(
         violations(&metadata),
         [
-            "baton-core (core) depends on baton-runtime (runtime): a crate may depend only on lower layers"
+            "baton-core (core) depends on baton-runtime (runtime and test doubles): a crate may depend only on lower layers"
         ]
     );
 }

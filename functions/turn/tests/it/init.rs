@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use baton_runtime::memory_store::MemoryStore;
-use baton_runtime::scripted::ScriptedModel;
+use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::scripted::ScriptedModel;
 use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelServing};
 
 use baton_tests::fixtures::copy_dir;

@@ -13,10 +13,10 @@ use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, 
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
-use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::metrics::LocalMetrics;
-use baton_runtime::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig};
+use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::scripted::ScriptedModel;
 use serde_json::Value;
 use tower::ServiceExt;
 

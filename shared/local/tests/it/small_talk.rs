@@ -10,9 +10,9 @@ use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
 use baton_local::offline::OfflineModel;
-use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::registry_files::load_registry;
 use baton_runtime::{Runtime, TurnRequest};
+use baton_testkit::memory_store::MemoryStore;
 use futures::StreamExt;
 
 /// Stands in for the demo data: which specialist is asked is all these tests look at.

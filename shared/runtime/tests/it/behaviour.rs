@@ -621,8 +621,8 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
 
     use baton_core::ports::clock::FixedClock;
     use baton_runtime::Runtime;
-    use baton_runtime::memory_store::MemoryStore;
-    use baton_runtime::scripted::ScriptedModel;
+    use baton_testkit::memory_store::MemoryStore;
+    use baton_testkit::scripted::ScriptedModel;
 
     let script = ONE_SHOP_TURN;
     // A day far from the test's own: connectors see the runtime's clock, not the machine's.
@@ -644,7 +644,7 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
 }
 
 /// A store whose claims take a while, as a busy store's do.
-struct SlowClaims(baton_runtime::memory_store::MemoryStore);
+struct SlowClaims(baton_testkit::memory_store::MemoryStore);
 
 #[async_trait::async_trait]
 impl baton_core::ports::store::Store for SlowClaims {
@@ -702,8 +702,8 @@ async fn a_caller_that_leaves_during_the_claim_leaves_no_orphan_claim() {
     use std::time::Duration;
 
     use baton_runtime::Runtime;
-    use baton_runtime::memory_store::MemoryStore;
-    use baton_runtime::scripted::ScriptedModel;
+    use baton_testkit::memory_store::MemoryStore;
+    use baton_testkit::scripted::ScriptedModel;
 
     let script = ONE_SHOP_TURN;
     let store = Arc::new(SlowClaims(MemoryStore::new()));

@@ -12,10 +12,10 @@ use baton_core::ports::connector::{
 };
 use baton_core::ports::store::Store;
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
-use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::metrics::LocalMetrics;
-use baton_runtime::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
+use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 use serde_json::Value;
 

@@ -8,8 +8,8 @@ use baton_core::ports::store::Store;
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::trace::{ObligationMet, ObligationRecord};
 use baton_core::turn::{TurnOutcome, TurnRecord};
-use baton_runtime::memory_store::MemoryStore;
 use baton_runtime::{Runtime, TurnRequest};
+use baton_testkit::memory_store::MemoryStore;
 use baton_tests::fake_bedrock::{SystemPart, WireToolChoice};
 
 const ENGINE_MODEL: &str = "fake.claude-v1";

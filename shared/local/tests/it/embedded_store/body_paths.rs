@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use baton_core::ports::store::Store;
 use baton_local::embedded_store::{BODIES_DIR, EmbeddedStore, OWNERS_DIR};
-use baton_runtime::testkit::store::records::{
+use baton_testkit::store::records::{
     body, claim_ok, claim_request, commit_of, principal, turn_record,
 };
 use serde_json::json;

@@ -2,4 +2,4 @@
 
 use super::TempStore;
 
-baton_runtime::store_conformance!(TempStore::new());
+baton_testkit::store_conformance!(TempStore::new());

@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use baton_core::ports::store::{Claim, Store, StoreError};
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
-use baton_runtime::testkit::store::records::{
-    claim_ok, claim_request, commit_of, principal, turn_record,
-};
+use baton_testkit::store::records::{claim_ok, claim_request, commit_of, principal, turn_record};
 
 #[tokio::test]
 async fn writes_against_a_locked_file_are_unavailable_until_it_is_released() {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use baton_core::ports::store::Store;
 use baton_local::embedded_store::EmbeddedStore;
-use baton_runtime::testkit::StoreFixture;
+use baton_testkit::StoreFixture;
 use tempfile::TempDir;
 
 /// An embedded store in its own temporary folder, removed after the store closes.

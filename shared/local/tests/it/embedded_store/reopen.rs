@@ -3,7 +3,7 @@
 
 use baton_core::ports::store::{Claim, Commit, Store};
 use baton_local::embedded_store::EmbeddedStore;
-use baton_runtime::testkit::store::records::{
+use baton_testkit::store::records::{
     body, busy_state, claim_ok, claim_request, commit_of, principal, turn_record,
 };
 use serde_json::json;

@@ -4,12 +4,15 @@
 //! panics on the first broken expectation. An adapter runs the whole suite with one line:
 //!
 //! ```ignore
-//! baton_runtime::store_conformance!(MyStore::new());
+//! baton_testkit::store_conformance!(MyStore::new());
 //! ```
 //!
 //! The expression is evaluated once per scenario, so every scenario gets a fresh store. It
 //! may be a store or any [`StoreFixture`], e.g. a store together with the temporary folder
 //! it lives in.
+
+// Test code: a failed expectation is meant to panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use baton_core::ports::store::Store;
 
@@ -65,8 +68,8 @@ macro_rules! store_conformance {
             #[::tokio::test]
             async fn $name() {
                 let fixture = $make;
-                $crate::testkit::store::$module::$name(
-                    $crate::testkit::store::StoreFixture::store(&fixture),
+                $crate::store::$module::$name(
+                    $crate::store::StoreFixture::store(&fixture),
                 )
                 .await;
             }
