@@ -6,42 +6,17 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Request, Response};
 use baton_core::Principal;
-use baton_core::ports::connector::{
-    CacheMeta, Connector, ConnectorError, ConnectorRequest, Envelope, EnvelopeStatus,
-};
 use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
+pub(crate) use baton_testkit::connector::TestConnector;
 use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::scripted::ScriptedModel;
 use serde_json::Value;
 use tower::ServiceExt;
-
-/// Answers every tool with its `tools.yaml` payload, for the request's principal.
-pub(crate) struct TestConnector;
-
-#[async_trait]
-impl Connector for TestConnector {
-    async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
-        Ok(Envelope {
-            status: EnvelopeStatus::Ok,
-            payload: request
-                .config
-                .get("payload")
-                .cloned()
-                .unwrap_or(Value::Null),
-            partial: Vec::new(),
-            principal: request.principal.to_string(),
-            version: "1.0.0".into(),
-            domain_type: "test".into(),
-            enricher_id: request.tool_id.to_string(),
-            cache_meta: CacheMeta::default(),
-        })
-    }
-}
 
 /// A store that is always down.
 pub(crate) struct DownStore;

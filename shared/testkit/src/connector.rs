@@ -1,0 +1,47 @@
+//! A connector for tests: answers every tool from its own `tools.yaml` config.
+
+use async_trait::async_trait;
+use baton_core::ports::connector::{
+    CacheMeta, Connector, ConnectorError, ConnectorRequest, Envelope, EnvelopeStatus,
+};
+use serde_json::Value;
+
+/// Answers every tool from its `tools.yaml` config: `payload`, and optionally `status`
+/// (`partial`, `error`), `principal` (to simulate a foreign principal), `delay_ms`, and
+/// `fail: true` (a connector error).
+pub struct TestConnector;
+
+#[async_trait]
+impl Connector for TestConnector {
+    async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
+        let cfg = &*request.config;
+        if let Some(ms) = cfg.get("delay_ms").and_then(Value::as_u64) {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+        if cfg.get("fail").and_then(Value::as_bool) == Some(true) {
+            return Err(ConnectorError::Unavailable(
+                "backend down: 502 from upstream".into(),
+            ));
+        }
+        let status = match cfg.get("status").and_then(Value::as_str) {
+            Some("partial") => EnvelopeStatus::Partial,
+            Some("error") => EnvelopeStatus::Error,
+            _ => EnvelopeStatus::Ok,
+        };
+        let principal = cfg
+            .get("principal")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| request.principal.to_string());
+        Ok(Envelope {
+            status,
+            payload: cfg.get("payload").cloned().unwrap_or(Value::Null),
+            partial: Vec::new(),
+            principal,
+            version: "1.0.0".into(),
+            domain_type: "test".into(),
+            enricher_id: request.tool_id.to_string(),
+            cache_meta: CacheMeta::default(),
+        })
+    }
+}
