@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use baton_core::ports::connector::Connector;
 use baton_core::registry::{LoadErrors, Registry};
-use baton_runtime::registry_files::{Overrides, load_registry};
+use baton_runtime::registry_files::load_registry;
 
 use crate::config::Config;
 use crate::init::InitError;
@@ -28,11 +28,8 @@ pub(crate) fn load(config: &Config) -> Result<(Arc<Registry>, Connectors), InitE
         problems: e.to_string(),
     };
     let connectors = baton_connectors::default_connectors(root);
-    let overrides = Overrides {
-        model_ids: config.model_ids.iter().cloned().collect(),
-        ..Overrides::default()
-    };
-    let registry = load_registry(root, &connectors, &overrides).map_err(invalid)?;
+    let model_ids = config.model_ids.iter().cloned().collect();
+    let registry = load_registry(root, &connectors, &model_ids).map_err(invalid)?;
     // A key that names no model would leave the deployment's id unused: say which.
     for (key, _) in &config.model_ids {
         if registry.model(key).is_none() {

@@ -228,7 +228,7 @@ pub(crate) async fn sequential_runs(
         runs.push(sequential(rt, prompt, n, composition).await?);
     }
     let over = |f: &dyn Fn(&Sequential) -> f64| spread(&runs.iter().map(f).collect::<Vec<_>>());
-    let out = json!({
+    let mut out = json!({
         "cpu_ms_per_turn_over_runs": over(&|r| r.cpu_ms_per_turn),
         "p50_cpu_ms_per_turn_over_runs": over(&|r| r.cpu_per_turn.p50_ms),
         "turns_per_s_over_runs": over(&|r| r.turns_per_s),
@@ -238,7 +238,6 @@ pub(crate) async fn sequential_runs(
         "p99_ttfe_ms_over_runs": over(&|r| r.ttfe.p99_ms),
     });
     runs.sort_by(|a, b| a.turns_per_s.total_cmp(&b.turns_per_s));
-    let mut out = out;
     out["representative_run"] = json!(runs.swap_remove(runs.len() / 2));
     Ok(out)
 }

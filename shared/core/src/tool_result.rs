@@ -75,11 +75,16 @@ pub enum EnvelopeVerdict {
     Data(ToolData),
     /// The envelope was made for another principal: a security event (D-29). Its payload
     /// is suppressed, and the call is not retried.
-    PrincipalMismatch,
+    PrincipalMismatch {
+        /// The producer that sent it, for the alert.
+        enricher: String,
+    },
     /// The envelope's major version is not the one the tool declares.
     VersionMismatch {
         /// The major version the tool declares.
         expected: u64,
+        /// The version the envelope has.
+        version: String,
     },
 }
 
@@ -88,7 +93,7 @@ impl EnvelopeVerdict {
     pub fn into_data(self, tool: &str) -> ToolData {
         match self {
             EnvelopeVerdict::Data(data) => data,
-            EnvelopeVerdict::PrincipalMismatch | EnvelopeVerdict::VersionMismatch { .. } => {
+            EnvelopeVerdict::PrincipalMismatch { .. } | EnvelopeVerdict::VersionMismatch { .. } => {
                 ToolData::unavailable(tool, UNAVAILABLE_NOTE)
             }
         }
@@ -104,12 +109,17 @@ pub fn judge_envelope(
     expected_major: Option<u64>,
 ) -> EnvelopeVerdict {
     if envelope.principal != principal {
-        return EnvelopeVerdict::PrincipalMismatch;
+        return EnvelopeVerdict::PrincipalMismatch {
+            enricher: envelope.enricher_id,
+        };
     }
     if let Some(expected) = expected_major
         && envelope.major_version() != Some(expected)
     {
-        return EnvelopeVerdict::VersionMismatch { expected };
+        return EnvelopeVerdict::VersionMismatch {
+            expected,
+            version: envelope.version,
+        };
     }
     let status = match envelope.status {
         EnvelopeStatus::Ok => DataStatus::Ok,
@@ -192,7 +202,12 @@ mod tests {
             "alice",
             Some(1),
         );
-        assert_eq!(verdict, EnvelopeVerdict::PrincipalMismatch);
+        assert_eq!(
+            verdict,
+            EnvelopeVerdict::PrincipalMismatch {
+                enricher: "rewards-api".into()
+            }
+        );
         assert_eq!(
             verdict.into_data("rewards"),
             ToolData::unavailable("rewards", UNAVAILABLE_NOTE)
@@ -208,7 +223,13 @@ mod tests {
                 "alice",
                 Some(1),
             );
-            assert_eq!(verdict, EnvelopeVerdict::VersionMismatch { expected: 1 });
+            assert_eq!(
+                verdict,
+                EnvelopeVerdict::VersionMismatch {
+                    expected: 1,
+                    version: version.into()
+                }
+            );
         }
         // Without a declared major version any version is taken.
         let verdict = judge_envelope(

@@ -36,27 +36,18 @@ pub fn read_sources(root: &Path) -> Result<RegistrySources, LoadErrors> {
     }
 }
 
-/// What a program changes in the registry it reads, applied after parsing.
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
-    /// Model providers the program can run; empty accepts any.
-    pub providers: Vec<String>,
-    /// Provider model ids that replace those of `models.yaml`, by model key (a
-    /// deployment's own ids).
-    pub model_ids: BTreeMap<String, String>,
-}
-
 /// Reads and validates a registry directory, including each tool's connector config: the
-/// one way every program loads its registry.
+/// one way every program loads its registry. `model_ids` replace the provider model ids of
+/// `models.yaml` by model key, after parsing (a deployment's own ids; usually none).
 ///
 /// # Errors
 /// Every problem found.
 pub fn load_registry(
     root: &Path,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
-    overrides: &Overrides,
+    model_ids: &BTreeMap<String, String>,
 ) -> Result<Registry, LoadErrors> {
-    load_sources(&read_sources(root)?, connectors, overrides)
+    load_sources(&read_sources(root)?, connectors, model_ids)
 }
 
 /// Validates registry sources already read, including each tool's connector config.
@@ -66,12 +57,12 @@ pub fn load_registry(
 pub fn load_sources(
     sources: &RegistrySources,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
-    overrides: &Overrides,
+    model_ids: &BTreeMap<String, String>,
 ) -> Result<Registry, LoadErrors> {
     let options = LoadOptions {
         connector_kinds: connectors.keys().cloned().collect(),
-        providers: overrides.providers.clone(),
-        model_ids: overrides.model_ids.clone(),
+        model_ids: model_ids.clone(),
+        ..LoadOptions::default()
     };
     let registry = Registry::load(sources, &options)?;
     let mut errors = Vec::new();

@@ -36,12 +36,6 @@ pub(crate) struct ToolRun {
     pub(crate) data: ToolData,
 }
 
-const UNAVAILABLE: &str = UNAVAILABLE_NOTE;
-
-fn unavailable(tool: &str, note: &str) -> ToolData {
-    ToolData::unavailable(tool, note)
-}
-
 /// Runs one call made by `agent`.
 pub(crate) async fn run(
     ctx: &TurnCtx,
@@ -57,7 +51,7 @@ pub(crate) async fn run(
             )
         });
         return ToolRun {
-            data: unavailable(&call.name, "There is no such tool."),
+            data: ToolData::unavailable(&call.name, "There is no such tool."),
         };
     };
     let args = match call.parse().and_then(|a| tool.check_args(&a).map(|()| a)) {
@@ -80,7 +74,7 @@ pub(crate) async fn run(
             t.limit.get_or_insert(LimitHit::TurnToolCalls);
         });
         return ToolRun {
-            data: unavailable(&tool.id, "This turn has used all of its tool calls."),
+            data: ToolData::unavailable(&tool.id, "This turn has used all of its tool calls."),
         };
     }
     let limits = ctx.limits;
@@ -88,7 +82,7 @@ pub(crate) async fn run(
     if !ctx.inner.breakers.allow(&tool.id, cooldown) {
         ctx.trace(|t| t.guard(GuardName::Breaker, format!("{} is open", tool.id)));
         return ToolRun {
-            data: unavailable(&tool.id, UNAVAILABLE),
+            data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     }
     if let Some(code) = &tool.status_code {
@@ -105,7 +99,7 @@ pub(crate) async fn run(
     let started = Instant::now();
     let Some(connector) = ctx.inner.connectors.get(&*tool.connector_kind).cloned() else {
         return ToolRun {
-            data: unavailable(&tool.id, UNAVAILABLE),
+            data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
     let request = ConnectorRequest {
@@ -135,20 +129,19 @@ pub(crate) async fn run(
             ctx.inner
                 .breakers
                 .record(&tool.id, false, limits.breaker_failures);
-            unavailable(&tool.id, UNAVAILABLE)
+            ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE)
         }
         Ok(Err(e)) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, error = %e, "tool failed");
             ctx.inner
                 .breakers
                 .record(&tool.id, false, limits.breaker_failures);
-            unavailable(&tool.id, UNAVAILABLE)
+            ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE)
         }
         Ok(Ok(envelope)) => {
             ctx.inner
                 .breakers
                 .record(&tool.id, true, limits.breaker_failures);
-            let (enricher, version) = (envelope.enricher_id.clone(), envelope.version.clone());
             let verdict = judge_envelope(
                 &tool.id,
                 envelope,
@@ -156,7 +149,7 @@ pub(crate) async fn run(
                 tool.envelope_major,
             );
             match &verdict {
-                EnvelopeVerdict::PrincipalMismatch => {
+                EnvelopeVerdict::PrincipalMismatch { enricher } => {
                     // A security boundary, not a quality issue: suppress, count, alert; no retry.
                     ctx.inner
                         .metrics
@@ -170,7 +163,7 @@ pub(crate) async fn run(
                         "envelope principal does not match the caller; payload suppressed"
                     );
                 }
-                EnvelopeVerdict::VersionMismatch { expected } => {
+                EnvelopeVerdict::VersionMismatch { expected, version } => {
                     ctx.inner.metrics.count(
                         ENVELOPE_VERSION_MISMATCH_TOTAL,
                         1,
