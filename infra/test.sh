@@ -19,6 +19,10 @@ fi
 # Builds are kept outside the checkout so that later runs (and CI on this machine) reuse them.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# Cargo does not rebuild a test for moving to another checkout, so a test binary may come
+# from a build in another folder: tests find files from the folder they run in (insta's
+# snapshots through this variable, the others through CARGO_MANIFEST_DIR at run time).
+export INSTA_WORKSPACE_ROOT="$PWD"
 
 step() { printf '\n== %s\n' "$*"; }
 

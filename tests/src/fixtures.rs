@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+    baton_testkit::workspace_root()
 }
 
 /// The shipped registry (`shared/registry`).

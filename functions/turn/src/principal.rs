@@ -156,8 +156,9 @@ mod tests {
 
     /// A sample event from `events/`, as API Gateway sends it for the template's API.
     fn sample(name: &str) -> Value {
-        let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let path = baton_testkit::crate_dir().join("../../events").join(name);
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         serde_json::from_str(&text).unwrap()
     }
 

@@ -239,7 +239,7 @@ mod tests {
     #[tokio::test]
     async fn bedrock_and_dynamodb_are_refused_without_aws() {
         let data = tempfile::tempdir().unwrap();
-        let registry = Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry");
+        let registry = baton_testkit::crate_dir().join("../registry");
         let config = data.path().join("baton.toml");
         std::fs::write(&config, "").unwrap();
         for (model, store, refused) in [

@@ -96,73 +96,32 @@ pub(crate) mod tests {
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use baton_core::Principal;
-    use baton_core::registry::{LoadOptions, RegistrySources, SourceFile};
     use baton_runtime::Runtime;
+    use baton_testkit::connector::TestConnector;
     use baton_testkit::memory_store::MemoryStore;
+    use baton_testkit::registry::TestRegistry;
     use baton_testkit::scripted::ScriptedModel;
     use serde_json::json;
     use tower::ServiceExt;
 
-    const MODELS: &str = "models:\n  m1:\n    provider: test\n    model_id: test-model-1\n    \
-                          context_window: 100000\n    prices: { input: 1.0, output: 2.0 }\n";
-
-    fn block(owner: &str, category: &str, text: &str) -> String {
-        format!("---\nowner: {owner}\ncategory: {category}\nrequired: false\n---\n{text}\n")
+    /// The test kit's registry, its orchestrator labelled "Helper" and carrying `extra`.
+    fn registry(extra: &str) -> Registry {
+        TestRegistry {
+            orchestrator_extra: format!("label: Helper\n{extra}"),
+            ..TestRegistry::default()
+        }
+        .load()
+        .unwrap()
     }
 
-    fn registry(orchestrator_extra: &str) -> Registry {
-        let file = |path: &str, text: String| SourceFile {
-            path: path.into(),
-            text,
-        };
-        let orchestrator = format!(
-            "id: orchestrator\nlabel: Helper\ndescription: Routes requests.\nrole: orchestrator\n\
-             model: m1\nprompt_blocks: [routing]\nsub_agents: [shop, plan]\n\
-             composition: mediated\n{orchestrator_extra}"
-        );
-        let specialist = |id: &str, label: &str, description: &str| {
-            format!(
-                "id: {id}\nlabel: {label}\ndescription: {description}\nrole: native\nmodel: m1\n\
-                 prompt_blocks: [work]\n"
-            )
-        };
-        let sources = RegistrySources {
-            agents: vec![
-                file("agents/orchestrator.yaml", orchestrator),
-                file(
-                    "agents/shop.yaml",
-                    specialist("shop", "Shopping", "Offers and deals."),
-                ),
-                file(
-                    "agents/plan.yaml",
-                    specialist("plan", "Planner", "Savings plans."),
-                ),
-            ],
-            blocks: vec![
-                file(
-                    "blocks/persona.md",
-                    "---\nowner: platform\ncategory: persona\nrequired: true\n---\nBe kind.\n"
-                        .to_owned(),
-                ),
-                file(
-                    "blocks/routing.md",
-                    block("platform", "instructions", "Route."),
-                ),
-                file("blocks/work.md", block("vertical", "instructions", "Work.")),
-            ],
-            models: Some(file("models.yaml", MODELS.into())),
-            tools: Some(file("tools.yaml", "tools: {}\n".into())),
-        };
-        Registry::load(&sources, &LoadOptions::default()).unwrap()
-    }
-
-    /// App state over the small registry, with `default` as the principal when the request
+    /// App state over the test registry, with `default` as the principal when the request
     /// names none.
     pub(crate) fn state(default: Option<&str>) -> AppState {
         let model = ScriptedModel::from_yaml("agents: {}").unwrap();
         let runtime = Runtime::builder(Arc::new(registry("")))
             .model_override(Arc::new(model))
             .store(Arc::new(MemoryStore::new()))
+            .connector("test", Arc::new(TestConnector))
             .build()
             .unwrap();
         let default = default.map(|p| Principal::new(p).unwrap());
@@ -197,7 +156,7 @@ pub(crate) mod tests {
             .iter()
             .map(|a| a["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, ["shop", "plan"]);
+        assert_eq!(ids, ["shop", "support", "rewards"]);
     }
 
     #[tokio::test]
@@ -222,8 +181,9 @@ pub(crate) mod tests {
                     "enabled": true, "prefix": "#", "exit": "end", "sticky": true, "mode": "strict"
                 },
                 "agents": [
-                    { "id": "shop", "label": "Shopping", "description": "Offers and deals." },
-                    { "id": "plan", "label": "Planner", "description": "Savings plans." }
+                    { "id": "shop", "label": "Shop", "description": "Offers, deals and product search." },
+                    { "id": "support", "label": "Support", "description": "Receipt problems and missing points." },
+                    { "id": "rewards", "label": "Rewards", "description": "Points balance and redemptions." }
                 ]
             })
         );

@@ -5,6 +5,11 @@
 //! with per-sub-agent tool loops and limits, composition, the consulted record, the
 //! journal commit, and the event stream.
 //!
+//! "Runtime" means one thing here: what runs turns. The crate is that layer (between the
+//! core and the adapters), [`Runtime`] is its handle, which a main builds once with
+//! [`RuntimeBuilder`] (both in `runtime.rs`) and shares across requests; the tokio runtime
+//! is only ever called the task handle.
+//!
 //! This crate talks to ports only: it never depends on an AWS SDK, an HTTP server or a
 //! database. It adds tokio for concurrency and time.
 

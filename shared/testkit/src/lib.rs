@@ -4,6 +4,7 @@
 //! - [`scripted`]: a model that plays a YAML script, matched on each request;
 //! - [`connector`]: a connector that answers each tool from its own configuration;
 //! - [`memory_store`]: an in-memory journal;
+//! - [`registry`]: the test registry the engine's and the HTTP edge's tests share;
 //! - [`store`]: the store conformance suite every journal adapter runs
 //!   ([`store_conformance!`]).
 
@@ -11,7 +12,40 @@
 
 pub mod connector;
 pub mod memory_store;
+pub mod registry;
 pub mod scripted;
 pub mod store;
 
 pub use store::StoreFixture;
+
+/// The directory of the crate under test, read when the test runs: cargo sets
+/// `CARGO_MANIFEST_DIR` for the test process too. The compile-time value would be wrong
+/// when a test binary built in one checkout is reused by another through a shared target
+/// directory (cargo does not rebuild a crate for moving); the test must read the files of
+/// the checkout it runs in. Without the variable, the working directory, which cargo also
+/// sets to the crate's.
+pub fn crate_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| std::path::PathBuf::from("."), std::path::PathBuf::from)
+}
+
+/// The workspace root of the checkout the test runs in: the nearest folder above
+/// [`crate_dir`] that holds `Cargo.lock`. Shared test code (used by more than one crate's
+/// tests) finds the repository's files from here.
+pub fn workspace_root() -> std::path::PathBuf {
+    let dir = crate_dir();
+    dir.ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .map_or(dir.clone(), std::path::Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_workspace_root_is_above_the_crate_and_holds_the_lock_file() {
+        let root = super::workspace_root();
+        assert!(root.join("Cargo.lock").is_file(), "{}", root.display());
+        assert!(super::crate_dir().starts_with(&root));
+        assert!(root.join("shared/testkit/Cargo.toml").is_file());
+    }
+}

@@ -86,7 +86,7 @@ fn workspace_metadata() -> Value {
             "--no-deps",
             "--offline",
         ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(baton_testkit::crate_dir())
         .output()
         .expect("cargo metadata runs");
     assert!(

@@ -99,7 +99,7 @@ fn clients_that_never_read_hold_up_nobody() {
     let model = sandbox.script(&big_answer_script(8_000));
     let server = Serving::start(
         &sandbox,
-        &["--registry", REGISTRY, "--model", &model],
+        &["--registry", registry(), "--model", &model],
         &[("BATON_STREAM_STALL_MS", "1000")],
     );
     let warm = server.turn("alice", r#"{"message":"coffee deals"}"#);
@@ -158,7 +158,7 @@ fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
     let model = sandbox.script(&big_answer_script(8_000));
     let server = Serving::start(
         &sandbox,
-        &["--registry", REGISTRY, "--model", &model],
+        &["--registry", registry(), "--model", &model],
         &[("BATON_SEND_TIMEOUT_MS", "500")],
     );
     let mut stream = connect(&server.addr, Duration::from_secs(20));
@@ -187,7 +187,7 @@ fn slow_and_idle_connections_are_closed() {
     let model = sandbox.script(SHOP_SCRIPT);
     let server = Serving::start(
         &sandbox,
-        &["--registry", REGISTRY, "--model", &model],
+        &["--registry", registry(), "--model", &model],
         &[
             ("BATON_HEADER_TIMEOUT_MS", "500"),
             ("BATON_BODY_TIMEOUT_MS", "500"),
@@ -239,7 +239,7 @@ fn idle_connections_beyond_the_descriptor_limit_do_not_shut_out_health_checks() 
         .stdin(std::process::Stdio::null());
     let server = Serving::spawn(
         command,
-        &["--registry", REGISTRY, "--model", &model],
+        &["--registry", registry(), "--model", &model],
         &[("BATON_HEADER_TIMEOUT_MS", "1000")],
     );
     let idle: Vec<TcpStream> = (0..200)
@@ -255,7 +255,11 @@ fn idle_connections_beyond_the_descriptor_limit_do_not_shut_out_health_checks() 
 fn readiness_follows_the_store() {
     let sandbox = Sandbox::new();
     let model = sandbox.script(SHOP_SCRIPT);
-    let server = Serving::start(&sandbox, &["--registry", REGISTRY, "--model", &model], &[]);
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", &model],
+        &[],
+    );
     let ready = || server.request("GET /readyz HTTP/1.1", "");
     let alive = || server.request("GET /healthz HTTP/1.1", "");
     assert!(ready().starts_with("HTTP/1.1 200"), "{}", ready());
@@ -303,7 +307,7 @@ agents:
       text: ["Bean Street coffee earns 1,000 points."]
 "#,
     );
-    let args = ["--registry", REGISTRY, "--model", &model];
+    let args = ["--registry", registry(), "--model", &model];
     let slow = r#"{"message":"find coffee deals slowly","turn_id":"t-crash"}"#;
     let post = |stream: &mut TcpStream, body: &str| {
         write!(

@@ -8,7 +8,7 @@ use crate::support::*;
 fn scripted(sandbox: &Sandbox) -> Vec<String> {
     vec![
         "--registry".into(),
-        REGISTRY.into(),
+        registry().into(),
         "--model".into(),
         sandbox.script(SHOP_SCRIPT),
     ]

@@ -8,7 +8,7 @@ fn a_bad_variable_names_its_key() {
     let run: Run = sandbox
         .baton()
         .env("BATON_MAX_MESSAGE_CHARS", "abc")
-        .args(["chat", "--registry", REGISTRY, "hello"])
+        .args(["chat", "--registry", registry(), "hello"])
         .output()
         .unwrap()
         .into();
@@ -28,7 +28,7 @@ fn a_bad_key_in_baton_toml_is_named() {
         "max_body_bytes = \"lots\"\n",
     )
     .unwrap();
-    let run = sandbox.run(&["validate", REGISTRY]);
+    let run = sandbox.run(&["validate", registry()]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("max_body_bytes"), "{run:?}");
 }
@@ -38,7 +38,7 @@ fn baton_toml_in_the_working_folder_is_read() {
     let sandbox = Sandbox::new();
     std::fs::write(
         sandbox.path().join("baton.toml"),
-        format!("registry = {REGISTRY:?}\n"),
+        format!("registry = {:?}\n", registry()),
     )
     .unwrap();
     let run = sandbox.run(&["validate"]);
@@ -64,7 +64,7 @@ fn a_variable_wins_over_the_file_and_a_flag_over_both() {
     let run: Run = sandbox
         .baton()
         .env("BATON_REGISTRY", "nowhere-2")
-        .args(["validate", REGISTRY])
+        .args(["validate", registry()])
         .output()
         .unwrap()
         .into();
@@ -73,14 +73,14 @@ fn a_variable_wins_over_the_file_and_a_flag_over_both() {
 
 #[test]
 fn a_named_config_file_must_exist() {
-    let run = Sandbox::new().run(&["--config", "missing.toml", "validate", REGISTRY]);
+    let run = Sandbox::new().run(&["--config", "missing.toml", "validate", registry()]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("missing.toml"), "{run:?}");
 }
 
 #[test]
 fn an_unknown_model_is_named() {
-    let run = Sandbox::new().run(&["chat", "--model", "gpt", "--registry", REGISTRY, "hi"]);
+    let run = Sandbox::new().run(&["chat", "--model", "gpt", "--registry", registry(), "hi"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("\"model\""), "{run:?}");
 }

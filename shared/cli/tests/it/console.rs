@@ -145,7 +145,7 @@ impl Served {
         let child = sandbox
             .baton()
             .args(["serve", "--log-json", "--addr", "127.0.0.1:0"])
-            .args(["--registry", REGISTRY, "--principal", "console-user"])
+            .args(["--registry", registry(), "--principal", "console-user"])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();

@@ -53,7 +53,7 @@ fn baton(sandbox: &Sandbox, db: &DynamoDbLocal) -> Command {
 /// Runs `baton --registry … --model offline [store flags] chat --json [extra] <message>`.
 fn chat(sandbox: &Sandbox, db: &DynamoDbLocal, store: &[&str], extra: &[&str]) -> Run {
     baton(sandbox, db)
-        .args(["--registry", REGISTRY, "--model", "offline"])
+        .args(["--registry", registry(), "--model", "offline"])
         .args(store)
         .args(["chat", "--json"])
         .args(extra)
@@ -210,7 +210,7 @@ async fn an_unreachable_dynamodb_is_a_plain_error() {
             format!("http://127.0.0.1:{}", closed_port()),
         )
         .env("AWS_MAX_ATTEMPTS", "1")
-        .args(["--registry", REGISTRY, "--model", "offline"])
+        .args(["--registry", registry(), "--model", "offline"])
         .args(["--store", "dynamodb", "--table", "t", "--bucket", "bodies"])
         .args(["chat", "find me coffee deals"])
         .output()

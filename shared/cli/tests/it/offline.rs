@@ -6,7 +6,7 @@ use crate::support::*;
 
 /// `baton chat` over the shipped registry with `args`.
 fn chat(sandbox: &Sandbox, args: &[&str]) -> Run {
-    let mut all = vec!["chat", "--registry", REGISTRY];
+    let mut all = vec!["chat", "--registry", registry()];
     all.extend_from_slice(args);
     sandbox.run(&all)
 }

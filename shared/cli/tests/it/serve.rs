@@ -13,7 +13,7 @@ fn serve_answers_and_stops_on_ctrl_c() {
         &sandbox,
         &[
             "--registry",
-            REGISTRY,
+            registry(),
             "--model",
             &model,
             "--principal",

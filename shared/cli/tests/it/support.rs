@@ -5,8 +5,16 @@ use std::process::{Command, Output, Stdio};
 
 use tempfile::TempDir;
 
-/// The registry shipped in the repository.
-pub(crate) const REGISTRY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../registry");
+/// The registry shipped in the checkout the test runs in (see `baton_testkit::crate_dir`).
+pub(crate) fn registry() -> &'static str {
+    static REGISTRY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        baton_testkit::crate_dir()
+            .join("../registry")
+            .display()
+            .to_string()
+    })
+}
 
 /// Every variable the binary reads, cleared so the caller's environment cannot leak in.
 const VARIABLES: &[&str] = &[

@@ -4,7 +4,7 @@ use crate::support::*;
 
 #[test]
 fn the_shipped_registry_is_valid() {
-    let run = Sandbox::new().run(&["validate", REGISTRY]);
+    let run = Sandbox::new().run(&["validate", registry()]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.starts_with("registry OK: 5 agents, "), "{run:?}");
     assert!(run.stdout.contains(" tools, "), "{run:?}");
@@ -14,7 +14,7 @@ fn the_shipped_registry_is_valid() {
 fn a_broken_registry_names_file_field_and_value() {
     let sandbox = Sandbox::new();
     let copy = sandbox.path().join("registry");
-    copy_dir(std::path::Path::new(REGISTRY), &copy);
+    copy_dir(std::path::Path::new(registry()), &copy);
     let card = copy.join("agents/shop.yaml");
     let text = std::fs::read_to_string(&card).unwrap();
     std::fs::write(&card, text.replace("- search_offers", "- search_ofers")).unwrap();

@@ -1,6 +1,6 @@
 //! The shipped registry's tools, answered by the shipped connectors.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use baton_connectors::default_connectors;
@@ -10,7 +10,7 @@ use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry")
+    baton_testkit::crate_dir().join("../registry")
 }
 
 fn read_dir(dir: &str, ext: &str) -> Vec<SourceFile> {

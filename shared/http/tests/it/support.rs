@@ -1,4 +1,5 @@
-//! A small registry, a test connector, scripted models and stores for the app's tests.
+//! Scripted turns, stores and request helpers for the app's tests, over the test kit's
+//! registry.
 
 use std::sync::Arc;
 
@@ -7,13 +8,13 @@ use axum::body::Body;
 use axum::http::{Request, Response};
 use baton_core::Principal;
 use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
-use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
 pub(crate) use baton_testkit::connector::TestConnector;
 use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::registry::TestRegistry;
 use baton_testkit::scripted::ScriptedModel;
 use serde_json::Value;
 use tower::ServiceExt;
@@ -48,84 +49,6 @@ impl Store for DownStore {
     async fn ready(&self) -> Result<(), StoreError> {
         Err(down())
     }
-}
-
-const MODELS: &str = r#"
-models:
-  m1:
-    provider: test
-    model_id: test-model-1
-    context_window: 100000
-    prices: { input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }
-    capabilities: { tool_choice: true, cache_points: true, parallel_tool_calls: true }
-"#;
-
-const TOOLS: &str = r#"
-tools:
-  search_offers:
-    description: Search current offers.
-    connector: { kind: test, payload: { items: [ { title: "Roast coffee", reward: "500 pts" } ] } }
-    schema: { type: object, properties: { query: { type: string } }, required: [query], additionalProperties: false }
-    status: searching_offers
-"#;
-
-const ORCHESTRATOR: &str = r#"
-id: orchestrator
-description: Routes each request to the right specialists.
-role: orchestrator
-model: m1
-prompt_blocks: [routing]
-sub_agents: [shop]
-composition: mediated
-fanout_cap: 2
-fastpath: { allow: [greeting], fallback: shop }
-status_messages:
-  codes:
-    searching_offers: { text: "Looking for offers…", policy: forward }
-"#;
-
-const SHOP: &str = r#"
-id: shop
-description: Offers, deals and product search.
-role: native
-model: m1
-tools: [search_offers]
-prompt_blocks: [shop-instructions]
-limits: { timeout_ms: 5000 }
-"#;
-
-fn block(owner: &str, category: &str, required: bool, text: &str) -> String {
-    format!("---\nowner: {owner}\ncategory: {category}\nrequired: {required}\n---\n{text}\n")
-}
-
-fn registry() -> Registry {
-    let file = |path: &str, text: String| SourceFile {
-        path: path.into(),
-        text,
-    };
-    let sources = RegistrySources {
-        agents: vec![
-            file("agents/orchestrator.yaml", ORCHESTRATOR.into()),
-            file("agents/shop.yaml", SHOP.into()),
-        ],
-        blocks: vec![
-            file(
-                "blocks/persona.md",
-                block("platform", "persona", true, "You are helpful."),
-            ),
-            file(
-                "blocks/routing.md",
-                block("platform", "instructions", false, "Route requests."),
-            ),
-            file(
-                "blocks/shop-instructions.md",
-                block("vertical", "instructions", false, "Find offers."),
-            ),
-        ],
-        models: Some(file("models.yaml", MODELS.into())),
-        tools: Some(file("tools.yaml", TOOLS.into())),
-    };
-    Registry::load(&sources, &LoadOptions::default()).expect("test registry loads")
 }
 
 /// A turn that routes to `shop`, which calls its tool, then composes. `route_delay_ms`
@@ -181,17 +104,19 @@ impl Rig {
     pub(crate) fn state(self) -> AppState {
         let model = Arc::new(ScriptedModel::from_yaml(&self.script).expect("script parses"));
         let metrics = Arc::new(LocalMetrics::default());
-        let runtime = Runtime::builder(Arc::new(registry()))
-            .model_override(model)
-            .store(self.store)
-            .connector("test", Arc::new(TestConnector))
-            .metrics(metrics.clone())
-            .config(RuntimeConfig {
-                max_message_chars: self.max_message_chars,
-                ..RuntimeConfig::default()
-            })
-            .build()
-            .expect("runtime builds");
+        let runtime = Runtime::builder(Arc::new(
+            TestRegistry::default().load().expect("test registry loads"),
+        ))
+        .model_override(model)
+        .store(self.store)
+        .connector("test", Arc::new(TestConnector))
+        .metrics(metrics.clone())
+        .config(RuntimeConfig {
+            max_message_chars: self.max_message_chars,
+            ..RuntimeConfig::default()
+        })
+        .build()
+        .expect("runtime builds");
         let default = self
             .default_principal
             .map(|p| Principal::new(p).expect("valid principal"));

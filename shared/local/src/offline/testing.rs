@@ -99,7 +99,9 @@ fn file(path: &str, text: &str) -> SourceFile {
     }
 }
 
-/// The test registry: an orchestrator over support, shop and rewards.
+/// The test registry: an orchestrator over support, shop and rewards. Not the test kit's
+/// registry: the offline model routes by the cards' descriptions, examples and keywords and
+/// fills arguments from tool schemas, so its cards are written for that.
 pub(crate) fn registry() -> Arc<Registry> {
     let sources = RegistrySources {
         agents: vec![

@@ -2,7 +2,6 @@
 //! thanks and small talk take the Fastpath (a text-only answer, no specialist), and a real
 //! request that opens or closes with them still reaches one.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -32,7 +31,7 @@ impl Connector for NoData {
 }
 
 fn runtime() -> Runtime {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry");
+    let root = baton_testkit::crate_dir().join("../registry");
     let connectors: std::collections::BTreeMap<String, Arc<dyn Connector>> =
         ["fixture", "rate_table"]
             .into_iter()

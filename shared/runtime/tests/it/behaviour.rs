@@ -29,7 +29,7 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn a_specialists_request_never_contains_another_specialists_turns() {
-    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
     let (episode, _) = run(&rig, request("my receipt R-77 didn't scan", None, "t1")).await;
     run(&rig, request("find coffee deals", Some(&episode), "t2")).await;
     run(&rig, request("my receipt again", Some(&episode), "t3")).await;
@@ -55,7 +55,7 @@ async fn a_specialists_request_never_contains_another_specialists_turns() {
 
 #[tokio::test(start_paused = true)]
 async fn a_client_that_leaves_mid_stream_does_not_lose_the_turn() {
-    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
     let mut stream = rig
         .runtime
         .run_turn(request("find coffee deals", None, "t1"))
@@ -86,7 +86,7 @@ async fn a_client_that_leaves_mid_stream_does_not_lose_the_turn() {
 
 #[tokio::test(start_paused = true)]
 async fn a_completed_duplicate_replays_and_runs_nothing() {
-    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
     let (episode, first) = run(&rig, request("find coffee deals", None, "t1")).await;
     let calls = rig.model.requests().len();
     let replay = rig
@@ -113,7 +113,7 @@ agents:
       delay_ms: 1000
       text: ["Hello!"]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, _) = run(&rig, request("hi", None, "t0")).await;
     let running = rig
         .runtime
@@ -150,7 +150,7 @@ agents:
 
 #[tokio::test]
 async fn bad_input_gets_a_plain_refusal() {
-    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
     let empty = rig
         .runtime
         .run_turn(request("   ", None, "t1"))
@@ -181,7 +181,7 @@ async fn bad_input_gets_a_plain_refusal() {
 
 #[tokio::test(start_paused = true)]
 async fn another_principals_episode_is_not_found() {
-    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
     let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
     let mut bob = request("find coffee deals", Some(&episode), "t2");
     bob.principal = Principal::new("bob").unwrap();
@@ -210,7 +210,7 @@ agents:
   shop:
     - text: ["Roast coffee earns 500 points."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
     let text = answer(&events);
     assert!(
@@ -248,7 +248,7 @@ agents:
   shop:
     - text: ["Roast coffee earns 500 points."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, _) = run(&rig, request("coffee", None, "t1")).await;
     let (_, events) = run(&rig, request("and the weather?", Some(&episode), "t2")).await;
     let errors: Vec<_> = events
@@ -294,7 +294,7 @@ agents:
   shop:
     - text: ["Roast coffee earns 500 points."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, _) = run(
         &rig,
         request(
@@ -332,7 +332,7 @@ agents:
     - { when: { after_tool_results: false }, delay_ms: 300, tool_calls: [{ name: lookup_receipt, args: { query: "receipt" } }] }
     - { when: { after_tool_results: true }, delay_ms: 300, text: ["Rescan it."] }
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let start = tokio::time::Instant::now();
     run(
         &rig,
@@ -345,9 +345,9 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn the_episode_sliding_window_pauses_a_busy_conversation() {
-    let setup = Setup {
+    let setup = TestRegistry {
         turn_limits: "turn_limits: { episode_max_calls: 3 }",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let rig = make_rig(&setup, TWO_TURNS);
     let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
@@ -364,10 +364,10 @@ async fn the_episode_sliding_window_pauses_a_busy_conversation() {
 
 #[tokio::test(start_paused = true)]
 async fn a_failing_tool_opens_its_breaker() {
-    let setup = Setup {
+    let setup = TestRegistry {
         rewards_tool: "down_points",
         turn_limits: "turn_limits: { breaker_failures: 1 }",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let script = r#"
 agents:
@@ -429,7 +429,7 @@ agents:
     - when: { after_tool_results: true }
       text: ["I could not search just now."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
     assert!(
         !events
@@ -467,7 +467,7 @@ agents:
         turn_timeout_ms: 3_000,
         ..Default::default()
     };
-    let rig = make_rig_with(&Setup::default(), script, config);
+    let rig = make_rig_with(&TestRegistry::default(), script, config);
     let start = tokio::time::Instant::now();
     let (episode, events) = run(&rig, request("hello there, what can you do", None, "t1")).await;
     assert!(start.elapsed() < Duration::from_secs(4));
@@ -489,7 +489,7 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn an_intent_switch_without_prior_context_gets_it_from_the_runtime() {
-    let rig = make_rig(&Setup::default(), TWO_TURNS);
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
     let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
     run(
         &rig,
@@ -518,9 +518,9 @@ async fn an_intent_switch_without_prior_context_gets_it_from_the_runtime() {
 
 #[tokio::test(start_paused = true)]
 async fn an_unknown_status_code_is_dropped_and_counted() {
-    let setup = Setup {
+    let setup = TestRegistry {
         rewards_tool: "broken_points",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let script = r#"
 agents:
@@ -561,7 +561,7 @@ agents:
   rewards:
     - text: ["You have 1200 points."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, events) = run(&rig, request("find coffee deals", None, "t1")).await;
     assert!(answer(&events).ends_with("Deals found, and you have 1200 points."));
     let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
@@ -571,9 +571,9 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn an_orchestrator_that_never_stops_asking_hits_its_step_limit() {
-    let setup = Setup {
+    let setup = TestRegistry {
         turn_limits: "turn_limits: { max_iterations: 3, max_subagents: 8 }",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let script = r#"
 agents:
@@ -628,7 +628,7 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
     // A day far from the test's own: connectors see the runtime's clock, not the machine's.
     const JUNE_1_2031: u64 = 1_938_124_800_000;
     let calls = Arc::new(ClockedConnector(Default::default()));
-    let runtime = Runtime::builder(Arc::new(registry(&Setup::default())))
+    let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
         .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
         .store(Arc::new(MemoryStore::new()))
         .connector("test", calls.clone())
@@ -707,7 +707,7 @@ async fn a_caller_that_leaves_during_the_claim_leaves_no_orphan_claim() {
 
     let script = ONE_SHOP_TURN;
     let store = Arc::new(SlowClaims(MemoryStore::new()));
-    let runtime = Runtime::builder(Arc::new(registry(&Setup::default())))
+    let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
         .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
         .store(store.clone())
         .connector("test", Arc::new(TestConnector))

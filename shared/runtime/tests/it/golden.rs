@@ -49,7 +49,7 @@ const COMPOSE: &str = r#"
       text: ["Here is what I found. ", "All done."]
 "#;
 
-async fn golden(setup: Setup, orchestrator: &str, text: &str) -> String {
+async fn golden(setup: TestRegistry, orchestrator: &str, text: &str) -> String {
     let rig = make_rig(&setup, &script(orchestrator));
     let (episode, events) = run(&rig, request(text, None, "t1")).await;
     transcript(&rig, &episode, &events).await
@@ -67,13 +67,18 @@ async fn single_intent() {
 "#,
         COMPOSE
     );
-    insta::assert_snapshot!(golden(Setup::default(), &orch, "find me coffee deals").await);
+    insta::assert_snapshot!(golden(TestRegistry::default(), &orch, "find me coffee deals").await);
 }
 
 #[tokio::test(start_paused = true)]
 async fn mixed_intent() {
     insta::assert_snapshot!(
-        golden(Setup::default(), &format!("{ROUTE_MIXED}{COMPOSE}"), MIXED).await
+        golden(
+            TestRegistry::default(),
+            &format!("{ROUTE_MIXED}{COMPOSE}"),
+            MIXED
+        )
+        .await
     );
 }
 
@@ -83,7 +88,7 @@ async fn fastpath_greeting() {
     - when: { purpose: route }
       text: ["Hi! ", "How can I help?"]
 "#;
-    insta::assert_snapshot!(golden(Setup::default(), orch, "hi there").await);
+    insta::assert_snapshot!(golden(TestRegistry::default(), orch, "hi there").await);
 }
 
 #[tokio::test(start_paused = true)]
@@ -98,7 +103,7 @@ async fn text_only_answer_outside_the_allowlist_is_rerouted() {
     );
     insta::assert_snapshot!(
         golden(
-            Setup::default(),
+            TestRegistry::default(),
             &orch,
             "is it safe to mix bleach with vinegar"
         )
@@ -126,7 +131,7 @@ agents:
   support:
     - error: invalid
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, events) = run(
         &rig,
         request("coffee deals and my receipt didn't scan", None, "t1"),
@@ -158,7 +163,7 @@ agents:
     - delay_ms: 9000
       text: ["too late"]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, events) = run(
         &rig,
         request("coffee deals and my points balance", None, "t1"),
@@ -185,7 +190,7 @@ async fn over_cap_fan_out_drops_the_extra_call() {
         COMPOSE
     );
     let t = golden(
-        Setup::default(),
+        TestRegistry::default(),
         &orch,
         "coffee deals, my receipt didn't scan, and my points balance",
     )
@@ -210,7 +215,7 @@ async fn dropped_second_call_is_caught_by_the_failsafe() {
 "#,
         COMPOSE
     );
-    let t = golden(Setup::default(), &orch, MIXED).await;
+    let t = golden(TestRegistry::default(), &orch, MIXED).await;
     assert!(t.contains("intent_count"));
     insta::assert_snapshot!(t);
 }
@@ -226,7 +231,7 @@ async fn verbatim_override_sends_the_users_words() {
 "#,
         COMPOSE
     );
-    let rig = make_rig(&Setup::default(), &script(&orch));
+    let rig = make_rig(&TestRegistry::default(), &script(&orch));
     let (episode, events) = run(&rig, request("any deals on ground coffee?", None, "t1")).await;
     let shop_request = rig
         .model
@@ -268,7 +273,7 @@ agents:
   rewards:
     - text: ["Sunny."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, _) = run(&rig, request("I am missing points", None, "t1")).await;
     let (_, events) = run(&rig, request("fetch shop", Some(&episode), "t2")).await;
     let echo = transcript(&rig, &episode, &events).await;
@@ -291,9 +296,9 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn principal_mismatch_is_suppressed_and_counted() {
-    let setup = Setup {
+    let setup = TestRegistry {
         rewards_tool: "foreign_points",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let orch = r#"
     - when: { purpose: route }
@@ -325,9 +330,9 @@ async fn principal_mismatch_is_suppressed_and_counted() {
 
 #[tokio::test(start_paused = true)]
 async fn limit_trip_offers_to_continue_and_continue_resumes() {
-    let setup = Setup {
+    let setup = TestRegistry {
         turn_limits: "turn_limits: { max_subagents: 1 }",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let orch = format!("{ROUTE_MIXED}{COMPOSE}");
     let rig = make_rig(&setup, &script(&orch));
@@ -341,9 +346,9 @@ async fn limit_trip_offers_to_continue_and_continue_resumes() {
 
 #[tokio::test(start_paused = true)]
 async fn passthrough_streams_the_single_specialist() {
-    let setup = Setup {
+    let setup = TestRegistry {
         composition: "passthrough",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let orch = r#"
     - when: { purpose: route }
@@ -355,9 +360,9 @@ async fn passthrough_streams_the_single_specialist() {
 
 #[tokio::test(start_paused = true)]
 async fn direct_streams_the_first_live_and_flushes_the_other() {
-    let setup = Setup {
+    let setup = TestRegistry {
         composition: "direct",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let t = golden(setup, ROUTE_MIXED, MIXED).await;
     insta::assert_snapshot!(t);
@@ -380,7 +385,7 @@ agents:
     - when: { after_tool_results: true }
       text: ["You have 1200 points."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (episode, events) = run(&rig, request("what is my points balance", None, "t1")).await;
     let t = transcript(&rig, &episode, &events).await;
     assert!(t.contains("Still waiting on Rewards"));
@@ -389,9 +394,9 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn direct_with_simultaneous_specialists_loses_no_text() {
-    let setup = Setup {
+    let setup = TestRegistry {
         composition: "direct",
-        ..Setup::default()
+        ..TestRegistry::default()
     };
     let script = r#"
 agents:

@@ -105,7 +105,7 @@ agents:
 #[tokio::test(start_paused = true)]
 async fn every_model_call_carries_its_prompt_cohort() {
     let spans = ChatSpans::capture();
-    let rig = make_rig(&Setup::default(), GREETING_AND_DEALS);
+    let rig = make_rig(&TestRegistry::default(), GREETING_AND_DEALS);
     run(&rig, request("coffee deals", None, "t1")).await;
 
     let cohort = |id: &str| {

@@ -103,9 +103,9 @@ const STRICT: &str = "direct_line: { mode: strict, sticky: true, exit: end }";
 /// A rig whose orchestrator card carries `trust` (Direct Line, obligations, privacy).
 fn rig_with(trust: &'static str, script: &str) -> Rig {
     make_rig(
-        &Setup {
-            trust,
-            ..Setup::default()
+        &TestRegistry {
+            orchestrator_extra: trust.into(),
+            ..TestRegistry::default()
         },
         script,
     )
@@ -128,7 +128,7 @@ agents:
   shop:
     - text: ["Roast coffee earns 500 points."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let (_, events) = run(&rig, request("hello", None, "t1")).await;
     assert!(answer(&events).contains("I asked Support"));
     assert!(consulted(&events).is_empty());
@@ -258,11 +258,11 @@ async fn the_request_can_choose_the_mode() {
 #[tokio::test(start_paused = true)]
 async fn unknown_and_ambiguous_names_get_a_list_never_a_route() {
     let rig = make_rig(
-        &Setup {
-            trust: STRICT,
+        &TestRegistry {
+            orchestrator_extra: STRICT.into(),
             // "#supp" now fits support's id and this label alike.
             rewards_label: "Supporter points",
-            ..Setup::default()
+            ..TestRegistry::default()
         },
         SUPPORT_ANSWERS,
     );
@@ -437,7 +437,7 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn a_refused_obligation_is_forced_then_met_by_the_runtime() {
-    let rig = make_rig(&Setup::default(), REFUSES);
+    let rig = make_rig(&TestRegistry::default(), REFUSES);
     let mut req = request("coffee deals and is my account ok", None, "t1");
     req.must_consult = vec!["support".into()];
     let (episode, events) = run(&rig, req).await;
@@ -555,9 +555,9 @@ agents:
 #[tokio::test(start_paused = true)]
 async fn a_model_that_cannot_be_forced_gets_the_runtime_fallback_at_once() {
     let rig = make_rig(
-        &Setup {
+        &TestRegistry {
             orchestrator_model: "m2",
-            ..Setup::default()
+            ..TestRegistry::default()
         },
         REFUSES,
     );
@@ -592,7 +592,7 @@ agents:
   support:
     - text: ["No open receipt issues."]
 "#;
-    let rig = make_rig(&Setup::default(), script);
+    let rig = make_rig(&TestRegistry::default(), script);
     let mut req = request("is my account ok", None, "t1");
     req.must_consult = vec!["support".into()];
     let (episode, events) = run(&rig, req).await;
@@ -636,7 +636,7 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn an_obligation_met_by_the_model_is_recorded_without_intervention() {
-    let rig = make_rig(&Setup::default(), REFUSES);
+    let rig = make_rig(&TestRegistry::default(), REFUSES);
     let mut req = request("coffee deals", None, "t1");
     req.must_consult = vec!["shop".into()];
     let (episode, _) = run(&rig, req).await;
@@ -655,7 +655,7 @@ async fn an_obligation_met_by_the_model_is_recorded_without_intervention() {
 
 #[tokio::test(start_paused = true)]
 async fn an_unknown_required_specialist_is_refused_before_the_turn() {
-    let rig = make_rig(&Setup::default(), REFUSES);
+    let rig = make_rig(&TestRegistry::default(), REFUSES);
     let mut req = request("coffee deals", None, "t1");
     req.must_consult = vec!["strategist".into()];
     let err = rig.runtime.run_turn(req).await.err().unwrap();
@@ -697,9 +697,9 @@ agents:
 #[tokio::test(start_paused = true)]
 async fn personal_data_split_across_chunks_is_masked_everywhere() {
     let rig = make_rig(
-        &Setup {
+        &TestRegistry {
             composition: "passthrough",
-            ..Setup::default()
+            ..TestRegistry::default()
         },
         LEAKY,
     );

@@ -14,6 +14,9 @@ use baton_tests::fake_bedrock::{SystemPart, WireToolChoice};
 
 const ENGINE_MODEL: &str = "fake.claude-v1";
 
+/// Not the test kit's registry: its model is served by the Bedrock adapter (a `bedrock`
+/// provider with the reasoning capability under test), and its blocks mark the shop's
+/// requests so the fake can tell them apart.
 fn registry() -> Registry {
     let file = |path: &str, text: &str| SourceFile {
         path: path.into(),

@@ -7,11 +7,17 @@ use crate::ports::model::ReasoningEffort;
 use crate::privacy::{MaskStyle, PiiKind};
 use crate::registry::{Agent, LoadOptions, Registry, RegistrySources, SourceFile};
 
-const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../registry");
+/// Read when the test runs, not when it is built: a test binary reused from another
+/// checkout through a shared target directory must read this checkout's registry.
+fn shipped_dir() -> String {
+    let crate_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+    format!("{crate_dir}/../registry")
+}
 
 fn shipped_sources() -> RegistrySources {
+    let shipped = shipped_dir();
     let read_dir = |dir: &str, ext: &str| {
-        let mut files: Vec<SourceFile> = std::fs::read_dir(format!("{SHIPPED}/{dir}"))
+        let mut files: Vec<SourceFile> = std::fs::read_dir(format!("{shipped}/{dir}"))
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == ext))
@@ -28,7 +34,7 @@ fn shipped_sources() -> RegistrySources {
     let read_one = |name: &str| {
         Some(file(
             name,
-            &std::fs::read_to_string(format!("{SHIPPED}/{name}")).unwrap(),
+            &std::fs::read_to_string(format!("{shipped}/{name}")).unwrap(),
         ))
     };
     RegistrySources {
