@@ -400,8 +400,8 @@ def check_bedrock(out, template, c):
             if not any(a.startswith("bedrock:") for a in actions):
                 continue
             c.expect(
-                role == "TurnFunctionRole",
-                f"{role}: only the turn function may call Bedrock",
+                role in ("TurnFunctionRole", "CompactionFunctionRole"),
+                f"{role}: only the turn and compaction functions may call Bedrock",
             )
             c.expect(
                 actions == ["bedrock:InvokeModelWithResponseStream"],
@@ -422,6 +422,15 @@ def check_bedrock(out, template, c):
             f"not its geography {geo_of(region, 'auto')!r}",
         )
     env = template["Resources"]["TurnFunction"]["Properties"]["Environment"]["Variables"]
+    compaction = [
+        st
+        for st in role_statements(out, "CompactionFunctionRole")
+        if st.get("Sid") == "BedrockSummarizer"
+    ]
+    c.expect(len(compaction) == 1, "CompactionFunctionRole: no BedrockSummarizer statement")
+    compaction_env = template["Resources"]["CompactionFunction"]["Properties"]["Environment"][
+        "Variables"
+    ]
     for region, geo, models in BEDROCK_CASES:
         params = dict(models, ModelGeo=geo)
         resolve = Resolver(template, params, region)
@@ -450,6 +459,25 @@ def check_bedrock(out, template, c):
             pairs == want_ids,
             f"BATON_MODEL_IDS in {region} with ModelGeo {geo} is {pairs}, want {want_ids}",
         )
+        # The compaction function calls the summarizer only, with the turn function's ids.
+        if compaction:
+            summarizer = resolve.values["SummarizerModel"]
+            got = sorted(resolve(as_list(compaction[0]["Resource"])))
+            want = sorted(
+                [
+                    f"arn:aws:bedrock:{region}:{ACCOUNT}:inference-profile/{prefix}.{summarizer}",
+                    f"arn:aws:bedrock:*::foundation-model/{summarizer}",
+                ]
+            )
+            c.expect(
+                got == want,
+                f"compaction's Bedrock resources in {region} with ModelGeo {geo}:\n"
+                f"  got  {got}\n  want {want}",
+            )
+            c.expect(
+                resolve(compaction_env["BATON_MODEL_IDS"]) == ids,
+                "the compaction function's BATON_MODEL_IDS differ from the turn function's",
+            )
 
 
 def check_registry_models(template, registry_dir, c):
@@ -498,8 +526,9 @@ def check_table(out, c):
     due_keys = {k["AttributeName"]: k["KeyType"] for k in due.get("KeySchema", [])}
     c.expect(
         due_keys == {"due_pk": "HASH", "compaction_due": "RANGE"}
-        and due.get("Projection", {}).get("ProjectionType") == "KEYS_ONLY",
-        "journal needs the KEYS_ONLY index compaction-due on due_pk/compaction_due",
+        and due.get("Projection", {}).get("ProjectionType") == "INCLUDE"
+        and due.get("Projection", {}).get("NonKeyAttributes") == ["owner"],
+        "journal needs the index compaction-due on due_pk/compaction_due projecting owner",
     )
     types = {a["AttributeName"]: a["AttributeType"] for a in t.get("AttributeDefinitions", [])}
     c.expect(

@@ -126,17 +126,37 @@ NOT_DEPLOYED = {
         [r"\bread_all\s*\("],
     ),
 }
-# What each function runs: its crate and, for the turn function, all of baton-aws; the history
-# writer uses only these items of baton-aws (file, fn or None for the whole file).
+# What each function runs: its crate and, for the turn function, all of baton-aws; the other
+# functions use only these items of baton-aws (path in the code -> (file, fn or None for the
+# whole file) of what it runs).
 FUNCTIONS = {
     "TurnFunctionRole": ["functions/turn/src", "shared/aws/src"],
     "HistoryWriterFunctionRole": ["functions/history-writer/src"],
+    "CompactionFunctionRole": ["functions/compaction/src"],
 }
-HISTORY_WRITER_SHARED = {
-    "baton_aws::sdk::load_config": ("shared/aws/src/sdk.rs", "load_config"),
-    "baton_aws::journal::keys": ("shared/aws/src/journal/keys.rs", None),
-    "baton_aws::journal::s3_config": ("shared/aws/src/journal/store.rs", "s3_config"),
-    "baton_aws::logs::init": ("shared/aws/src/logs.rs", "init"),
+SHARED = {
+    "HistoryWriterFunctionRole": {
+        "baton_aws::sdk::load_config": [("shared/aws/src/sdk.rs", "load_config")],
+        "baton_aws::journal::keys": [("shared/aws/src/journal/keys.rs", None)],
+        "baton_aws::journal::s3_config": [("shared/aws/src/journal/store.rs", "s3_config")],
+        "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
+    },
+    "CompactionFunctionRole": {
+        "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
+        "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "from_env")],
+        "baton_aws::emf::EmfMetrics": [("shared/aws/src/emf.rs", None)],
+        "baton_aws::journal::JournalConfig": [("shared/aws/src/journal/store.rs", "new")],
+        # Compaction reads the episode, the turns after its summary and the due queue, and
+        # writes the summary: the store's other operations (claims, commits, bodies) never
+        # run there.
+        "baton_aws::journal::DynamoStore": [
+            ("shared/aws/src/journal/read.rs", "get_item"),
+            ("shared/aws/src/journal/read.rs", "turns_after"),
+            ("shared/aws/src/journal/memory.rs", "save_summary"),
+            ("shared/aws/src/journal/memory.rs", "due_episodes"),
+        ],
+        "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
+    },
 }
 
 
@@ -488,15 +508,20 @@ def sdk_calls(source, files=None, fn=None):
 
 def used_actions(role, source, root, c):
     calls = sdk_calls(source)
-    if role == "HistoryWriterFunctionRole":
-        shared = Source(root, sorted({f for f, _ in HISTORY_WRITER_SHARED.values()}))
+    if role in SHARED:
+        items = SHARED[role]
+        shared = Source(root, sorted({f for parts in items.values() for f, _ in parts}))
         for rel, code in source.files.items():
             for path in set(re.findall(r"baton_aws::[\w:]+", code)):
-                item = HISTORY_WRITER_SHARED.get(path)
-                if c.expect(
-                    item is not None, f"{rel} uses {path}: add it to HISTORY_WRITER_SHARED"
-                ):
-                    calls += sdk_calls(shared, [item[0]], item[1])
+                parts = items.get(path)
+                if c.expect(parts is not None, f"{rel} uses {path}: add it to SHARED[{role!r}]"):
+                    for file, fn in parts:
+                        if fn is not None:
+                            c.expect(
+                                any(f == fn for f, _, _ in shared.functions(file)),
+                                f"{file}: no fn {fn} any more; fix SHARED[{role!r}]",
+                            )
+                        calls += sdk_calls(shared, [file], fn)
     actions = set()
     for rel, fn, op, _ in calls:
         if (rel, fn) in NOT_DEPLOYED:

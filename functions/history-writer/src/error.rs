@@ -3,7 +3,7 @@
 /// Everything the history writer can fail at.
 ///
 /// Record-level variants end up as batch item failures (the record is retried); only
-/// [`Error::NoSequenceNumber`] fails a whole invocation, and the configuration variants stop
+/// [`Error::NoSequenceNumber`] fails a whole invocation, and [`Error::MissingSetting`] stops
 /// the function during Init.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -12,16 +12,6 @@ pub enum Error {
     MissingSetting {
         /// Name of the variable.
         variable: &'static str,
-    },
-    /// A setting has a value the function cannot use.
-    #[error("the environment variable {variable} has an unusable value {value:?}: {expected}")]
-    BadSetting {
-        /// Name of the variable.
-        variable: &'static str,
-        /// What it was set to.
-        value: String,
-        /// What it should be.
-        expected: &'static str,
     },
     /// A record that failed cannot be reported on its own without its sequence number.
     #[error("a stream record without a sequence number could not be processed")]
@@ -84,7 +74,6 @@ impl Error {
     pub fn kind(&self) -> &'static str {
         match self {
             Error::MissingSetting { .. } => "MissingSetting",
-            Error::BadSetting { .. } => "BadSetting",
             Error::NoSequenceNumber => "NoSequenceNumber",
             Error::BadKeys(_) => "BadKeys",
             Error::BadImage { .. } => "BadImage",

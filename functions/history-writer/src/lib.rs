@@ -5,8 +5,6 @@
 //! - episode aggregates (`AGG`): turns, tokens by kind, cost, per-agent executions and
 //!   outcomes, the last sequence number;
 //! - the audit trail (`AUDIT#<seq>#<agent>`): one item per sub-agent execution;
-//! - compaction marks: `due_pk`/`compaction_due` on `META` once an episode has
-//!   `BATON_COMPACTION_THRESHOLD` turns since its last summary;
 //! - the body archive: every `BODY` copied to `archive/<episode>/<url-safe key>.json` in S3.
 //!
 //! Key decision: every projection is idempotent and commutes across items, because the
@@ -33,6 +31,6 @@ mod writer;
 pub use aggregate::{AgentTally, EpisodeAggregates};
 pub use archive::archive_key;
 pub use audit::AuditEntry;
-pub use config::{Config, DEFAULT_COMPACTION_THRESHOLD};
+pub use config::Config;
 pub use error::{Error, Result};
 pub use writer::{BatchSummary, HistoryWriter};

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use lambda_runtime::LambdaEvent;
 use serde_dynamo::AttributeValue;
 
-use crate::aggregate::{apply_turn, mark_compaction_due, record_last_seq};
+use crate::aggregate::{apply_turn, record_last_seq};
 use crate::archive::archive_body;
 use crate::audit::write_audit;
 use crate::change::{Change, TurnChange, classify};
@@ -41,8 +41,6 @@ pub struct BatchSummary {
     pub turns_already_applied: usize,
     /// Audit items written.
     pub audit_items: usize,
-    /// Episodes found due for compaction (mark set or kept).
-    pub compaction_marks: usize,
     /// Bodies archived.
     pub bodies: usize,
     /// Records with nothing to project.
@@ -60,11 +58,7 @@ struct Projected {
 
 /// What projecting one record did.
 enum Outcome {
-    Turn {
-        newly: bool,
-        audit_items: usize,
-        marked: bool,
-    },
+    Turn { newly: bool, audit_items: usize },
     Body,
     Ignored(&'static str),
 }
@@ -127,18 +121,13 @@ impl HistoryWriter {
         } in results
         {
             match result {
-                Ok(Outcome::Turn {
-                    newly,
-                    audit_items,
-                    marked,
-                }) => {
+                Ok(Outcome::Turn { newly, audit_items }) => {
                     if newly {
                         summary.turns += 1;
                     } else {
                         summary.turns_already_applied += 1;
                     }
                     summary.audit_items += audit_items;
-                    summary.compaction_marks += usize::from(marked);
                 }
                 Ok(Outcome::Body) => summary.bodies += 1,
                 Ok(Outcome::Ignored(reason)) => {
@@ -162,7 +151,6 @@ impl HistoryWriter {
             turns = summary.turns,
             turns_already_applied = summary.turns_already_applied,
             audit_items = summary.audit_items,
-            compaction_marks = summary.compaction_marks,
             bodies = summary.bodies,
             ignored = summary.ignored,
             ignored_by_reason = ?ignored,
@@ -211,29 +199,15 @@ impl HistoryWriter {
         }
     }
 
-    /// Audit first, then the aggregates, then the mark: each step is idempotent, so a
-    /// failure anywhere is repaired by redelivery. The mark is checked even when the turn
-    /// was already applied, in case the failure being retried was the mark itself.
+    /// Audit first, then the aggregates, then the last turn: each step is idempotent, so a
+    /// failure anywhere is repaired by redelivery. META is the journal's alone: the commit
+    /// that leaves an episode due for compaction marks it itself.
     async fn project_turn(&self, turn: &TurnChange) -> Result<Outcome> {
         let table = &self.config.table;
         let audit_items = write_audit(&self.ddb, table, turn).await?;
-        let applied = apply_turn(&self.ddb, table, turn).await?;
+        let newly = apply_turn(&self.ddb, table, turn).await?;
         record_last_seq(&self.ddb, table, turn).await?;
-        let due = applied.turns_since_summary >= self.config.compaction_threshold;
-        if due {
-            mark_compaction_due(
-                &self.ddb,
-                table,
-                &turn.record.episode_id,
-                turn.record.created_ms,
-            )
-            .await?;
-        }
-        Ok(Outcome::Turn {
-            newly: applied.newly,
-            audit_items,
-            marked: due,
-        })
+        Ok(Outcome::Turn { newly, audit_items })
     }
 }
 
@@ -288,7 +262,6 @@ mod tests {
             Config {
                 table: "t".into(),
                 bucket: "b".into(),
-                compaction_threshold: 20,
             },
         )
     }

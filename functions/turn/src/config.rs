@@ -140,11 +140,13 @@ impl Config {
             bind: get("BIND").unwrap_or_else(|| "127.0.0.1:3000".into()),
             model_ids: match get("BATON_MODEL_IDS") {
                 None => Vec::new(),
-                Some(v) => parse_model_ids(&v).ok_or(ConfigError::Invalid {
-                    name: "BATON_MODEL_IDS",
-                    value: v,
-                    expected: "key=model-id pairs separated by commas",
-                })?,
+                Some(v) => baton_runtime::registry_files::parse_model_ids(&v).ok_or(
+                    ConfigError::Invalid {
+                        name: "BATON_MODEL_IDS",
+                        value: v,
+                        expected: "key=model-id pairs separated by commas",
+                    },
+                )?,
             },
         })
     }
@@ -173,19 +175,6 @@ impl Config {
     pub fn journal(&self) -> JournalConfig {
         JournalConfig::new(&self.table, &self.bucket).with_inline_body_limit(self.inline_body_limit)
     }
-}
-
-/// `a=x,b=y` as pairs; `None` when an entry has no `=` or an empty side.
-fn parse_model_ids(text: &str) -> Option<Vec<(String, String)>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let (key, id) = entry.split_once('=')?;
-            let (key, id) = (key.trim(), id.trim());
-            (!key.is_empty() && !id.is_empty()).then(|| (key.to_owned(), id.to_owned()))
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AppState, PrincipalSource};
 use baton_runtime::Runtime;
+use baton_runtime::registry_files::DeployedRegistryError;
 
 use crate::config::Config;
 use crate::registry::{self, Connectors};
@@ -26,27 +27,14 @@ pub const BEDROCK_PROVIDER: &str = "bedrock";
 /// Why Init failed. Each message says what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
-    /// There is no registry folder where the settings say.
-    #[error(
-        "there is no registry folder at {0}: package it with the function, or set BATON_REGISTRY"
-    )]
-    NoRegistry(String),
-    /// The registry does not load; every problem is listed.
-    #[error("the registry {path} is not valid: {problems}")]
-    InvalidRegistry {
-        /// The folder.
-        path: String,
-        /// Every problem, each naming file, field and value.
-        problems: String,
-    },
+    /// The registry is missing, invalid, or does not fit `BATON_MODEL_IDS`.
+    #[error(transparent)]
+    Registry(#[from] DeployedRegistryError),
     /// A card names a model this function cannot serve (only Bedrock models run on Lambda).
     #[error(
         "these cards name models that are not served on AWS Lambda (only provider \"bedrock\" is): {0}; point them at a Bedrock model in models.yaml"
     )]
     ModelNotServed(String),
-    /// `BATON_MODEL_IDS` cannot be applied to the registry.
-    #[error("BATON_MODEL_IDS cannot be applied: {0}")]
-    ModelIds(String),
     /// The runtime refused the registry and adapters.
     #[error("{0}")]
     Runtime(#[from] baton_runtime::BuildError),

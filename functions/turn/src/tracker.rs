@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use baton_core::Principal;
-use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::{
+    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+};
 use baton_core::turn::TurnRecord;
 use tokio::sync::watch;
 
@@ -121,6 +124,34 @@ impl Store for TrackedStore {
         limit: usize,
     ) -> Result<Vec<TurnRecord>, StoreError> {
         self.inner.turns(principal, episode_id, limit).await
+    }
+
+    async fn turns_after(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        self.inner
+            .turns_after(principal, episode_id, after_seq, limit)
+            .await
+    }
+
+    async fn save_summary(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &EpisodeSummary,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .save_summary(principal, episode_id, expected_version, summary)
+            .await
+    }
+
+    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
+        self.inner.due_episodes(limit).await
     }
 
     async fn body(

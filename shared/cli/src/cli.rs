@@ -70,6 +70,27 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Check a registry: every reference, schema and connector setting.
     Validate(ValidateArgs),
+    /// Fold older turns of conversations into their summaries now: every episode that is
+    /// due, or one episode.
+    Compact(CompactArgs),
+}
+
+/// `baton compact`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["due", "episode"]))]
+pub(crate) struct CompactArgs {
+    /// Every episode marked due, longest due first.
+    #[arg(long)]
+    pub(crate) due: bool,
+    /// This episode of the principal's, due or not.
+    #[arg(long, value_name = "ID")]
+    pub(crate) episode: Option<String>,
+    /// With `--due`: at most this many episodes.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) max: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `baton chat`.
@@ -131,6 +152,7 @@ impl Cli {
             Command::Chat(args) => crate::chat::run(&settings, args).await,
             Command::Serve(args) => crate::serve::run(&settings, &args).await,
             Command::Validate(_) => crate::validate::run(&settings),
+            Command::Compact(args) => crate::compact::run(&settings, &args).await,
         }
     }
 
@@ -158,7 +180,7 @@ impl Cli {
                     o.registry = Some(dir.clone());
                 }
             }
-            Command::Chat(_) => {}
+            Command::Chat(_) | Command::Compact(_) => {}
         }
         o
     }
@@ -188,6 +210,13 @@ mod tests {
             panic!("not chat");
         };
         assert_eq!(args.message, ["find", "coffee"]);
+    }
+
+    #[test]
+    fn compact_needs_due_or_an_episode_and_not_both() {
+        assert!(Cli::try_parse_from(["baton", "compact"]).is_err());
+        assert!(Cli::try_parse_from(["baton", "compact", "--due", "--episode", "e"]).is_err());
+        assert!(Cli::try_parse_from(["baton", "compact", "--episode", "e"]).is_ok());
     }
 
     #[test]

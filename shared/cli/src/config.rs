@@ -65,6 +65,9 @@ pub(crate) struct Config {
     pub(crate) max_body_bytes: usize,
     /// Recent turns the orchestrator sees.
     pub(crate) history_turns: usize,
+    /// Compact a conversation right after the turn that makes it due (no scheduled
+    /// compaction runs locally; `baton compact` also does it on demand).
+    pub(crate) compact_after_turn: bool,
     /// `baton serve`: time to receive a request head, after opening or after the previous
     /// response (idle keep-alive), in ms.
     pub(crate) header_timeout_ms: u64,
@@ -100,6 +103,7 @@ const KEYS: &[&str] = &[
     "max_message_chars",
     "max_body_bytes",
     "history_turns",
+    "compact_after_turn",
     "header_timeout_ms",
     "body_timeout_ms",
     "send_timeout_ms",
@@ -162,6 +166,7 @@ impl Default for Config {
             max_message_chars: runtime.max_message_chars,
             max_body_bytes: baton_http::DEFAULT_MAX_BODY_BYTES,
             history_turns: runtime.history_turns,
+            compact_after_turn: true,
             header_timeout_ms: millis(server.header_timeout),
             body_timeout_ms: millis(server.body_timeout),
             send_timeout_ms: millis(server.send_timeout),
@@ -232,6 +237,7 @@ pub(crate) struct Settings {
     pub(crate) max_message_chars: usize,
     pub(crate) max_body_bytes: usize,
     pub(crate) history_turns: usize,
+    pub(crate) compact_after_turn: bool,
     /// Connection limits of `baton serve`.
     pub(crate) server: baton_http::ServerLimits,
     /// How much output waits for a slow reader.
@@ -351,6 +357,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         max_message_chars: config.max_message_chars,
         max_body_bytes: config.max_body_bytes,
         history_turns: config.history_turns,
+        compact_after_turn: config.compact_after_turn,
         server: baton_http::ServerLimits {
             header_timeout: Duration::from_millis(config.header_timeout_ms),
             body_timeout: Duration::from_millis(config.body_timeout_ms),

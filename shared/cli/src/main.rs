@@ -1,4 +1,5 @@
-//! The `baton` command: chat with the assistant, serve it over HTTP, validate a registry.
+//! The `baton` command: chat with the assistant, serve it over HTTP, validate a registry,
+//! compact conversations.
 //!
 //! Exit status: 0 success, 1 a failure the user can fix (printed as `error: ...`), 2 a
 //! usage error.
@@ -7,6 +8,7 @@
 
 mod chat;
 mod cli;
+mod compact;
 mod config;
 mod logging;
 mod render;
@@ -19,7 +21,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-// mimalloc gives memory back to the system soon after a burst of large answers; glibc's
+// jemalloc gives memory back to the system soon after a burst of large answers; glibc's
 // allocator kept hundreds of MiB after the turns that used it were gone.
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

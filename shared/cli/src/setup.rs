@@ -96,6 +96,9 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             history_turns: settings.history_turns,
             orchestrator: settings.orchestrator.clone(),
             output: settings.output,
+            // No scheduled compaction runs on a laptop: a turn that leaves its episode due
+            // compacts it once its answer has been sent (unless turned off).
+            compact_after_turn: settings.compact_after_turn,
             ..RuntimeConfig::default()
         });
     builder = match &settings.model {

@@ -14,6 +14,7 @@ pub mod cost;
 pub mod directive;
 pub mod events;
 pub mod guard;
+pub mod memory;
 pub mod message;
 pub mod obligation;
 pub mod ports;

@@ -62,6 +62,11 @@ impl PromptPlan {
         }
         let _ = writeln!(suffix, "user_id: {}", context.user_id);
         suffix.push_str("</context>");
+        if let Some(summary) = context.summary.filter(|s| !s.is_empty()) {
+            suffix.push_str("\n\n<conversation_summary>\n");
+            suffix.push_str(summary);
+            suffix.push_str("\n</conversation_summary>");
+        }
         if let Some(extra) = extra {
             suffix.push_str("\n\n");
             suffix.push_str(extra);
@@ -90,6 +95,10 @@ pub struct DynamicContext<'a> {
     pub location: Option<&'a str>,
     /// The principal.
     pub user_id: &'a str,
+    /// What compaction summarised of the conversation before the turns the request
+    /// carries, as this agent may see it: the orchestrator's summary, or a specialist's
+    /// summary of its own work (D-17).
+    pub summary: Option<&'a str>,
 }
 
 /// A rough token estimate (four characters a token), used only for budgets.
@@ -131,6 +140,7 @@ mod tests {
             locale: Some("en-US"),
             location: None,
             user_id: "user-42",
+            summary: None,
         };
         let blocks = plan.system(&ctx, None);
         assert_eq!(blocks.len(), 2);
@@ -145,5 +155,22 @@ mod tests {
             None,
         );
         assert_eq!(blocks[0], other[0], "the prefix is shared across users");
+    }
+
+    #[test]
+    fn a_summary_goes_after_the_cache_point() {
+        let plan = PromptPlan::from_blocks(["persona"]);
+        let ctx = DynamicContext {
+            date: "2026-11-22",
+            locale: None,
+            location: None,
+            user_id: "u",
+            summary: Some("The user wants tea."),
+        };
+        let blocks = plan.system(&ctx, Some("note"));
+        assert!(!blocks[0].text.contains("tea"));
+        assert!(blocks[1].text.ends_with(
+            "</context>\n\n<conversation_summary>\nThe user wants tea.\n</conversation_summary>\n\nnote"
+        ));
     }
 }

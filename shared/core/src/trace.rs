@@ -100,6 +100,9 @@ pub enum GuardName {
     InvalidArgs,
     /// A tool's circuit breaker was open.
     Breaker,
+    /// Older turns were left out of a prompt that would not fit the model (compaction had
+    /// not caught up): the turn trimmed instead of failing.
+    HistoryTrim,
 }
 
 impl GuardName {
@@ -118,6 +121,7 @@ impl GuardName {
             GuardName::UnknownTool => "unknown_tool",
             GuardName::InvalidArgs => "invalid_args",
             GuardName::Breaker => "breaker",
+            GuardName::HistoryTrim => "history_trim",
         }
     }
 }

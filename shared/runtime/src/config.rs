@@ -19,6 +19,12 @@ pub struct RuntimeConfig {
     pub orchestrator: Option<String>,
     /// How much output may wait for a slow reader, and for how long.
     pub output: OutputLimits,
+    /// Compact an episode right after a turn leaves it due, on the turn's task after its
+    /// stream ended (for a local server, which has no scheduled compaction). Off where a
+    /// scheduled compaction function runs (Lambda).
+    pub compact_after_turn: bool,
+    /// How long one summarizer call may take.
+    pub summarize_timeout_ms: u64,
 }
 
 impl Default for RuntimeConfig {
@@ -31,6 +37,8 @@ impl Default for RuntimeConfig {
             turn_timeout_ms: 120_000,
             orchestrator: None,
             output: OutputLimits::default(),
+            compact_after_turn: false,
+            summarize_timeout_ms: 60_000,
         }
     }
 }

@@ -17,6 +17,7 @@
 
 mod breaker;
 pub mod clock;
+pub mod compaction;
 pub mod config;
 mod engine;
 pub mod history;

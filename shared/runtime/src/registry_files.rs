@@ -85,6 +85,76 @@ pub fn load_sources(
     }
 }
 
+/// Why a deployed function cannot use its registry. Each message says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployedRegistryError {
+    /// There is no registry folder where the settings say.
+    #[error(
+        "there is no registry folder at {0}: package it with the function, or set BATON_REGISTRY"
+    )]
+    NoFolder(String),
+    /// The registry does not load; every problem is listed.
+    #[error("the registry {path} is not valid: {problems}")]
+    Invalid {
+        /// The folder.
+        path: String,
+        /// Every problem, each naming file, field and value.
+        problems: String,
+    },
+    /// A deployment model id names a model key `models.yaml` does not define, so the id
+    /// would go unused.
+    #[error(
+        "BATON_MODEL_IDS cannot be applied: it names model {0:?}, which models.yaml does not define"
+    )]
+    UnknownModelKey(String),
+}
+
+/// A deployed function's registry (`BATON_REGISTRY`), loaded with the deployment's model
+/// ids (`BATON_MODEL_IDS`, see [`parse_model_ids`]) in place of those in `models.yaml`, so
+/// that every card, the cost table and the model adapter see the id the IAM policy allows.
+///
+/// # Errors
+/// See [`DeployedRegistryError`].
+pub fn load_deployed(
+    root: &Path,
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+    model_ids: &[(String, String)],
+) -> Result<Registry, DeployedRegistryError> {
+    if !root.is_dir() {
+        return Err(DeployedRegistryError::NoFolder(root.display().to_string()));
+    }
+    let ids = model_ids.iter().cloned().collect();
+    let registry =
+        load_registry(root, connectors, &ids).map_err(|e| DeployedRegistryError::Invalid {
+            path: root.display().to_string(),
+            problems: e.to_string(),
+        })?;
+    if let Some((key, _)) = model_ids.iter().find(|(k, _)| registry.model(k).is_none()) {
+        return Err(DeployedRegistryError::UnknownModelKey(key.clone()));
+    }
+    for warning in registry.warnings() {
+        tracing::warn!(%warning, "registry");
+    }
+    for (key, id) in model_ids {
+        tracing::info!(model = %key, model_id = %id, "model id from BATON_MODEL_IDS");
+    }
+    Ok(registry)
+}
+
+/// `BATON_MODEL_IDS` (`key=model-id` pairs separated by commas) as pairs; `None` when an
+/// entry has no `=` or an empty side.
+pub fn parse_model_ids(text: &str) -> Option<Vec<(String, String)>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            let (key, id) = entry.split_once('=')?;
+            let (key, id) = (key.trim(), id.trim());
+            (!key.is_empty() && !id.is_empty()).then(|| (key.to_owned(), id.to_owned()))
+        })
+        .collect()
+}
+
 fn read_one(root: &Path, name: &str, errors: &mut Vec<LoadError>) -> Option<SourceFile> {
     let path = root.join(name);
     if !path.exists() {

@@ -8,12 +8,13 @@ use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::Connector;
 use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
-use baton_core::ports::store::Store;
+use baton_core::ports::store::{Store, StoreError};
 use baton_core::privacy::PrivacyGuard;
 use baton_core::registry::{Agent, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
 use crate::clock::SystemClock;
+use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
 use crate::engine::services::Inner;
 use crate::history::{EpisodeHistory, HistoryTurn};
@@ -96,7 +97,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Checks that every model a card uses and every tool of the registry has an adapter,
+    /// Checks that every model a card uses (its own, and an orchestrator's summarizer) and every tool of the registry has an adapter,
     /// then builds. Models that no card uses (a local one in a deployed registry) need none.
     ///
     /// # Errors
@@ -112,10 +113,19 @@ impl RuntimeBuilder {
             }
         };
         if self.model_override.is_none() {
+            // The cards' models and their orchestrators' summarizers.
             let used: BTreeMap<&str, &ModelSpec> = self
                 .registry
                 .agents()
-                .map(|a| (&*a.model.key, &*a.model))
+                .flat_map(|a| {
+                    let summarizer = a
+                        .orchestration
+                        .as_ref()
+                        .and_then(|o| o.memory.as_ref())
+                        .map(|m| &*m.summarizer);
+                    std::iter::once(&*a.model).chain(summarizer)
+                })
+                .map(|m| (&*m.key, m))
                 .collect();
             for m in used.values() {
                 if !self.models.contains_key(&*m.provider) {
@@ -213,6 +223,33 @@ impl Runtime {
     /// The store is unavailable or damaged, in plain words.
     pub async fn ready(&self) -> Result<(), TurnRejection> {
         self.inner.store.ready().await.map_err(store_rejection)
+    }
+
+    /// Compacts one of `principal`'s episodes now (`baton compact --episode`), whether or
+    /// not it is due.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's; the store unavailable.
+    pub async fn compact_episode(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeReport, StoreError> {
+        crate::compaction::episode(&self.inner, principal, episode_id, None).await
+    }
+
+    /// Compacts due episodes, longest due first: at most `max_episodes`, and none started
+    /// after `deadline` (the rest stay due for the next run).
+    ///
+    /// # Errors
+    /// The store unavailable; the report of what was done before is lost with it, but
+    /// every summary already written stays.
+    pub async fn compact_due(
+        &self,
+        max_episodes: usize,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<RunReport, StoreError> {
+        crate::compaction::due(&self.inner, max_episodes, deadline).await
     }
 
     /// The narration history of one of the caller's episodes.

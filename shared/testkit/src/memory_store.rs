@@ -9,7 +9,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use baton_core::Principal;
-use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::{
+    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+};
 use baton_core::turn::TurnRecord;
 
 /// A [`Store`] that keeps episodes, turns, claims and bodies in memory.
@@ -35,6 +38,8 @@ struct Episode {
     turns: Vec<TurnRecord>,
     /// Compact JSON text, parsed when read.
     bodies: HashMap<String, String>,
+    /// When the episode was marked due for compaction, if it is.
+    due_since_ms: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -120,7 +125,7 @@ impl Inner {
                     version: 0,
                     created_ms: req.now_ms,
                     updated_ms: req.now_ms,
-                    rolling_summary: None,
+                    summary: None,
                     state: Default::default(),
                 };
                 self.episodes.insert(
@@ -129,6 +134,7 @@ impl Inner {
                         meta: meta.clone(),
                         turns: Vec::new(),
                         bodies: HashMap::new(),
+                        due_since_ms: None,
                     },
                 );
                 meta
@@ -153,6 +159,7 @@ impl Inner {
             record,
             bodies,
             state,
+            compaction_due,
         } = commit;
         let episode_id = record.episode_id.clone();
         let key = (principal.clone(), record.turn_id.clone());
@@ -179,6 +186,9 @@ impl Inner {
         episode.meta.version = record.seq;
         episode.meta.updated_ms = record.created_ms;
         episode.meta.state = state;
+        if compaction_due {
+            episode.due_since_ms.get_or_insert(record.created_ms);
+        }
         let version = episode.meta.version;
         let index = episode.turns.len();
         episode.turns.push(record);
@@ -223,6 +233,60 @@ impl Store for MemoryStore {
         let turns = &inner.owned(principal, episode_id)?.turns;
         let skip = turns.len().saturating_sub(limit);
         Ok(turns[skip..].to_vec())
+    }
+
+    async fn turns_after(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        let inner = self.lock()?;
+        let turns = &inner.owned(principal, episode_id)?.turns;
+        // `turns[i].seq == i + 1`: the turns after `after_seq` start at index `after_seq`.
+        let from = usize::try_from(after_seq)
+            .unwrap_or(usize::MAX)
+            .min(turns.len());
+        Ok(turns[from..].iter().take(limit).cloned().collect())
+    }
+
+    async fn save_summary(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &EpisodeSummary,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        if inner.owned(principal, episode_id)?.meta.version != expected_version {
+            return Err(StoreError::Conflict);
+        }
+        let episode = inner
+            .episodes
+            .get_mut(episode_id)
+            .ok_or(StoreError::NotFound)?;
+        episode.meta.summary = Some(summary.clone());
+        episode.due_since_ms = None;
+        Ok(())
+    }
+
+    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
+        let inner = self.lock()?;
+        let mut due: Vec<DueEpisode> = inner
+            .episodes
+            .values()
+            .filter_map(|e| {
+                Some(DueEpisode {
+                    episode_id: e.meta.episode_id.clone(),
+                    owner: e.meta.owner.clone(),
+                    since_ms: e.due_since_ms?,
+                })
+            })
+            .collect();
+        due.sort_by(|a, b| (a.since_ms, &a.episode_id).cmp(&(b.since_ms, &b.episode_id)));
+        due.truncate(limit);
+        Ok(due)
     }
 
     async fn body(

@@ -26,6 +26,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "baton-cli",
             "baton-turn",
             "baton-history-writer",
+            "baton-compaction",
             "baton-bench",
         ],
     ),

@@ -11,22 +11,13 @@ use std::fmt::Display;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::AttributeValue;
 use baton_core::ports::model::TokenUsage;
 
 use super::attributes::{self as attr, agent_attribute, outcome_attribute, usd_decimal};
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
 use baton_aws::journal::keys;
-
-/// What folding a turn found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Applied {
-    /// False when an earlier delivery had already applied this turn.
-    pub(crate) newly: bool,
-    /// The episode's turns since its last summary, this turn included.
-    pub(crate) turns_since_summary: u64,
-}
 
 /// One UpdateItem's expression, built attribute by attribute.
 #[derive(Default)]
@@ -66,12 +57,13 @@ struct AgentDelta {
     tool_calls: u64,
 }
 
-/// Adds `turn` to its episode's aggregates unless it is already there.
+/// Adds `turn` to its episode's aggregates unless it is already there; false when an
+/// earlier delivery had already applied it.
 ///
 /// # Errors
 ///
 /// [`Error::Dynamo`] when the update fails for any reason but "already applied".
-pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> Result<Applied> {
+pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> Result<bool> {
     let record = &turn.record;
     let mut expr = Expression::default();
 
@@ -85,7 +77,6 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
         tokens.add(&usage.tokens);
     }
     expr.add(attr::TURNS, 1);
-    expr.add(attr::TURNS_SINCE_SUMMARY, 1);
     expr.add(attr::TOKENS_INPUT, tokens.input);
     expr.add(attr::TOKENS_OUTPUT, tokens.output);
     expr.add(attr::TOKENS_CACHE_READ, tokens.cache_read);
@@ -134,20 +125,12 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
         .condition_expression(format!("NOT contains({applied}, {seq})"))
         .set_expression_attribute_names(Some(expr.names))
         .set_expression_attribute_values(Some(expr.values))
-        .return_values(ReturnValue::UpdatedNew)
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .send()
         .await;
     match result {
-        Ok(output) => Ok(Applied {
-            newly: true,
-            turns_since_summary: number(output.attributes(), attr::TURNS_SINCE_SUMMARY),
-        }),
+        Ok(_) => Ok(true),
         Err(err) => match err.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(already) => Ok(Applied {
-                newly: false,
-                turns_since_summary: number(already.item(), attr::TURNS_SINCE_SUMMARY),
-            }),
+            UpdateItemError::ConditionalCheckFailedException(_) => Ok(false),
             other => Err(Error::dynamo(
                 format!("updating the aggregates of episode {}", record.episode_id),
                 other,
@@ -156,7 +139,7 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
     }
 }
 
-/// An update of one of an episode's items (`sk`: its aggregates or its META).
+/// An update of one of an episode's items (`sk`: its aggregates).
 fn update_episode_item(
     ddb: &Client,
     table: &str,
@@ -197,54 +180,4 @@ pub(crate) async fn record_last_seq(ddb: &Client, table: &str, turn: &TurnChange
             )),
         },
     }
-}
-
-/// Marks the episode due for compaction at `due_ms`, keeping an earlier mark.
-///
-/// Only the two mark attributes are written (`due_pk`, `compaction_due`, which feed the
-/// sparse `compaction-due` index); version, state and lease stay the journal's. An episode
-/// without META (deleted) is left alone rather than recreated as a stub.
-///
-/// # Errors
-///
-/// [`Error::Dynamo`] when the write fails for any reason but a missing META.
-pub(crate) async fn mark_compaction_due(
-    ddb: &Client,
-    table: &str,
-    episode_id: &str,
-    due_ms: u64,
-) -> Result<()> {
-    let result = update_episode_item(ddb, table, episode_id, keys::META)
-        .update_expression(
-            "SET #due_pk = if_not_exists(#due_pk, :due), #due = if_not_exists(#due, :due_ms)",
-        )
-        .condition_expression("attribute_exists(#pk)")
-        .expression_attribute_names("#pk", keys::PK)
-        .expression_attribute_names("#due_pk", keys::DUE_PK)
-        .expression_attribute_names("#due", keys::COMPACTION_DUE)
-        .expression_attribute_values(":due", AttributeValue::S(keys::DUE.to_owned()))
-        .expression_attribute_values(":due_ms", AttributeValue::N(due_ms.to_string()))
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(()),
-        Err(err) => match err.into_service_error() {
-            UpdateItemError::ConditionalCheckFailedException(_) => {
-                tracing::warn!(
-                    episode_id,
-                    "episode has no META item; compaction mark skipped"
-                );
-                Ok(())
-            }
-            other => Err(Error::dynamo(
-                format!("marking episode {episode_id} due for compaction"),
-                other,
-            )),
-        },
-    }
-}
-
-/// A whole number attribute, zero when absent or not a number.
-fn number(item: Option<&HashMap<String, AttributeValue>>, attribute: &str) -> u64 {
-    crate::read::number(item.and_then(|item| item.get(attribute)))
 }

@@ -10,7 +10,6 @@ pub(crate) const EPISODE_ID: &str = "episode_id";
 pub(crate) const OWNER: &str = "owner";
 pub(crate) const APPLIED_SEQS: &str = "applied_seqs";
 pub(crate) const TURNS: &str = "turns";
-pub(crate) const TURNS_SINCE_SUMMARY: &str = "turns_since_summary";
 pub(crate) const TOKENS_INPUT: &str = "tokens_input";
 pub(crate) const TOKENS_OUTPUT: &str = "tokens_output";
 pub(crate) const TOKENS_CACHE_READ: &str = "tokens_cache_read";

@@ -1,4 +1,4 @@
-//! The episode aggregates (the `AGG` item) and the compaction mark on `META`.
+//! The episode aggregates (the `AGG` item).
 //!
 //! - `attributes`: the AGG item's attribute names and number encoding.
 //! - `apply`: folding one turn into the aggregates, exactly once, in any order.
@@ -8,5 +8,5 @@ mod apply;
 mod attributes;
 mod view;
 
-pub(crate) use apply::{apply_turn, mark_compaction_due, record_last_seq};
+pub(crate) use apply::{apply_turn, record_last_seq};
 pub use view::{AgentTally, EpisodeAggregates};

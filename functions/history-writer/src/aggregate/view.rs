@@ -20,9 +20,6 @@ pub struct EpisodeAggregates {
     pub owner: String,
     /// Turns folded in.
     pub turns: u64,
-    /// Turns since the last rolling summary (the compaction function subtracts what it
-    /// summarizes).
-    pub turns_since_summary: u64,
     /// Sequence numbers folded in, ascending.
     pub applied_seqs: Vec<u64>,
     /// Tokens by kind, over every model.
@@ -83,7 +80,6 @@ impl EpisodeAggregates {
             episode_id: string(attr::EPISODE_ID),
             owner: string(attr::OWNER),
             turns: whole(item.get(attr::TURNS)),
-            turns_since_summary: whole(item.get(attr::TURNS_SINCE_SUMMARY)),
             applied_seqs: Vec::new(),
             tokens: TokenUsage {
                 input: whole(item.get(attr::TOKENS_INPUT)),

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use baton_runtime::registry_files::DeployedRegistryError;
 use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::scripted::ScriptedModel;
 use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelServing};
@@ -83,7 +84,10 @@ fn an_invalid_registry_lists_its_problems() {
     ) else {
         panic!("an unknown model must fail Init");
     };
-    assert!(matches!(error, InitError::InvalidRegistry { .. }));
+    assert!(matches!(
+        error,
+        InitError::Registry(DeployedRegistryError::Invalid { .. })
+    ));
     assert!(error.to_string().contains("no-such-model"), "{error}");
 }
 
@@ -117,7 +121,10 @@ fn a_deployed_model_id_for_an_unknown_model_fails_init_by_name() {
     let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
         panic!("an unknown model key must fail Init");
     };
-    assert!(matches!(error, InitError::ModelIds(_)));
+    assert!(matches!(
+        error,
+        InitError::Registry(DeployedRegistryError::UnknownModelKey(_))
+    ));
     let text = error.to_string();
     assert!(
         text.contains("BATON_MODEL_IDS") && text.contains("claude-opus"),

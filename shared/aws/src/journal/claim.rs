@@ -101,7 +101,7 @@ async fn claim_on(
         version: 0,
         created_ms: req.now_ms,
         updated_ms: req.now_ms,
-        rolling_summary: None,
+        summary: None,
         state: EpisodeState::default(),
     });
     let meta_write = match &new_meta {

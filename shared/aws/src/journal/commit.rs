@@ -3,7 +3,8 @@
 //! The transaction holds, in this order:
 //! 1. the META update: version, `updated_ms` and state, if the caller owns the episode and
 //!    it is still at the expected version; it also clears the lease when the lease is this
-//!    turn's (or absent);
+//!    turn's (or absent), and marks the episode due for compaction when the turn leaves it
+//!    so (`due_pk`, `compaction_due`: the sparse index `compaction-due`);
 //! 2. the TURN put (`TURN#<seq>`), if that seq is free;
 //! 3. the TURN-ID update to `done` (dropping its lease and TTL), unless it is done already:
 //!    a turn id commits once;
@@ -305,7 +306,19 @@ fn meta_update(
         .expression_attribute_values(":state", s(state_json))
         .expression_attribute_values(":turn", s(&record.turn_id))
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    let set = "SET #version = :seq, #updated_ms = :updated_ms, #state = :state";
+    let mut set = "SET #version = :seq, #updated_ms = :updated_ms, #state = :state".to_owned();
+    let builder = if commit.compaction_due {
+        // A mark already there keeps its time: the queue is by how long an episode waited.
+        set.push_str(
+            ", #due_pk = :due, #compaction_due = if_not_exists(#compaction_due, :updated_ms)",
+        );
+        builder
+            .expression_attribute_names("#due_pk", keys::DUE_PK)
+            .expression_attribute_names("#compaction_due", keys::COMPACTION_DUE)
+            .expression_attribute_values(":due", s(keys::DUE))
+    } else {
+        builder
+    };
     let builder = if lease_held {
         builder
             .update_expression(format!(

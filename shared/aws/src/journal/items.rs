@@ -79,7 +79,10 @@ pub(crate) fn episode_meta(
         version: required_number(item, keys::VERSION)?,
         created_ms: required_number(item, keys::CREATED_MS)?,
         updated_ms: required_number(item, keys::UPDATED_MS)?,
-        rolling_summary: string(item, keys::ROLLING_SUMMARY).map(str::to_owned),
+        summary: string(item, keys::SUMMARY)
+            .map(serde_json::from_str)
+            .transpose()
+            .map_err(|e| errors::undecodable("an episode summary", &e))?,
         state,
     })
 }
@@ -131,6 +134,7 @@ fn value_size(value: &AttributeValue) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_core::memory::EpisodeSummary;
 
     fn principal(id: &str) -> Principal {
         Principal::new(id).unwrap()
@@ -152,7 +156,7 @@ mod tests {
         let meta = episode_meta(Some(&item), &principal("alice"), "ep-1").unwrap();
         assert_eq!(meta.version, 3);
         assert_eq!(meta.updated_ms, 20);
-        assert_eq!(meta.rolling_summary, None);
+        assert_eq!(meta.summary, None);
         assert_eq!(
             episode_meta(Some(&item), &principal("bob"), "ep-1"),
             Err(StoreError::NotFound)
@@ -161,6 +165,27 @@ mod tests {
             episode_meta(None, &principal("alice"), "ep-1"),
             Err(StoreError::NotFound)
         );
+    }
+
+    #[test]
+    fn a_summary_is_read_from_its_json() {
+        let summary = EpisodeSummary {
+            upto_seq: 2,
+            text: "Points and a declined card.".into(),
+            agents: [("rewards".to_owned(), "12,400 points.".to_owned())].into(),
+        };
+        let mut item = meta_item("alice");
+        item.insert(
+            keys::SUMMARY.into(),
+            s(serde_json::to_string(&summary).unwrap()),
+        );
+        let meta = episode_meta(Some(&item), &principal("alice"), "ep-1").unwrap();
+        assert_eq!(meta.summary, Some(summary));
+        item.insert(keys::SUMMARY.into(), s("not json"));
+        assert!(matches!(
+            episode_meta(Some(&item), &principal("alice"), "ep-1"),
+            Err(StoreError::Corrupt(_))
+        ));
     }
 
     #[test]

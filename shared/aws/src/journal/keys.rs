@@ -50,8 +50,8 @@ pub const EXPIRES_AT: &str = "expires_at";
 pub const VERSION: &str = "version";
 /// META: last commit time, epoch ms.
 pub const UPDATED_MS: &str = "updated_ms";
-/// META: the rolling summary written by compaction.
-pub const ROLLING_SUMMARY: &str = "rolling_summary";
+/// META: the summary compaction wrote, as JSON text.
+pub const SUMMARY: &str = "summary";
 /// META: the turn holding the lease.
 pub const LEASE_TURN: &str = "lease_turn";
 /// META: the principal holding the lease.
@@ -65,9 +65,10 @@ pub const JSON: &str = "json";
 /// BODY: the S3 object holding the body, when it is too large to be inline.
 pub const S3_KEY: &str = "s3_key";
 
-/// The sparse compaction index.
+/// The sparse compaction index: META items due for compaction, with their `owner`.
 pub const COMPACTION_INDEX: &str = "compaction-due";
-/// The index's partition key, present (always [`DUE`]) only on episodes due.
+/// The index's partition key, present (always [`DUE`]) only on episodes due: set by the
+/// commit of a turn that leaves its episode due, removed when a summary is saved.
 pub const DUE_PK: &str = "due_pk";
 /// The index's one partition value.
 pub const DUE: &str = "DUE";

@@ -21,6 +21,9 @@
 //! | release | 1 UpdateItem + 1 DeleteItem (1 UpdateItem for an unknown episode) | 0 |
 //! | episode | 1 GetItem | 0 |
 //! | turns | 1 Query (one more per further MB of turns) | 0 |
+//! | turns_after | 1 Query (+1 GetItem when it finds no turn) | 0 |
+//! | save_summary | 1 UpdateItem | 0 |
+//! | due_episodes | 1 Query of the `compaction-due` index | 0 |
 //! | body | 1 GetItem | +1 GetObject if stored in S3 |
 //!
 //! TTL: a claimed TURN-ID item carries `expires_at` (its lease's end plus a day), so
@@ -33,6 +36,7 @@ mod commit;
 mod errors;
 mod items;
 pub mod keys;
+mod memory;
 mod read;
 pub mod schema;
 mod store;

@@ -1,6 +1,6 @@
-//! Reads: episode metadata, the last turns, one body. Every read is strongly consistent
-//! (read-your-writes, D-24) and checks ownership: another principal's episode is "not
-//! found" (D-30).
+//! Reads: episode metadata, the last turns, the turns after one, one body. Every read is
+//! strongly consistent (read-your-writes, D-24) and checks ownership: another principal's
+//! episode is "not found" (D-30).
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use baton_core::Principal;
@@ -121,6 +121,75 @@ pub(crate) async fn turns(
         return Err(StoreError::NotFound);
     }
     records.reverse();
+    Ok(records)
+}
+
+/// The highest seq a `TURN#` sort key orders correctly (ten digits).
+const MAX_SORTABLE_SEQ: u64 = 9_999_999_999;
+
+/// Up to `limit` turns after `after_seq`, oldest first: one ascending Query over
+/// `TURN#<after_seq + 1> ..= TURN#~` (more only past 1 MB of turns). Turns carry `owner`,
+/// so the first one read checks ownership; when none is read, 1 GetItem of META tells an
+/// episode with no such turns from one that is not the caller's.
+pub(crate) async fn turns_after(
+    store: &DynamoStore,
+    principal: &Principal,
+    episode_id: &str,
+    after_seq: u64,
+    limit: usize,
+) -> Result<Vec<TurnRecord>, StoreError> {
+    let pk = keys::episode_pk(episode_id);
+    if !keys::fits(&pk, keys::TURN_MAX) {
+        return Err(StoreError::NotFound);
+    }
+    // Past ten digits a key would sort among the early turns; no turn is numbered there.
+    let first = after_seq
+        .checked_add(1)
+        .filter(|seq| *seq <= MAX_SORTABLE_SEQ);
+    let mut records = Vec::new();
+    if let Some(first) = first.filter(|_| limit > 0) {
+        let page_limit = i32::try_from(limit).unwrap_or(i32::MAX);
+        let mut start = None;
+        loop {
+            let output = store
+                .dynamodb
+                .query()
+                .table_name(store.config.table())
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :first AND :turn_max")
+                .expression_attribute_names("#pk", keys::PK)
+                .expression_attribute_names("#sk", keys::SK)
+                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
+                .expression_attribute_values(":first", items::s(keys::turn_sk(first)))
+                .expression_attribute_values(":turn_max", items::s(keys::TURN_MAX))
+                .scan_index_forward(true)
+                .consistent_read(true)
+                .limit(page_limit)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| errors::sdk("reading turns", &e))?;
+            for item in output.items.unwrap_or_default() {
+                if !items::owned_by(&item, principal) {
+                    // Items of one episode share their owner.
+                    return Err(StoreError::NotFound);
+                }
+                if records.len() < limit {
+                    records.push(items::turn_record(&item)?);
+                }
+            }
+            match output.last_evaluated_key {
+                Some(key) if records.len() < limit => start = Some(key),
+                _ => break,
+            }
+        }
+    }
+    if records.is_empty() {
+        // Nothing read to check ownership on: the episode itself says.
+        let meta = meta_item(store, episode_id, "reading turns").await?;
+        if !meta.is_some_and(|m| items::owned_by(&m, principal)) {
+            return Err(StoreError::NotFound);
+        }
+    }
     Ok(records)
 }
 

@@ -30,8 +30,9 @@ pub enum SchemaError {
 }
 
 /// Creates the journal table `name` as D-24 describes it: keys `pk`/`sk` (strings),
-/// on-demand billing, a NEW_AND_OLD_IMAGES stream, the sparse KEYS_ONLY index
-/// `compaction-due` (`due_pk`, `compaction_due`) and TTL on `expires_at`.
+/// on-demand billing, a NEW_AND_OLD_IMAGES stream, the sparse index `compaction-due`
+/// (`due_pk`, `compaction_due`; it projects `owner` too, so the queue names whom to read
+/// each episode as) and TTL on `expires_at`.
 ///
 /// # Errors
 /// When DynamoDB refuses (the table exists, say) or cannot be reached.
@@ -86,7 +87,8 @@ pub async fn create_table_without_ttl(client: &Client, name: &str) -> Result<(),
         .key_schema(key(keys::COMPACTION_DUE, KeyType::Range)?)
         .projection(
             Projection::builder()
-                .projection_type(ProjectionType::KeysOnly)
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes(keys::OWNER)
                 .build(),
         )
         .build()

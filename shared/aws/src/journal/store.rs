@@ -5,10 +5,13 @@ use async_trait::async_trait;
 use aws_config::SdkConfig;
 use aws_sdk_s3::config::{RequestChecksumCalculation, ResponseChecksumValidation};
 use baton_core::Principal;
-use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::{
+    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+};
 use baton_core::turn::TurnRecord;
 
-use super::{claim, commit, read};
+use super::{claim, commit, memory, read};
 
 /// Where the journal lives and when a body leaves the table for S3.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,6 +151,30 @@ impl Store for DynamoStore {
         limit: usize,
     ) -> Result<Vec<TurnRecord>, StoreError> {
         read::turns(self, principal, episode_id, limit).await
+    }
+
+    async fn turns_after(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        read::turns_after(self, principal, episode_id, after_seq, limit).await
+    }
+
+    async fn save_summary(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &EpisodeSummary,
+    ) -> Result<(), StoreError> {
+        memory::save_summary(self, principal, episode_id, expected_version, summary).await
+    }
+
+    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
+        memory::due_episodes(self, limit).await
     }
 
     async fn body(

@@ -4,6 +4,7 @@
 
 mod adversaries;
 mod chat;
+mod compact;
 mod config;
 mod console;
 // The DynamoDB store is in a `baton` built with the `aws` feature (`./infra/test.sh` runs

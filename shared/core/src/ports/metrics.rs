@@ -69,3 +69,12 @@ pub const PRIVACY_MASKED_TOTAL: &str = "privacy_masked_total";
 pub const MODEL_CALLS_TOTAL: &str = "model_calls_total";
 /// Counter: tokens, by model and kind (`input`, `output`, `cache_read`, `cache_write`; D-32).
 pub const MODEL_TOKENS_TOTAL: &str = "model_tokens_total";
+/// Counter: episodes a compaction run handled, by outcome (`compacted`, `conflict`,
+/// `failed`, `nothing`).
+pub const COMPACTIONS_TOTAL: &str = "compactions_total";
+/// Counter: turns folded into summaries.
+pub const COMPACTED_TURNS_TOTAL: &str = "compacted_turns_total";
+/// Counter: the summarizer's tokens, by kind (`input`, `output`).
+pub const COMPACTION_TOKENS_TOTAL: &str = "compaction_tokens_total";
+/// Measurement: the summarizer's cost of one episode's compaction, USD.
+pub const COMPACTION_COST_USD: &str = "compaction_cost_usd";

@@ -52,6 +52,8 @@ pub enum CallPurpose {
     Agent,
     /// The orchestrator may add a note after a specialist's Direct Line answer.
     Note,
+    /// Compaction asks the summarizer for an episode's summary.
+    Summarize,
 }
 
 /// One block of the system prompt.

@@ -9,6 +9,7 @@
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+use crate::memory::EpisodeSummary;
 use crate::principal::Principal;
 use crate::turn::{EpisodeState, TurnRecord};
 
@@ -25,8 +26,8 @@ pub struct EpisodeMeta {
     pub created_ms: u64,
     /// Last commit time, epoch ms.
     pub updated_ms: u64,
-    /// Rolling summary written by compaction, if any.
-    pub rolling_summary: Option<String>,
+    /// The summary compaction wrote, if any (DESIGN §4).
+    pub summary: Option<EpisodeSummary>,
     /// Mutable runtime state carried between turns.
     pub state: EpisodeState,
 }
@@ -136,6 +137,20 @@ pub struct Commit {
     pub bodies: Vec<Body>,
     /// Episode state after the turn.
     pub state: EpisodeState,
+    /// The turn leaves the episode due for compaction: the store marks it (a mark already
+    /// there keeps its time) so that [`Store::due_episodes`] finds it.
+    pub compaction_due: bool,
+}
+
+/// An episode marked due for compaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueEpisode {
+    /// Episode id.
+    pub episode_id: String,
+    /// Its owner, to read and write it as.
+    pub owner: Principal,
+    /// When it was marked, epoch ms.
+    pub since_ms: u64,
 }
 
 /// What went wrong in the store, phrased as what the caller can do.
@@ -195,6 +210,33 @@ pub trait Store: Send + Sync {
         episode_id: &str,
         limit: usize,
     ) -> Result<Vec<TurnRecord>, StoreError>;
+
+    /// Up to `limit` committed turns after turn `after_seq`, oldest first, checked for
+    /// ownership: the turns a compaction folds.
+    async fn turns_after(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError>;
+
+    /// Stores a compaction's summary and clears the episode's due mark, if the episode is
+    /// still at `expected_version` (no turn committed since it was read).
+    ///
+    /// # Errors
+    /// `Conflict` when a turn committed meanwhile: nothing was changed, the caller re-reads
+    /// or leaves the episode for the next run. `NotFound` for another principal's episode.
+    async fn save_summary(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &EpisodeSummary,
+    ) -> Result<(), StoreError>;
+
+    /// Up to `limit` episodes marked due for compaction, longest due first.
+    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError>;
 
     /// Reads one body, checked for ownership.
     async fn body(

@@ -51,6 +51,26 @@ pub(crate) struct RawCard {
     pub(crate) privacy: Option<serde_json::Value>,
     #[serde(default)]
     pub(crate) turn_limits: Option<RawTurnLimits>,
+    #[serde(default)]
+    pub(crate) memory: Option<RawMemory>,
+}
+
+/// An orchestrator's `memory` section as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMemory {
+    #[serde(default)]
+    pub(crate) compact_after_turns: Option<u32>,
+    #[serde(default)]
+    pub(crate) compact_at_fraction: Option<f64>,
+    #[serde(default)]
+    pub(crate) keep_last: Option<u32>,
+    #[serde(default)]
+    pub(crate) max_batch: Option<u32>,
+    #[serde(default)]
+    pub(crate) max_summary_chars: Option<usize>,
+    #[serde(default)]
+    pub(crate) summarizer: Option<String>,
 }
 
 /// One `obligations` rule as written; every field optional so that each one's problem is

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::directive::{Addressable, DirectLinePolicy};
+use crate::memory::MemoryPolicy;
 use crate::obligation::ObligationRule;
 use crate::ports::model::{Inference, ModelRequest, SystemBlock, ToolDef};
 use crate::privacy::PrivacyPolicy;
@@ -165,6 +166,9 @@ pub struct Orchestration {
     /// Privacy guard settings (D-23); the defaults (every kind, labels) when the card has
     /// none.
     pub privacy: PrivacyPolicy,
+    /// When episodes are compacted and by which model (DESIGN §4); `None` only when the
+    /// card's model did not resolve (a load error).
+    pub memory: Option<MemoryPolicy>,
 }
 
 /// Per-card tuning.

@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Request, Response};
 use baton_core::Principal;
-use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::{
+    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+};
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
 use baton_runtime::metrics::LocalMetrics;
@@ -41,6 +44,27 @@ impl Store for DownStore {
         Err(down())
     }
     async fn turns(&self, _: &Principal, _: &str, _: usize) -> Result<Vec<TurnRecord>, StoreError> {
+        Err(down())
+    }
+    async fn turns_after(
+        &self,
+        _: &Principal,
+        _: &str,
+        _: u64,
+        _: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        Err(down())
+    }
+    async fn save_summary(
+        &self,
+        _: &Principal,
+        _: &str,
+        _: u64,
+        _: &EpisodeSummary,
+    ) -> Result<(), StoreError> {
+        Err(down())
+    }
+    async fn due_episodes(&self, _: usize) -> Result<Vec<DueEpisode>, StoreError> {
         Err(down())
     }
     async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {

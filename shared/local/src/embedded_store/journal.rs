@@ -7,7 +7,8 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use baton_core::Principal;
-use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, StoreError};
+use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError};
 use baton_core::turn::{EpisodeState, TurnRecord};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
@@ -54,7 +55,7 @@ fn owned(
     let doing = "reading an episode";
     let row = conn
         .query_row(
-            "SELECT id, owner, version, created_ms, updated_ms, rolling_summary, state
+            "SELECT id, owner, version, created_ms, updated_ms, summary, state
              FROM episodes WHERE episode_id = ?1",
             params![episode_id],
             |row| {
@@ -71,7 +72,7 @@ fn owned(
         )
         .optional()
         .map_err(|e| failure::sql(doing, e))?;
-    let Some((row_id, owner, version, created_ms, updated_ms, rolling_summary, state)) = row else {
+    let Some((row_id, owner, version, created_ms, updated_ms, summary, state)) = row else {
         return Err(StoreError::NotFound);
     };
     if owner != principal.as_str() {
@@ -79,6 +80,10 @@ fn owned(
     }
     let state: EpisodeState =
         serde_json::from_str(&state).map_err(|e| failure::undecodable("an episode state", &e))?;
+    let summary: Option<EpisodeSummary> = summary
+        .map(|json| serde_json::from_str(&json))
+        .transpose()
+        .map_err(|e| failure::undecodable("an episode summary", &e))?;
     Ok(EpisodeRow {
         row_id,
         meta: EpisodeMeta {
@@ -87,7 +92,7 @@ fn owned(
             version: uint(version, "an episode version")?,
             created_ms: uint(created_ms, "an episode time")?,
             updated_ms: uint(updated_ms, "an episode time")?,
-            rolling_summary,
+            summary,
             state,
         },
     })
@@ -174,13 +179,13 @@ pub(crate) fn claim(
                 version: 0,
                 created_ms: req.now_ms,
                 updated_ms: req.now_ms,
-                rolling_summary: None,
+                summary: None,
                 state: EpisodeState::default(),
             };
             tx.execute(
                 "INSERT INTO episodes
-                 (episode_id, owner, version, created_ms, updated_ms, rolling_summary, state)
-                 VALUES (?1, ?2, 0, ?3, ?3, NULL, ?4)",
+                 (episode_id, owner, version, created_ms, updated_ms, state)
+                 VALUES (?1, ?2, 0, ?3, ?3, ?4)",
                 params![
                     meta.episode_id,
                     principal,
@@ -294,13 +299,17 @@ pub(crate) fn commit(
         ],
     )
     .map_err(sql)?;
+    // A due mark already there keeps its time: the queue is by how long an episode waited.
     tx.execute(
-        "UPDATE episodes SET version = ?2, updated_ms = ?3, state = ?4 WHERE episode_id = ?1",
+        "UPDATE episodes SET version = ?2, updated_ms = ?3, state = ?4,
+             due_since_ms = CASE WHEN ?5 THEN coalesce(due_since_ms, ?3) ELSE due_since_ms END
+         WHERE episode_id = ?1",
         params![
             record.episode_id,
             int(record.seq),
             int(record.created_ms),
-            state_json
+            state_json,
+            commit.compaction_due
         ],
     )
     .map_err(sql)?;
@@ -347,6 +356,100 @@ pub(crate) fn turns(
     }
     records.reverse();
     Ok(records)
+}
+
+/// Up to `limit` turns after `after_seq`, oldest first, checked for ownership.
+pub(crate) fn turns_after(
+    conn: &mut Connection,
+    principal: &Principal,
+    episode_id: &str,
+    after_seq: u64,
+    limit: usize,
+) -> Result<Vec<TurnRecord>, StoreError> {
+    let doing = "reading turns";
+    let sql = |e| failure::sql(doing, e);
+    // One read transaction: the ownership check and the rows come from the same snapshot.
+    let tx = conn.transaction().map_err(sql)?;
+    owned(&tx, principal, episode_id)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = tx
+        .prepare(
+            "SELECT record FROM turns WHERE episode_id = ?1 AND seq > ?2
+             ORDER BY seq LIMIT ?3",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map(params![episode_id, int(after_seq), limit], |row| {
+            row.get::<_, String>(0)
+        })
+        .map_err(sql)?;
+    let mut records = Vec::new();
+    for json in rows {
+        records.push(decode_record(&json.map_err(sql)?)?);
+    }
+    Ok(records)
+}
+
+/// Stores a summary and clears the due mark, if the episode is still at
+/// `expected_version`; checked for ownership first, so another's episode is "not found".
+pub(crate) fn save_summary(
+    conn: &mut Connection,
+    principal: &Principal,
+    episode_id: &str,
+    expected_version: u64,
+    summary: &EpisodeSummary,
+) -> Result<(), StoreError> {
+    let doing = "saving a summary";
+    let sql = |e| failure::sql(doing, e);
+    let json = serde_json::to_string(summary).map_err(|e| {
+        tracing::warn!(error = %e, "embedded store: a summary does not serialize");
+        StoreError::Unavailable("the summary could not be saved".into())
+    })?;
+    // The write lock first: no commit can slip in between the version check and the write.
+    let tx = immediate(conn, doing)?;
+    if owned(&tx, principal, episode_id)?.meta.version != expected_version {
+        return Err(StoreError::Conflict);
+    }
+    tx.execute(
+        "UPDATE episodes SET summary = ?2, due_since_ms = NULL WHERE episode_id = ?1",
+        params![episode_id, json],
+    )
+    .map_err(sql)?;
+    tx.commit().map_err(sql)
+}
+
+/// Up to `limit` episodes due for compaction, longest due first (ties by id).
+pub(crate) fn due_episodes(conn: &Connection, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
+    let doing = "listing episodes due for compaction";
+    let sql = |e| failure::sql(doing, e);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn
+        .prepare(
+            "SELECT episode_id, owner, due_since_ms FROM episodes
+             WHERE due_since_ms IS NOT NULL
+             ORDER BY due_since_ms, episode_id LIMIT ?1",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map(params![limit], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .map_err(sql)?;
+    let mut due = Vec::new();
+    for row in rows {
+        let (episode_id, owner, since_ms) = row.map_err(sql)?;
+        due.push(DueEpisode {
+            episode_id,
+            owner: Principal::new(&owner)
+                .map_err(|e| failure::undecodable("an episode owner", &e))?,
+            since_ms: uint(since_ms, "a due time")?,
+        });
+    }
+    Ok(due)
 }
 
 /// Where a body's file is, relative to the bodies folder, checked for ownership.

@@ -29,7 +29,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use baton_core::Principal;
-use baton_core::ports::store::{Claim, ClaimRequest, Commit, EpisodeMeta, Store, StoreError};
+use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::{
+    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+};
 use baton_core::turn::TurnRecord;
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -206,6 +209,40 @@ impl Store for EmbeddedStore {
     ) -> Result<Vec<TurnRecord>, StoreError> {
         let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
         self.run(move |conn, _| journal::turns(conn, &principal, &episode_id, limit))
+            .await
+    }
+
+    async fn turns_after(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<TurnRecord>, StoreError> {
+        let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
+        self.run(move |conn, _| {
+            journal::turns_after(conn, &principal, &episode_id, after_seq, limit)
+        })
+        .await
+    }
+
+    async fn save_summary(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &EpisodeSummary,
+    ) -> Result<(), StoreError> {
+        let (principal, episode_id, summary) =
+            (principal.clone(), episode_id.to_owned(), summary.clone());
+        self.run(move |conn, _| {
+            journal::save_summary(conn, &principal, &episode_id, expected_version, &summary)
+        })
+        .await
+    }
+
+    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
+        self.run(move |conn, _| journal::due_episodes(conn, limit))
             .await
     }
 

@@ -13,7 +13,7 @@ use super::failure;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 2;
+const SCHEMA_VERSION: i32 = 3;
 
 /// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
 /// its episode over) and know the store that made them and what their request asked.
@@ -34,7 +34,23 @@ ALTER TABLE claims_v2 RENAME TO claims;
 CREATE INDEX claims_by_episode ON claims (episode_id);
 ";
 
+/// Version 2 to 3: episode memory. The rolling summary becomes the compaction summary as
+/// JSON; none was ever written (and free text would not read as one), so none is kept. An
+/// episode due for compaction carries the time it became due, indexed for the queue.
+const MIGRATE_2_TO_3: &str = "
+ALTER TABLE episodes RENAME COLUMN rolling_summary TO summary;
+UPDATE episodes SET summary = NULL;
+ALTER TABLE episodes ADD COLUMN due_since_ms INTEGER;
+CREATE INDEX episodes_due ON episodes (due_since_ms, episode_id)
+    WHERE due_since_ms IS NOT NULL;
+";
+
+/// Each step from a layout to the next, by the version it starts from.
+const MIGRATIONS: &[(i32, &str)] = &[(1, MIGRATE_1_TO_2), (2, MIGRATE_2_TO_3)];
+
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
+/// `summary` is the compaction summary as JSON; `due_since_ms`, set only while the episode
+/// is due for compaction, is when it became due (a partial index keeps the queue small).
 /// Claims: one per turn id, at most one live per episode, with the store instance
 /// (`owner`) that holds it and its request's fingerprint; a dead one lingers, so that a
 /// turn id sent again finds its episode.
@@ -48,9 +64,12 @@ CREATE TABLE episodes (
     version INTEGER NOT NULL,
     created_ms INTEGER NOT NULL,
     updated_ms INTEGER NOT NULL,
-    rolling_summary TEXT,
-    state TEXT NOT NULL
+    summary TEXT,
+    state TEXT NOT NULL,
+    due_since_ms INTEGER
 );
+CREATE INDEX episodes_due ON episodes (due_since_ms, episode_id)
+    WHERE due_since_ms IS NOT NULL;
 CREATE TABLE claims (
     principal TEXT NOT NULL,
     turn_id TEXT NOT NULL,
@@ -170,24 +189,25 @@ fn identity(conn: &Connection) -> Result<(i32, i32, i64), StoreError> {
     Ok((app_id, version, tables))
 }
 
-/// Brings a store of an older layout up to this one, in one transaction.
+/// Brings a store of an older layout up to this one, step by step, in one transaction.
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let doing = "updating the store's layout";
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(|e| failure::sql(doing, e))?;
     // Another process may have done it while we waited for the write lock.
-    let (_, version, _) = identity(&tx)?;
-    if version == 1 {
-        tx.execute_batch(MIGRATE_1_TO_2)
+    let (_, from, _) = identity(&tx)?;
+    let mut version = from;
+    for &(step_from, step) in MIGRATIONS {
+        if version == step_from {
+            tx.execute_batch(step).map_err(|e| failure::sql(doing, e))?;
+            version = step_from + 1;
+        }
+    }
+    if version != from {
+        tx.pragma_update(None, "user_version", version)
             .map_err(|e| failure::sql(doing, e))?;
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(|e| failure::sql(doing, e))?;
-        tracing::info!(
-            from = version,
-            to = SCHEMA_VERSION,
-            "embedded store: layout updated"
-        );
+        tracing::info!(from, to = version, "embedded store: layout updated");
     }
     tx.commit().map_err(|e| failure::sql(doing, e))
 }
@@ -209,4 +229,110 @@ fn create_tables(conn: &mut Connection) -> Result<(), StoreError> {
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
         .map_err(|e| failure::sql(doing, e))?;
     tx.commit().map_err(|e| failure::sql(doing, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use baton_core::memory::EpisodeSummary;
+    use baton_core::ports::store::{Store, StoreError};
+    use baton_testkit::store::records::{
+        claim_ok, claim_request, commit_of, principal, turn_record,
+    };
+
+    use crate::embedded_store::{DATABASE_FILE, EmbeddedStore};
+
+    /// The second layout, as Baton wrote it, with one episode and no turn yet.
+    const LAYOUT_2: &str = "
+        CREATE TABLE episodes (id INTEGER PRIMARY KEY, episode_id TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL, version INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+            updated_ms INTEGER NOT NULL, rolling_summary TEXT, state TEXT NOT NULL);
+        CREATE TABLE claims (principal TEXT NOT NULL, turn_id TEXT NOT NULL,
+            episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+            expires_ms INTEGER NOT NULL, owner TEXT NOT NULL DEFAULT '',
+            fingerprint TEXT NOT NULL DEFAULT '', PRIMARY KEY (principal, turn_id));
+        CREATE INDEX claims_by_episode ON claims (episode_id);
+        CREATE TABLE turns (episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+            seq INTEGER NOT NULL, principal TEXT NOT NULL, turn_id TEXT NOT NULL,
+            record TEXT NOT NULL, PRIMARY KEY (episode_id, seq), UNIQUE (principal, turn_id));
+        CREATE TABLE bodies (episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+            key TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (episode_id, key));
+        INSERT INTO episodes (episode_id, owner, version, created_ms, updated_ms, state)
+            VALUES ('ep-1', 'alice', 0, 1000, 1000, '{}');
+        PRAGMA application_id = 1113683054;
+        PRAGMA user_version = 2;";
+
+    fn summary() -> EpisodeSummary {
+        EpisodeSummary {
+            upto_seq: 1,
+            text: "The user asked about points.".into(),
+            agents: BTreeMap::from([("rewards".into(), "12,400 points.".into())]),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_of_the_second_layout_gains_episode_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DATABASE_FILE);
+        rusqlite::Connection::open(&file)
+            .unwrap()
+            .execute_batch(LAYOUT_2)
+            .unwrap();
+
+        let alice = principal("alice");
+        {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            assert_eq!(store.episode(&alice, "ep-1").await.unwrap().summary, None);
+            claim_ok(
+                &store,
+                claim_request(&alice, Some("ep-1"), "unused", "t-1", 2_000),
+            )
+            .await;
+            let mut commit = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 2_001), vec![]);
+            commit.compaction_due = true;
+            store.commit(&commit).await.unwrap();
+            let due = store.due_episodes(10).await.unwrap();
+            assert_eq!(due.len(), 1);
+            assert_eq!(
+                (due[0].episode_id.as_str(), due[0].since_ms),
+                ("ep-1", 2_001)
+            );
+            store
+                .save_summary(&alice, "ep-1", 1, &summary())
+                .await
+                .unwrap();
+        }
+        // Opened again: already the current layout, and everything is still there.
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.episode(&alice, "ep-1").await.unwrap().summary,
+            Some(summary())
+        );
+        assert_eq!(store.due_episodes(10).await.unwrap(), vec![]);
+        let version: i32 = rusqlite::Connection::open(&file)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, super::SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn a_summary_that_does_not_decode_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        let alice = principal("alice");
+        claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+        rusqlite::Connection::open(dir.path().join(DATABASE_FILE))
+            .unwrap()
+            .execute(
+                "UPDATE episodes SET summary = 'not json' WHERE episode_id = 'ep-1'",
+                [],
+            )
+            .unwrap();
+        assert!(matches!(
+            store.episode(&alice, "ep-1").await,
+            Err(StoreError::Corrupt(_))
+        ));
+    }
 }

@@ -14,6 +14,7 @@ mod model;
 mod render;
 mod routing_reply;
 mod segment;
+mod summary_reply;
 #[cfg(test)]
 mod testing;
 

@@ -12,6 +12,7 @@ use super::answer::{self, ToolIndex};
 use super::chunks::Reply;
 use super::composing_reply;
 use super::routing_reply::{self, Router};
+use super::summary_reply;
 
 /// A deterministic stand-in for a language model: no network, same input, same output.
 ///
@@ -19,7 +20,7 @@ use super::routing_reply::{self, Router};
 /// message against their sub-agents' descriptions, routing examples and keywords (BM25);
 /// sub-agents call the tool whose name and description best match the query and phrase
 /// its records through the tool's `result_template`; composition joins the sub-agents'
-/// answers by template. Meant for local runs, demos and tests of everything around the
+/// answers by template; a summary lists the ids, names and requests it was given. Meant for local runs, demos and tests of everything around the
 /// model.
 #[derive(Clone)]
 pub struct OfflineModel {
@@ -84,6 +85,7 @@ impl Inner {
         match (request.purpose, agent) {
             // Not a language model: it has no judgement to add, so it never adds a note.
             (CallPurpose::Note, _) => {}
+            (CallPurpose::Summarize, _) => summary_reply::respond(request, &mut reply),
             (CallPurpose::Compose, _) => {
                 let label_of = |tool: &str| self.asks.get(tool).map(|a| a.label.to_string());
                 composing_reply::respond(request, &label_of, &mut reply);

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use baton_core::Principal;
 use baton_core::cost::cost_usd;
 use baton_core::directive::DirectMode;
+use baton_core::memory::EpisodeSummary;
 use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::Body;
 use baton_core::prompt::DynamicContext;
@@ -32,7 +33,8 @@ pub(crate) struct TurnCtx {
     pub(crate) locale: Option<String>,
     pub(crate) location: Option<String>,
     pub(crate) date: String,
-    pub(crate) rolling_summary: Option<String>,
+    /// What compaction wrote for the episode; `history` holds only the turns after it.
+    pub(crate) summary: Option<EpisodeSummary>,
     pub(crate) history: Vec<TurnRecord>,
     pub(crate) out: Output,
     pub(crate) limits: TurnLimits,
@@ -80,7 +82,7 @@ impl TurnCtx {
             locale: request.locale,
             location: request.location,
             date,
-            rolling_summary: None,
+            summary: None,
             history: Vec::new(),
             out,
             limits,
@@ -96,13 +98,25 @@ impl TurnCtx {
         }
     }
 
-    /// The per-request dynamic context (after the cache point).
+    /// The per-request dynamic context (after the cache point) of the orchestrator's
+    /// requests: with the conversation's summary.
     pub(crate) fn dynamic(&self) -> DynamicContext<'_> {
+        DynamicContext {
+            summary: self.summary.as_ref().map(|s| s.text.as_str()),
+            ..self.dynamic_for(None)
+        }
+    }
+
+    /// The dynamic context of a specialist's requests: with its own summary only (D-17).
+    pub(crate) fn dynamic_for(&self, agent_id: Option<&str>) -> DynamicContext<'_> {
         DynamicContext {
             date: &self.date,
             locale: self.locale.as_deref(),
             location: self.location.as_deref(),
             user_id: self.principal.as_str(),
+            summary: agent_id
+                .and_then(|id| self.summary.as_ref()?.agents.get(id))
+                .map(String::as_str),
         }
     }
 

@@ -10,6 +10,7 @@ mod context;
 mod direct_line;
 mod dispatch;
 mod live_slot;
+mod memory;
 mod model_call;
 mod obligations;
 mod output;

@@ -111,9 +111,10 @@ pub(crate) async fn run(
     let started = Instant::now();
     let mut request = agent.request(
         CallPurpose::Agent,
-        agent
-            .prompt
-            .system(&ctx.dynamic(), inherited(ctx, job).as_deref()),
+        agent.prompt.system(
+            &ctx.dynamic_for(Some(&agent.id)),
+            inherited(ctx, job).as_deref(),
+        ),
     );
     request.messages = own_history(ctx, agent);
     request.messages.push(Message::user(job.query.clone()));
@@ -278,8 +279,8 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
         return None; // Not a switch: it already has its own history.
     }
     let mut text = String::new();
-    if let Some(summary) = &ctx.rolling_summary {
-        let _ = writeln!(text, "Summary so far: {summary}");
+    if let Some(summary) = &ctx.summary {
+        let _ = writeln!(text, "Summary so far: {}", summary.text);
     }
     let _ = write!(
         text,

@@ -26,6 +26,7 @@ use super::context::TurnCtx;
 use super::direct_line::{self, Decision};
 use super::dispatch::dispatch;
 use super::live_slot::LiveSlot;
+use super::memory;
 use super::obligations;
 use super::route::{self, Plan};
 use super::subagent::{AgentJob, AgentResult, TextMode};
@@ -45,35 +46,18 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         .await;
 
     let store = ctx.inner.store.clone();
-    // A new episode has no history: skip the read (on DynamoDB it is a billed request).
-    let history = if meta.version == 0 {
-        Ok(Vec::new())
-    } else {
-        store
-            .turns(
-                &ctx.principal,
-                &ctx.episode_id,
-                ctx.inner.config.history_turns,
-            )
-            .await
-    };
-    match history {
-        Ok(history) => ctx.history = history,
-        Err(e) => {
-            tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not load the episode's history");
-            ctx.out
-                .emit(Event::Error {
-                    message:
-                        "Conversation storage is unavailable right now; please try again shortly."
-                            .into(),
-                })
-                .await;
-            let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
-            ctx.out.complete(TurnOutcome::Failed).await;
-            return;
-        }
+    if let Err(e) = memory::load(&mut ctx, &meta).await {
+        tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not load the episode's history");
+        ctx.out
+            .emit(Event::Error {
+                message: "Conversation storage is unavailable right now; please try again shortly."
+                    .into(),
+            })
+            .await;
+        let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
+        ctx.out.complete(TurnOutcome::Failed).await;
+        return;
     }
-    ctx.rolling_summary = meta.rolling_summary.clone();
     let mut state = meta.state.clone();
     let now = ctx.inner.clock.now_ms();
 
@@ -337,6 +321,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             status: r.status,
         })
         .collect();
+    let compaction_due = memory::due_after(ctx, meta.version + 1, &ctx.user_text, &narration);
     // Boxed: the turn's future keeps room for its largest step, so the record lives on the
     // heap only while it is being saved.
     let mut commit = Box::new(Commit {
@@ -362,8 +347,10 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         },
         bodies,
         state,
+        compaction_due,
     });
     let saved = commit_with_retry(ctx, &mut commit).await;
+    let compact = saved && commit.compaction_due && ctx.inner.config.compact_after_turn;
     drop(commit);
     if !saved {
         let _ = ctx.inner.store.release(&ctx.episode_id, &ctx.turn_id).await;
@@ -384,6 +371,17 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
         })
         .await;
     ctx.out.complete(outcome).await;
+    if compact {
+        // After the stream ended, on the turn's own task: nobody waits for it.
+        match crate::compaction::episode(&ctx.inner, &ctx.principal, &ctx.episode_id, None).await {
+            Ok(r) => {
+                tracing::info!(episode_id = %ctx.episode_id, outcome = r.outcome.as_str(), turns = r.turns_folded, "compacted after the turn")
+            }
+            Err(e) => {
+                tracing::warn!(episode_id = %ctx.episode_id, error = %e, "compaction after the turn failed; the episode stays due")
+            }
+        }
+    }
 }
 
 /// Who was consulted and how it went (D-24), from the runtime's own jobs, never the model's

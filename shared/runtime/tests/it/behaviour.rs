@@ -684,6 +684,35 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<Vec<baton_core::turn::TurnRecord>, baton_core::ports::store::StoreError> {
         self.0.turns(principal, episode_id, limit).await
     }
+    async fn turns_after(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        after_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<baton_core::turn::TurnRecord>, baton_core::ports::store::StoreError> {
+        self.0
+            .turns_after(principal, episode_id, after_seq, limit)
+            .await
+    }
+    async fn save_summary(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &baton_core::memory::EpisodeSummary,
+    ) -> Result<(), baton_core::ports::store::StoreError> {
+        self.0
+            .save_summary(principal, episode_id, expected_version, summary)
+            .await
+    }
+    async fn due_episodes(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<baton_core::ports::store::DueEpisode>, baton_core::ports::store::StoreError>
+    {
+        self.0.due_episodes(limit).await
+    }
     async fn body(
         &self,
         principal: &baton_core::Principal,

@@ -10,6 +10,7 @@
 
 mod behaviour;
 mod golden;
+mod memory;
 mod observability;
 mod support;
 mod trust;

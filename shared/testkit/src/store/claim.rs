@@ -20,7 +20,7 @@ pub async fn new_episode_claim_creates_an_empty_owned_episode(store: &dyn Store)
         version: 0,
         created_ms: 1_000,
         updated_ms: 1_000,
-        rolling_summary: None,
+        summary: None,
         state: EpisodeState::default(),
     };
     assert_eq!(meta, expected);

@@ -219,5 +219,5 @@ pub async fn episode_state_round_trips(store: &dyn Store) {
     store.commit(&cleared).await.unwrap();
     let meta = store.episode(&alice, "ep-1").await.unwrap();
     assert_eq!(meta.state, EpisodeState::default());
-    assert_eq!(meta.rolling_summary, None);
+    assert_eq!(meta.summary, None);
 }

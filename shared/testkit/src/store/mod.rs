@@ -18,6 +18,7 @@ use baton_core::ports::store::Store;
 
 pub mod claim;
 pub mod commit;
+pub mod memory;
 pub mod read;
 pub mod records;
 
@@ -61,6 +62,11 @@ macro_rules! store_conformance {
             read::unknown_episode_is_not_found,
             read::turns_are_oldest_first_and_limited,
             read::bodies_round_trip,
+            memory::turns_after_a_seq_are_oldest_first_and_limited,
+            memory::a_summary_round_trips_and_clears_the_due_mark,
+            memory::due_episodes_are_listed_longest_due_first,
+            memory::a_turn_committed_meanwhile_makes_the_summary_conflict,
+            memory::another_principal_cannot_summarise,
         );
     };
     (@scenarios $make:expr; $($module:ident :: $name:ident),* $(,)?) => {

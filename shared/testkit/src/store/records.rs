@@ -128,6 +128,7 @@ pub fn commit_of(
         record,
         bodies,
         state: EpisodeState::default(),
+        compaction_due: false,
     }
 }
 

@@ -26,7 +26,7 @@ async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
     }));
     assert!(event.records.iter().any(|r| sk_of(r).starts_with("TURN#")));
 
-    let (response, summary) = rig.writer(20).process(event).await.unwrap();
+    let (response, summary) = rig.writer().process(event).await.unwrap();
 
     assert_eq!(failures(&response), Vec::<String>::new());
     assert_eq!(summary.turns, 3);
@@ -86,64 +86,40 @@ async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
             body.key
         );
     }
-    // No compaction mark below the threshold.
+    // Turns that leave their episode not due for compaction leave no mark.
     assert!(!rig.meta("ep-1").await.contains_key("due_pk"));
 }
 
 #[tokio::test]
-async fn the_compaction_mark_is_set_once_the_threshold_is_reached_and_kept() {
+async fn meta_and_its_compaction_mark_are_left_to_the_journal() {
     let rig = Rig::new().await;
-    let writer = rig.writer(3);
-    rig.commit("alice", "ep-1", 1).await;
-    rig.commit("alice", "ep-1", 2).await;
-    writer.process(rig.stream().await).await.unwrap();
-    let meta = rig.meta("ep-1").await;
-    assert!(
-        !meta.contains_key("due_pk"),
-        "two turns are below the threshold"
-    );
-    assert!(!meta.contains_key("compaction_due"));
-
-    let third = rig.commit("alice", "ep-1", 3).await;
+    let writer = rig.writer();
+    // However many turns an episode has, the writer marks nothing: the turn decides.
+    for seq in 1..=3 {
+        rig.commit("alice", "ep-1", seq).await;
+    }
     let before = rig.meta("ep-1").await;
-    // The whole stream again: turns 1 and 2 are redelivered, turn 3 is new.
     let (response, summary) = writer.process(rig.stream().await).await.unwrap();
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!((summary.turns, summary.turns_already_applied), (1, 2));
+    assert_eq!(summary.turns, 3);
+    assert_eq!(rig.meta("ep-1").await, before, "META is untouched");
+    assert!(!before.contains_key("due_pk"));
+    assert!(!before.contains_key("compaction_due"));
 
-    let meta = rig.meta("ep-1").await;
-    assert_eq!(meta["due_pk"], AttributeValue::S("DUE".into()));
+    // A turn that leaves the episode due is marked by its commit; projecting it, and the
+    // whole stream again, changes nothing on META.
+    let fourth = rig.commit_marking("alice", "ep-1", 4, true).await;
+    let marked = rig.meta("ep-1").await;
+    assert_eq!(marked["due_pk"], AttributeValue::S("DUE".into()));
     assert_eq!(
-        meta["compaction_due"],
-        AttributeValue::N(third.record.created_ms.to_string())
+        marked["compaction_due"],
+        AttributeValue::N(fourth.record.created_ms.to_string())
     );
-    // The journal's attributes are untouched.
-    for attribute in ["version", "state", "owner", "updated_ms", "created_ms"] {
-        assert_eq!(meta.get(attribute), before.get(attribute), "{attribute}");
-    }
-    // The sparse index now lists the episode.
-    let due = rig
-        .ddb
-        .query()
-        .table_name(&rig.table)
-        .index_name("compaction-due")
-        .key_condition_expression("due_pk = :due")
-        .expression_attribute_values(":due", AttributeValue::S("DUE".into()))
-        .send()
-        .await
-        .unwrap();
-    let due_pks: Vec<&AttributeValue> = due.items().iter().map(|i| &i["pk"]).collect();
-    assert_eq!(due_pks, vec![&AttributeValue::S("EP#ep-1".into())]);
-
-    // A later turn keeps the first mark's time.
-    rig.commit("alice", "ep-1", 4).await;
-    writer.process(rig.stream().await).await.unwrap();
-    let meta = rig.meta("ep-1").await;
-    assert_eq!(
-        meta["compaction_due"],
-        AttributeValue::N(third.record.created_ms.to_string())
-    );
-    assert_eq!(rig.aggregates("ep-1").await.turns_since_summary, 4);
+    let (response, summary) = writer.process(rig.stream().await).await.unwrap();
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!((summary.turns, summary.turns_already_applied), (1, 3));
+    assert_eq!(rig.meta("ep-1").await, marked);
+    assert_eq!(rig.aggregates("ep-1").await.turns, 4);
 }
 
 #[tokio::test]
@@ -154,7 +130,7 @@ async fn redelivered_batches_count_nothing_twice() {
         committed.push(rig.commit("alice", "ep-1", seq).await);
     }
     let event = rig.stream().await;
-    let writer = rig.writer(20);
+    let writer = rig.writer();
 
     writer.process(event.clone()).await.unwrap();
     let first = rig.aggregates("ep-1").await;
@@ -183,7 +159,7 @@ async fn delivery_order_across_items_does_not_change_the_aggregates() {
         committed.push(rig.commit("bob", "ep-b", seq).await);
     }
     let event = rig.stream().await;
-    let writer = rig.writer(20);
+    let writer = rig.writer();
 
     // Backwards, in batches of three: later turns arrive before earlier ones.
     let mut reversed = event.records.clone();
@@ -269,7 +245,7 @@ async fn poison_records_are_reported_by_sequence_number_and_the_rest_is_projecte
         "good records follow the poison"
     );
 
-    let (response, summary) = rig.writer(20).process(event).await.unwrap();
+    let (response, summary) = rig.writer().process(event).await.unwrap();
 
     assert_eq!(failures(&response), poison);
     assert_eq!(summary.failed, 2);
@@ -303,11 +279,7 @@ async fn a_dynamodb_failure_fails_only_the_records_that_needed_it() {
         .collect();
 
     // The projections' table does not exist: every DynamoDB write fails; S3 still works.
-    let (response, summary) = rig
-        .writer_on("no-such-table", 20)
-        .process(event)
-        .await
-        .unwrap();
+    let (response, summary) = rig.writer_on("no-such-table").process(event).await.unwrap();
 
     assert_eq!(failures(&response), turn_seqs);
     assert_eq!(summary.bodies, committed.bodies.len());
@@ -319,7 +291,7 @@ async fn a_dynamodb_failure_fails_only_the_records_that_needed_it() {
 #[tokio::test]
 async fn the_sample_events_go_through_the_lambda_handler() {
     let rig = Rig::new().await;
-    let writer = rig.writer(20);
+    let writer = rig.writer();
     let sample: Event = serde_json::from_str(include_str!(
         "../../../../events/dynamodb-stream-batch.json"
     ))

@@ -52,18 +52,17 @@ impl Rig {
         }
     }
 
-    pub(crate) fn writer(&self, compaction_threshold: u64) -> HistoryWriter {
-        self.writer_on(&self.table, compaction_threshold)
+    pub(crate) fn writer(&self) -> HistoryWriter {
+        self.writer_on(&self.table)
     }
 
-    pub(crate) fn writer_on(&self, table: &str, compaction_threshold: u64) -> HistoryWriter {
+    pub(crate) fn writer_on(&self, table: &str) -> HistoryWriter {
         HistoryWriter::new(
             self.ddb.clone(),
             self.s3.client(),
             Config {
                 table: table.to_owned(),
                 bucket: BUCKET.to_owned(),
-                compaction_threshold,
             },
         )
     }
@@ -137,6 +136,17 @@ impl Rig {
 
     /// Claims and commits turn `seq` of `episode` (a new episode at seq 1).
     pub(crate) async fn commit(&self, principal: &str, episode: &str, seq: u64) -> Committed {
+        self.commit_marking(principal, episode, seq, false).await
+    }
+
+    /// [`Rig::commit`], the turn leaving its episode due for compaction if `due`.
+    pub(crate) async fn commit_marking(
+        &self,
+        principal: &str,
+        episode: &str,
+        seq: u64,
+        due: bool,
+    ) -> Committed {
         let principal = Principal::new(principal).unwrap();
         let turn_id = format!("{episode}-turn-{seq}");
         let claim = self
@@ -164,6 +174,7 @@ impl Rig {
                 record: record.clone(),
                 bodies: bodies.clone(),
                 state: EpisodeState::default(),
+                compaction_due: due,
             })
             .await
             .unwrap();
@@ -318,7 +329,6 @@ pub(crate) fn assert_aggregates_match(
 
     assert_eq!(aggregates.owner, owner);
     assert_eq!(aggregates.turns, records.len() as u64);
-    assert_eq!(aggregates.turns_since_summary, records.len() as u64);
     assert_eq!(aggregates.applied_seqs, seqs);
     assert_eq!(aggregates.tokens, tokens);
     assert!(

@@ -151,7 +151,7 @@ impl Loader<'_> {
             self.check_leaf_fields(card);
             None
         } else {
-            Some(self.build_orchestration(card))
+            Some(self.build_orchestration(card, model.as_ref()))
         };
         let (ask_schema, ask_validator) = self.ask_schema(card);
         let inference = self.card_inference(card, model.as_deref());
@@ -319,6 +319,7 @@ impl Loader<'_> {
             ("obligations", raw.obligations.is_some()),
             ("privacy", raw.privacy.is_some()),
             ("turn_limits", raw.turn_limits.is_some()),
+            ("memory", raw.memory.is_some()),
         ] {
             if present {
                 self.problems.add(

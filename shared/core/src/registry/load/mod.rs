@@ -9,6 +9,7 @@ mod ask;
 mod blocks;
 mod cards;
 mod keyed;
+mod memory;
 mod models;
 mod orchestration;
 mod problems;

@@ -1,5 +1,6 @@
 //! An orchestrator's settings (a card with sub-agents): composition, fan-out, fastpath,
-//! status messages and turn limits; the trust-layer sections are in `trust.rs`.
+//! status messages and turn limits; the trust-layer sections are in `trust.rs`, memory in
+//! `memory.rs`.
 
 use std::sync::Arc;
 
@@ -8,7 +9,8 @@ use super::cards::Card;
 use super::problems::Problems;
 use crate::registry::raw::{RawStatusCode, RawTurnLimits};
 use crate::registry::{
-    Composition, Fastpath, Orchestration, StatusMessage, StatusMessages, StatusPolicy, TurnLimits,
+    Composition, Fastpath, ModelSpec, Orchestration, StatusMessage, StatusMessages, StatusPolicy,
+    TurnLimits,
 };
 
 /// The fastpath categories an orchestrator may allow.
@@ -16,7 +18,12 @@ const FASTPATH_CATEGORIES: [&str; 3] = ["greeting", "acknowledgement", "chitchat
 
 impl Loader<'_> {
     /// The orchestrator's settings, each checked in the order its problems are reported.
-    pub(super) fn build_orchestration(&mut self, card: Card<'_>) -> Orchestration {
+    /// `model` is the card's own, when it resolved: the summarizer's last default.
+    pub(super) fn build_orchestration(
+        &mut self,
+        card: Card<'_>,
+        model: Option<&Arc<ModelSpec>>,
+    ) -> Orchestration {
         let composition = self.composition(card);
         let fanout_cap = self.fanout_cap(card);
         let fastpath = self.fastpath(card);
@@ -37,6 +44,7 @@ impl Loader<'_> {
             direct_line: self.direct_line(card),
             obligations: self.obligations(card),
             privacy: self.privacy(card),
+            memory: self.memory(card, model),
         }
     }
 

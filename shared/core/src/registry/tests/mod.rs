@@ -8,6 +8,7 @@ mod ask;
 mod blocks;
 mod cards;
 mod fixtures;
+mod memory;
 mod models;
 mod orchestration;
 mod shipped;

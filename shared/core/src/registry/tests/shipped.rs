@@ -72,6 +72,16 @@ fn the_shipped_registry_loads_with_no_problems() {
         ["ask_shop", "ask_support", "ask_rewards", "ask_strategist"]
     );
     assert_eq!(r.summarizer().map(|m| &*m.provider), Some("bedrock"));
+    // Compaction summarises with models.yaml's summarizer, keeping the last 4 turns.
+    let memory = entry
+        .orchestration
+        .as_ref()
+        .unwrap()
+        .memory
+        .as_ref()
+        .unwrap();
+    assert_eq!(&*memory.summarizer.key, "nova-micro");
+    assert_eq!((memory.compact_after_turns, memory.keep_last), (8, 4));
     // The strategist thinks before it answers; the lookup cards do not.
     let effort = |id: &str| r.agent(id).unwrap().tuning.inference.reasoning_effort;
     assert_eq!(effort("strategist"), Some(ReasoningEffort::Medium));
