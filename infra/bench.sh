@@ -5,6 +5,10 @@
 #
 #   ./infra/bench.sh                      # everything; JSON results under $OUT
 #   ./infra/bench.sh --reference FILE     # also print ratios against a reference run
+#   ./infra/bench.sh memory               # memory over a long conversation instead: 300
+#                                         # turns without and with compaction, and
+#                                         # compaction's time per episode on DynamoDB Local
+#                                         # (installed with ./infra/emulators.sh install)
 #
 # OUT defaults to ${TMPDIR:-/tmp}/baton-bench. Extra arguments go to baton-bench.
 set -euo pipefail
@@ -12,9 +16,18 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target}"
 out="${OUT:-${TMPDIR:-/tmp}/baton-bench}"
 mkdir -p "$out"
-cargo build --release --locked -q -p baton-cli -p baton-bench
 bench="$CARGO_TARGET_DIR/release/baton-bench"
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+if [ "${1:-}" = memory ]; then
+  shift
+  ./infra/emulators.sh install >&2
+  # The `dynamodb` feature adds the AWS SDK and DynamoDB Local's launcher to the benchmark.
+  cargo build --release --locked -q -p baton-bench --features dynamodb
+  "$bench" --memory --dynamodb --out "$out/baton-memory-$stamp.json" "$@" >/dev/null
+  echo "results in $out" >&2
+  exit 0
+fi
+cargo build --release --locked -q -p baton-cli -p baton-bench
 # 1,000 streams need 2,000+ descriptors between the client and the server.
 ulimit -n 8192 2>/dev/null || true
 "$bench" --current-thread --out "$out/baton-current-thread-$stamp.json" "$@" >/dev/null

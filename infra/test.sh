@@ -50,3 +50,5 @@ step "template checks"
 
 step "benchmark smoke run"
 cargo run --locked -q -p baton-bench -- --smoke
+# Memory over a (short) long conversation, in memory only: no DynamoDB Local.
+cargo run --locked -q -p baton-bench -- --memory --smoke >/dev/null

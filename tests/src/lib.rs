@@ -11,6 +11,7 @@
 //! - [`function_process`]: a function binary run as Lambda runs it, against those services.
 //! - [`fixtures`]: where the repository's files are, and a scripted turn.
 //! - [`requests`]: counting the requests SDK clients send (a turn's cost).
+//! - [`upstream_chat`]: a local chat service that keeps its own conversations.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -22,3 +23,4 @@ pub mod requests;
 pub mod runtime_api;
 pub mod s3;
 pub mod streams;
+pub mod upstream_chat;

@@ -18,6 +18,7 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use tokio::sync::watch;
 
@@ -152,6 +153,28 @@ impl Store for TrackedStore {
 
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
         self.inner.due_episodes(limit).await
+    }
+
+    async fn upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError> {
+        self.inner
+            .upstream_conversation(principal, episode_id, agent_id)
+            .await
+    }
+
+    async fn save_upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        conversation: &UpstreamConversation,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .save_upstream_conversation(principal, episode_id, conversation)
+            .await
     }
 
     async fn body(

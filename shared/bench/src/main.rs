@@ -5,6 +5,11 @@
 //! turns, fixed model latencies against the ideal, registry load + build time. Against the
 //! real server (`--serve`, needs the `baton` binary): cold start and resident memory idle
 //! and holding N concurrent streaming turns.
+//!
+//! `--memory` runs the long-conversation memory benchmark instead (see `memory`): prompt
+//! sizes over a 300-turn conversation with and without compaction, compaction's tokens and
+//! cost, and (`--dynamodb`, feature `dynamodb`) compaction's time per episode on DynamoDB
+//! Local.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -13,6 +18,7 @@
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod inproc;
+mod memory;
 mod report;
 mod serve_load;
 mod stats;
@@ -21,6 +27,7 @@ mod workload;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use anyhow::Context as _;
 use clap::Parser;
 
 #[derive(Parser, Clone)]
@@ -54,6 +61,27 @@ struct Args {
     /// Write the JSON results here as well as to stdout.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Run the long-conversation memory benchmark instead: prompt sizes over one long
+    /// episode without and with compaction, compaction's tokens and cost.
+    #[arg(long)]
+    memory: bool,
+    /// Turns of the memory benchmark's conversation (`--smoke`: 30).
+    #[arg(long, default_value_t = 300, requires = "memory")]
+    memory_turns: usize,
+    /// With `--memory`: also time compaction per episode on the DynamoDB + S3 journal
+    /// against DynamoDB Local (needs the `dynamodb` feature and DynamoDB Local installed by
+    /// `./infra/emulators.sh install`, or BATON_TEST_DYNAMODB).
+    #[arg(long, requires = "memory")]
+    dynamodb: bool,
+    /// Episodes compacted on DynamoDB Local.
+    #[arg(long, default_value_t = 20, requires = "dynamodb")]
+    episodes: usize,
+    /// Turns of each of those episodes.
+    #[arg(long, default_value_t = 12, requires = "dynamodb")]
+    episode_turns: usize,
+    /// The registry of the memory benchmark (default: shared/registry).
+    #[arg(long, requires = "memory")]
+    registry: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -69,18 +97,38 @@ fn main() -> anyhow::Result<()> {
             .build()?
     };
     let started = Instant::now();
+    if args.memory {
+        let task_args = args.clone();
+        let results = rt
+            .block_on(
+                async move { tokio::spawn(async move { memory::run(&task_args).await }).await },
+            )
+            .context("the memory benchmark stopped")??;
+        return finish(&args, &results, memory::table(&results), started);
+    }
     // Like a server's connection task, the client side runs as a task on the runtime.
     let task_args = args.clone();
     let results =
         rt.block_on(
             async move { tokio::spawn(async move { report::run(&task_args).await }).await },
         )??;
-    let text = serde_json::to_string_pretty(&results)?;
+    let table = report::table(&results, args.reference.as_deref())?;
+    finish(&args, &results, table, started)
+}
+
+/// Prints the JSON results (and writes them to `--out`), then the table on stderr.
+fn finish(
+    args: &Args,
+    results: &serde_json::Value,
+    table: String,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(results)?;
     println!("{text}");
     if let Some(out) = &args.out {
-        std::fs::write(out, &text)?;
+        std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?;
     }
-    eprintln!("{}", report::table(&results, args.reference.as_deref())?);
+    eprintln!("{table}");
     eprintln!("benchmark took {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -94,3 +94,10 @@ pub(crate) fn spread(xs: &[f64]) -> serde_json::Value {
         "values": xs.iter().map(|x| round(*x, 4)).collect::<Vec<_>>(),
     })
 }
+
+/// The `p`th percentile (0–100, linear between ranks) of a list, rounded to 4 digits.
+pub(crate) fn percentile(xs: &[f64], p: f64) -> f64 {
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    round(pct(&v, p), 4)
+}

@@ -73,6 +73,23 @@ pub(crate) enum Command {
     /// Fold older turns of conversations into their summaries now: every episode that is
     /// due, or one episode.
     Compact(CompactArgs),
+    /// Show one of your conversations as you saw it, turn by turn, with who was consulted,
+    /// how each turn was routed and what it cost.
+    Replay(ReplayArgs),
+}
+
+/// `baton replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The conversation's id (`ep_…`, as `baton chat` prints it).
+    #[arg(value_name = "EPISODE")]
+    pub(crate) episode: String,
+    /// Also print the tool payloads each turn stored, as JSON.
+    #[arg(long)]
+    pub(crate) bodies: bool,
+    /// Print the conversation as stored, as one JSON document.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `baton compact`.
@@ -153,6 +170,7 @@ impl Cli {
             Command::Serve(args) => crate::serve::run(&settings, &args).await,
             Command::Validate(_) => crate::validate::run(&settings),
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
+            Command::Replay(args) => crate::replay::run(&settings, &args).await,
         }
     }
 
@@ -180,7 +198,7 @@ impl Cli {
                     o.registry = Some(dir.clone());
                 }
             }
-            Command::Chat(_) | Command::Compact(_) => {}
+            Command::Chat(_) | Command::Compact(_) | Command::Replay(_) => {}
         }
         o
     }
@@ -217,6 +235,17 @@ mod tests {
         assert!(Cli::try_parse_from(["baton", "compact"]).is_err());
         assert!(Cli::try_parse_from(["baton", "compact", "--due", "--episode", "e"]).is_err());
         assert!(Cli::try_parse_from(["baton", "compact", "--episode", "e"]).is_ok());
+    }
+
+    #[test]
+    fn replay_needs_an_episode() {
+        assert!(Cli::try_parse_from(["baton", "replay"]).is_err());
+        let cli = Cli::try_parse_from(["baton", "replay", "ep_1", "--bodies", "--json"]).unwrap();
+        let Command::Replay(args) = cli.command else {
+            panic!("not replay");
+        };
+        assert_eq!(args.episode, "ep_1");
+        assert!(args.bodies && args.json);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The `baton` command: chat with the assistant, serve it over HTTP, validate a registry,
-//! compact conversations.
+//! compact conversations, replay one.
 //!
 //! Exit status: 0 success, 1 a failure the user can fix (printed as `error: ...`), 2 a
 //! usage error.
@@ -12,6 +12,7 @@ mod compact;
 mod config;
 mod logging;
 mod render;
+mod replay;
 mod serve;
 mod setup;
 mod validate;

@@ -298,7 +298,7 @@ impl<W: Write> Renderer<W> {
 }
 
 /// `2 masked (1 email, 1 card number)`: the privacy receipt in a few words.
-fn masked(p: &PrivacyReceipt) -> String {
+pub(crate) fn masked(p: &PrivacyReceipt) -> String {
     let kinds: Vec<String> = p
         .by_kind
         .iter()
@@ -308,7 +308,7 @@ fn masked(p: &PrivacyReceipt) -> String {
 }
 
 /// A cost in USD with enough digits to show fractions of a cent.
-fn money(cost: f64) -> String {
+pub(crate) fn money(cost: f64) -> String {
     if cost == 0.0 {
         return "$0.00".to_owned();
     }

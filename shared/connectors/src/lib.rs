@@ -3,12 +3,14 @@
 //! Every connector answers one call with one envelope (D-28) whose `principal` is the
 //! request's principal (D-29), and checks each tool's settings at load time so that a bad
 //! registry fails before serving. This crate depends on `baton-core` only (plus tokio for
-//! timers and file reads); it never talks to a model or a store.
+//! timers and file reads, and reqwest for HTTP); it never talks to a model or a store.
 //!
 //! Shipped kinds:
 //! - [`FixtureConnector`] (`fixture`): demo data files under the registry's `fixtures/`,
 //!   searched by content words, with optional fault injection for demos and tests.
 //! - [`RateTableConnector`] (`rate_table`): an amount times a rate from a table.
+//! - [`UpstreamChatConnector`] (`upstream_chat`): a chat service with its own
+//!   conversation, over HTTP, behind an external-wrapper specialist.
 //!
 //! Adding a connector: implement `baton_core::ports::connector::Connector` (answer with an
 //! envelope whose `principal` is the request's principal), check its configuration in
@@ -21,6 +23,7 @@ mod envelope;
 mod error;
 mod fixture;
 mod rate_table;
+mod upstream_chat;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -30,6 +33,7 @@ use baton_core::ports::connector::Connector;
 
 pub use fixture::FixtureConnector;
 pub use rate_table::RateTableConnector;
+pub use upstream_chat::UpstreamChatConnector;
 
 /// Every connector kind this crate ships, keyed by the kind name used in `tools.yaml`.
 pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Connector>> {
@@ -41,6 +45,10 @@ pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Conn
     connectors.insert(
         RateTableConnector::KIND.to_owned(),
         Arc::new(RateTableConnector::new()),
+    );
+    connectors.insert(
+        UpstreamChatConnector::KIND.to_owned(),
+        Arc::new(UpstreamChatConnector::new()),
     );
     connectors
 }

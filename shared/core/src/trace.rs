@@ -103,6 +103,9 @@ pub enum GuardName {
     /// Older turns were left out of a prompt that would not fit the model (compaction had
     /// not caught up): the turn trimmed instead of failing.
     HistoryTrim,
+    /// A specialist's upstream conversation had expired or was forgotten by the service: a
+    /// new one started with its recent turns replayed.
+    UpstreamRestart,
 }
 
 impl GuardName {
@@ -122,6 +125,7 @@ impl GuardName {
             GuardName::InvalidArgs => "invalid_args",
             GuardName::Breaker => "breaker",
             GuardName::HistoryTrim => "history_trim",
+            GuardName::UpstreamRestart => "upstream_restart",
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `GET /v1/episodes/{id}`: the caller's own episode history.
+//! `GET /v1/episodes/{id}`: the caller's own episode history, and how far its summary
+//! reaches.
 
 use axum::Json;
 use axum::extract::rejection::PathRejection;
@@ -22,6 +23,5 @@ pub(crate) async fn get_episode(
             message: "That conversation was not found.".to_owned(),
         }));
     };
-    let history = state.runtime.history(&principal, &id).await?;
-    Ok(Json(history))
+    Ok(Json(state.runtime.history(&principal, &id).await?))
 }

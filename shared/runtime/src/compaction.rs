@@ -192,7 +192,7 @@ pub(crate) async fn episode(
 }
 
 /// The new summary of `turns` (ending at `upto`) on top of `previous`, or `None` when a
-/// summarizer call gave nothing usable.
+/// summarizer call gave nothing usable. What the calls spent is added to `report`.
 async fn summarize(
     inner: &Inner,
     policy: &MemoryPolicy,
@@ -203,74 +203,84 @@ async fn summarize(
 ) -> Option<EpisodeSummary> {
     let guard = &inner.privacy;
     let prev_text = (!previous.text.is_empty()).then_some(previous.text.as_str());
-    let text = call(
-        inner,
-        policy,
-        &orchestrator_input(prev_text, turns, guard),
-        report,
-    )
-    .await?;
+    let mut inputs = vec![(None, orchestrator_input(prev_text, turns, guard))];
+    inputs.extend(
+        agent_inputs(&previous.agents, turns, guard)
+            .into_iter()
+            .map(|(agent, input)| (Some(agent), input)),
+    );
+    // Each summary is its own call: they run together.
+    let calls = inputs.iter().map(|(_, input)| call(inner, policy, input));
+    let answers = futures::future::join_all(calls).await;
+    let mut text = None;
     let mut agents = previous.agents.clone();
-    for (agent, input) in agent_inputs(&previous.agents, turns, guard) {
-        let summary = call(inner, policy, &input, report).await?;
-        agents.insert(agent, summary);
+    let mut usable = true;
+    for ((agent, _), answer) in inputs.into_iter().zip(answers) {
+        report.tokens.add(&answer.tokens);
+        report.cost_usd += answer.cost_usd;
+        match (agent, answer.text) {
+            (_, None) => usable = false,
+            (None, Some(t)) => text = Some(t),
+            (Some(agent), Some(t)) => {
+                agents.insert(agent, t);
+            }
+        }
     }
     Some(EpisodeSummary {
         upto_seq: upto,
-        text,
+        text: text.filter(|_| usable)?,
         agents,
     })
 }
 
-/// One summarizer call: its text, masked and trimmed, or `None`.
-async fn call(
-    inner: &Inner,
-    policy: &MemoryPolicy,
-    input: &SummaryInput,
-    report: &mut EpisodeReport,
-) -> Option<String> {
+/// What one summarizer call gave and spent.
+struct Answer {
+    /// Masked and trimmed, or `None` when unusable.
+    text: Option<String>,
+    tokens: TokenUsage,
+    cost_usd: f64,
+}
+
+/// One summarizer call.
+async fn call(inner: &Inner, policy: &MemoryPolicy, input: &SummaryInput) -> Answer {
     let spec = &policy.summarizer;
+    let mut answer = Answer {
+        text: None,
+        tokens: TokenUsage::default(),
+        cost_usd: 0.0,
+    };
     let Some(model) = inner.model_for(spec) else {
         tracing::error!(model = %spec.key, "no adapter for the summarizer");
-        return None;
+        return answer;
     };
     let request = input.request(&inner.entry.id, spec, policy.max_summary_chars);
     let timeout = Duration::from_millis(inner.config.summarize_timeout_ms);
+    let mut text = String::new();
     let collected = tokio::time::timeout(timeout, async {
         let mut stream = model.stream(&request);
-        let mut text = String::new();
-        let mut usage = TokenUsage::default();
         while let Some(event) = stream.next().await {
             match event {
                 Ok(ModelEvent::TextDelta(t)) => text.push_str(&t),
-                Ok(ModelEvent::Usage(u)) => usage.add(&u),
+                Ok(ModelEvent::Usage(u)) => answer.tokens.add(&u),
                 Ok(_) => {}
-                Err(e) => return Err((e, usage)),
+                Err(e) => return Err(e),
             }
         }
-        Ok((text, usage))
+        Ok(())
     })
     .await;
-    let (text, usage) = match collected {
-        Ok(Ok(done)) => done,
-        Ok(Err((e, usage))) => {
-            report.tokens.add(&usage);
-            report.cost_usd += cost_usd(&usage, &spec.prices);
-            tracing::warn!(model = %spec.key, error = %e, "the summarizer failed");
-            return None;
+    answer.cost_usd = cost_usd(&answer.tokens, &spec.prices);
+    match collected {
+        Ok(Ok(())) => {
+            answer.text = finish_summary(&text, &inner.privacy, policy.max_summary_chars);
+            if answer.text.is_none() {
+                tracing::warn!(model = %spec.key, "the summarizer's answer was unusable");
+            }
         }
-        Err(_) => {
-            tracing::warn!(model = %spec.key, ?timeout, "the summarizer took too long");
-            return None;
-        }
-    };
-    report.tokens.add(&usage);
-    report.cost_usd += cost_usd(&usage, &spec.prices);
-    let kept = finish_summary(&text, &inner.privacy, policy.max_summary_chars);
-    if kept.is_none() {
-        tracing::warn!(model = %spec.key, "the summarizer's answer was unusable");
+        Ok(Err(e)) => tracing::warn!(model = %spec.key, error = %e, "the summarizer failed"),
+        Err(_) => tracing::warn!(model = %spec.key, ?timeout, "the summarizer took too long"),
     }
-    kept
+    answer
 }
 
 fn record_metrics(inner: &Inner, report: &EpisodeReport) {

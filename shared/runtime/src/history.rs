@@ -1,16 +1,23 @@
 //! The narration history of an episode, as its owner may read it.
 
+use baton_core::Principal;
+use baton_core::memory::EpisodeSummary;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::{ConsultedAgent, DirectExchange, TurnOutcome, TurnRecord};
 use serde::{Deserialize, Serialize};
 
-/// An episode's history.
+use crate::request::{TurnRejection, store_rejection};
+use crate::runtime::Runtime;
+
+/// An episode's history: the answer of `GET /v1/episodes/{id}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeHistory {
     /// Episode id.
     pub episode_id: String,
     /// Committed turns, oldest first.
     pub turns: Vec<HistoryTurn>,
+    /// How far compaction has folded the episode; `None` (`null`) when it has not yet.
+    pub summary: Option<SummaryReach>,
 }
 
 /// One turn as shown in history: narration only, no tool payloads.
@@ -51,5 +58,52 @@ impl From<&TurnRecord> for HistoryTurn {
             direct: r.direct.clone(),
             privacy: r.privacy.clone(),
         }
+    }
+}
+
+/// How far an episode's summary reaches; its text stays out of the history (it is what
+/// the orchestrator reads, not what the user was shown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryReach {
+    /// Turns `1..=upto_seq` are in the summary; the later ones are not.
+    pub upto_seq: u64,
+}
+
+impl From<&EpisodeSummary> for SummaryReach {
+    fn from(s: &EpisodeSummary) -> Self {
+        SummaryReach {
+            upto_seq: s.upto_seq,
+        }
+    }
+}
+
+impl Runtime {
+    /// The narration history of one of the caller's episodes, with how far its summary
+    /// reaches.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's (D-30); the store
+    /// unavailable.
+    pub async fn history(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<EpisodeHistory, TurnRejection> {
+        let store = &self.inner.store;
+        // The summary first: a compaction between the two reads then only makes the
+        // reach look shorter than it is, never past the turns shown.
+        let meta = store
+            .episode(principal, episode_id)
+            .await
+            .map_err(store_rejection)?;
+        let turns = store
+            .turns(principal, episode_id, usize::MAX)
+            .await
+            .map_err(store_rejection)?;
+        Ok(EpisodeHistory {
+            episode_id: episode_id.to_owned(),
+            turns: turns.iter().map(HistoryTurn::from).collect(),
+            summary: meta.summary.as_ref().map(SummaryReach::from),
+        })
     }
 }

@@ -23,6 +23,7 @@ mod engine;
 pub mod history;
 pub mod metrics;
 pub mod registry_files;
+pub mod replay;
 pub mod request;
 mod runtime;
 pub mod stream;

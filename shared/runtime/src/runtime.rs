@@ -10,14 +10,13 @@ use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::{Store, StoreError};
 use baton_core::privacy::PrivacyGuard;
-use baton_core::registry::{Agent, ModelSpec, Registry};
+use baton_core::registry::{Agent, AgentRole, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
 use crate::engine::services::Inner;
-use crate::history::{EpisodeHistory, HistoryTurn};
 use crate::request::{TurnRejection, TurnRequest, store_rejection};
 use crate::stream::TurnStream;
 
@@ -144,6 +143,7 @@ impl RuntimeBuilder {
                 ));
             }
         }
+        problems.extend(upstream_problems(&self.registry, &self.connectors));
         if self.store.is_none() {
             problems.push("no store".to_owned());
         }
@@ -173,6 +173,42 @@ impl RuntimeBuilder {
             }),
         })
     }
+}
+
+/// A chat-service tool is served as a conversation by an external-wrapper card with that one
+/// tool; any other use of it, or a wrapper card with no such tool, cannot run.
+fn upstream_problems(
+    registry: &Registry,
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+) -> Vec<String> {
+    let is_chat = |kind: &str| {
+        connectors
+            .get(kind)
+            .is_some_and(|c| c.upstream_chat().is_some())
+    };
+    let mut problems = Vec::new();
+    for agent in registry.agents() {
+        let chats: Vec<&str> = agent
+            .tools
+            .iter()
+            .filter(|t| is_chat(&t.connector_kind))
+            .map(|t| &*t.id)
+            .collect();
+        let wrapper = agent.role == AgentRole::ExternalWrapper;
+        if wrapper && (chats.len() != 1 || agent.tools.len() != 1) {
+            problems.push(format!(
+                "agent {} is an external wrapper: it needs exactly one tool, a chat service (connector kind upstream_chat)",
+                agent.id
+            ));
+        } else if !wrapper && !chats.is_empty() {
+            problems.push(format!(
+                "agent {} uses the chat service {}: only an external-wrapper card may (role: external-wrapper)",
+                agent.id,
+                chats.join(", ")
+            ));
+        }
+    }
+    problems
 }
 
 impl Runtime {
@@ -250,26 +286,5 @@ impl Runtime {
         deadline: Option<tokio::time::Instant>,
     ) -> Result<RunReport, StoreError> {
         crate::compaction::due(&self.inner, max_episodes, deadline).await
-    }
-
-    /// The narration history of one of the caller's episodes.
-    ///
-    /// # Errors
-    /// `NotFound` for an unknown episode or another principal's (D-30).
-    pub async fn history(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-    ) -> Result<EpisodeHistory, TurnRejection> {
-        let turns = self
-            .inner
-            .store
-            .turns(principal, episode_id, usize::MAX)
-            .await
-            .map_err(store_rejection)?;
-        Ok(EpisodeHistory {
-            episode_id: episode_id.to_owned(),
-            turns: turns.iter().map(HistoryTurn::from).collect(),
-        })
     }
 }

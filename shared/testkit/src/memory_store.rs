@@ -13,6 +13,7 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 
 /// A [`Store`] that keeps episodes, turns, claims and bodies in memory.
@@ -40,6 +41,8 @@ struct Episode {
     bodies: HashMap<String, String>,
     /// When the episode was marked due for compaction, if it is.
     due_since_ms: Option<u64>,
+    /// Each specialist's upstream conversation, by agent id.
+    upstream: HashMap<String, UpstreamConversation>,
 }
 
 #[derive(Debug)]
@@ -135,6 +138,7 @@ impl Inner {
                         turns: Vec::new(),
                         bodies: HashMap::new(),
                         due_since_ms: None,
+                        upstream: HashMap::new(),
                     },
                 );
                 meta
@@ -287,6 +291,38 @@ impl Store for MemoryStore {
         due.sort_by(|a, b| (a.since_ms, &a.episode_id).cmp(&(b.since_ms, &b.episode_id)));
         due.truncate(limit);
         Ok(due)
+    }
+
+    async fn upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner
+            .owned(principal, episode_id)?
+            .upstream
+            .get(agent_id)
+            .cloned())
+    }
+
+    async fn save_upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        conversation: &UpstreamConversation,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        inner.owned(principal, episode_id)?;
+        let episode = inner
+            .episodes
+            .get_mut(episode_id)
+            .ok_or(StoreError::NotFound)?;
+        episode
+            .upstream
+            .insert(conversation.agent_id.clone(), conversation.clone());
+        Ok(())
     }
 
     async fn body(

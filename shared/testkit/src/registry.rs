@@ -97,6 +97,8 @@ pub struct TestRegistry {
     pub orchestrator_model: &'static str,
     /// More orchestrator card YAML (a label, Direct Line, obligations, privacy …).
     pub orchestrator_extra: String,
+    /// More entries of `tools.yaml`, indented under `tools:` as the others are.
+    pub extra_tools: String,
     /// Whole files that replace or add to the generated ones, by registry path (see
     /// [`TestRegistry::file`]).
     pub files: BTreeMap<String, String>,
@@ -112,6 +114,7 @@ impl Default for TestRegistry {
             rewards_label: "Rewards",
             orchestrator_model: "m1",
             orchestrator_extra: String::new(),
+            extra_tools: String::new(),
             files: BTreeMap::new(),
         }
     }
@@ -171,7 +174,7 @@ impl TestRegistry {
             ),
         ]);
         let mut models = MODELS.to_owned();
-        let mut tools = TOOLS.to_owned();
+        let mut tools = format!("{TOOLS}{}", self.extra_tools);
         for (path, text) in &self.files {
             match path.as_str() {
                 "models.yaml" => models = text.clone(),

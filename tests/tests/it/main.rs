@@ -8,3 +8,4 @@ mod history_writer;
 mod journal;
 mod layering;
 mod turn_function;
+mod upstream;

@@ -22,12 +22,16 @@ pub const TURN_MAX: &str = "TURN#~";
 pub const TURN_ID_PREFIX: &str = "TID#";
 /// Prefix of a body's sort key.
 pub const BODY_PREFIX: &str = "BODY#";
+/// Prefix of a specialist's upstream conversation's sort key. Sorts after [`TURN_MAX`], so
+/// the turns queries never read it; the history writer's stream filter passes only `TURN#`
+/// and `BODY#` items, so it never sees it either.
+pub const UPSTREAM_PREFIX: &str = "UPSTREAM#";
 /// `AGG` sort key: the episode's aggregates (history writer).
 pub const AGG: &str = "AGG";
 /// Prefix of an audit item's sort key (history writer).
 pub const AUDIT_PREFIX: &str = "AUDIT#";
 
-/// Owner principal (META, TURN, BODY).
+/// Owner principal (META, TURN, BODY, UPSTREAM).
 pub const OWNER: &str = "owner";
 /// META: the episode state as JSON; TURN-ID: `claimed` or `done`.
 pub const STATE: &str = "state";
@@ -43,7 +47,7 @@ pub const EPISODE_ID: &str = "episode_id";
 pub const FINGERPRINT: &str = "fingerprint";
 /// End of a lease, epoch ms (META, TURN-ID while claimed).
 pub const LEASE_EXPIRES_MS: &str = "lease_expires_ms";
-/// TTL attribute, epoch seconds.
+/// TTL attribute, epoch seconds (TURN-ID while claimed, UPSTREAM).
 pub const EXPIRES_AT: &str = "expires_at";
 
 /// META: committed turns, the optimistic-concurrency version.
@@ -59,6 +63,12 @@ pub const LEASE_PRINCIPAL: &str = "lease_principal";
 
 /// TURN: the turn record as JSON.
 pub const RECORD: &str = "record";
+
+/// UPSTREAM: the chat service's id for the conversation.
+pub const CONVERSATION_ID: &str = "conversation_id";
+/// UPSTREAM: when the conversation stops being usable, epoch ms (what the caller checks;
+/// `expires_at` only lets DynamoDB delete it some time after).
+pub const EXPIRES_MS: &str = "expires_ms";
 
 /// BODY: the body as JSON, when inline.
 pub const JSON: &str = "json";
@@ -110,6 +120,11 @@ pub fn body_sk(key: &str) -> String {
     format!("{BODY_PREFIX}{key}")
 }
 
+/// `UPSTREAM#<agent_id>`: the agent id is taken literally.
+pub fn upstream_sk(agent_id: &str) -> String {
+    format!("{UPSTREAM_PREFIX}{agent_id}")
+}
+
 /// `AUDIT#<seq, 10 digits>#<agent_id>`: one per sub-agent execution, in turn order.
 pub fn audit_sk(seq: u64, agent_id: &str) -> String {
     format!("{AUDIT_PREFIX}{seq:010}#{agent_id}")
@@ -150,6 +165,15 @@ mod tests {
         for sk in ["AGG", "AUDIT#0000000001#offers", "BODY#zzz", "BODY#~"] {
             assert!(sk < META, "{sk}");
         }
+    }
+
+    #[test]
+    fn upstream_keys_sort_above_every_turn() {
+        // The turns queries end at `TURN#~`; a conversation is never read as a turn.
+        for agent in ["", "!", "a", "~", "support"] {
+            assert!(upstream_sk(agent).as_str() > TURN_MAX, "{agent}");
+        }
+        assert_eq!(upstream_sk("support"), "UPSTREAM#support");
     }
 
     #[test]

@@ -25,10 +25,14 @@
 //! | save_summary | 1 UpdateItem | 0 |
 //! | due_episodes | 1 Query of the `compaction-due` index | 0 |
 //! | body | 1 GetItem | +1 GetObject if stored in S3 |
+//! | upstream_conversation | 1 GetItem (+1 GetItem of META when there is none) | 0 |
+//! | save_upstream_conversation, refresh | 1 PutItem | 0 |
+//! | save_upstream_conversation, first save or `NotFound` | 1 PutItem + 1 TransactWriteItems | 0 |
 //!
 //! TTL: a claimed TURN-ID item carries `expires_at` (its lease's end plus a day), so
 //! abandoned claims disappear; DynamoDB deletes expired items late, so every read of such
-//! an item checks `expires_at` itself.
+//! an item checks `expires_at` itself. An UPSTREAM item carries one a day past its
+//! conversation's expiry, which its caller checks from `expires_ms`.
 
 mod bodies;
 mod claim;
@@ -41,6 +45,7 @@ mod read;
 pub mod schema;
 mod store;
 mod transact;
+mod upstream;
 
 pub use schema::{SchemaError, create_table, create_table_without_ttl};
 pub use store::{DynamoStore, JournalConfig, s3_config};

@@ -9,9 +9,10 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 
-use super::{claim, commit, memory, read};
+use super::{claim, commit, memory, read, upstream};
 
 /// Where the journal lives and when a body leaves the table for S3.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,6 +176,24 @@ impl Store for DynamoStore {
 
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
         memory::due_episodes(self, limit).await
+    }
+
+    async fn upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError> {
+        upstream::conversation(self, principal, episode_id, agent_id).await
+    }
+
+    async fn save_upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        conversation: &UpstreamConversation,
+    ) -> Result<(), StoreError> {
+        upstream::save(self, principal, episode_id, conversation).await
     }
 
     async fn body(

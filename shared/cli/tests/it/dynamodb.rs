@@ -221,3 +221,58 @@ async fn an_unreachable_dynamodb_is_a_plain_error() {
     assert!(!run.stderr.contains("dispatch failure"), "{run:?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
+
+#[tokio::test]
+async fn compact_due_folds_a_long_conversation_on_dynamodb() {
+    let db = DynamoDbLocal::connect().await;
+    let table = db.fresh_table().await;
+    let sandbox = Sandbox::new();
+    let store = [
+        "--store", "dynamodb", "--table", &table, "--bucket", "bodies",
+    ];
+    let turn = |extra: &[&str]| -> Run {
+        baton(&sandbox, &db)
+            .env("BATON_COMPACT_AFTER_TURN", "false")
+            .args(["--registry", registry(), "--model", "offline"])
+            .args(store)
+            .args(["chat", "--json"])
+            .args(extra)
+            .arg("find me coffee deals")
+            .output()
+            .unwrap()
+            .into()
+    };
+    let first = turn(&[]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let episode = episode_of(&events(&first.stdout));
+    for _ in 2..=8 {
+        let run = turn(&["--episode", &episode]);
+        assert_eq!(run.code, 0, "{run:?}");
+    }
+    let pk = format!("EP#{episode}");
+    let meta = item(&db, &table, &pk, "META").await.unwrap();
+    assert_eq!(s(&meta, "due_pk"), "DUE", "the 8th turn marked it due");
+
+    let run: Run = baton(&sandbox, &db)
+        .args(["--registry", registry(), "--model", "offline"])
+        .args(store)
+        .args(["compact", "--due", "--json"])
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["episodes"][0]["outcome"], "compacted", "{report}");
+    assert_eq!(report["episodes"][0]["upto_seq"], 4, "{report}");
+    let meta = item(&db, &table, &pk, "META").await.unwrap();
+    assert!(
+        !meta.contains_key("due_pk"),
+        "the mark is cleared: {meta:?}"
+    );
+    let summary: serde_json::Value = serde_json::from_str(s(&meta, "summary")).unwrap();
+    assert_eq!(summary["upto_seq"], 4);
+    assert!(
+        summary["text"].as_str().unwrap().contains("coffee"),
+        "{summary}"
+    );
+}

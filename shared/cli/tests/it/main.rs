@@ -12,6 +12,7 @@ mod console;
 #[cfg(feature = "aws")]
 mod dynamodb;
 mod offline;
+mod replay;
 mod serve;
 mod support;
 mod validate;

@@ -134,4 +134,11 @@ pub trait Connector: Send + Sync {
         let _ = (tool_id, config);
         Ok(())
     }
+
+    /// The chat service behind this connector, when it is one: a tool of such a kind is
+    /// served as a conversation by an external-wrapper specialist, not called as a tool
+    /// (see [`UpstreamChat`](super::upstream::UpstreamChat)).
+    fn upstream_chat(&self) -> Option<&dyn super::upstream::UpstreamChat> {
+        None
+    }
 }

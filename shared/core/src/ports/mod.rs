@@ -5,3 +5,4 @@ pub mod connector;
 pub mod metrics;
 pub mod model;
 pub mod store;
+pub mod upstream;

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::EpisodeSummary;
+use crate::ports::upstream::UpstreamConversation;
 use crate::principal::Principal;
 use crate::turn::{EpisodeState, TurnRecord};
 
@@ -237,6 +238,31 @@ pub trait Store: Send + Sync {
 
     /// Up to `limit` episodes marked due for compaction, longest due first.
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError>;
+
+    /// The specialist's conversation with its upstream chat service, as last saved, expired
+    /// or not (the caller checks [`UpstreamConversation::live_at`]). `None` when there is
+    /// none, and when the stored item is unreadable or not the principal's: treated as
+    /// expired, never as an error.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's.
+    async fn upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError>;
+
+    /// Saves (or refreshes) a specialist's upstream conversation.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's.
+    async fn save_upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        conversation: &UpstreamConversation,
+    ) -> Result<(), StoreError>;
 
     /// Reads one body, checked for ownership.
     async fn body(

@@ -74,6 +74,66 @@ async fn history_is_the_callers_own_and_hidden_from_others() {
 }
 
 #[tokio::test]
+async fn history_says_how_far_the_summary_reaches() {
+    use std::sync::Arc;
+
+    use baton_core::Principal;
+    use baton_core::memory::EpisodeSummary;
+    use baton_core::ports::store::Store;
+    use baton_testkit::memory_store::MemoryStore;
+
+    let store = Arc::new(MemoryStore::new());
+    let state = Rig {
+        store: store.clone(),
+        ..Rig::default()
+    }
+    .state();
+    let response = send(&state, post_turn(r#"{"message":"coffee deals"}"#, None)).await;
+    let episode = response.headers()["x-baton-episode-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    text(response).await;
+    let body = r#"{"message":"more coffee deals","episode_id":"EP"}"#.replace("EP", &episode);
+    text(send(&state, post_turn(&body, None)).await).await;
+
+    let path = format!("/v1/episodes/{episode}");
+    let before: Value =
+        serde_json::from_str(&text(send(&state, get(&path, None)).await).await).unwrap();
+    assert_eq!(before["summary"], Value::Null, "{before}");
+    assert_eq!(before["turns"].as_array().unwrap().len(), 2);
+
+    // As a compaction would leave it: turn 1 folded, turn 2 kept.
+    let summary = EpisodeSummary {
+        upto_seq: 1,
+        text: "The user asked about coffee deals.".into(),
+        ..EpisodeSummary::default()
+    };
+    let alice = Principal::new("alice").unwrap();
+    store
+        .save_summary(&alice, &episode, 2, &summary)
+        .await
+        .unwrap();
+    let after: Value =
+        serde_json::from_str(&text(send(&state, get(&path, None)).await).await).unwrap();
+    assert_eq!(
+        after["summary"],
+        serde_json::json!({ "upto_seq": 1 }),
+        "{after}"
+    );
+    assert_eq!(after["episode_id"], episode.as_str());
+    assert_eq!(
+        after["turns"].as_array().unwrap().len(),
+        2,
+        "every turn is still shown"
+    );
+    assert!(
+        !after.to_string().contains("asked about"),
+        "the summary's text stays out"
+    );
+}
+
+#[tokio::test]
 async fn a_principal_in_the_body_is_ignored_and_the_auth_context_wins() {
     let state = Rig::default().state();
     let body = r#"{"message":"coffee deals","principal":"mallory"}"#;

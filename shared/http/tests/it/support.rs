@@ -11,6 +11,7 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
 use baton_runtime::metrics::LocalMetrics;
@@ -65,6 +66,22 @@ impl Store for DownStore {
         Err(down())
     }
     async fn due_episodes(&self, _: usize) -> Result<Vec<DueEpisode>, StoreError> {
+        Err(down())
+    }
+    async fn upstream_conversation(
+        &self,
+        _: &Principal,
+        _: &str,
+        _: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError> {
+        Err(down())
+    }
+    async fn save_upstream_conversation(
+        &self,
+        _: &Principal,
+        _: &str,
+        _: &UpstreamConversation,
+    ) -> Result<(), StoreError> {
         Err(down())
     }
     async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {

@@ -16,7 +16,7 @@ use super::{bodies, failure};
 
 /// SQLite integers are signed; times and versions past `i64::MAX` are clamped (never
 /// reached in practice, and a clamped version simply never matches).
-fn int(value: u64) -> i64 {
+pub(super) fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 

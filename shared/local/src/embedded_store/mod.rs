@@ -21,6 +21,7 @@ mod failure;
 mod journal;
 mod owner;
 mod schema;
+mod upstream;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -243,6 +245,36 @@ impl Store for EmbeddedStore {
 
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
         self.run(move |conn, _| journal::due_episodes(conn, limit))
+            .await
+    }
+
+    async fn upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError> {
+        let (principal, episode_id, agent_id) = (
+            principal.clone(),
+            episode_id.to_owned(),
+            agent_id.to_owned(),
+        );
+        self.run(move |conn, _| upstream::conversation(conn, &principal, &episode_id, &agent_id))
+            .await
+    }
+
+    async fn save_upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        conversation: &UpstreamConversation,
+    ) -> Result<(), StoreError> {
+        let (principal, episode_id, conversation) = (
+            principal.clone(),
+            episode_id.to_owned(),
+            conversation.clone(),
+        );
+        self.run(move |conn, _| upstream::save(conn, &principal, &episode_id, &conversation))
             .await
     }
 

@@ -13,7 +13,7 @@ use super::failure;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 3;
+const SCHEMA_VERSION: i32 = 4;
 
 /// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
 /// its episode over) and know the store that made them and what their request asked.
@@ -45,8 +45,23 @@ CREATE INDEX episodes_due ON episodes (due_since_ms, episode_id)
     WHERE due_since_ms IS NOT NULL;
 ";
 
+/// Version 3 to 4: each specialist's conversation with its upstream chat service.
+const MIGRATE_3_TO_4: &str = "
+CREATE TABLE upstream_conversations (
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (episode_id, agent_id)
+);
+";
+
 /// Each step from a layout to the next, by the version it starts from.
-const MIGRATIONS: &[(i32, &str)] = &[(1, MIGRATE_1_TO_2), (2, MIGRATE_2_TO_3)];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, MIGRATE_1_TO_2),
+    (2, MIGRATE_2_TO_3),
+    (3, MIGRATE_3_TO_4),
+];
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
 /// `summary` is the compaction summary as JSON; `due_since_ms`, set only while the episode
@@ -56,6 +71,8 @@ const MIGRATIONS: &[(i32, &str)] = &[(1, MIGRATE_1_TO_2), (2, MIGRATE_2_TO_3)];
 /// turn id sent again finds its episode.
 /// Turns: the record as JSON, keyed by position and by (principal, turn id).
 /// Bodies: where each committed body's file is, relative to the bodies folder.
+/// Upstream conversations: one per episode and specialist, owned through its episode row
+/// (no owner of its own to disagree with it), kept expired or not: the caller judges.
 const TABLES: &str = "
 CREATE TABLE episodes (
     id INTEGER PRIMARY KEY,
@@ -94,6 +111,13 @@ CREATE TABLE bodies (
     key TEXT NOT NULL,
     path TEXT NOT NULL,
     PRIMARY KEY (episode_id, key)
+);
+CREATE TABLE upstream_conversations (
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (episode_id, agent_id)
 );
 ";
 
@@ -237,6 +261,7 @@ mod tests {
 
     use baton_core::memory::EpisodeSummary;
     use baton_core::ports::store::{Store, StoreError};
+    use baton_core::ports::upstream::UpstreamConversation;
     use baton_testkit::store::records::{
         claim_ok, claim_request, commit_of, principal, turn_record,
     };
@@ -310,6 +335,47 @@ mod tests {
             Some(summary())
         );
         assert_eq!(store.due_episodes(10).await.unwrap(), vec![]);
+        let version: i32 = rusqlite::Connection::open(&file)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, super::SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn a_store_of_the_third_layout_gains_upstream_conversations() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DATABASE_FILE);
+        let alice = principal("alice");
+        {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+        }
+        // The third layout is this one without the table.
+        rusqlite::Connection::open(&file)
+            .unwrap()
+            .execute_batch("DROP TABLE upstream_conversations; PRAGMA user_version = 3;")
+            .unwrap();
+
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.upstream_conversation(&alice, "ep-1", "support").await,
+            Ok(None)
+        );
+        let kept = UpstreamConversation {
+            agent_id: "support".into(),
+            conversation_id: "c-1".into(),
+            expires_ms: 9_000,
+        };
+        store
+            .save_upstream_conversation(&alice, "ep-1", &kept)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.upstream_conversation(&alice, "ep-1", "support").await,
+            Ok(Some(kept))
+        );
+        assert_eq!(store.episode(&alice, "ep-1").await.unwrap().version, 0);
         let version: i32 = rusqlite::Connection::open(&file)
             .unwrap()
             .pragma_query_value(None, "user_version", |row| row.get(0))

@@ -21,5 +21,6 @@ mod status;
 mod subagent;
 mod tools;
 mod turn;
+mod upstream;
 
 pub(crate) use start::start;

@@ -19,6 +19,7 @@ use super::live_slot::LiveSlot;
 use super::model_call::{self, Sink};
 use super::status::Board;
 use super::tools;
+use super::upstream;
 
 /// What the orchestrator asked one sub-agent.
 #[derive(Debug, Clone)]
@@ -69,12 +70,12 @@ pub(crate) enum TextMode {
     Delegated,
 }
 
-struct AgentSink<'a> {
-    ctx: &'a TurnCtx,
-    agent_id: &'a str,
-    label: &'a str,
-    mode: &'a TextMode,
-    status: &'a Board,
+pub(crate) struct AgentSink<'a> {
+    pub(crate) ctx: &'a TurnCtx,
+    pub(crate) agent_id: &'a str,
+    pub(crate) label: &'a str,
+    pub(crate) mode: &'a TextMode,
+    pub(crate) status: &'a Board,
 }
 
 impl Sink for AgentSink<'_> {
@@ -109,6 +110,18 @@ pub(crate) async fn run(
 ) {
     let agent = &job.agent;
     let started = Instant::now();
+    if let Some((tool, chat)) = upstream::served_by(ctx, agent) {
+        let mut sink = AgentSink {
+            ctx,
+            agent_id: &agent.id,
+            label: &agent.label,
+            mode,
+            status,
+        };
+        upstream::run(ctx, job, tool, chat, &mut sink, result).await;
+        result.duration_ms = started.elapsed().as_millis() as u64;
+        return;
+    }
     let mut request = agent.request(
         CallPurpose::Agent,
         agent.prompt.system(
@@ -242,15 +255,20 @@ fn own_history(ctx: &TurnCtx, agent: &Agent) -> Vec<Message> {
     messages
 }
 
-/// The inherited context that goes after the cache point: prior context (filled by the
-/// runtime on an intent switch when the orchestrator gave none, D-18) and extra arguments.
-fn inherited(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
-    let mut out = String::new();
-    let prior = job
-        .prior_context
+/// The job's prior context: the orchestrator's, or filled by the runtime on an intent
+/// switch when the orchestrator gave none (D-18).
+pub(crate) fn prior_context(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
+    job.prior_context
         .clone()
         .filter(|p| !p.trim().is_empty())
-        .or_else(|| fill_prior_context(ctx, &job.agent));
+        .or_else(|| fill_prior_context(ctx, &job.agent))
+}
+
+/// The inherited context that goes after the cache point: prior context and extra
+/// arguments.
+fn inherited(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
+    let mut out = String::new();
+    let prior = prior_context(ctx, job);
     if let Some(prior) = prior {
         let _ = write!(out, "<prior_context>\n{}\n</prior_context>", prior.trim());
     }
@@ -278,17 +296,27 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
     if last.segments.iter().any(|s| s.agent_id == *agent.id) {
         return None; // Not a switch: it already has its own history.
     }
-    let mut text = String::new();
-    if let Some(summary) = &ctx.summary {
-        let _ = writeln!(text, "Summary so far: {}", summary.text);
-    }
-    let _ = write!(
-        text,
+    // The last turn first: it is what the switch is about, and the summary only gets what
+    // room is left, so a long summary never pushes it out.
+    let mut text = format!(
         "Last turn, the user said: {:?}. The assistant answered: {}",
         last.user_text, last.narration
     );
     if text.chars().count() > PRIOR_CONTEXT_CHARS {
         text = text.chars().take(PRIOR_CONTEXT_CHARS).collect::<String>() + "…";
+    } else if let Some(summary) = ctx.summary.as_ref().filter(|s| !s.text.is_empty()) {
+        let room = PRIOR_CONTEXT_CHARS - text.chars().count();
+        let label = "\nEarlier: ";
+        if room > label.len() + 40 {
+            let budget = room - label.len();
+            let earlier: String = if summary.text.chars().count() > budget {
+                summary.text.chars().take(budget - 1).collect::<String>() + "…"
+            } else {
+                summary.text.clone()
+            };
+            text.push_str(label);
+            text.push_str(&earlier);
+        }
     }
     ctx.trace(|t| {
         t.guard(

@@ -713,6 +713,29 @@ impl baton_core::ports::store::Store for SlowClaims {
     {
         self.0.due_episodes(limit).await
     }
+    async fn upstream_conversation(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<
+        Option<baton_core::ports::upstream::UpstreamConversation>,
+        baton_core::ports::store::StoreError,
+    > {
+        self.0
+            .upstream_conversation(principal, episode_id, agent_id)
+            .await
+    }
+    async fn save_upstream_conversation(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        conversation: &baton_core::ports::upstream::UpstreamConversation,
+    ) -> Result<(), baton_core::ports::store::StoreError> {
+        self.0
+            .save_upstream_conversation(principal, episode_id, conversation)
+            .await
+    }
     async fn body(
         &self,
         principal: &baton_core::Principal,

@@ -113,6 +113,15 @@ async fn a_due_episode_is_compacted_and_each_agent_sees_only_its_own_summary() {
             "{shop_system}"
         );
     }
+    // On the switch the last turn is handed over whole, the summary after it.
+    assert!(
+        shop_system.contains(r#"Last turn, the user said: \"my receipt again\""#),
+        "{shop_system}"
+    );
+    assert!(
+        shop_system.contains("Earlier: ORCHESTRATOR SUMMARY"),
+        "{shop_system}"
+    );
     let support = requests
         .iter()
         .rfind(|r| &*r.agent_id == "support")

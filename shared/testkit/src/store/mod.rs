@@ -21,6 +21,7 @@ pub mod commit;
 pub mod memory;
 pub mod read;
 pub mod records;
+pub mod upstream;
 
 /// What a scenario runs against: a store plus whatever must outlive it (a temp folder).
 pub trait StoreFixture {
@@ -67,6 +68,10 @@ macro_rules! store_conformance {
             memory::due_episodes_are_listed_longest_due_first,
             memory::a_turn_committed_meanwhile_makes_the_summary_conflict,
             memory::another_principal_cannot_summarise,
+            upstream::a_conversation_round_trips_per_specialist_and_is_refreshed,
+            upstream::an_expired_conversation_is_still_returned_for_the_caller_to_judge,
+            upstream::another_principal_neither_reads_nor_writes_a_conversation,
+            upstream::a_conversation_survives_commits_and_summaries,
         );
     };
     (@scenarios $make:expr; $($module:ident :: $name:ident),* $(,)?) => {

@@ -1,5 +1,5 @@
 //! The embedded store: the shared conformance suite, then what only a file-backed store can
-//! get wrong (reopening, damaged or locked files, body paths).
+//! get wrong (reopening, damaged or locked files, body paths, damaged upstream rows).
 
 mod body_paths;
 mod conformance;
@@ -7,6 +7,7 @@ mod damaged_file;
 mod locked_file;
 mod reopen;
 mod unstorable_record;
+mod upstream_rows;
 
 use std::time::Duration;
 

@@ -1,0 +1,213 @@
+//! An external-wrapper specialist served by an upstream chat service (seed 000): no model
+//! call, the service's streamed answer is the specialist's.
+//!
+//! The service keeps its own conversation. Its id is kept in the store per episode and
+//! specialist with a lifetime, refreshed on each use; while it lives the conversation
+//! continues. When it has expired (checked here, on read: a store's own expiry deletes
+//! late), is missing, unreadable, or the service no longer knows it, a new conversation
+//! starts with the specialist's last turns replayed as context, and the routing record says
+//! so. A service that is down, slow or answers for another conversation gives the user a
+//! plain acknowledgement, never its error text.
+
+use std::sync::Arc;
+
+use baton_core::ports::connector::Connector;
+use baton_core::ports::upstream::{
+    ConversationPolicy, Exchange, UpstreamChat, UpstreamConversation, UpstreamError, UpstreamEvent,
+    UpstreamRequest,
+};
+use baton_core::registry::{Agent, AgentRole, Tool};
+use baton_core::trace::GuardName;
+use baton_core::turn::AgentStatus;
+use futures::StreamExt;
+
+use super::context::TurnCtx;
+use super::model_call::Sink;
+use super::subagent::{AgentJob, AgentResult, AgentSink, prior_context};
+
+/// The tool and service that serve `agent`, when it is an external wrapper whose one tool
+/// is a chat service.
+pub(crate) fn served_by<'a>(
+    ctx: &'a TurnCtx,
+    agent: &'a Agent,
+) -> Option<(&'a Arc<Tool>, &'a dyn UpstreamChat)> {
+    if agent.role != AgentRole::ExternalWrapper {
+        return None;
+    }
+    let [tool] = agent.tools.as_slice() else {
+        return None;
+    };
+    let connector: &Arc<dyn Connector> = ctx.inner.connectors.get(&*tool.connector_kind)?;
+    Some((tool, connector.upstream_chat()?))
+}
+
+/// Why a new conversation starts where one existed.
+enum Restart {
+    Expired,
+    Forgotten,
+}
+
+/// Runs one message through the service and streams its answer as the specialist's.
+pub(crate) async fn run(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    tool: &Arc<Tool>,
+    chat: &dyn UpstreamChat,
+    sink: &mut AgentSink<'_>,
+    result: &mut AgentResult,
+) {
+    let agent = &job.agent;
+    result.tool_calls = 1;
+    // Checked at load (the connector's own check): the defaults are the fallback.
+    let policy = ConversationPolicy::from_config(&tool.connector_config).unwrap_or_default();
+    let store = &ctx.inner.store;
+    let now = ctx.inner.clock.now_ms();
+    let stored = match store
+        .upstream_conversation(&ctx.principal, &ctx.episode_id, &agent.id)
+        .await
+    {
+        Ok(stored) => stored,
+        Err(e) => {
+            // Without the id the conversation starts afresh, with the replay: the user
+            // still gets an answer.
+            tracing::warn!(agent = %agent.id, error = %e, "could not read the upstream conversation");
+            None
+        }
+    };
+    let message = match prior_context(ctx, job) {
+        Some(prior) => format!("{}\n\n{}", prior.trim(), job.query),
+        None => job.query.clone(),
+    };
+    let mut request = UpstreamRequest {
+        tool_id: tool.id.clone(),
+        config: tool.connector_config.clone(),
+        principal: ctx.principal.clone(),
+        episode_id: ctx.episode_id.clone(),
+        agent_id: agent.id.clone(),
+        message,
+        conversation_id: None,
+        replay: Vec::new(),
+    };
+    let mut restart = None;
+    match stored {
+        Some(c) if c.live_at(now) => request.conversation_id = Some(c.conversation_id),
+        Some(_) => restart = Some(Restart::Expired),
+        None => {}
+    }
+    if request.conversation_id.is_none() {
+        request.replay = replay(ctx, &agent.id, policy.replay_turns);
+    }
+    let mut outcome = converse(chat, &request, sink, result).await;
+    if matches!(outcome, Err(UpstreamError::UnknownConversation))
+        && request.conversation_id.is_some()
+    {
+        restart = Some(Restart::Forgotten);
+        request.conversation_id = None;
+        request.replay = replay(ctx, &agent.id, policy.replay_turns);
+        outcome = converse(chat, &request, sink, result).await;
+    }
+    if let Some(why) = restart {
+        let why = match why {
+            Restart::Expired => "its conversation had expired",
+            Restart::Forgotten => "the service no longer knew its conversation",
+        };
+        let detail = format!(
+            "{}: {why}; a new one started with {} earlier turn(s) replayed",
+            agent.id,
+            request.replay.len()
+        );
+        ctx.trace(|t| t.guard(GuardName::UpstreamRestart, detail));
+    }
+    match outcome {
+        Ok(conversation_id) => {
+            let kept = UpstreamConversation {
+                agent_id: agent.id.to_string(),
+                conversation_id,
+                expires_ms: now.saturating_add(policy.lifetime_ms),
+            };
+            if let Err(e) = store
+                .save_upstream_conversation(&ctx.principal, &ctx.episode_id, &kept)
+                .await
+            {
+                // The answer stands; the next turn starts a new conversation, with replay.
+                tracing::warn!(agent = %agent.id, error = %e, "could not keep the upstream conversation");
+            }
+            result.status = if result.text.trim().is_empty() {
+                AgentStatus::Error
+            } else {
+                AgentStatus::Ok
+            };
+        }
+        Err(e) => {
+            tracing::warn!(agent = %agent.id, tool = %tool.id, error = %e, "upstream chat failed");
+            result.status = AgentStatus::Error;
+            // What reached the user of a broken answer stays; the rest is a plain word.
+            let note = format!(
+                "{} couldn't be reached just now, so this part can't be answered. Please try again in a little while.",
+                agent.label
+            );
+            let note = if result.text.is_empty() {
+                note
+            } else {
+                format!(" {note}")
+            };
+            sink.text(&note).await;
+            result.text.push_str(&note);
+        }
+    }
+}
+
+/// One message through the service: streams its text into `sink` and `result`, and
+/// returns the conversation's id.
+async fn converse(
+    chat: &dyn UpstreamChat,
+    request: &UpstreamRequest,
+    sink: &mut AgentSink<'_>,
+    result: &mut AgentResult,
+) -> Result<String, UpstreamError> {
+    let mut stream = chat.converse(request.clone()).await?;
+    let mut conversation: Option<String> = None;
+    while let Some(event) = stream.next().await {
+        match event? {
+            UpstreamEvent::Conversation(id) => {
+                if let Some(expected) = &request.conversation_id
+                    && *expected != id
+                {
+                    // Another conversation's answer may be another user's: none of it is
+                    // shown, and the id is not kept.
+                    return Err(UpstreamError::Invalid(
+                        "it answered for another conversation".into(),
+                    ));
+                }
+                conversation = Some(id);
+            }
+            UpstreamEvent::Text(text) => {
+                if conversation.is_none() {
+                    return Err(UpstreamError::Invalid(
+                        "text came before the conversation's id".into(),
+                    ));
+                }
+                sink.text(&text).await;
+                result.text.push_str(&text);
+            }
+        }
+    }
+    conversation.ok_or_else(|| UpstreamError::Invalid("no conversation id".into()))
+}
+
+/// The specialist's last `n` exchanges in the loaded history, oldest first.
+fn replay(ctx: &TurnCtx, agent_id: &str, n: usize) -> Vec<Exchange> {
+    let mut all: Vec<Exchange> = ctx
+        .history
+        .iter()
+        .flat_map(|t| &t.segments)
+        .filter(|s| s.agent_id == agent_id && !s.text.is_empty())
+        .map(|s| Exchange {
+            user: s.query.clone(),
+            assistant: s.text.clone(),
+        })
+        .collect();
+    let skip = all.len().saturating_sub(n);
+    all.drain(..skip);
+    all
+}

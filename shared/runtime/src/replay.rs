@@ -1,0 +1,228 @@
+//! An episode replayed for its owner (`baton replay`): every turn as stored, with what the
+//! runtime recorded about it, and the summary compaction wrote. For people and tools
+//! looking back at a conversation; no model ever sees this.
+
+use std::collections::BTreeMap;
+
+use baton_core::Principal;
+use baton_core::ports::store::{EpisodeMeta, StoreError};
+use baton_core::turn::TurnRecord;
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::request::{TurnRejection, store_rejection};
+use crate::runtime::Runtime;
+
+/// Bodies read at once: enough to hide a remote store's latency, few enough not to flood
+/// it.
+const BODY_READS: usize = 8;
+
+/// One episode as stored: its metadata (with the summary), its turns, and optionally the
+/// payloads its turns kept as bodies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeReplay {
+    /// The episode's metadata as stored; `summary` says how far compaction has folded it.
+    pub meta: EpisodeMeta,
+    /// Every committed turn as stored, oldest first.
+    pub turns: Vec<TurnRecord>,
+    /// The payloads of every turn's `body_keys`, by key, when asked for; `None` otherwise
+    /// (so "not asked" and "none stored" stay apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bodies: Option<BTreeMap<String, serde_json::Value>>,
+    /// Keys of bodies that could not be read (missing or damaged): the replay shows the
+    /// rest rather than fail over one payload.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_bodies: Vec<String>,
+}
+
+impl Runtime {
+    /// One of `principal`'s episodes, turn by turn as stored, with its summary; with
+    /// `bodies`, the stored payloads of its turns too.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's (D-30); the store
+    /// unavailable.
+    pub async fn replay(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        bodies: bool,
+    ) -> Result<EpisodeReplay, TurnRejection> {
+        let store = &self.inner.store;
+        // Two reads, not one snapshot: a turn committed in between shows up in `turns`
+        // only, which a replay can live with (the summary never reaches past the turns).
+        let meta = store
+            .episode(principal, episode_id)
+            .await
+            .map_err(store_rejection)?;
+        let turns = store
+            .turns(principal, episode_id, usize::MAX)
+            .await
+            .map_err(store_rejection)?;
+        let mut replay = EpisodeReplay {
+            meta,
+            turns,
+            bodies: None,
+            unreadable_bodies: Vec::new(),
+        };
+        if bodies {
+            let keys: Vec<&str> = replay
+                .turns
+                .iter()
+                .flat_map(|t| t.body_keys.iter().map(String::as_str))
+                .collect();
+            let read: Vec<(&str, Result<serde_json::Value, StoreError>)> =
+                futures::stream::iter(keys)
+                    .map(|key| async move { (key, store.body(principal, episode_id, key).await) })
+                    .buffered(BODY_READS)
+                    .collect()
+                    .await;
+            let mut found = BTreeMap::new();
+            let mut unreadable = Vec::new();
+            for (key, body) in read {
+                match body {
+                    Ok(value) => {
+                        found.insert(key.to_owned(), value);
+                    }
+                    // The episode was found, so this body alone is missing or damaged.
+                    Err(e @ (StoreError::NotFound | StoreError::Corrupt(_))) => {
+                        tracing::warn!(episode_id, key, error = %e, "a body could not be read");
+                        unreadable.push(key.to_owned());
+                    }
+                    Err(e) => return Err(store_rejection(e)),
+                }
+            }
+            replay.bodies = Some(found);
+            replay.unreadable_bodies = unreadable;
+        }
+        Ok(replay)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use baton_core::memory::EpisodeSummary;
+    use baton_core::ports::store::Store;
+    use baton_testkit::connector::TestConnector;
+    use baton_testkit::memory_store::MemoryStore;
+    use baton_testkit::registry::TestRegistry;
+    use baton_testkit::scripted::ScriptedModel;
+
+    use super::*;
+    use crate::{RejectionKind, TurnRequest};
+
+    const SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Roast coffee earns 500 points."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: "coffee deals" } }]
+    - when: { after_tool_results: true }
+      text: ["Roast coffee earns 500 points."]
+"#;
+
+    fn rig() -> (Runtime, Arc<MemoryStore>) {
+        let store = Arc::new(MemoryStore::new());
+        let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
+            .model_override(Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap()))
+            .store(store.clone())
+            .connector("test", Arc::new(TestConnector))
+            .build()
+            .unwrap();
+        (runtime, store)
+    }
+
+    fn alice() -> Principal {
+        Principal::new("alice").unwrap()
+    }
+
+    async fn turn(runtime: &Runtime, episode: Option<&str>) -> String {
+        let request = TurnRequest {
+            episode_id: episode.map(str::to_owned),
+            ..TurnRequest::new(alice(), "find coffee deals")
+        };
+        let stream = runtime.run_turn(request).await.unwrap();
+        let episode = stream.episode_id.clone();
+        let _: Vec<_> = stream.collect().await;
+        episode
+    }
+
+    #[tokio::test]
+    async fn a_replay_has_every_turn_and_with_bodies_their_payloads() {
+        let (runtime, _) = rig();
+        let episode = turn(&runtime, None).await;
+        turn(&runtime, Some(&episode)).await;
+
+        let plain = runtime.replay(&alice(), &episode, false).await.unwrap();
+        assert_eq!(plain.meta.episode_id, episode);
+        assert_eq!(plain.turns.len(), 2);
+        assert_eq!(plain.turns[1].seq, 2);
+        assert_eq!(plain.turns[0].consulted[0].agent_id, "shop");
+        assert_eq!(plain.bodies, None);
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json.get("bodies").is_none(), "{json}");
+
+        let full = runtime.replay(&alice(), &episode, true).await.unwrap();
+        let keys: Vec<&String> = full.turns.iter().flat_map(|t| &t.body_keys).collect();
+        assert!(!keys.is_empty(), "the tool call stored a body");
+        let bodies = full.bodies.unwrap();
+        for key in keys {
+            assert!(bodies.contains_key(key), "{key} missing from {bodies:?}");
+        }
+        assert!(full.unreadable_bodies.is_empty());
+    }
+
+    #[tokio::test]
+    async fn another_principals_episode_is_not_found() {
+        let (runtime, _) = rig();
+        let episode = turn(&runtime, None).await;
+        for (who, id) in [("bob", episode.as_str()), ("alice", "ep_missing")] {
+            let err = runtime
+                .replay(&Principal::new(who).unwrap(), id, true)
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind, RejectionKind::NotFound);
+            assert_eq!(err.message, "That conversation was not found.");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_summary_comes_with_the_replay_and_its_reach_with_the_history() {
+        let (runtime, store) = rig();
+        let episode = turn(&runtime, None).await;
+        turn(&runtime, Some(&episode)).await;
+        let none = runtime.history(&alice(), &episode).await.unwrap();
+        assert_eq!(none.summary, None);
+        assert_eq!(
+            serde_json::to_value(&none).unwrap()["summary"],
+            serde_json::Value::Null
+        );
+
+        let summary = EpisodeSummary {
+            upto_seq: 1,
+            text: "The user asked for coffee deals.".into(),
+            agents: BTreeMap::new(),
+        };
+        store
+            .save_summary(&alice(), &episode, 2, &summary)
+            .await
+            .unwrap();
+        let replay = runtime.replay(&alice(), &episode, false).await.unwrap();
+        assert_eq!(replay.meta.summary, Some(summary));
+        let history = runtime.history(&alice(), &episode).await.unwrap();
+        let json = serde_json::to_value(&history).unwrap();
+        assert_eq!(json["summary"], serde_json::json!({ "upto_seq": 1 }));
+        assert_eq!(json["episode_id"], episode.as_str());
+        assert_eq!(json["turns"].as_array().unwrap().len(), 2);
+        assert!(
+            json["summary"].get("text").is_none(),
+            "the summary's text stays out"
+        );
+    }
+}
