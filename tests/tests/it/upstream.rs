@@ -430,3 +430,26 @@ async fn only_a_wrapper_card_with_that_one_tool_may_use_a_chat_service() {
     let e = build(&card("external-wrapper", "lookup_receipt")).expect("refused");
     assert!(e.contains("exactly one tool"), "{e}");
 }
+
+#[tokio::test]
+async fn in_direct_composition_the_services_answer_stays_its_own_segment() {
+    let rig = rig_on(Arc::new(MemoryStore::new()), "direct", 5_000).await;
+    let (episode, events) = rig.turn(None, "my receipt and coffee deals").await;
+    let record = rig.last(&episode).await;
+    assert_eq!(record.segments.len(), 2, "{record:?}");
+    let (support, status) = support_text(&record);
+    assert_eq!(status, AgentStatus::Ok);
+    assert!(support.starts_with("New conversation conv-1"), "{support}");
+    let shop = record
+        .segments
+        .iter()
+        .find(|s| s.agent_id == "shop")
+        .unwrap();
+    assert!(!shop.text.contains("conv-"), "{shop:?}");
+    // What the user saw came from the two answers, nothing else.
+    let text = shown(&events);
+    assert!(
+        text.contains("conv-1") || text.contains("Roast coffee"),
+        "{text}"
+    );
+}
