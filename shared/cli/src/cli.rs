@@ -73,6 +73,8 @@ pub(crate) enum Command {
     /// Fold older turns of conversations into their summaries now: every episode that is
     /// due, or one episode.
     Compact(CompactArgs),
+    /// Run the registry's eval suites (`evals/*.yaml`): how well the orchestrator routes.
+    Eval(EvalArgs),
     /// Show one of your conversations as you saw it, turn by turn, with who was consulted,
     /// how each turn was routed and what it cost.
     Replay(ReplayArgs),
@@ -88,6 +90,24 @@ pub(crate) struct ReplayArgs {
     #[arg(long)]
     pub(crate) bodies: bool,
     /// Print the conversation as stored, as one JSON document.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `baton eval`.
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// Suite files [default: every `evals/*.yaml` of the registry]
+    #[arg(value_name = "FILE")]
+    pub(crate) suites: Vec<PathBuf>,
+    /// `routing` (the orchestrator's decision only: cheap) or `end-to-end` (the
+    /// specialists run, and answers are checked too)
+    #[arg(long, value_name = "MODE", default_value = "routing", value_parser = ["routing", "end-to-end"])]
+    pub(crate) mode: String,
+    /// Cases run at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub(crate) concurrency: usize,
+    /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
 }
@@ -170,6 +190,7 @@ impl Cli {
             Command::Serve(args) => crate::serve::run(&settings, &args).await,
             Command::Validate(_) => crate::validate::run(&settings),
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
+            Command::Eval(args) => crate::eval::run(&settings, &args).await,
             Command::Replay(args) => crate::replay::run(&settings, &args).await,
         }
     }
@@ -198,7 +219,7 @@ impl Cli {
                     o.registry = Some(dir.clone());
                 }
             }
-            Command::Chat(_) | Command::Compact(_) | Command::Replay(_) => {}
+            Command::Chat(_) | Command::Compact(_) | Command::Eval(_) | Command::Replay(_) => {}
         }
         o
     }

@@ -1,8 +1,8 @@
 //! The `baton` command: chat with the assistant, serve it over HTTP, validate a registry,
-//! compact conversations, replay one.
+//! compact conversations, replay one, run the eval suites.
 //!
 //! Exit status: 0 success, 1 a failure the user can fix (printed as `error: ...`), 2 a
-//! usage error.
+//! usage error, 3 an eval run with failing cases.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -10,6 +10,7 @@ mod chat;
 mod cli;
 mod compact;
 mod config;
+mod eval;
 mod logging;
 mod render;
 mod replay;

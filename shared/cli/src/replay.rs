@@ -198,6 +198,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         direct_line,
         obligations,
         interventions,
+        calls,
     } = r;
     let mut facts = Vec::new();
     if !invoked.is_empty() {
@@ -242,6 +243,9 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         facts.push("nothing routed".to_owned());
     }
     let _ = writeln!(out, "Routing: {}", facts.join(" · "));
+    for c in calls {
+        let _ = writeln!(out, "  asked {} with {}", c.agent_id, c.args);
+    }
     for g in guards {
         let _ = writeln!(out, "  guard {}: {}", g.guard.as_str(), g.detail);
     }

@@ -26,7 +26,9 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
     if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
         tracing::warn!(error = %e, "the allocator's background purging could not start");
     }
-    let setup::Assembled { runtime, metrics } = setup::assemble(settings).await?;
+    let setup::Assembled {
+        runtime, metrics, ..
+    } = setup::assemble(settings).await?;
     let principals = Arc::new(LocalPrincipal::new(Some(settings.principal.clone())));
     let state = AppState::new(runtime, principals)
         .with_metrics(metrics)

@@ -21,6 +21,7 @@ use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
+use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::scripted::ScriptedModel;
 
 use crate::config::{ModelChoice, Settings, StoreChoice};
@@ -31,10 +32,21 @@ pub(crate) struct Loaded {
     pub(crate) connectors: BTreeMap<String, Arc<dyn Connector>>,
 }
 
-/// A runtime ready for turns, and its counters.
+/// A runtime ready for turns, its store and its counters.
 pub(crate) struct Assembled {
     pub(crate) runtime: Runtime,
+    pub(crate) store: Arc<dyn Store>,
     pub(crate) metrics: Arc<LocalMetrics>,
+}
+
+/// What a runtime is assembled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// Conversations, on the configured store.
+    Turns,
+    /// An eval run: a store in memory (cases never touch the journal), no compaction, and
+    /// with `routing_only` turns that stop after the orchestrator's decision.
+    Eval { routing_only: bool },
 }
 
 /// Reads and checks the registry at `root`: every reference, schema and connector setting.
@@ -75,6 +87,17 @@ pub(crate) fn print_warnings(registry: &Registry) {
 /// An invalid registry, an unreadable script, a store that cannot be opened (locked,
 /// damaged, not writable), or a registry the runtime cannot serve.
 pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
+    assemble_for(settings, Purpose::Turns).await
+}
+
+/// Builds the runtime the settings describe, for `purpose`.
+///
+/// # Errors
+/// As [`assemble`].
+pub(crate) async fn assemble_for(
+    settings: &Settings,
+    purpose: Purpose,
+) -> anyhow::Result<Assembled> {
     let Loaded {
         registry,
         connectors,
@@ -98,7 +121,8 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             output: settings.output,
             // No scheduled compaction runs on a laptop: a turn that leaves its episode due
             // compacts it once its answer has been sent (unless turned off).
-            compact_after_turn: settings.compact_after_turn,
+            compact_after_turn: settings.compact_after_turn && purpose == Purpose::Turns,
+            routing_only: purpose == Purpose::Eval { routing_only: true },
             ..RuntimeConfig::default()
         });
     builder = match &settings.model {
@@ -120,6 +144,7 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
         }
     };
     let store: Arc<dyn Store> = match &settings.store {
+        _ if matches!(purpose, Purpose::Eval { .. }) => Arc::new(MemoryStore::new()),
         StoreChoice::Embedded => {
             Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
                 format!(
@@ -141,10 +166,14 @@ pub(crate) async fn assemble(settings: &Settings) -> anyhow::Result<Assembled> {
             ))
         }
     };
-    builder = builder.store(store);
+    builder = builder.store(store.clone());
     builder = builder.connectors(connectors);
     let runtime = builder.build()?;
-    Ok(Assembled { runtime, metrics })
+    Ok(Assembled {
+        runtime,
+        store,
+        metrics,
+    })
 }
 
 /// The plain error for a setting that needs AWS support in a `baton` built without it.

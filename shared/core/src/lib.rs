@@ -12,6 +12,7 @@
 pub mod consulted;
 pub mod cost;
 pub mod directive;
+pub mod eval;
 pub mod events;
 pub mod guard;
 pub mod memory;

@@ -218,6 +218,20 @@ pub struct RoutingRecord {
     /// delegated answer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interventions: Vec<Intervention>,
+    /// The `ask_<id>` calls the turn executed, with their arguments after the guards, in
+    /// dispatch order: what evals compare and what `baton eval capture` turns into a case.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<AskedCall>,
+}
+
+/// One executed `ask_<id>` call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AskedCall {
+    /// The specialist.
+    pub agent_id: String,
+    /// Its arguments as executed (the query after verbatim protection, the intent count,
+    /// the prior context and the card's extra arguments).
+    pub args: serde_json::Value,
 }
 
 /// A Direct Line turn in the routing record.

@@ -25,6 +25,10 @@ pub struct RuntimeConfig {
     pub compact_after_turn: bool,
     /// How long one summarizer call may take.
     pub summarize_timeout_ms: u64,
+    /// Turns stop after the orchestrator's decision (routing, guards, obligations), which
+    /// the routing record keeps: nobody is consulted and nothing is composed. For evals'
+    /// routing mode only.
+    pub routing_only: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -39,6 +43,7 @@ impl Default for RuntimeConfig {
             output: OutputLimits::default(),
             compact_after_turn: false,
             summarize_timeout_ms: 60_000,
+            routing_only: false,
         }
     }
 }

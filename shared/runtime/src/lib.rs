@@ -20,6 +20,7 @@ pub mod clock;
 pub mod compaction;
 pub mod config;
 mod engine;
+pub mod eval;
 pub mod history;
 pub mod metrics;
 pub mod registry_files;

@@ -7,6 +7,7 @@ mod chat;
 mod compact;
 mod config;
 mod console;
+mod eval;
 // The DynamoDB store is in a `baton` built with the `aws` feature (`./infra/test.sh` runs
 // the suite with it).
 #[cfg(feature = "aws")]

@@ -15,7 +15,9 @@ use baton_core::ports::metrics::{
 use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::registry::Composition;
-use baton_core::trace::{AgentOutcome, DropReason, GuardName, InterventionKind, LimitHit};
+use baton_core::trace::{
+    AgentOutcome, AskedCall, DropReason, GuardName, InterventionKind, LimitHit,
+};
 use baton_core::turn::{
     AgentStatus, ConsultedAgent, DirectExchange, EpisodeState, ModelUsage, PendingCall, Segment,
     TurnOutcome, TurnRecord,
@@ -163,7 +165,17 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
         pending,
     } = plan;
     work.pending = pending;
-    if fastpath {
+    ctx.trace(|t| {
+        t.calls = jobs
+            .iter()
+            .map(|j| AskedCall {
+                agent_id: j.agent.id.to_string(),
+                args: j.executed_args(jobs.len()),
+            })
+            .collect();
+    });
+    if fastpath || ctx.inner.config.routing_only {
+        // Routing only (evals): the decision is recorded; nobody is consulted.
         return;
     }
     let composition = ctx

@@ -9,6 +9,7 @@
 )]
 
 mod behaviour;
+mod eval;
 mod golden;
 mod memory;
 mod observability;

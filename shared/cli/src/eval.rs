@@ -1,0 +1,219 @@
+//! `baton eval`: the registry's suites through the engine with the configured model, as
+//! a terminal report or JSON. Exit status 0 when every case passed, 3 when some failed or
+//! errored (1 stays for problems the user must fix first, such as a malformed suite).
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, anyhow};
+use baton_core::eval::{Suite, Verdict, load_suite};
+use baton_runtime::eval::{SuiteRun, run_suite};
+
+use crate::cli::EvalArgs;
+use crate::config::Settings;
+use crate::setup::{self, Purpose};
+use crate::{logging, render};
+
+/// The exit status of a run with failing or errored cases.
+const FAILED: u8 = 3;
+
+/// Runs `baton eval`.
+///
+/// # Errors
+/// No suite, a malformed suite (every problem with file, line and field), a runtime that
+/// cannot be assembled.
+pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<ExitCode> {
+    logging::init(settings.log.as_deref(), "error", false)?;
+    let routing_only = args.mode == "routing";
+    let assembled = setup::assemble_for(settings, Purpose::Eval { routing_only }).await?;
+    let runtime = assembled.runtime;
+    let specialists: BTreeSet<String> = runtime
+        .entry()
+        .orchestration
+        .as_ref()
+        .map(|o| o.sub_agents.iter().map(|s| s.to_string()).collect())
+        .unwrap_or_default();
+    let files = if args.suites.is_empty() {
+        suite_files(&settings.registry)?
+    } else {
+        args.suites.clone()
+    };
+    let mut suites = Vec::new();
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading the suite {}", file.display()))?;
+        match load_suite(&file.display().to_string(), &text, &specialists) {
+            Ok(s) => suites.push(s),
+            Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(anyhow!(
+            "the eval suites are not valid:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+    let mut runs = Vec::new();
+    for suite in &suites {
+        runs.push(run_suite(&runtime, &assembled.store, suite, args.concurrency).await);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+    } else {
+        for (suite, run) in suites.iter().zip(&runs) {
+            print!("{}", report(suite, run));
+        }
+    }
+    let clean = runs
+        .iter()
+        .all(|r| r.metrics.failed == 0 && r.metrics.errored == 0);
+    Ok(if clean {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FAILED)
+    })
+}
+
+/// The registry's `evals/*.yaml`, sorted.
+fn suite_files(registry: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = registry.join("evals");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("there is no evals folder at {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(anyhow!("no suites (*.yaml) in {}", dir.display()));
+    }
+    Ok(files)
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// The terminal report of one suite's run.
+fn report(suite: &Suite, run: &SuiteRun) -> String {
+    let m = &run.metrics;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Suite {} ({}), {} mode: {} cases, {} passed, {} failed, {} errored in {} ms",
+        run.suite,
+        suite.file,
+        match run.mode {
+            baton_runtime::eval::EvalMode::Routing => "routing",
+            baton_runtime::eval::EvalMode::EndToEnd => "end-to-end",
+        },
+        m.cases,
+        m.passed,
+        m.failed,
+        m.errored,
+        run.duration_ms
+    );
+    let _ = writeln!(
+        out,
+        "Routing accuracy {} ({}/{})",
+        percent(m.routing.accuracy),
+        m.routing.routed,
+        m.routing.cases
+    );
+    for (tag, f) in &m.by_tag {
+        let _ = writeln!(
+            out,
+            "  {tag:<12} {:>6}  ({}/{})",
+            percent(f.accuracy),
+            f.routed,
+            f.cases
+        );
+    }
+    if let Some(r) = m.mixed_recall {
+        let _ = writeln!(out, "Mixed-intent recall {}", percent(r));
+    }
+    if let Some(r) = m.args_rate {
+        let _ = writeln!(out, "Arguments matched {}", percent(r));
+    }
+    if let Some(r) = m.answer_rate {
+        let _ = writeln!(out, "Answers passed {}", percent(r));
+    }
+    let _ = writeln!(
+        out,
+        "{:<12} {:>9} {:>7} {:>6}",
+        "specialist", "precision", "recall", "F1"
+    );
+    for (id, f) in &m.specialists {
+        let _ = writeln!(
+            out,
+            "{id:<12} {:>9} {:>7} {:>6}",
+            percent(f.precision),
+            percent(f.recall),
+            format!("{:.2}", f.f1)
+        );
+    }
+    let low: Vec<String> = m
+        .switch_pairs
+        .iter()
+        .filter(|(_, f)| f.accuracy < 1.0)
+        .map(|(pair, f)| format!("{pair} {}", percent(f.accuracy)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "Intent switches: {} pairs{}",
+        m.switch_pairs.len(),
+        if low.is_empty() {
+            ", all routed".to_owned()
+        } else {
+            format!("; below 100%: {}", low.join(", "))
+        }
+    );
+    let _ = writeln!(out, "Confusion (rows expected, columns consulted):");
+    let width = m
+        .confusion
+        .labels
+        .iter()
+        .map(String::len)
+        .max()
+        .unwrap_or(8)
+        .max(4);
+    let _ = write!(out, "  {:width$}", "");
+    for l in &m.confusion.labels {
+        let _ = write!(out, " {l:>width$}");
+    }
+    out.push('\n');
+    for (l, row) in m.confusion.labels.iter().zip(&m.confusion.cells) {
+        let _ = write!(out, "  {l:width$}");
+        for c in row {
+            let _ = write!(out, " {c:>width$}");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "Failsafe re-asks {}, dropped calls {}, obligations forced {}; latency p50 {} ms, p95 {} ms; {} tokens, {}",
+        m.failsafe_reasks,
+        m.dropped_calls,
+        m.obligations_forced,
+        m.latency_p50_ms,
+        m.latency_p95_ms,
+        m.tokens,
+        render::money(m.cost_usd)
+    );
+    for r in &run.results {
+        match &r.verdict {
+            Verdict::Passed => {}
+            Verdict::Failed { reasons } => {
+                let _ = writeln!(out, "FAILED {}: {}", r.id, reasons.join("; "));
+            }
+            Verdict::Errored { error } => {
+                let _ = writeln!(out, "ERRORED {}: {error}", r.id);
+            }
+        }
+    }
+    out.push('\n');
+    out
+}

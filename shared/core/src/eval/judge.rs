@@ -1,0 +1,166 @@
+//! One case against what a run observed.
+
+use serde_json::Value;
+
+use super::{
+    AnswerExpect, Case, CaseResult, MatchMode, Observation, RouteExpect, Verdict, expected_agents,
+};
+
+/// The case's result: each expectation it sets, checked; an answer expectation is checked
+/// only when the run produced an answer (end-to-end mode).
+pub fn judge(case: &Case, observed: Observation) -> CaseResult {
+    let mut reasons = Vec::new();
+    let route_ok = case.expect.route.as_ref().map(|route| {
+        let ok = route_matches(route, &observed);
+        if !ok {
+            reasons.push(format!(
+                "route: expected {}, consulted {}",
+                describe_route(route),
+                if observed.consulted.is_empty() {
+                    "nobody".to_owned()
+                } else {
+                    observed.consulted.join(", ")
+                }
+            ));
+        }
+        ok
+    });
+    let args_ok = (!case.expect.args.is_empty()).then(|| {
+        let mut ok = true;
+        for (agent, expected) in &case.expect.args {
+            match observed.args.get(agent) {
+                None => {
+                    ok = false;
+                    reasons.push(format!("args: {agent} was not asked"));
+                }
+                Some(actual) => {
+                    if let Err(path) = subset(expected, actual, &case.expect.ignore_args, agent) {
+                        ok = false;
+                        reasons.push(format!("args: {path} differs (asked with {actual})"));
+                    }
+                }
+            }
+        }
+        ok
+    });
+    let answer_ok = match (&case.expect.answer, &observed.answer) {
+        (Some(expect), Some(answer)) => {
+            let failures = answer_failures(expect, answer);
+            let ok = failures.is_empty();
+            reasons.extend(failures);
+            Some(ok)
+        }
+        _ => None,
+    };
+    let verdict = if reasons.is_empty() {
+        Verdict::Passed
+    } else {
+        Verdict::Failed { reasons }
+    };
+    CaseResult {
+        id: case.id.clone(),
+        tags: case.tags.clone(),
+        expected: expected_agents(case),
+        route_ok,
+        args_ok,
+        answer_ok,
+        verdict,
+        observed: Some(observed),
+    }
+}
+
+fn route_matches(route: &RouteExpect, observed: &Observation) -> bool {
+    let consulted = &observed.consulted;
+    match route {
+        RouteExpect::Fastpath(_) => consulted.is_empty(),
+        RouteExpect::Agents { agents, mode } => match mode {
+            MatchMode::Exact => consulted == agents,
+            MatchMode::InOrder => {
+                let mut rest = consulted.iter();
+                agents.iter().all(|a| rest.any(|c| c == a))
+            }
+            MatchMode::AnyOrder => {
+                let (mut a, mut c) = (agents.clone(), consulted.clone());
+                a.sort();
+                c.sort();
+                a == c
+            }
+            MatchMode::Subset => {
+                (!consulted.is_empty() || agents.is_empty())
+                    && consulted.iter().all(|c| agents.contains(c))
+            }
+            MatchMode::Superset => agents.iter().all(|a| consulted.contains(a)),
+        },
+    }
+}
+
+fn describe_route(route: &RouteExpect) -> String {
+    match route {
+        RouteExpect::Fastpath(_) => "nobody (Fastpath)".into(),
+        RouteExpect::Agents { agents, mode } => {
+            let mode = match mode {
+                MatchMode::Exact => "exactly",
+                MatchMode::InOrder => "in order",
+                MatchMode::AnyOrder => "in any order",
+                MatchMode::Subset => "only among",
+                MatchMode::Superset => "at least",
+            };
+            format!("{mode} {}", agents.join(", "))
+        }
+    }
+}
+
+/// Whether `expected` is found in `actual`: every key of an expected object (but the
+/// ignored ones) present with a matching value, arrays element by element, text compared
+/// trimmed and case-insensitively, anything else equal. `Err` holds the first path that
+/// differs.
+fn subset(expected: &Value, actual: &Value, ignore: &[String], path: &str) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                if ignore.iter().any(|i| i == key) {
+                    continue;
+                }
+                let here = format!("{path}.{key}");
+                match a.get(key) {
+                    Some(found) => subset(value, found, ignore, &here)?,
+                    None => return Err(here),
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(e), Value::Array(a)) if e.len() == a.len() => {
+            for (i, (ev, av)) in e.iter().zip(a).enumerate() {
+                subset(ev, av, ignore, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        (Value::String(e), Value::String(a)) if e.trim().eq_ignore_ascii_case(a.trim()) => Ok(()),
+        (e, a) if e == a => Ok(()),
+        _ => Err(path.to_owned()),
+    }
+}
+
+fn answer_failures(expect: &AnswerExpect, answer: &str) -> Vec<String> {
+    let lower = answer.to_lowercase();
+    let mut out = Vec::new();
+    for c in &expect.contains {
+        if !lower.contains(&c.to_lowercase()) {
+            out.push(format!("answer: does not contain {c:?}"));
+        }
+    }
+    for c in &expect.not_contains {
+        if lower.contains(&c.to_lowercase()) {
+            out.push(format!("answer: contains {c:?}"));
+        }
+    }
+    if let Some(pattern) = &expect.regex {
+        // Checked at load: a pattern that does not compile never gets here.
+        if let Ok(re) = regex::Regex::new(pattern)
+            && !re.is_match(answer)
+        {
+            out.push(format!("answer: does not match /{pattern}/"));
+        }
+    }
+    out
+}

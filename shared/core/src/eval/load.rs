@@ -1,0 +1,128 @@
+//! Reading a suite file: every problem names its file, line (when YAML knows it) and field.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+use super::{Case, RouteExpect, Suite};
+
+/// A problem in a suite file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {field}: {problem}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct EvalLoadError {
+    /// The file.
+    pub file: String,
+    /// The line, when the YAML parser knows it.
+    pub line: Option<usize>,
+    /// The field (`cases[3].expect.route`).
+    pub field: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSuite {
+    #[serde(default)]
+    suite: Option<String>,
+    cases: Vec<Case>,
+}
+
+/// Reads the suite in `text` (from `file`), checking every specialist it names against
+/// `specialists` (the orchestrator's sub-agents).
+///
+/// # Errors
+/// Every problem found; a file that does not parse gives one, at its line.
+pub fn load_suite(
+    file: &str,
+    text: &str,
+    specialists: &BTreeSet<String>,
+) -> Result<Suite, Vec<EvalLoadError>> {
+    let raw: RawSuite = serde_norway::from_str(text).map_err(|e| {
+        let line = e.location().map(|l| l.line());
+        // serde_norway prefixes the path it was at: `cases[2].expect: unknown field …`.
+        let message = e.to_string();
+        let (field, problem) = match message.split_once(": ") {
+            Some((path, rest)) if !path.contains(' ') => (path.to_owned(), rest.to_owned()),
+            _ => ("(file)".to_owned(), message),
+        };
+        vec![EvalLoadError {
+            file: file.to_owned(),
+            line,
+            field,
+            problem,
+        }]
+    })?;
+    let mut problems = Vec::new();
+    let mut add = |field: String, problem: String| {
+        problems.push(EvalLoadError {
+            file: file.to_owned(),
+            line: None,
+            field,
+            problem,
+        })
+    };
+    let mut ids = BTreeSet::new();
+    for (i, case) in raw.cases.iter().enumerate() {
+        let at = |f: &str| format!("cases[{i}]{f}");
+        if case.id.trim().is_empty() {
+            add(at(".id"), "must not be empty".into());
+        } else if !ids.insert(case.id.as_str()) {
+            add(at(".id"), format!("{:?} is used by another case", case.id));
+        }
+        if case.turn.trim().is_empty() {
+            add(at(".turn"), "must not be empty".into());
+        }
+        let mut known = |field: String, id: &str| {
+            if !specialists.contains(id) {
+                add(
+                    field,
+                    format!(
+                        "{id:?} is not a specialist of the orchestrator (known: {})",
+                        specialists.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        };
+        for (t, past) in case.history.iter().enumerate() {
+            for id in &past.consulted {
+                known(at(&format!(".history[{t}].consulted")), id);
+            }
+        }
+        if let Some(RouteExpect::Agents { agents, .. }) = &case.expect.route {
+            for id in agents {
+                known(at(".expect.route.agents"), id);
+            }
+        }
+        for id in case.expect.args.keys() {
+            known(at(&format!(".expect.args.{id}")), id);
+        }
+        if let Some(Err(e)) = case
+            .expect
+            .answer
+            .as_ref()
+            .and_then(|a| a.regex.as_deref())
+            .map(regex::Regex::new)
+        {
+            add(
+                at(".expect.answer.regex"),
+                format!("not a regular expression: {e}"),
+            );
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let name = raw.suite.unwrap_or_else(|| {
+        std::path::Path::new(file)
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(file)
+            .to_owned()
+    });
+    Ok(Suite {
+        name,
+        file: file.to_owned(),
+        cases: raw.cases,
+    })
+}

@@ -1,0 +1,235 @@
+//! The figures of a run: accuracy overall and by tag, per specialist, the confusion
+//! matrix, switch pairs, and what it cost.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{Case, CaseResult, Verdict};
+
+/// The label of "nobody" in the confusion matrix (the Fastpath, or a missed call).
+pub const NOBODY: &str = "(nobody)";
+
+/// One tag's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TagFigures {
+    /// Cases with a route expectation and an observation.
+    pub cases: usize,
+    /// Of those, routed as expected.
+    pub routed: usize,
+    /// `routed / cases`.
+    pub accuracy: f64,
+}
+
+/// One specialist's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SpecialistFigures {
+    /// Consulted and expected.
+    pub true_positives: usize,
+    /// Consulted, not expected.
+    pub false_positives: usize,
+    /// Expected, not consulted.
+    pub false_negatives: usize,
+    /// `tp / (tp + fp)` (1 when never consulted).
+    pub precision: f64,
+    /// `tp / (tp + fn)` (1 when never expected).
+    pub recall: f64,
+    /// Their harmonic mean.
+    pub f1: f64,
+}
+
+/// Expected (rows) against consulted (columns), counted per expected specialist.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Confusion {
+    /// Row and column labels: the specialists, then [`NOBODY`].
+    pub labels: Vec<String>,
+    /// `cells[expected][consulted]`.
+    pub cells: Vec<Vec<usize>>,
+}
+
+/// A run's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Metrics {
+    /// Cases run.
+    pub cases: usize,
+    /// Passed.
+    pub passed: usize,
+    /// Failed.
+    pub failed: usize,
+    /// Errored (not observed).
+    pub errored: usize,
+    /// Routing accuracy over the cases with a route expectation.
+    pub routing: TagFigures,
+    /// The same by tag.
+    pub by_tag: BTreeMap<String, TagFigures>,
+    /// Per specialist.
+    pub specialists: BTreeMap<String, SpecialistFigures>,
+    /// The confusion matrix.
+    pub confusion: Confusion,
+    /// Of the specialists mixed-intent cases expect, the share consulted.
+    pub mixed_recall: Option<f64>,
+    /// Intent-switch cases by `from→to` pair (the previous turn's first specialist to the
+    /// expected one): routed / cases.
+    pub switch_pairs: BTreeMap<String, TagFigures>,
+    /// Argument expectations that held.
+    pub args_rate: Option<f64>,
+    /// Answer expectations that held.
+    pub answer_rate: Option<f64>,
+    /// Failsafe re-asks, dropped calls and forced obligations, summed.
+    pub failsafe_reasks: u64,
+    /// Calls dropped.
+    pub dropped_calls: u64,
+    /// Obligations forced.
+    pub obligations_forced: u64,
+    /// Latency, ms: median and 95th percentile.
+    pub latency_p50_ms: u64,
+    /// 95th percentile.
+    pub latency_p95_ms: u64,
+    /// Tokens, all cases.
+    pub tokens: u64,
+    /// Cost, USD, all cases.
+    pub cost_usd: f64,
+}
+
+fn ratio(n: usize, d: usize) -> f64 {
+    if d == 0 { 1.0 } else { n as f64 / d as f64 }
+}
+
+/// The figures of `results` (of `cases`, in the same order) over `specialists`.
+pub fn metrics(cases: &[Case], results: &[CaseResult], specialists: &BTreeSet<String>) -> Metrics {
+    let mut m = Metrics {
+        cases: results.len(),
+        ..Metrics::default()
+    };
+    let mut labels: Vec<String> = specialists.iter().cloned().collect();
+    labels.push(NOBODY.to_owned());
+    let index = |label: &str| {
+        labels
+            .iter()
+            .position(|l| l == label)
+            .unwrap_or(labels.len() - 1)
+    };
+    let mut cells = vec![vec![0usize; labels.len()]; labels.len()];
+    let mut per: BTreeMap<String, SpecialistFigures> = specialists
+        .iter()
+        .map(|s| (s.clone(), SpecialistFigures::default()))
+        .collect();
+    let (mut mixed_expected, mut mixed_found) = (0usize, 0usize);
+    let (mut args_n, mut args_ok, mut answer_n, mut answer_ok) = (0, 0, 0, 0);
+    let mut latencies = Vec::new();
+    for (case, result) in cases.iter().zip(results) {
+        match &result.verdict {
+            Verdict::Passed => m.passed += 1,
+            Verdict::Failed { .. } => m.failed += 1,
+            Verdict::Errored { .. } => {
+                m.errored += 1;
+                continue;
+            }
+        }
+        let Some(obs) = &result.observed else {
+            continue;
+        };
+        latencies.push(obs.latency_ms);
+        m.tokens += obs.tokens;
+        m.cost_usd += obs.cost_usd;
+        m.failsafe_reasks += u64::from(obs.failsafe_reasks);
+        m.dropped_calls += u64::from(obs.dropped_calls);
+        m.obligations_forced += u64::from(obs.obligations_forced);
+        if let Some(ok) = result.args_ok {
+            args_n += 1;
+            args_ok += usize::from(ok);
+        }
+        if let Some(ok) = result.answer_ok {
+            answer_n += 1;
+            answer_ok += usize::from(ok);
+        }
+        let Some(routed) = result.route_ok else {
+            continue;
+        };
+        let add = |f: &mut TagFigures| {
+            f.cases += 1;
+            f.routed += usize::from(routed);
+        };
+        add(&mut m.routing);
+        for tag in &case.tags {
+            add(m.by_tag.entry(tag.clone()).or_default());
+        }
+        if case.tags.iter().any(|t| t == "switch")
+            && let (Some(from), Some(to)) = (
+                case.history.last().and_then(|t| t.consulted.first()),
+                result.expected.first(),
+            )
+        {
+            add(m.switch_pairs.entry(format!("{from}→{to}")).or_default());
+        }
+        let expected = &result.expected;
+        let consulted: Vec<&String> = obs.consulted.iter().collect();
+        for s in specialists {
+            let (e, c) = (expected.contains(s), consulted.contains(&s));
+            let f = per.entry(s.clone()).or_default();
+            match (e, c) {
+                (true, true) => f.true_positives += 1,
+                (false, true) => f.false_positives += 1,
+                (true, false) => f.false_negatives += 1,
+                (false, false) => {}
+            }
+        }
+        if expected.len() > 1 {
+            mixed_expected += expected.len();
+            mixed_found += expected.iter().filter(|e| consulted.contains(e)).count();
+        }
+        let extra: Vec<&String> = consulted
+            .iter()
+            .copied()
+            .filter(|c| !expected.contains(c))
+            .collect();
+        for e in expected.iter() {
+            if consulted.contains(&e) {
+                cells[index(e)][index(e)] += 1;
+            } else if extra.is_empty() {
+                cells[index(e)][index(NOBODY)] += 1;
+            } else {
+                for c in &extra {
+                    cells[index(e)][index(c)] += 1;
+                }
+            }
+        }
+        if expected.is_empty() {
+            if consulted.is_empty() {
+                cells[index(NOBODY)][index(NOBODY)] += 1;
+            }
+            for c in &consulted {
+                cells[index(NOBODY)][index(c)] += 1;
+            }
+        }
+    }
+    let finish = |f: &mut TagFigures| f.accuracy = ratio(f.routed, f.cases);
+    finish(&mut m.routing);
+    m.by_tag.values_mut().for_each(finish);
+    m.switch_pairs.values_mut().for_each(finish);
+    for f in per.values_mut() {
+        f.precision = ratio(f.true_positives, f.true_positives + f.false_positives);
+        f.recall = ratio(f.true_positives, f.true_positives + f.false_negatives);
+        f.f1 = if f.precision + f.recall == 0.0 {
+            0.0
+        } else {
+            2.0 * f.precision * f.recall / (f.precision + f.recall)
+        };
+    }
+    m.specialists = per;
+    m.confusion = Confusion { labels, cells };
+    m.mixed_recall = (mixed_expected > 0).then(|| ratio(mixed_found, mixed_expected));
+    m.args_rate = (args_n > 0).then(|| ratio(args_ok, args_n));
+    m.answer_rate = (answer_n > 0).then(|| ratio(answer_ok, answer_n));
+    latencies.sort_unstable();
+    let pct = |p: f64| -> u64 {
+        if latencies.is_empty() {
+            return 0;
+        }
+        let i = ((latencies.len() as f64 - 1.0) * p).round() as usize;
+        latencies[i.min(latencies.len() - 1)]
+    };
+    m.latency_p50_ms = pct(0.5);
+    m.latency_p95_ms = pct(0.95);
+    m
+}

@@ -1,0 +1,232 @@
+//! Evals (DESIGN §13): routing cases as data, each checked against what a run observed,
+//! and the metrics a suite's run reports.
+//!
+//! A suite is one YAML file under the registry's `evals/` (format in `docs/evals.md`): an
+//! optional conversation so far, the user's turn, and expectations on the route, the
+//! `ask_<id>` arguments, the answer and the trust layers, with tags to slice the report by.
+//! Everything here is pure: the runner (`baton_runtime::eval`) drives the engine and hands
+//! each case's [`Observation`] to [`judge`].
+
+mod judge;
+mod load;
+mod metrics;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use judge::judge;
+pub use load::{EvalLoadError, load_suite};
+pub use metrics::{Confusion, Metrics, NOBODY, SpecialistFigures, TagFigures, metrics};
+
+/// A suite: its cases and thresholds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    /// Its name (the file's stem unless it names itself).
+    pub name: String,
+    /// The file it came from.
+    pub file: String,
+    /// Its cases, in file order.
+    pub cases: Vec<Case>,
+}
+
+/// One case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Unique within the suite.
+    pub id: String,
+    /// Labels the report slices by (`single`, `mixed`, `switch`, `fastpath` …).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The conversation before the turn, oldest first.
+    #[serde(default)]
+    pub history: Vec<PastTurn>,
+    /// The user's turn.
+    pub turn: String,
+    /// What must happen.
+    pub expect: Expect,
+}
+
+/// A turn of the conversation so far, as the journal would hold it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PastTurn {
+    /// What the user said.
+    pub user: String,
+    /// What the assistant answered.
+    #[serde(default)]
+    pub answer: String,
+    /// Who answered it (their segments carry the answer), so the next turn can be a switch.
+    #[serde(default)]
+    pub consulted: Vec<String>,
+}
+
+/// The expectations of a case; each unset part is not checked.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// Who is consulted.
+    #[serde(default)]
+    pub route: Option<RouteExpect>,
+    /// The arguments of `ask_<id>` calls, by specialist: a subset match.
+    #[serde(default)]
+    pub args: BTreeMap<String, serde_json::Value>,
+    /// Argument keys never compared (ids and dates differ run to run).
+    #[serde(default)]
+    pub ignore_args: Vec<String>,
+    /// The answer's text.
+    #[serde(default)]
+    pub answer: Option<AnswerExpect>,
+}
+
+/// The route a case expects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RouteExpect {
+    /// `fastpath`: answered by the orchestrator itself, nobody consulted.
+    Fastpath(FastpathWord),
+    /// These specialists, compared by `match`.
+    Agents {
+        /// Specialist ids.
+        agents: Vec<String>,
+        /// How the consulted list is compared (default `exact`).
+        #[serde(default, rename = "match")]
+        mode: MatchMode,
+    },
+}
+
+/// The word `fastpath`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FastpathWord {
+    /// Nobody consulted.
+    Fastpath,
+}
+
+/// How the consulted specialists are compared with the expected ones (the trajectory match
+/// modes of ADK and agentevals).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchMode {
+    /// The same specialists in the same order, nobody else.
+    #[default]
+    Exact,
+    /// The expected ones appear in this order; others may come between.
+    InOrder,
+    /// The same specialists in any order, nobody else.
+    AnyOrder,
+    /// Every consulted one is expected (some expected may be missing).
+    Subset,
+    /// Every expected one is consulted (others may be too).
+    Superset,
+}
+
+/// Checks on the answer's text.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerExpect {
+    /// Each must appear (case-insensitive).
+    #[serde(default)]
+    pub contains: Vec<String>,
+    /// None may appear (case-insensitive).
+    #[serde(default)]
+    pub not_contains: Vec<String>,
+    /// It must match this regular expression.
+    #[serde(default)]
+    pub regex: Option<String>,
+}
+
+/// What a run observed of one case.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Observation {
+    /// The specialists consulted (asked), in call order.
+    pub consulted: Vec<String>,
+    /// The arguments each was asked with.
+    pub args: BTreeMap<String, serde_json::Value>,
+    /// The orchestrator answered by itself (nobody consulted).
+    pub fastpath: bool,
+    /// The answer's text, when the run produced one (end-to-end mode).
+    pub answer: Option<String>,
+    /// Re-asks by the intent-count failsafe.
+    pub failsafe_reasks: u32,
+    /// Calls dropped by the guards or the caps.
+    pub dropped_calls: u32,
+    /// Obligations the runtime had to force.
+    pub obligations_forced: u32,
+    /// Wall time, ms.
+    pub latency_ms: u64,
+    /// Tokens, all models.
+    pub tokens: u64,
+    /// Cost, USD.
+    pub cost_usd: f64,
+}
+
+/// How a case did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every expectation held.
+    Passed,
+    /// Some did not; each failure in plain words.
+    Failed {
+        /// What did not hold.
+        reasons: Vec<String>,
+    },
+    /// The run could not observe it (a model error): neither passed nor failed.
+    Errored {
+        /// What went wrong.
+        error: String,
+    },
+}
+
+/// One case's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// The case.
+    pub id: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The expected specialists (empty for the Fastpath or no route expectation).
+    pub expected: Vec<String>,
+    /// Whether the route expectation held (`None` when the case sets none or errored).
+    pub route_ok: Option<bool>,
+    /// Whether the argument expectation held.
+    pub args_ok: Option<bool>,
+    /// Whether the answer expectation held.
+    pub answer_ok: Option<bool>,
+    /// How it did.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    /// What the run saw (absent when it errored).
+    pub observed: Option<Observation>,
+}
+
+impl CaseResult {
+    /// A case the run could not observe.
+    pub fn errored(case: &Case, error: impl Into<String>) -> CaseResult {
+        CaseResult {
+            id: case.id.clone(),
+            tags: case.tags.clone(),
+            expected: expected_agents(case),
+            route_ok: None,
+            args_ok: None,
+            answer_ok: None,
+            verdict: Verdict::Errored {
+                error: error.into(),
+            },
+            observed: None,
+        }
+    }
+}
+
+/// The specialists a case expects (none for the Fastpath).
+pub fn expected_agents(case: &Case) -> Vec<String> {
+    match &case.expect.route {
+        Some(RouteExpect::Agents { agents, .. }) => agents.clone(),
+        _ => Vec::new(),
+    }
+}

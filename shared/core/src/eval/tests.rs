@@ -1,0 +1,231 @@
+//! Loading suites, every match mode, and the figures of known outcomes.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::*;
+
+fn specialists() -> BTreeSet<String> {
+    ["shop", "support", "rewards"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+}
+
+const SUITE: &str = r#"
+cases:
+  - id: coffee
+    tags: [single]
+    turn: find me coffee deals
+    expect:
+      route: { agents: [shop] }
+      args: { shop: { query: "Coffee deals", intent_count: 1 } }
+      ignore_args: [intent_count]
+  - id: hello
+    tags: [fastpath]
+    turn: hi there
+    expect: { route: fastpath }
+  - id: receipt-then-points
+    tags: [switch]
+    history:
+      - { user: my receipt didn't scan, answer: It is under review., consulted: [support] }
+    turn: and my points?
+    expect: { route: { agents: [rewards] } }
+  - id: mixed
+    tags: [mixed]
+    turn: my receipt and coffee deals
+    expect:
+      route: { agents: [support, shop], match: any_order }
+      answer: { contains: [receipt], not_contains: [error], regex: "(?i)coffee" }
+"#;
+
+fn suite() -> Suite {
+    load_suite("evals/routing.yaml", SUITE, &specialists()).unwrap()
+}
+
+fn seen(consulted: &[&str]) -> Observation {
+    Observation {
+        consulted: consulted.iter().map(|s| (*s).to_owned()).collect(),
+        fastpath: consulted.is_empty(),
+        latency_ms: 10,
+        ..Observation::default()
+    }
+}
+
+#[test]
+fn a_suite_loads_with_its_name_from_the_file() {
+    let s = suite();
+    assert_eq!(s.name, "routing");
+    assert_eq!(s.cases.len(), 4);
+    assert_eq!(expected_agents(&s.cases[3]), ["support", "shop"]);
+}
+
+#[test]
+fn problems_name_the_file_line_and_field() {
+    let e = load_suite(
+        "evals/x.yaml",
+        "cases:\n  - id: a\n    turn: hi\n    expect: { rout: fastpath }\n",
+        &specialists(),
+    )
+    .unwrap_err();
+    assert_eq!(e[0].file, "evals/x.yaml");
+    assert!(e[0].line.is_some(), "{e:?}");
+    assert!(e[0].to_string().contains("rout"), "{}", e[0]);
+    let e = load_suite(
+        "evals/x.yaml",
+        "cases:\n  - { id: a, turn: hi, expect: { route: { agents: [chef] } } }\n  - { id: a, turn: '', expect: {} }\n",
+        &specialists(),
+    )
+    .unwrap_err();
+    let fields: Vec<&str> = e.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "cases[0].expect.route.agents",
+            "cases[1].id",
+            "cases[1].turn"
+        ]
+    );
+    assert!(
+        e[0].problem.contains("\"chef\" is not a specialist"),
+        "{}",
+        e[0]
+    );
+    let e = load_suite(
+        "evals/x.yaml",
+        "cases:\n  - { id: a, turn: hi, expect: { answer: { regex: '(' } } }\n",
+        &specialists(),
+    )
+    .unwrap_err();
+    assert_eq!(e[0].field, "cases[0].expect.answer.regex");
+}
+
+#[test]
+fn every_match_mode_compares_as_documented() {
+    let case = |mode: &str, agents: &str| {
+        load_suite(
+            "x.yaml",
+            &format!("cases:\n  - {{ id: c, turn: t, expect: {{ route: {{ agents: [{agents}], match: {mode} }} }} }}\n"),
+            &specialists(),
+        )
+        .unwrap()
+        .cases
+        .remove(0)
+    };
+    let ok = |mode: &str, agents: &str, consulted: &[&str]| {
+        judge(&case(mode, agents), seen(consulted)).route_ok == Some(true)
+    };
+    assert!(ok("exact", "shop, support", &["shop", "support"]));
+    assert!(!ok("exact", "shop, support", &["support", "shop"]));
+    assert!(ok(
+        "in_order",
+        "shop, rewards",
+        &["shop", "support", "rewards"]
+    ));
+    assert!(!ok("in_order", "shop, rewards", &["rewards", "shop"]));
+    assert!(ok("any_order", "shop, support", &["support", "shop"]));
+    assert!(!ok("any_order", "shop, support", &["support"]));
+    assert!(ok("subset", "shop, support", &["support"]));
+    assert!(!ok("subset", "shop", &["shop", "rewards"]));
+    assert!(!ok("subset", "shop", &[]));
+    assert!(ok("superset", "shop", &["shop", "rewards"]));
+    assert!(!ok("superset", "shop, support", &["shop"]));
+}
+
+#[test]
+fn args_match_as_a_subset_ignoring_keys_and_case() {
+    let s = suite();
+    let mut obs = seen(&["shop"]);
+    obs.args.insert(
+        "shop".into(),
+        json!({"query": "coffee deals ", "intent_count": 3, "extra": 1}),
+    );
+    assert_eq!(judge(&s.cases[0], obs.clone()).args_ok, Some(true));
+    obs.args
+        .insert("shop".into(), json!({"query": "tea deals"}));
+    let r = judge(&s.cases[0], obs);
+    assert_eq!(r.args_ok, Some(false));
+    let Verdict::Failed { reasons } = r.verdict else {
+        panic!("failed")
+    };
+    assert!(reasons[0].contains("shop.query"), "{reasons:?}");
+}
+
+#[test]
+fn an_answer_is_checked_only_when_the_run_has_one() {
+    let s = suite();
+    let routing = judge(&s.cases[3], seen(&["support", "shop"]));
+    assert_eq!(
+        (routing.answer_ok, &routing.verdict),
+        (None, &Verdict::Passed)
+    );
+    let mut e2e = seen(&["support", "shop"]);
+    e2e.answer = Some("Your receipt is in review. Coffee: 500 pts.".into());
+    assert_eq!(judge(&s.cases[3], e2e.clone()).answer_ok, Some(true));
+    e2e.answer = Some("An error happened with your receipt.".into());
+    assert_eq!(judge(&s.cases[3], e2e).answer_ok, Some(false));
+}
+
+#[test]
+fn a_perfect_router_scores_one_and_a_flawed_one_shows_where() {
+    let s = suite();
+    let mut coffee = seen(&["shop"]);
+    coffee
+        .args
+        .insert("shop".into(), json!({"query": "coffee deals"}));
+    let perfect = [
+        coffee,
+        seen(&[]),
+        seen(&["rewards"]),
+        seen(&["shop", "support"]),
+    ];
+    let results: Vec<CaseResult> = s
+        .cases
+        .iter()
+        .zip(perfect)
+        .map(|(c, o)| judge(c, o))
+        .collect();
+    let m = metrics(&s.cases, &results, &specialists());
+    assert_eq!((m.passed, m.failed, m.errored), (4, 0, 0), "{results:#?}");
+    assert_eq!(m.routing.accuracy, 1.0);
+    assert_eq!(m.mixed_recall, Some(1.0));
+    assert_eq!(m.switch_pairs["support→rewards"].accuracy, 1.0);
+
+    // Drops the mixed turn's second call, sends the switch back to support, and answers
+    // the greeting with a specialist.
+    let flawed = [
+        seen(&["shop"]),
+        seen(&["shop"]),
+        seen(&["support"]),
+        seen(&["support"]),
+    ];
+    let mut results: Vec<CaseResult> = s
+        .cases
+        .iter()
+        .zip(flawed)
+        .map(|(c, o)| judge(c, o))
+        .collect();
+    results[0] = CaseResult::errored(&s.cases[0], "the model failed");
+    let m = metrics(&s.cases, &results, &specialists());
+    assert_eq!((m.passed, m.failed, m.errored), (0, 3, 1));
+    assert_eq!(m.routing.cases, 3);
+    assert_eq!(m.routing.routed, 0);
+    assert_eq!(m.mixed_recall, Some(0.5));
+    assert_eq!(m.switch_pairs["support→rewards"].accuracy, 0.0);
+    let rewards = &m.specialists["rewards"];
+    assert_eq!((rewards.true_positives, rewards.false_negatives), (0, 1));
+    assert_eq!(rewards.recall, 0.0);
+    let support = &m.specialists["support"];
+    assert_eq!((support.true_positives, support.false_positives), (1, 1));
+    assert_eq!(support.precision, 0.5);
+    let c = &m.confusion;
+    let at = |e: &str, o: &str| {
+        c.cells[c.labels.iter().position(|l| l == e).unwrap()]
+            [c.labels.iter().position(|l| l == o).unwrap()]
+    };
+    assert_eq!(at("rewards", "support"), 1);
+    assert_eq!(at(NOBODY, "shop"), 1);
+    assert_eq!(at("shop", NOBODY), 1);
+    assert_eq!(at("support", "support"), 1);
+}

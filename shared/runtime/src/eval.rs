@@ -1,0 +1,267 @@
+//! The eval runner: each case of a suite through the real engine, its history seeded into
+//! a fresh episode, then what the turn did — read back from the journal's routing record —
+//! judged against the case (`baton_core::eval`).
+//!
+//! Two modes, set when the runtime is built: `routing` (`RuntimeConfig::routing_only`: the
+//! orchestrator decides, nobody is consulted — cheap) and `end-to-end` (the specialists and
+//! their connectors run, and the answer is checked too). The runtime should be over a store
+//! of its own (an in-memory one): every case writes an episode.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use baton_core::Principal;
+use baton_core::eval::{Case, CaseResult, Metrics, Observation, PastTurn, Suite, judge, metrics};
+use baton_core::events::Event;
+use baton_core::ports::store::{Claim, ClaimRequest, Commit, Store};
+use baton_core::trace::{GuardName, ObligationMet, RoutingRecord};
+use baton_core::turn::{AgentStatus, Segment, TurnOutcome, TurnRecord};
+use futures::StreamExt;
+use serde::Serialize;
+use tokio::time::Instant;
+
+use crate::{Runtime, TurnRequest};
+
+/// Which part of a turn runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvalMode {
+    /// The orchestrator's decision only.
+    Routing,
+    /// The whole turn.
+    EndToEnd,
+}
+
+/// A suite's run.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteRun {
+    /// The suite.
+    pub suite: String,
+    /// Its file.
+    pub file: String,
+    /// The mode.
+    pub mode: EvalMode,
+    /// Wall time of the whole run, ms.
+    pub duration_ms: u64,
+    /// Each case, in suite order.
+    pub results: Vec<CaseResult>,
+    /// The figures.
+    pub metrics: Metrics,
+}
+
+/// Who eval turns run as.
+const PRINCIPAL: &str = "eval";
+
+/// Runs `suite` on `runtime` (built over `store`), at most `concurrency` cases at once.
+pub async fn run_suite(
+    runtime: &Runtime,
+    store: &Arc<dyn Store>,
+    suite: &Suite,
+    concurrency: usize,
+) -> SuiteRun {
+    let mode = if runtime.config().routing_only {
+        EvalMode::Routing
+    } else {
+        EvalMode::EndToEnd
+    };
+    let started = Instant::now();
+    let next = AtomicUsize::new(0);
+    let run_id = uuid_like(started);
+    let results = futures::stream::iter(suite.cases.iter().enumerate())
+        .map(|(i, case)| {
+            let run_id = &run_id;
+            let next = &next;
+            async move {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                (
+                    i,
+                    run_case(runtime, store, case, &format!("ev-{run_id}-{n}")).await,
+                )
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await;
+    let mut results = results;
+    results.sort_by_key(|(i, _)| *i);
+    let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
+    let specialists: BTreeSet<String> = runtime
+        .entry()
+        .orchestration
+        .as_ref()
+        .map(|o| o.sub_agents.iter().map(|s| s.to_string()).collect())
+        .unwrap_or_default();
+    let metrics = metrics(&suite.cases, &results, &specialists);
+    SuiteRun {
+        suite: suite.name.clone(),
+        file: suite.file.clone(),
+        mode,
+        duration_ms: started.elapsed().as_millis() as u64,
+        results,
+        metrics,
+    }
+}
+
+/// A prefix that keeps two runs over one store apart.
+fn uuid_like(started: Instant) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{:x}", nanos ^ (started.elapsed().as_nanos()))
+}
+
+/// One case: its history committed to a new episode `episode`, then its turn.
+pub async fn run_case(
+    runtime: &Runtime,
+    store: &Arc<dyn Store>,
+    case: &Case,
+    episode: &str,
+) -> CaseResult {
+    let principal = match Principal::new(PRINCIPAL) {
+        Ok(p) => p,
+        Err(e) => return CaseResult::errored(case, e.to_string()),
+    };
+    if let Err(e) = seed(store, &principal, episode, &case.history).await {
+        return CaseResult::errored(case, format!("could not seed the history: {e}"));
+    }
+    let started = Instant::now();
+    let request = TurnRequest {
+        episode_id: (!case.history.is_empty()).then(|| episode.to_owned()),
+        turn_id: Some(format!("{episode}-case")),
+        ..TurnRequest::new(principal.clone(), case.turn.clone())
+    };
+    let stream = match runtime.run_turn(request).await {
+        Ok(s) => s,
+        Err(e) => return CaseResult::errored(case, e.message),
+    };
+    let episode_id = stream.episode_id.clone();
+    let mut answer = String::new();
+    let mut outcome = None;
+    let mut events = stream;
+    while let Some(e) = events.next().await {
+        match e.event {
+            Event::Text { text, .. } => answer.push_str(&text),
+            Event::Completed { outcome: o, .. } => outcome = Some(o),
+            _ => {}
+        }
+    }
+    let latency_ms = started.elapsed().as_millis() as u64;
+    if outcome == Some(TurnOutcome::Failed) || outcome.is_none() {
+        return CaseResult::errored(case, "the turn failed (a model or store error)");
+    }
+    let record = match store.turns(&principal, &episode_id, 1).await {
+        Ok(mut turns) => match turns.pop() {
+            Some(r) => r,
+            None => return CaseResult::errored(case, "the turn was not recorded"),
+        },
+        Err(e) => return CaseResult::errored(case, format!("could not read the turn: {e}")),
+    };
+    let end_to_end = !runtime.config().routing_only;
+    judge(
+        case,
+        observe(&record, end_to_end.then_some(answer), latency_ms),
+    )
+}
+
+/// What the turn did, from its record.
+fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Observation {
+    let r: &RoutingRecord = &record.routing;
+    Observation {
+        consulted: r.calls.iter().map(|c| c.agent_id.clone()).collect(),
+        args: r
+            .calls
+            .iter()
+            .map(|c| (c.agent_id.clone(), c.args.clone()))
+            .collect(),
+        fastpath: r.calls.is_empty(),
+        answer,
+        failsafe_reasks: r
+            .guards
+            .iter()
+            .filter(|g| g.guard == GuardName::IntentCount)
+            .count() as u32,
+        dropped_calls: r.dropped.len() as u32,
+        obligations_forced: r
+            .obligations
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o.met,
+                    ObligationMet::AfterReminder | ObligationMet::ByRuntime
+                )
+            })
+            .count() as u32,
+        latency_ms,
+        tokens: record
+            .usage
+            .iter()
+            .map(|u| u.tokens.input + u.tokens.output + u.tokens.cache_read + u.tokens.cache_write)
+            .sum(),
+        cost_usd: record.cost_usd,
+    }
+}
+
+/// Commits the case's conversation so far as turns of a new episode.
+async fn seed(
+    store: &Arc<dyn Store>,
+    principal: &Principal,
+    episode: &str,
+    history: &[PastTurn],
+) -> Result<(), String> {
+    for (i, past) in history.iter().enumerate() {
+        let turn_id = format!("{episode}-h{i}");
+        let claim = ClaimRequest {
+            principal: principal.clone(),
+            episode_id: (i > 0).then(|| episode.to_owned()),
+            new_episode_id: episode.to_owned(),
+            turn_id: turn_id.clone(),
+            now_ms: 0,
+            lease_ms: 60_000,
+            fingerprint: String::new(),
+        };
+        let meta = match store.claim(claim).await.map_err(|e| e.to_string())? {
+            Claim::Claimed(meta) => meta,
+            other => return Err(format!("the episode could not be claimed: {other:?}")),
+        };
+        let record = TurnRecord {
+            episode_id: episode.to_owned(),
+            seq: meta.version + 1,
+            turn_id,
+            created_ms: 0,
+            user_text: past.user.clone(),
+            narration: past.answer.clone(),
+            segments: past
+                .consulted
+                .iter()
+                .map(|agent| Segment {
+                    agent_id: agent.clone(),
+                    query: past.user.clone(),
+                    text: past.answer.clone(),
+                    status: AgentStatus::Ok,
+                })
+                .collect(),
+            consulted: Vec::new(),
+            routing: RoutingRecord::default(),
+            usage: Vec::new(),
+            cost_usd: 0.0,
+            body_keys: Vec::new(),
+            outcome: TurnOutcome::Answered,
+            direct: None,
+            privacy: Default::default(),
+            fingerprint: String::new(),
+        };
+        store
+            .commit(&Commit {
+                principal: principal.clone(),
+                expected_version: meta.version,
+                record,
+                bodies: Vec::new(),
+                state: meta.state,
+                compaction_due: false,
+            })
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
