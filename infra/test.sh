@@ -48,6 +48,9 @@ cargo test --workspace --locked --bin baton -- without_aws
 step "template checks"
 ./infra/template-checks.sh
 
+step "evals: the shipped suite against its baseline (offline model)"
+cargo run --locked -q -p baton-cli -- eval --baseline >/dev/null
+
 step "benchmark smoke run"
 cargo run --locked -q -p baton-bench -- --smoke
 # Memory over a (short) long conversation, in memory only: no DynamoDB Local.

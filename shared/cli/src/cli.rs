@@ -96,7 +96,11 @@ pub(crate) struct ReplayArgs {
 
 /// `baton eval`.
 #[derive(Debug, Args)]
+#[command(subcommand_precedence_over_arg = true)]
 pub(crate) struct EvalArgs {
+    /// Instead of running suites: turn a stored turn into a case.
+    #[command(subcommand)]
+    pub(crate) action: Option<EvalAction>,
     /// Suite files [default: every `evals/*.yaml` of the registry]
     #[arg(value_name = "FILE")]
     pub(crate) suites: Vec<PathBuf>,
@@ -107,9 +111,52 @@ pub(crate) struct EvalArgs {
     /// Cases run at once.
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub(crate) concurrency: usize,
+    /// Run each suite N times (a model that is not deterministic): pass@N, pass^N, and
+    /// each case stable, flaky or failing. The figures and the gate use the first run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: u32,
     /// Print the results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Also write the results as JUnit XML (one test suite per eval suite), for CI.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    /// Also write one self-contained HTML page: the figures, the confusion matrix as a heat
+    /// map, and the failing cases with their routing records.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
+    /// Gate the run on the committed baseline: a case that passed there and fails now, a
+    /// lower routing accuracy, or an intent-switch pair below 95% fails with exit status 4.
+    #[arg(long)]
+    pub(crate) baseline: bool,
+    /// Write this run as the new baseline.
+    #[arg(long, conflicts_with = "baseline")]
+    pub(crate) update_baseline: bool,
+    /// The baseline file [default: the registry's `evals/baseline.json`]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) baseline_file: Option<PathBuf>,
+}
+
+/// What `baton eval` can do besides running suites.
+#[derive(Debug, Subcommand)]
+pub(crate) enum EvalAction {
+    /// Print a case that expects what a stored turn did (its conversation before it, its
+    /// text, the route its routing record shows), to add to a suite.
+    Capture(CaptureArgs),
+}
+
+/// `baton eval capture`.
+#[derive(Debug, Args)]
+pub(crate) struct CaptureArgs {
+    /// The episode (the principal's).
+    #[arg(value_name = "EPISODE")]
+    pub(crate) episode: String,
+    /// The turn's number in the episode [default: the last]
+    #[arg(value_name = "TURN")]
+    pub(crate) turn: Option<u64>,
+    /// Earlier turns kept as the case's conversation.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub(crate) history: usize,
 }
 
 /// `baton compact`.
@@ -176,6 +223,9 @@ pub(crate) struct ValidateArgs {
     /// Registry folder [default: the configured registry]
     #[arg(value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
+    /// Fail when the eval suites miss a specialist's cases (a warning otherwise).
+    #[arg(long)]
+    pub(crate) strict: bool,
 }
 
 impl Cli {
@@ -188,7 +238,7 @@ impl Cli {
         match self.command {
             Command::Chat(args) => crate::chat::run(&settings, args).await,
             Command::Serve(args) => crate::serve::run(&settings, &args).await,
-            Command::Validate(_) => crate::validate::run(&settings),
+            Command::Validate(args) => crate::validate::run(&settings, &args),
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
             Command::Eval(args) => crate::eval::run(&settings, &args).await,
             Command::Replay(args) => crate::replay::run(&settings, &args).await,

@@ -2,7 +2,7 @@
 //! compact conversations, replay one, run the eval suites.
 //!
 //! Exit status: 0 success, 1 a failure the user can fix (printed as `error: ...`), 2 a
-//! usage error, 3 an eval run with failing cases.
+//! usage error, 3 an eval run with failing cases, 4 an eval run the baseline gate refuses.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 

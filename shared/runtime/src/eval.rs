@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use baton_core::Principal;
-use baton_core::eval::{Case, CaseResult, Metrics, Observation, PastTurn, Suite, judge, metrics};
+use baton_core::eval::{
+    Case, CaseResult, Metrics, Observation, PastTurn, Repeated, Suite, judge, metrics,
+};
 use baton_core::events::Event;
 use baton_core::ports::store::{Claim, ClaimRequest, Commit, Store};
 use baton_core::trace::{GuardName, ObligationMet, RoutingRecord};
@@ -48,6 +50,10 @@ pub struct SuiteRun {
     pub results: Vec<CaseResult>,
     /// The figures.
     pub metrics: Metrics,
+    /// With repeated runs (`--repeat`): each case's stability over all of them; the
+    /// results and figures above are the first run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeated: Option<Repeated>,
 }
 
 /// Who eval turns run as.
@@ -100,6 +106,7 @@ pub async fn run_suite(
         duration_ms: started.elapsed().as_millis() as u64,
         results,
         metrics,
+        repeated: None,
     }
 }
 

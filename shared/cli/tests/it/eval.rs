@@ -49,3 +49,169 @@ fn a_malformed_suite_names_its_file_line_and_field() {
         "{run:?}"
     );
 }
+
+/// The shipped baseline, with `edit` applied to its text, in the sandbox.
+fn baseline(sandbox: &Sandbox, edit: impl Fn(String) -> String) -> String {
+    let shipped = std::path::Path::new(registry()).join("evals/baseline.json");
+    let text = edit(std::fs::read_to_string(shipped).unwrap());
+    let path = sandbox.path().join("baseline.json");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn the_gate_passes_on_the_shipped_baseline_and_catches_a_regression() {
+    let sandbox = Sandbox::new();
+    let gate = |file: &str| {
+        sandbox.run(&[
+            "eval",
+            "--registry",
+            registry(),
+            "--baseline",
+            "--baseline-file",
+            file,
+        ])
+    };
+    let same = baseline(&sandbox, |t| t);
+    let run = gate(&same);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("the baseline gate passes"), "{run:?}");
+
+    // A baseline where the three-way case passed: today's run is a regression.
+    let better = baseline(&sandbox, |t| {
+        t.replace(
+            "\"mixed-three-way\": \"failed\"",
+            "\"mixed-three-way\": \"passed\"",
+        )
+    });
+    let run = gate(&better);
+    assert_eq!(run.code, 4, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("case mixed-three-way passed in the baseline and now failed"),
+        "{run:?}"
+    );
+
+    // A baseline where a passing case had failed: the improvement is accepted.
+    let worse = baseline(&sandbox, |t| {
+        t.replace("\"shop-1\": \"passed\"", "\"shop-1\": \"failed\"")
+            .replace("0.9354838709677419", "0.9032258064516129")
+    });
+    assert_eq!(gate(&worse).code, 0);
+
+    // No baseline: a plain error saying how to write one.
+    let run = gate(&sandbox.path().join("none.json").display().to_string());
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("--update-baseline"), "{run:?}");
+}
+
+#[test]
+fn update_baseline_writes_a_whole_file() {
+    let sandbox = Sandbox::new();
+    let file = sandbox.path().join("new-baseline.json");
+    let run = sandbox.run(&[
+        "eval",
+        "--registry",
+        registry(),
+        "--update-baseline",
+        "--baseline-file",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        written["suites"]["routing"]["cases"]
+            .as_object()
+            .unwrap()
+            .len(),
+        31
+    );
+    assert!(!file.with_extension("json.tmp").exists());
+}
+
+#[test]
+fn a_stored_turn_becomes_a_case_that_passes_in_one_command() {
+    let sandbox = Sandbox::new();
+    let chat = |extra: &[&str], text: &str| -> Run {
+        let mut args = vec!["chat", "--registry", registry(), "--json"];
+        args.extend_from_slice(extra);
+        args.push(text);
+        sandbox.run(&args)
+    };
+    let first = chat(&[], "my receipt didn't scan");
+    let episode = episode_of(&events(&first.stdout));
+    chat(&["--episode", &episode], "find me coffee deals");
+
+    let run = sandbox.run(&["eval", "--registry", registry(), "capture", &episode]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("turn: find me coffee deals"), "{run:?}");
+    // Appended under a suite's cases, it is a regression test that passes today.
+    let suite = sandbox.path().join("captured.yaml");
+    std::fs::write(&suite, format!("cases:\n{}", run.stdout)).unwrap();
+    let check = sandbox.run(&[
+        "eval",
+        "--registry",
+        registry(),
+        "--json",
+        suite.to_str().unwrap(),
+    ]);
+    assert_eq!(check.code, 0, "{check:?}");
+    let report: serde_json::Value = serde_json::from_str(&check.stdout).unwrap();
+    let case = &report[0]["results"][0];
+    assert_eq!(case["outcome"], "passed", "{case}");
+    assert_eq!(case["expected"], serde_json::json!(["shop"]));
+    assert!(
+        case["tags"].as_array().unwrap().contains(&"switch".into()),
+        "{case}"
+    );
+
+    let missing = sandbox.run(&["eval", "--registry", registry(), "capture", &episode, "9"]);
+    assert_eq!(missing.code, 1, "{missing:?}");
+    assert!(missing.stderr.contains("has no turn 9"), "{missing:?}");
+}
+
+#[test]
+fn repeated_runs_report_a_flaky_case_as_flaky() {
+    let sandbox = Sandbox::new();
+    // Routes coffee to support the first time only, then to shop.
+    let model = sandbox.script(
+        r#"
+agents:
+  orchestrator:
+    - when: { purpose: route, user_contains: "coffee" }
+      once: true
+      tool_calls: [{ name: ask_support, args: { query: "coffee", intent_count: 1 } }]
+    - when: { purpose: route, user_contains: "coffee" }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee", intent_count: 1 } }]
+    - when: { purpose: route }
+      text: ["Hello!"]
+"#,
+    );
+    let suite = sandbox.path().join("flaky.yaml");
+    std::fs::write(
+        &suite,
+        "cases:\n  - { id: coffee, turn: find me coffee deals, expect: { route: { agents: [shop] } } }\n  \
+         - { id: hello, turn: hi there, expect: { route: fastpath } }\n",
+    )
+    .unwrap();
+    let run = sandbox.run(&[
+        "eval",
+        "--registry",
+        registry(),
+        "--model",
+        &model,
+        "--repeat",
+        "3",
+        "--concurrency",
+        "1",
+        suite.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 3, "the first run failed a case: {run:?}");
+    assert!(
+        run.stdout
+            .contains("Over 3 runs: pass@3 100.0%, pass^3 50.0%"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("flaky: coffee (2/3)"), "{run:?}");
+}

@@ -8,6 +8,7 @@ mod compact;
 mod config;
 mod console;
 mod eval;
+mod eval_report;
 // The DynamoDB store is in a `baton` built with the `aws` feature (`./infra/test.sh` runs
 // the suite with it).
 #[cfg(feature = "aws")]

@@ -7,9 +7,13 @@
 //! Everything here is pure: the runner (`baton_runtime::eval`) drives the engine and hands
 //! each case's [`Observation`] to [`judge`].
 
+mod baseline;
+mod capture;
+mod coverage;
 mod judge;
 mod load;
 mod metrics;
+mod repeat;
 
 #[cfg(test)]
 mod tests;
@@ -18,9 +22,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use baseline::{Baseline, SWITCH_PAIR_FLOOR, SuiteBaseline, gate};
+pub use capture::capture;
+pub use coverage::{MIN_SINGLE_CASES, coverage};
 pub use judge::judge;
 pub use load::{EvalLoadError, load_suite};
 pub use metrics::{Confusion, Metrics, NOBODY, SpecialistFigures, TagFigures, metrics};
+pub use repeat::{CaseStability, Repeated, Stability, repeated};
 
 /// A suite: its cases and thresholds.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,10 +48,10 @@ pub struct Case {
     /// Unique within the suite.
     pub id: String,
     /// Labels the report slices by (`single`, `mixed`, `switch`, `fastpath` …).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
     /// The conversation before the turn, oldest first.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<PastTurn>,
     /// The user's turn.
     pub turn: String,
@@ -70,16 +78,16 @@ pub struct PastTurn {
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// Who is consulted.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub route: Option<RouteExpect>,
     /// The arguments of `ask_<id>` calls, by specialist: a subset match.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub args: BTreeMap<String, serde_json::Value>,
     /// Argument keys never compared (ids and dates differ run to run).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignore_args: Vec<String>,
     /// The answer's text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<AnswerExpect>,
 }
 

@@ -229,3 +229,115 @@ fn a_perfect_router_scores_one_and_a_flawed_one_shows_where() {
     assert_eq!(at("shop", NOBODY), 1);
     assert_eq!(at("support", "support"), 1);
 }
+
+#[test]
+fn the_gate_catches_a_regression_and_a_weak_switch_and_accepts_an_improvement() {
+    let s = suite();
+    let mut coffee = seen(&["shop"]);
+    coffee
+        .args
+        .insert("shop".into(), json!({"query": "coffee deals"}));
+    let good = [
+        coffee.clone(),
+        seen(&[]),
+        seen(&["rewards"]),
+        seen(&["shop", "support"]),
+    ];
+    let run = |obs: [Observation; 4]| {
+        let results: Vec<CaseResult> = s.cases.iter().zip(obs).map(|(c, o)| judge(c, o)).collect();
+        let m = metrics(&s.cases, &results, &specialists());
+        (results, m)
+    };
+    let (results, m) = run(good.clone());
+    let baseline = SuiteBaseline::of(&results, &m);
+    assert_eq!(baseline.cases["hello"], "passed");
+    assert!(gate("routing", Some(&baseline), &results, &m).is_empty());
+
+    // The greeting now goes to shop, and the switch back to support.
+    let worse = [
+        coffee.clone(),
+        seen(&["shop"]),
+        seen(&["support"]),
+        seen(&["shop", "support"]),
+    ];
+    let (results, m) = run(worse);
+    let reasons = gate("routing", Some(&baseline), &results, &m);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("case hello passed in the baseline and now failed")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("the switch support→rewards routed 0%")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("routing accuracy fell from 100.0% to 50.0%")),
+        "{reasons:?}"
+    );
+
+    // From a weaker baseline, the good run is an improvement: it passes the gate.
+    let weak = SuiteBaseline::of(&results, &m);
+    let (results, m) = run(good);
+    assert!(gate("routing", Some(&weak), &results, &m).is_empty());
+}
+
+#[test]
+fn coverage_lists_missing_singles_and_switch_pairs() {
+    let s = suite();
+    let missing = coverage(std::slice::from_ref(&s), &specialists());
+    // One single case for shop only; one switch (support→rewards) of the six pairs.
+    assert!(
+        missing.contains(
+            &"shop has 1 single-intent eval case(s); add at least 2 (tag `single`)".to_owned()
+        ),
+        "{missing:?}"
+    );
+    assert!(
+        missing.iter().any(|m| m.starts_with("rewards has 0")),
+        "{missing:?}"
+    );
+    let switches = missing
+        .iter()
+        .filter(|m| m.starts_with("no eval case switches"))
+        .count();
+    assert_eq!(switches, 5, "{missing:?}");
+    assert!(
+        !missing
+            .iter()
+            .any(|m| m.contains("from support to rewards")),
+        "{missing:?}"
+    );
+}
+
+#[test]
+fn repeated_runs_tell_stable_from_flaky_and_failing() {
+    let s = suite();
+    let run = |consulted: [&[&str]; 4]| -> Vec<CaseResult> {
+        s.cases
+            .iter()
+            .zip(consulted)
+            .map(|(c, o)| judge(c, seen(o)))
+            .collect()
+    };
+    // Case 0 expects args, so it fails every time; case 1 flips; 2 and 3 always pass.
+    let a = run([&["shop"], &[], &["rewards"], &["shop", "support"]]);
+    let b = run([&["shop"], &["shop"], &["rewards"], &["support", "shop"]]);
+    let r = repeated(&[a, b]);
+    let classes: Vec<Stability> = r.cases.iter().map(|c| c.stability).collect();
+    assert_eq!(
+        classes,
+        [
+            Stability::Failing,
+            Stability::Flaky,
+            Stability::Stable,
+            Stability::Stable
+        ]
+    );
+    assert_eq!((r.pass_at_n, r.pass_all_n), (0.75, 0.5));
+}

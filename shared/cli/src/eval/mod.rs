@@ -1,6 +1,11 @@
 //! `baton eval`: the registry's suites through the engine with the configured model, as
 //! a terminal report or JSON. Exit status 0 when every case passed, 3 when some failed or
-//! errored (1 stays for problems the user must fix first, such as a malformed suite).
+//! errored; with `--baseline`, 0 when the gate passes and 4 when it does not (1 stays for
+//! problems the user must fix first, such as a malformed suite).
+
+mod capture;
+mod html;
+mod junit;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -8,16 +13,20 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
-use baton_core::eval::{Suite, Verdict, load_suite};
+use baton_core::eval::{
+    Baseline, Stability, Suite, SuiteBaseline, Verdict, gate, load_suite, repeated,
+};
 use baton_runtime::eval::{SuiteRun, run_suite};
 
-use crate::cli::EvalArgs;
+use crate::cli::{EvalAction, EvalArgs};
 use crate::config::Settings;
 use crate::setup::{self, Purpose};
 use crate::{logging, render};
 
 /// The exit status of a run with failing or errored cases.
 const FAILED: u8 = 3;
+/// The exit status of a run the baseline gate refuses.
+const GATE_FAILED: u8 = 4;
 
 /// Runs `baton eval`.
 ///
@@ -26,6 +35,9 @@ const FAILED: u8 = 3;
 /// cannot be assembled.
 pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     logging::init(settings.log.as_deref(), "error", false)?;
+    if let Some(EvalAction::Capture(capture)) = &args.action {
+        return capture::run(settings, capture).await;
+    }
     let routing_only = args.mode == "routing";
     let assembled = setup::assemble_for(settings, Purpose::Eval { routing_only }).await?;
     let runtime = assembled.runtime;
@@ -40,25 +52,27 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     } else {
         args.suites.clone()
     };
-    let mut suites = Vec::new();
-    let mut problems = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the suite {}", file.display()))?;
-        match load_suite(&file.display().to_string(), &text, &specialists) {
-            Ok(s) => suites.push(s),
-            Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(anyhow!(
-            "the eval suites are not valid:\n  {}",
-            problems.join("\n  ")
-        ));
-    }
+    let suites = load_suites(&files, &specialists)?;
     let mut runs = Vec::new();
     for suite in &suites {
-        runs.push(run_suite(&runtime, &assembled.store, suite, args.concurrency).await);
+        let mut first = run_suite(&runtime, &assembled.store, suite, args.concurrency).await;
+        if args.repeat > 1 {
+            let mut all = vec![first.results.clone()];
+            for _ in 1..args.repeat {
+                let again = run_suite(&runtime, &assembled.store, suite, args.concurrency).await;
+                all.push(again.results);
+            }
+            first.repeated = Some(repeated(&all));
+        }
+        runs.push(first);
+    }
+    if let Some(path) = &args.junit {
+        std::fs::write(path, junit::render(&suites, &runs))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, html::render(&suites, &runs))
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&runs)?);
@@ -66,6 +80,52 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         for (suite, run) in suites.iter().zip(&runs) {
             print!("{}", report(suite, run));
         }
+    }
+    let baseline_file = args
+        .baseline_file
+        .clone()
+        .unwrap_or_else(|| settings.registry.join("evals").join("baseline.json"));
+    if args.update_baseline {
+        let mut baseline = Baseline::default();
+        for run in &runs {
+            baseline.suites.insert(
+                run.suite.clone(),
+                SuiteBaseline::of(&run.results, &run.metrics),
+            );
+        }
+        write_atomically(&baseline_file, &serde_json::to_string_pretty(&baseline)?)?;
+        eprintln!("wrote the baseline {}", baseline_file.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.baseline {
+        let text = std::fs::read_to_string(&baseline_file).with_context(|| {
+            format!(
+                "reading the baseline {} (write one with --update-baseline)",
+                baseline_file.display()
+            )
+        })?;
+        let baseline: Baseline = serde_json::from_str(&text)
+            .with_context(|| format!("the baseline {} is not valid", baseline_file.display()))?;
+        let reasons: Vec<String> = runs
+            .iter()
+            .flat_map(|r| {
+                gate(
+                    &r.suite,
+                    baseline.suites.get(&r.suite),
+                    &r.results,
+                    &r.metrics,
+                )
+            })
+            .collect();
+        if reasons.is_empty() {
+            eprintln!("the baseline gate passes ({})", baseline_file.display());
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!("the baseline gate fails ({}):", baseline_file.display());
+        for r in &reasons {
+            eprintln!("  {r}");
+        }
+        return Ok(ExitCode::from(GATE_FAILED));
     }
     let clean = runs
         .iter()
@@ -77,8 +137,43 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     })
 }
 
+/// Writes `text` to `path` through a temporary file renamed over it, so an interrupted
+/// run never leaves half a baseline.
+fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reads and checks suite files.
+///
+/// # Errors
+/// An unreadable file, or every problem of the malformed ones.
+pub(crate) fn load_suites(
+    files: &[PathBuf],
+    specialists: &BTreeSet<String>,
+) -> anyhow::Result<Vec<Suite>> {
+    let mut suites = Vec::new();
+    let mut problems = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("reading the suite {}", file.display()))?;
+        match load_suite(&file.display().to_string(), &text, specialists) {
+            Ok(s) => suites.push(s),
+            Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(anyhow!(
+            "the eval suites are not valid:\n  {}",
+            problems.join("\n  ")
+        ));
+    }
+    Ok(suites)
+}
+
 /// The registry's `evals/*.yaml`, sorted.
-fn suite_files(registry: &Path) -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn suite_files(registry: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let dir = registry.join("evals");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("there is no evals folder at {}", dir.display()))?
@@ -203,6 +298,29 @@ fn report(suite: &Suite, run: &SuiteRun) -> String {
         m.tokens,
         render::money(m.cost_usd)
     );
+    if let Some(rep) = &run.repeated {
+        let ids = |s: Stability| {
+            rep.cases
+                .iter()
+                .filter(|c| c.stability == s)
+                .map(|c| format!("{} ({}/{})", c.id, c.passes, c.runs))
+                .collect::<Vec<_>>()
+        };
+        let _ = writeln!(
+            out,
+            "Over {} runs: pass@{n} {}, pass^{n} {}",
+            rep.runs,
+            percent(rep.pass_at_n),
+            percent(rep.pass_all_n),
+            n = rep.runs
+        );
+        for (label, s) in [("flaky", Stability::Flaky), ("failing", Stability::Failing)] {
+            let list = ids(s);
+            if !list.is_empty() {
+                let _ = writeln!(out, "  {label}: {}", list.join(", "));
+            }
+        }
+    }
     for r in &run.results {
         match &r.verdict {
             Verdict::Passed => {}

@@ -1,0 +1,70 @@
+//! From the journal to a case: a real turn, the conversation before it and what its
+//! routing record says the orchestrator did, as a case that expects the same again.
+
+use super::{Case, Expect, MatchMode, PastTurn, RouteExpect};
+use crate::turn::TurnRecord;
+
+/// The case of `turns[at]`, with up to `history` turns before it as its conversation.
+/// The route expected is the one the turn took (`routing.calls`, or `routing.invoked` for
+/// turns recorded before calls were kept); edit the case when that route was the wrong one.
+pub fn capture(turns: &[TurnRecord], at: usize, history: usize) -> Option<Case> {
+    let turn = turns.get(at)?;
+    let past: Vec<PastTurn> = turns[at.saturating_sub(history)..at]
+        .iter()
+        .map(|t| {
+            let mut consulted: Vec<String> = Vec::new();
+            for s in &t.segments {
+                if !consulted.contains(&s.agent_id) {
+                    consulted.push(s.agent_id.clone());
+                }
+            }
+            PastTurn {
+                user: t.user_text.clone(),
+                answer: t.narration.clone(),
+                consulted,
+            }
+        })
+        .collect();
+    let agents: Vec<String> = if turn.routing.calls.is_empty() {
+        turn.routing.invoked.clone()
+    } else {
+        turn.routing
+            .calls
+            .iter()
+            .map(|c| c.agent_id.clone())
+            .collect()
+    };
+    let mut tags = vec!["captured".to_owned()];
+    tags.push(
+        match agents.len() {
+            0 => "fastpath",
+            1 => "single",
+            _ => "mixed",
+        }
+        .to_owned(),
+    );
+    let previous = past.last().and_then(|p| p.consulted.first());
+    if let (Some(from), Some(to)) = (previous, agents.first())
+        && from != to
+    {
+        tags.push("switch".to_owned());
+    }
+    let route = if agents.is_empty() {
+        RouteExpect::Fastpath(super::FastpathWord::Fastpath)
+    } else {
+        RouteExpect::Agents {
+            agents,
+            mode: MatchMode::Exact,
+        }
+    };
+    Some(Case {
+        id: format!("captured-{}-{}", turn.episode_id, turn.seq),
+        tags,
+        history: past,
+        turn: turn.user_text.clone(),
+        expect: Expect {
+            route: Some(route),
+            ..Expect::default()
+        },
+    })
+}
