@@ -174,14 +174,23 @@ pub async fn run_case(
 /// What the turn did, from its record.
 fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Observation {
     let r: &RoutingRecord = &record.routing;
+    let direct_line = r.direct_line.as_ref().map(|d| d.agent_id.clone());
+    // A Direct Line turn is not routed: the specialist addressed is who was consulted.
+    let consulted = match &direct_line {
+        Some(agent) if r.calls.is_empty() => vec![agent.clone()],
+        _ => r.calls.iter().map(|c| c.agent_id.clone()).collect(),
+    };
     Observation {
-        consulted: r.calls.iter().map(|c| c.agent_id.clone()).collect(),
+        consulted,
+        direct_line,
+        obligations_met: r.obligations.iter().map(|o| o.agent_id.clone()).collect(),
+        masked: record.privacy.total,
         args: r
             .calls
             .iter()
             .map(|c| (c.agent_id.clone(), c.args.clone()))
             .collect(),
-        fastpath: r.calls.is_empty(),
+        fastpath: r.calls.is_empty() && r.direct_line.is_none(),
         answer,
         failsafe_reasks: r
             .guards

@@ -3,7 +3,8 @@
 use serde_json::Value;
 
 use super::{
-    AnswerExpect, Case, CaseResult, MatchMode, Observation, RouteExpect, Verdict, expected_agents,
+    AnswerExpect, Case, CaseResult, MatchMode, Observation, RouteExpect, TrustExpect, Verdict,
+    expected_agents,
 };
 
 /// The case's result: each expectation it sets, checked; an answer expectation is checked
@@ -52,6 +53,12 @@ pub fn judge(case: &Case, observed: Observation) -> CaseResult {
         }
         _ => None,
     };
+    let trust_ok = case.expect.trust.as_ref().map(|t| {
+        let failures = trust_failures(t, &observed);
+        let ok = failures.is_empty();
+        reasons.extend(failures);
+        ok
+    });
     let verdict = if reasons.is_empty() {
         Verdict::Passed
     } else {
@@ -64,6 +71,7 @@ pub fn judge(case: &Case, observed: Observation) -> CaseResult {
         route_ok,
         args_ok,
         answer_ok,
+        trust_ok,
         verdict,
         observed: Some(observed),
     }
@@ -160,6 +168,40 @@ fn answer_failures(expect: &AnswerExpect, answer: &str) -> Vec<String> {
             && !re.is_match(answer)
         {
             out.push(format!("answer: does not match /{pattern}/"));
+        }
+    }
+    out
+}
+
+fn trust_failures(expect: &TrustExpect, observed: &Observation) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(agent) = &expect.direct_line
+        && observed.direct_line.as_ref() != Some(agent)
+    {
+        out.push(format!(
+            "trust: expected the Direct Line to {agent}, got {}",
+            observed.direct_line.as_deref().unwrap_or("none")
+        ));
+    }
+    for agent in &expect.obligations_met {
+        if !observed.obligations_met.contains(agent) {
+            out.push(format!(
+                "trust: the obligation to consult {agent} was not met"
+            ));
+        }
+    }
+    match expect.masked {
+        Some(true) if observed.masked == 0 => {
+            out.push("trust: nothing was masked".to_owned());
+        }
+        Some(false) if observed.masked > 0 => {
+            out.push(format!("trust: {} value(s) were masked", observed.masked));
+        }
+        _ => {}
+    }
+    for agent in &expect.not_consulted {
+        if observed.consulted.contains(agent) {
+            out.push(format!("trust: {agent} was consulted"));
         }
     }
     out

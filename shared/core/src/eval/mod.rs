@@ -89,6 +89,27 @@ pub struct Expect {
     /// The answer's text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<AnswerExpect>,
+    /// The trust layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<TrustExpect>,
+}
+
+/// Checks on the trust layers (docs/trust.md).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustExpect {
+    /// The turn went to this specialist on the Direct Line.
+    #[serde(default)]
+    pub direct_line: Option<String>,
+    /// These obligations were met (the specialists the turn had to consult).
+    #[serde(default)]
+    pub obligations_met: Vec<String>,
+    /// The privacy guard masked at least one value in the answer.
+    #[serde(default)]
+    pub masked: Option<bool>,
+    /// None of these was consulted.
+    #[serde(default)]
+    pub not_consulted: Vec<String>,
 }
 
 /// The route a case expects.
@@ -159,6 +180,15 @@ pub struct Observation {
     pub fastpath: bool,
     /// The answer's text, when the run produced one (end-to-end mode).
     pub answer: Option<String>,
+    /// The specialist the Direct Line delivered, if the turn was one.
+    #[serde(default)]
+    pub direct_line: Option<String>,
+    /// The obligations the turn met.
+    #[serde(default)]
+    pub obligations_met: Vec<String>,
+    /// Values the privacy guard masked in the answer.
+    #[serde(default)]
+    pub masked: u32,
     /// Re-asks by the intent-count failsafe.
     pub failsafe_reasks: u32,
     /// Calls dropped by the guards or the caps.
@@ -206,6 +236,9 @@ pub struct CaseResult {
     pub args_ok: Option<bool>,
     /// Whether the answer expectation held.
     pub answer_ok: Option<bool>,
+    /// Whether the trust expectation held.
+    #[serde(default)]
+    pub trust_ok: Option<bool>,
     /// How it did.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -223,6 +256,7 @@ impl CaseResult {
             route_ok: None,
             args_ok: None,
             answer_ok: None,
+            trust_ok: None,
             verdict: Verdict::Errored {
                 error: error.into(),
             },

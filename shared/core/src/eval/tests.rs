@@ -341,3 +341,29 @@ fn repeated_runs_tell_stable_from_flaky_and_failing() {
     );
     assert_eq!((r.pass_at_n, r.pass_all_n), (0.75, 0.5));
 }
+
+#[test]
+fn trust_expectations_check_the_direct_line_obligations_masking_and_who_was_kept_out() {
+    let case = load_suite(
+        "x.yaml",
+        "cases:\n  - id: t\n    turn: hi\n    expect:\n      trust: { direct_line: shop, obligations_met: [support], masked: true, not_consulted: [rewards] }\n",
+        &specialists(),
+    )
+    .unwrap()
+    .cases
+    .remove(0);
+    let mut obs = seen(&["shop", "support"]);
+    obs.direct_line = Some("shop".into());
+    obs.obligations_met = vec!["support".into()];
+    obs.masked = 1;
+    assert_eq!(judge(&case, obs.clone()).trust_ok, Some(true));
+    obs.consulted.push("rewards".into());
+    obs.masked = 0;
+    obs.direct_line = None;
+    obs.obligations_met.clear();
+    let r = judge(&case, obs);
+    let Verdict::Failed { reasons } = r.verdict else {
+        panic!("failed")
+    };
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+}
