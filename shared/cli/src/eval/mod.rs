@@ -4,8 +4,6 @@
 //! problems the user must fix first, such as a malformed suite).
 
 mod capture;
-mod html;
-mod junit;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -13,9 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
-use baton_core::eval::{
-    Baseline, Stability, Suite, SuiteBaseline, Verdict, gate, load_suite, repeated,
-};
+use baton_core::eval::{Baseline, Stability, Suite, SuiteBaseline, Verdict, gate, repeated};
 use baton_runtime::eval::{SuiteRun, run_suite};
 
 use crate::cli::{EvalAction, EvalArgs};
@@ -67,11 +63,11 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         runs.push(first);
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, junit::render(&suites, &runs))
+        std::fs::write(path, baton_runtime::eval::junit::render(&suites, &runs))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, html::render(&suites, &runs))
+        std::fs::write(path, baton_runtime::eval::html::render(&suites, &runs))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
@@ -153,23 +149,7 @@ pub(crate) fn load_suites(
     files: &[PathBuf],
     specialists: &BTreeSet<String>,
 ) -> anyhow::Result<Vec<Suite>> {
-    let mut suites = Vec::new();
-    let mut problems = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file)
-            .with_context(|| format!("reading the suite {}", file.display()))?;
-        match load_suite(&file.display().to_string(), &text, specialists) {
-            Ok(s) => suites.push(s),
-            Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(anyhow!(
-            "the eval suites are not valid:\n  {}",
-            problems.join("\n  ")
-        ));
-    }
-    Ok(suites)
+    baton_runtime::eval::read_suite_files(files, specialists).map_err(|e| anyhow!(e))
 }
 
 /// The registry's `evals/*.yaml`, sorted.
@@ -188,9 +168,7 @@ pub(crate) fn suite_files(registry: &Path) -> anyhow::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn percent(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
+use baton_runtime::eval::percent;
 
 /// The terminal report of one suite's run.
 fn report(suite: &Suite, run: &SuiteRun) -> String {

@@ -7,6 +7,9 @@
 //! their connectors run, and the answer is checked too). The runtime should be over a store
 //! of its own (an in-memory one): every case writes an episode.
 
+pub mod html;
+pub mod junit;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -92,13 +95,7 @@ pub async fn run_suite(
     let mut results = results;
     results.sort_by_key(|(i, _)| *i);
     let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
-    let specialists: BTreeSet<String> = runtime
-        .entry()
-        .orchestration
-        .as_ref()
-        .map(|o| o.sub_agents.iter().map(|s| s.to_string()).collect())
-        .unwrap_or_default();
-    let metrics = metrics(&suite.cases, &results, &specialists);
+    let metrics = metrics(&suite.cases, &results, &specialists(runtime));
     SuiteRun {
         suite: suite.name.clone(),
         file: suite.file.clone(),
@@ -280,4 +277,79 @@ async fn seed(
             .map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// A share as a percentage with one decimal, as the reports print it.
+pub fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// A cost in USD with enough digits to show fractions of a cent.
+pub fn money(cost: f64) -> String {
+    if cost == 0.0 {
+        return "$0.00".to_owned();
+    }
+    let digits = if cost >= 0.01 { 4 } else { 6 };
+    format!("${cost:.digits$}")
+}
+
+/// The suites under a registry's `evals/` (`*.yaml`, sorted), checked against
+/// `specialists`.
+///
+/// # Errors
+/// No suite, an unreadable file, or every problem of the malformed ones, in plain words.
+pub fn read_suites(
+    registry: &std::path::Path,
+    specialists: &BTreeSet<String>,
+) -> Result<Vec<Suite>, String> {
+    let dir = registry.join("evals");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("there is no evals folder at {}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("no suites (*.yaml) in {}", dir.display()));
+    }
+    read_suite_files(&files, specialists)
+}
+
+/// The suites in `files`, checked against `specialists`.
+///
+/// # Errors
+/// An unreadable file, or every problem of the malformed ones.
+pub fn read_suite_files(
+    files: &[std::path::PathBuf],
+    specialists: &BTreeSet<String>,
+) -> Result<Vec<Suite>, String> {
+    let mut suites = Vec::new();
+    let mut problems = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("reading the suite {}: {e}", file.display()))?;
+        match baton_core::eval::load_suite(&file.display().to_string(), &text, specialists) {
+            Ok(s) => suites.push(s),
+            Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
+        }
+    }
+    if problems.is_empty() {
+        Ok(suites)
+    } else {
+        Err(format!(
+            "the eval suites are not valid:\n  {}",
+            problems.join("\n  ")
+        ))
+    }
+}
+
+/// The entry orchestrator's specialists.
+pub fn specialists(runtime: &Runtime) -> BTreeSet<String> {
+    runtime
+        .entry()
+        .orchestration
+        .as_ref()
+        .map(|o| o.sub_agents.iter().map(|s| s.to_string()).collect())
+        .unwrap_or_default()
 }

@@ -6,11 +6,11 @@
 
 use std::fmt::Write as _;
 
+use super::{EvalMode, SuiteRun};
 use baton_core::eval::{Case, CaseResult, Suite, Verdict};
-use baton_runtime::eval::{EvalMode, SuiteRun};
 
 /// JUnit XML of `runs` (one per suite, in the order of `suites`).
-pub(super) fn render(suites: &[Suite], runs: &[SuiteRun]) -> String {
+pub fn render(suites: &[Suite], runs: &[SuiteRun]) -> String {
     let (mut tests, mut failures, mut errors, mut millis) = (0, 0, 0, 0);
     for run in runs {
         tests += run.metrics.cases;

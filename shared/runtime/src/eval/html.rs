@@ -11,14 +11,13 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use super::{EvalMode, SuiteRun};
 use baton_core::eval::{Case, CaseResult, NOBODY, Suite, Verdict};
-use baton_runtime::eval::{EvalMode, SuiteRun};
 
-use super::percent;
-use crate::render::money;
+use super::{money, percent};
 
 /// The page for `runs` (one per suite, in the order of `suites`).
-pub(super) fn render(suites: &[Suite], runs: &[SuiteRun]) -> String {
+pub fn render(suites: &[Suite], runs: &[SuiteRun]) -> String {
     let mut out = String::with_capacity(16 * 1024);
     out.push_str(HEAD);
     let (mut cases, mut passed) = (0, 0);
