@@ -3,11 +3,11 @@
 # registry beside its bootstrap, ready for `aws lambda update-function-code --zip-file`.
 #
 #   ./infra/package.sh                # cargo lambda build --release --arm64, then one zip per function
-#   ./infra/package.sh turn           # only the named functions (turn, history-writer, compaction)
+#   ./infra/package.sh turn           # only the named functions (turn, history-writer, compaction, eval-runner)
 #   ./infra/package.sh --sam          # `sam build` of template.yaml instead (.aws-sam/build), for `sam deploy`
 #
 # The zips land in $OUT (default $CARGO_TARGET_DIR/lambda-zips): `turn.zip` and
-# `history-writer.zip` and `compaction.zip`, each `bootstrap` + `registry/` (set BATON_REGISTRY=/var/task/registry
+# `history-writer.zip`, `compaction.zip` and `eval-runner.zip`, each `bootstrap` + `registry/` (set BATON_REGISTRY=/var/task/registry
 # on a function deployed from them). template.yaml ships the registry as a layer instead,
 # because SAM's rust-cargolambda build copies only the binary.
 #
@@ -28,15 +28,15 @@ for arg in "$@"; do
   case "$arg" in
     --sam) mode=sam ;;
     -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    turn|history-writer|compaction) functions+=("$arg") ;;
-    *) echo "error: unknown argument '$arg' (use --sam, turn, history-writer or compaction)" >&2; exit 2 ;;
+    turn|history-writer|compaction|eval-runner) functions+=("$arg") ;;
+    *) echo "error: unknown argument '$arg' (use --sam, turn, history-writer, compaction or eval-runner)" >&2; exit 2 ;;
   esac
 done
 if [[ "$mode" == sam && ${#functions[@]} -gt 0 ]]; then
   echo "error: --sam builds every function of template.yaml; leave out the function names" >&2
   exit 2
 fi
-[[ ${#functions[@]} -gt 0 ]] || functions=(turn history-writer compaction)
+[[ ${#functions[@]} -gt 0 ]] || functions=(turn history-writer compaction eval-runner)
 
 fail() { echo "error: $*" >&2; exit 1; }
 

@@ -400,8 +400,8 @@ def check_bedrock(out, template, c):
             if not any(a.startswith("bedrock:") for a in actions):
                 continue
             c.expect(
-                role in ("TurnFunctionRole", "CompactionFunctionRole"),
-                f"{role}: only the turn and compaction functions may call Bedrock",
+                role in ("TurnFunctionRole", "CompactionFunctionRole", "EvalRunnerFunctionRole"),
+                f"{role}: only the turn, compaction and eval-runner functions may call Bedrock",
             )
             c.expect(
                 actions == ["bedrock:InvokeModelWithResponseStream"],
@@ -459,6 +459,18 @@ def check_bedrock(out, template, c):
             pairs == want_ids,
             f"BATON_MODEL_IDS in {region} with ModelGeo {geo} is {pairs}, want {want_ids}",
         )
+        # The eval runner may call exactly the turn function's models.
+        evals = [
+            st
+            for st in role_statements(out, "EvalRunnerFunctionRole")
+            if st.get("Sid") == "BedrockEvalModels"
+        ]
+        c.expect(len(evals) == 1, "EvalRunnerFunctionRole: no BedrockEvalModels statement")
+        if evals:
+            c.expect(
+                sorted(resolve(as_list(evals[0]["Resource"]))) == got,
+                f"the eval runner's Bedrock resources in {region} differ from the turn function's",
+            )
         # The compaction function calls the summarizer only, with the turn function's ids.
         if compaction:
             summarizer = resolve.values["SummarizerModel"]

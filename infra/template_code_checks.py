@@ -133,6 +133,7 @@ FUNCTIONS = {
     "TurnFunctionRole": ["functions/turn/src", "shared/aws/src"],
     "HistoryWriterFunctionRole": ["functions/history-writer/src"],
     "CompactionFunctionRole": ["functions/compaction/src"],
+    "EvalRunnerFunctionRole": ["functions/eval-runner/src"],
 }
 SHARED = {
     "HistoryWriterFunctionRole": {
@@ -155,6 +156,14 @@ SHARED = {
             ("shared/aws/src/journal/memory.rs", "save_summary"),
             ("shared/aws/src/journal/memory.rs", "due_episodes"),
         ],
+        "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
+    },
+    # The eval runner: Bedrock for the models, its own PutObject for the reports; the
+    # cases run on a store in memory.
+    "EvalRunnerFunctionRole": {
+        "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
+        "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "from_env")],
+        "baton_aws::emf::EmfMetrics": [("shared/aws/src/emf.rs", None)],
         "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
     },
 }

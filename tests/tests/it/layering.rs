@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "baton-turn",
             "baton-history-writer",
             "baton-compaction",
+            "baton-eval-runner",
             "baton-bench",
         ],
     ),
