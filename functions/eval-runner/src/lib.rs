@@ -244,9 +244,10 @@ impl EvalRunner {
                 .map_err(|e| format!("no baseline at {}: {e}", file.display()))?;
             let baseline: Baseline = serde_json::from_str(&text)
                 .map_err(|e| format!("the baseline {} is not valid: {e}", file.display()))?;
-            for r in &runs {
+            for (s, r) in suites.iter().zip(&runs) {
                 reasons.extend(gate(
                     &r.suite,
+                    &s.thresholds,
                     baseline.suites.get(&r.suite),
                     &r.results,
                     &r.metrics,

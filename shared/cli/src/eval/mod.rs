@@ -102,11 +102,13 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         })?;
         let baseline: Baseline = serde_json::from_str(&text)
             .with_context(|| format!("the baseline {} is not valid", baseline_file.display()))?;
-        let reasons: Vec<String> = runs
+        let reasons: Vec<String> = suites
             .iter()
-            .flat_map(|r| {
+            .zip(&runs)
+            .flat_map(|(s, r)| {
                 gate(
                     &r.suite,
+                    &s.thresholds,
                     baseline.suites.get(&r.suite),
                     &r.results,
                     &r.metrics,

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CaseResult, Metrics, Verdict};
+use super::{CaseResult, Metrics, Thresholds, Verdict};
 
-/// The lowest accuracy an intent-switch pair may have (DESIGN §13).
+/// The lowest accuracy an intent-switch pair may have unless a suite sets its own.
 pub const SWITCH_PAIR_FLOOR: f64 = 0.95;
 
 /// One suite's record in the baseline.
@@ -53,18 +53,47 @@ impl SuiteBaseline {
 /// a case new since the baseline is judged only by the switch floor.
 pub fn gate(
     suite: &str,
+    thresholds: &Thresholds,
     baseline: Option<&SuiteBaseline>,
     results: &[CaseResult],
     metrics: &Metrics,
 ) -> Vec<String> {
     let mut reasons = Vec::new();
     for (pair, f) in &metrics.switch_pairs {
-        if f.accuracy < SWITCH_PAIR_FLOOR {
+        if f.accuracy < thresholds.switch_pair {
             reasons.push(format!(
                 "{suite}: the switch {pair} routed {:.0}% of its cases, below the {:.0}% floor",
                 f.accuracy * 100.0,
-                SWITCH_PAIR_FLOOR * 100.0
+                thresholds.switch_pair * 100.0
             ));
+        }
+    }
+    if let Some(floor) = thresholds.routing_accuracy
+        && metrics.routing.accuracy < floor
+    {
+        reasons.push(format!(
+            "{suite}: routing accuracy {:.1}% is below its {:.1}% floor",
+            metrics.routing.accuracy * 100.0,
+            floor * 100.0
+        ));
+    }
+    for (id, floor) in &thresholds.specialists {
+        let Some(f) = metrics.specialists.get(id) else {
+            continue;
+        };
+        for (what, value, min) in [
+            ("precision", f.precision, floor.precision),
+            ("recall", f.recall, floor.recall),
+        ] {
+            if let Some(min) = min
+                && value < min
+            {
+                reasons.push(format!(
+                    "{suite}: {id}'s {what} {:.1}% is below its {:.1}% floor",
+                    value * 100.0,
+                    min * 100.0
+                ));
+            }
         }
     }
     let Some(baseline) = baseline else {

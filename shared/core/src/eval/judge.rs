@@ -162,6 +162,21 @@ fn answer_failures(expect: &AnswerExpect, answer: &str) -> Vec<String> {
             out.push(format!("answer: contains {c:?}"));
         }
     }
+    if let Some(schema) = &expect.schema {
+        // Checked at load: a schema that does not compile never gets here.
+        match (
+            jsonschema::validator_for(schema),
+            serde_json::from_str::<serde_json::Value>(answer.trim()),
+        ) {
+            (Ok(v), Ok(doc)) => {
+                if let Some(e) = v.iter_errors(&doc).next() {
+                    out.push(format!("answer: does not match its schema: {e}"));
+                }
+            }
+            (_, Err(_)) => out.push("answer: is not JSON".to_owned()),
+            (Err(_), _) => {}
+        }
+    }
     if let Some(pattern) = &expect.regex {
         // Checked at load: a pattern that does not compile never gets here.
         if let Ok(re) = regex::Regex::new(pattern)

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
-use super::{Case, RouteExpect, Suite};
+use super::{Case, RouteExpect, Suite, Thresholds};
 
 /// A problem in a suite file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +25,8 @@ pub struct EvalLoadError {
 struct RawSuite {
     #[serde(default)]
     suite: Option<String>,
+    #[serde(default)]
+    thresholds: Thresholds,
     cases: Vec<Case>,
 }
 
@@ -101,6 +103,18 @@ pub fn load_suite(
             .expect
             .answer
             .as_ref()
+            .and_then(|a| a.schema.as_ref())
+            .map(jsonschema::validator_for)
+        {
+            add(
+                at(".expect.answer.schema"),
+                format!("not a JSON Schema: {e}"),
+            );
+        }
+        if let Some(Err(e)) = case
+            .expect
+            .answer
+            .as_ref()
             .and_then(|a| a.regex.as_deref())
             .map(regex::Regex::new)
         {
@@ -108,6 +122,16 @@ pub fn load_suite(
                 at(".expect.answer.regex"),
                 format!("not a regular expression: {e}"),
             );
+        }
+    }
+    for id in raw.thresholds.specialists.keys() {
+        if !specialists.contains(id) {
+            problems.push(EvalLoadError {
+                file: file.to_owned(),
+                line: None,
+                field: format!("thresholds.specialists.{id}"),
+                problem: format!("{id:?} is not a specialist of the orchestrator"),
+            });
         }
     }
     if !problems.is_empty() {
@@ -124,5 +148,6 @@ pub fn load_suite(
         name,
         file: file.to_owned(),
         cases: raw.cases,
+        thresholds: raw.thresholds,
     })
 }

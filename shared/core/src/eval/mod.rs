@@ -39,6 +39,50 @@ pub struct Suite {
     pub file: String,
     /// Its cases, in file order.
     pub cases: Vec<Case>,
+    /// What the baseline gate holds it to, beyond "nothing that passed fails now".
+    pub thresholds: Thresholds,
+}
+
+/// A suite's floors for the gate; each unset one is not checked (but the switch floor,
+/// 95% by default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// The lowest routing accuracy.
+    #[serde(default)]
+    pub routing_accuracy: Option<f64>,
+    /// The lowest accuracy of any intent-switch pair.
+    #[serde(default = "default_switch_floor")]
+    pub switch_pair: f64,
+    /// Per specialist: the lowest precision and recall.
+    #[serde(default)]
+    pub specialists: BTreeMap<String, SpecialistFloor>,
+}
+
+fn default_switch_floor() -> f64 {
+    baseline::SWITCH_PAIR_FLOOR
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            routing_accuracy: None,
+            switch_pair: default_switch_floor(),
+            specialists: BTreeMap::new(),
+        }
+    }
+}
+
+/// One specialist's floors.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialistFloor {
+    /// The lowest precision.
+    #[serde(default)]
+    pub precision: Option<f64>,
+    /// The lowest recall.
+    #[serde(default)]
+    pub recall: Option<f64>,
 }
 
 /// One case.
@@ -167,6 +211,9 @@ pub struct AnswerExpect {
     /// It must match this regular expression.
     #[serde(default)]
     pub regex: Option<String>,
+    /// It must be JSON valid against this JSON Schema (structured output).
+    #[serde(default)]
+    pub schema: Option<serde_json::Value>,
 }
 
 /// What a run observed of one case.

@@ -251,7 +251,7 @@ fn the_gate_catches_a_regression_and_a_weak_switch_and_accepts_an_improvement() 
     let (results, m) = run(good.clone());
     let baseline = SuiteBaseline::of(&results, &m);
     assert_eq!(baseline.cases["hello"], "passed");
-    assert!(gate("routing", Some(&baseline), &results, &m).is_empty());
+    assert!(gate("routing", &s.thresholds, Some(&baseline), &results, &m).is_empty());
 
     // The greeting now goes to shop, and the switch back to support.
     let worse = [
@@ -261,7 +261,7 @@ fn the_gate_catches_a_regression_and_a_weak_switch_and_accepts_an_improvement() 
         seen(&["shop", "support"]),
     ];
     let (results, m) = run(worse);
-    let reasons = gate("routing", Some(&baseline), &results, &m);
+    let reasons = gate("routing", &s.thresholds, Some(&baseline), &results, &m);
     assert!(
         reasons
             .iter()
@@ -284,7 +284,7 @@ fn the_gate_catches_a_regression_and_a_weak_switch_and_accepts_an_improvement() 
     // From a weaker baseline, the good run is an improvement: it passes the gate.
     let weak = SuiteBaseline::of(&results, &m);
     let (results, m) = run(good);
-    assert!(gate("routing", Some(&weak), &results, &m).is_empty());
+    assert!(gate("routing", &s.thresholds, Some(&weak), &results, &m).is_empty());
 }
 
 #[test]
@@ -366,4 +366,41 @@ fn trust_expectations_check_the_direct_line_obligations_masking_and_who_was_kept
         panic!("failed")
     };
     assert_eq!(reasons.len(), 4, "{reasons:?}");
+}
+
+#[test]
+fn a_suites_thresholds_and_a_json_schema_are_checked() {
+    let text = "thresholds: { routing_accuracy: 0.9, switch_pair: 0.5, specialists: { shop: { recall: 1.0 } } }\n\
+                cases:\n  - id: j\n    turn: t\n    expect:\n      route: { agents: [shop] }\n      \
+                answer: { schema: { type: object, required: [points], properties: { points: { type: integer } } } }\n";
+    let s = load_suite("x.yaml", text, &specialists()).unwrap();
+    assert_eq!(s.thresholds.switch_pair, 0.5);
+    let mut obs = seen(&["support"]);
+    obs.answer = Some("{\"points\": \"many\"}".into());
+    let r = judge(&s.cases[0], obs);
+    assert_eq!(r.answer_ok, Some(false));
+    let m = metrics(&s.cases, std::slice::from_ref(&r), &specialists());
+    let reasons = gate("x", &s.thresholds, None, std::slice::from_ref(&r), &m);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("routing accuracy 0.0% is below its 90.0% floor")),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("shop's recall 0.0% is below its 100.0% floor")),
+        "{reasons:?}"
+    );
+    let mut ok = seen(&["shop"]);
+    ok.answer = Some("{\"points\": 1200}".into());
+    assert_eq!(judge(&s.cases[0], ok).answer_ok, Some(true));
+    let bad = load_suite(
+        "x.yaml",
+        "thresholds: { specialists: { chef: { recall: 1 } } }\ncases: []\n",
+        &specialists(),
+    )
+    .unwrap_err();
+    assert_eq!(bad[0].field, "thresholds.specialists.chef");
 }
