@@ -39,6 +39,8 @@ METRIC_SOURCES = [
 ]
 METRIC_NAMES = "shared/core/src/ports/metrics.rs"
 TURN_CONFIG = "functions/turn/src/config.rs"
+# Where the functions' shared settings (BATON_METRICS_NAMESPACE …) are read.
+SETTINGS = "shared/aws/src/settings.rs"
 ROUTER = "shared/http/src/app.rs"
 KEYS = "shared/aws/src/journal/keys.rs"
 
@@ -143,6 +145,8 @@ SHARED = {
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
     },
     "CompactionFunctionRole": {
+        "baton_aws::settings::ConfigError": [("shared/aws/src/settings.rs", None)],
+        "baton_aws::settings::Env": [("shared/aws/src/settings.rs", None)],
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
         "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "from_env")],
         "baton_aws::emf::EmfMetrics": [("shared/aws/src/emf.rs", None)],
@@ -161,6 +165,8 @@ SHARED = {
     # The eval runner: Bedrock for the models, its own PutObject for the reports; the
     # cases run on a store in memory.
     "EvalRunnerFunctionRole": {
+        "baton_aws::settings::ConfigError": [("shared/aws/src/settings.rs", None)],
+        "baton_aws::settings::Env": [("shared/aws/src/settings.rs", None)],
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
         "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "from_env")],
         "baton_aws::emf::EmfMetrics": [("shared/aws/src/emf.rs", None)],
@@ -433,10 +439,15 @@ def check_metrics(template, out, root, c):
     env = resolve(out["Resources"]["TurnFunction"]["Properties"]["Environment"]["Variables"])
     namespace = env.get("BATON_METRICS_NAMESPACE")
     with open(os.path.join(root, TURN_CONFIG), encoding="utf-8") as f:
-        c.expect(
-            'get("BATON_METRICS_NAMESPACE")' in f.read(),
-            f"{TURN_CONFIG} no longer reads BATON_METRICS_NAMESPACE, which the alarms rely on",
-        )
+        turn_config = f.read()
+    with open(os.path.join(root, SETTINGS), encoding="utf-8") as f:
+        settings = f.read()
+    reads = 'get("BATON_METRICS_NAMESPACE")'
+    c.expect(
+        reads in turn_config
+        or ("env.metrics_namespace()" in turn_config and reads in settings),
+        f"{TURN_CONFIG} no longer reads BATON_METRICS_NAMESPACE, which the alarms rely on",
+    )
 
     refs = MetricRefs()
     by_alarm = {}

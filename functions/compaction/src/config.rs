@@ -4,25 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use baton_aws::journal::JournalConfig;
-use baton_runtime::registry_files::parse_model_ids;
+use baton_aws::settings::Env;
 
-/// A setting that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// A required variable is not set.
-    #[error("{0} is not set")]
-    Missing(&'static str),
-    /// A variable's value is not understood.
-    #[error("{name}={value:?} is not {expected}")]
-    Invalid {
-        /// The variable.
-        name: &'static str,
-        /// Its value.
-        value: String,
-        /// What it must be.
-        expected: &'static str,
-    },
-}
+pub use baton_aws::settings::ConfigError;
 
 /// Everything the function reads from its environment.
 #[derive(Debug, Clone)]
@@ -64,40 +48,15 @@ impl Config {
     /// # Errors
     /// A required variable is missing, or a value is not understood.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
-        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or(ConfigError::Invalid {
-                        name,
-                        value: v,
-                        expected: "a positive whole number",
-                    }),
-            }
-        };
+        let env = Env(lookup);
+        let number = |name, default| env.positive(name, default);
         Ok(Config {
-            table: required("BATON_TABLE")?,
-            bucket: required("BATON_BUCKET")?,
-            registry: PathBuf::from(get("BATON_REGISTRY").unwrap_or_else(|| "registry".into())),
-            model_ids: match get("BATON_MODEL_IDS") {
-                None => Vec::new(),
-                Some(v) => parse_model_ids(&v).ok_or(ConfigError::Invalid {
-                    name: "BATON_MODEL_IDS",
-                    value: v,
-                    expected: "key=model-id pairs separated by commas",
-                })?,
-            },
-            metrics_namespace: get("BATON_METRICS_NAMESPACE").unwrap_or_else(|| "Baton".into()),
-            orchestrator: get("BATON_ORCHESTRATOR"),
+            table: env.required("BATON_TABLE")?,
+            bucket: env.required("BATON_BUCKET")?,
+            registry: env.registry(),
+            model_ids: env.model_ids()?,
+            metrics_namespace: env.metrics_namespace(),
+            orchestrator: env.get("BATON_ORCHESTRATOR"),
             max_episodes: usize::try_from(number("BATON_COMPACTION_MAX_EPISODES", 100)?)
                 .unwrap_or(usize::MAX),
             summarize_timeout_ms: number("BATON_SUMMARIZE_TIMEOUT_MS", 30_000)?,

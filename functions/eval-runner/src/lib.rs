@@ -13,7 +13,9 @@ use std::sync::Arc;
 use baton_aws::bedrock::BedrockModel;
 use baton_aws::emf::EmfMetrics;
 use baton_aws::sdk::Clients;
+use baton_aws::settings::Env;
 use baton_core::eval::{Baseline, gate};
+use baton_core::ports::metrics::Metrics as _;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_runtime::eval::{SuiteRun, read_suites, run_suite, specialists};
@@ -30,23 +32,7 @@ pub const EVAL_CASES_TOTAL: &str = "eval_cases_total";
 /// Measurement: a suite's routing accuracy.
 pub const EVAL_ROUTING_ACCURACY: &str = "eval_routing_accuracy";
 
-/// A setting that cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// A required variable is not set.
-    #[error("{0} is not set")]
-    Missing(&'static str),
-    /// A variable's value is not understood.
-    #[error("{name}={value:?} is not {expected}")]
-    Invalid {
-        /// The variable.
-        name: &'static str,
-        /// Its value.
-        value: String,
-        /// What it must be.
-        expected: &'static str,
-    },
-}
+pub use baton_aws::settings::ConfigError;
 
 /// What the function reads from its environment.
 #[derive(Debug, Clone)]
@@ -77,26 +63,13 @@ impl Config {
     /// # Errors
     /// A required variable is missing, or a value is not understood.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
+        let env = Env(lookup);
         Ok(Config {
-            bucket: get("BATON_BUCKET").ok_or(ConfigError::Missing("BATON_BUCKET"))?,
-            registry: PathBuf::from(get("BATON_REGISTRY").unwrap_or_else(|| "registry".into())),
-            model_ids: match get("BATON_MODEL_IDS") {
-                None => Vec::new(),
-                Some(v) => baton_runtime::registry_files::parse_model_ids(&v).ok_or(
-                    ConfigError::Invalid {
-                        name: "BATON_MODEL_IDS",
-                        value: v,
-                        expected: "key=model-id pairs separated by commas",
-                    },
-                )?,
-            },
-            metrics_namespace: get("BATON_METRICS_NAMESPACE").unwrap_or_else(|| "Baton".into()),
-            orchestrator: get("BATON_ORCHESTRATOR"),
+            bucket: env.required("BATON_BUCKET")?,
+            registry: env.registry(),
+            model_ids: env.model_ids()?,
+            metrics_namespace: env.metrics_namespace(),
+            orchestrator: env.get("BATON_ORCHESTRATOR"),
         })
     }
 }
@@ -281,7 +254,6 @@ impl EvalRunner {
                 &[("suite", r.suite.as_str())],
             );
         }
-        use baton_core::ports::metrics::Metrics as _;
         let request_id = event.context.request_id.as_str();
         if let Err(e) = self
             .metrics

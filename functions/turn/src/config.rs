@@ -5,29 +5,14 @@ use std::time::Duration;
 
 use baton_aws::journal::JournalConfig;
 use baton_aws::sdk::WarmUpTargets;
+use baton_aws::settings::Env;
 use baton_runtime::RuntimeConfig;
 
 /// The largest request body Lambda accepts for a synchronous invocation (6 MB). A larger
 /// `BATON_MAX_BODY_BYTES` could never take effect.
 pub const LAMBDA_MAX_REQUEST_BYTES: usize = 6 * 1024 * 1024;
 
-/// A setting that is missing or not understood. The message names the variable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigError {
-    /// A required variable is not set.
-    #[error("{0} is not set: the function needs it to start")]
-    Missing(&'static str),
-    /// A variable is set to something unusable.
-    #[error("{name} is set to {value:?}, but it must be {expected}")]
-    Invalid {
-        /// The variable.
-        name: &'static str,
-        /// Its value.
-        value: String,
-        /// What it must be.
-        expected: &'static str,
-    },
-}
+pub use baton_aws::settings::ConfigError;
 
 /// Everything the function reads from its environment.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,26 +66,8 @@ impl Config {
     /// # Errors
     /// A required variable is missing, or a value is not understood.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let get = |name: &str| {
-            lookup(name)
-                .map(|v| v.trim().to_owned())
-                .filter(|v| !v.is_empty())
-        };
-        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
-        let number = |name: &'static str, default: u64| -> Result<u64, ConfigError> {
-            match get(name) {
-                None => Ok(default),
-                Some(v) => v
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or(ConfigError::Invalid {
-                        name,
-                        value: v,
-                        expected: "a positive whole number",
-                    }),
-            }
-        };
+        let env = Env(lookup);
+        let number = |name, default| env.positive(name, default);
         let defaults = RuntimeConfig::default();
         let max_body_bytes = number(
             "BATON_MAX_BODY_BYTES",
@@ -125,29 +92,20 @@ impl Config {
             });
         }
         Ok(Config {
-            table: required("BATON_TABLE")?,
-            bucket: required("BATON_BUCKET")?,
-            registry: PathBuf::from(get("BATON_REGISTRY").unwrap_or_else(|| "registry".into())),
+            table: env.required("BATON_TABLE")?,
+            bucket: env.required("BATON_BUCKET")?,
+            registry: env.registry(),
             inline_body_limit: inline as usize,
-            metrics_namespace: get("BATON_METRICS_NAMESPACE").unwrap_or_else(|| "Baton".into()),
+            metrics_namespace: env.metrics_namespace(),
             max_body_bytes: max_body_bytes as usize,
             max_message_chars: number("BATON_MAX_MESSAGE_CHARS", defaults.max_message_chars as u64)?
                 as usize,
             history_turns: number("BATON_HISTORY_TURNS", defaults.history_turns as u64)? as usize,
             turn_timeout_ms: number("BATON_TURN_TIMEOUT_MS", defaults.turn_timeout_ms)?,
-            orchestrator: get("BATON_ORCHESTRATOR"),
+            orchestrator: env.get("BATON_ORCHESTRATOR"),
             warm_up_timeout: Duration::from_millis(number("BATON_WARM_UP_TIMEOUT_MS", 2_000)?),
-            bind: get("BIND").unwrap_or_else(|| "127.0.0.1:3000".into()),
-            model_ids: match get("BATON_MODEL_IDS") {
-                None => Vec::new(),
-                Some(v) => baton_runtime::registry_files::parse_model_ids(&v).ok_or(
-                    ConfigError::Invalid {
-                        name: "BATON_MODEL_IDS",
-                        value: v,
-                        expected: "key=model-id pairs separated by commas",
-                    },
-                )?,
-            },
+            bind: env.get("BIND").unwrap_or_else(|| "127.0.0.1:3000".into()),
+            model_ids: env.model_ids()?,
         })
     }
 

@@ -13,3 +13,4 @@ pub mod emf;
 pub mod journal;
 pub mod logs;
 pub mod sdk;
+pub mod settings;

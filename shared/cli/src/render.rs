@@ -307,14 +307,7 @@ pub(crate) fn masked(p: &PrivacyReceipt) -> String {
     format!("{} masked ({})", p.total, kinds.join(", "))
 }
 
-/// A cost in USD with enough digits to show fractions of a cent.
-pub(crate) fn money(cost: f64) -> String {
-    if cost == 0.0 {
-        return "$0.00".to_owned();
-    }
-    let digits = if cost >= 0.01 { 4 } else { 6 };
-    format!("${cost:.digits$}")
-}
+pub(crate) use baton_core::cost::display_usd as money;
 
 #[cfg(test)]
 mod tests {

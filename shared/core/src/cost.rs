@@ -12,6 +12,16 @@ pub fn cost_usd(usage: &TokenUsage, prices: &Prices) -> f64 {
         + per_token(usage.cache_write, prices.cache_write)
 }
 
+/// A cost in USD with enough digits to show fractions of a cent: `$0.00`, `$0.000221`,
+/// `$0.1235`.
+pub fn display_usd(cost: f64) -> String {
+    if cost == 0.0 {
+        return "$0.00".to_owned();
+    }
+    let digits = if cost >= 0.01 { 4 } else { 6 };
+    format!("${cost:.digits$}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

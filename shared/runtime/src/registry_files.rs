@@ -110,7 +110,7 @@ pub enum DeployedRegistryError {
 }
 
 /// A deployed function's registry (`BATON_REGISTRY`), loaded with the deployment's model
-/// ids (`BATON_MODEL_IDS`, see [`parse_model_ids`]) in place of those in `models.yaml`, so
+/// ids (`BATON_MODEL_IDS`) in place of those in `models.yaml`, so
 /// that every card, the cost table and the model adapter see the id the IAM policy allows.
 ///
 /// # Errors
@@ -139,20 +139,6 @@ pub fn load_deployed(
         tracing::info!(model = %key, model_id = %id, "model id from BATON_MODEL_IDS");
     }
     Ok(registry)
-}
-
-/// `BATON_MODEL_IDS` (`key=model-id` pairs separated by commas) as pairs; `None` when an
-/// entry has no `=` or an empty side.
-pub fn parse_model_ids(text: &str) -> Option<Vec<(String, String)>> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|entry| !entry.is_empty())
-        .map(|entry| {
-            let (key, id) = entry.split_once('=')?;
-            let (key, id) = (key.trim(), id.trim());
-            (!key.is_empty() && !id.is_empty()).then(|| (key.to_owned(), id.to_owned()))
-        })
-        .collect()
 }
 
 fn read_one(root: &Path, name: &str, errors: &mut Vec<LoadError>) -> Option<SourceFile> {

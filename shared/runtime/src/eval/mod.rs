@@ -12,7 +12,7 @@ pub mod junit;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use baton_core::Principal;
 use baton_core::eval::{
@@ -59,6 +59,9 @@ pub struct SuiteRun {
     pub repeated: Option<Repeated>,
 }
 
+/// Runs started in this process.
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
 /// Who eval turns run as.
 const PRINCIPAL: &str = "eval";
 
@@ -75,26 +78,14 @@ pub async fn run_suite(
         EvalMode::EndToEnd
     };
     let started = Instant::now();
-    let next = AtomicUsize::new(0);
-    let run_id = uuid_like(started);
-    let results = futures::stream::iter(suite.cases.iter().enumerate())
-        .map(|(i, case)| {
-            let run_id = &run_id;
-            let next = &next;
-            async move {
-                let n = next.fetch_add(1, Ordering::Relaxed);
-                (
-                    i,
-                    run_case(runtime, store, case, &format!("ev-{run_id}-{n}")).await,
-                )
-            }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect::<Vec<_>>()
+    // Every case writes an episode: a run number keeps runs over one store apart.
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    let results: Vec<CaseResult> = futures::stream::iter(suite.cases.iter().enumerate())
+        .map(|(i, case)| run_case(runtime, store, case, format!("ev-{run}-{i}")))
+        // In suite order, at most `concurrency` at once.
+        .buffered(concurrency.max(1))
+        .collect()
         .await;
-    let mut results = results;
-    results.sort_by_key(|(i, _)| *i);
-    let results: Vec<CaseResult> = results.into_iter().map(|(_, r)| r).collect();
     let metrics = metrics(&suite.cases, &results, &specialists(runtime));
     SuiteRun {
         suite: suite.name.clone(),
@@ -107,21 +98,14 @@ pub async fn run_suite(
     }
 }
 
-/// A prefix that keeps two runs over one store apart.
-fn uuid_like(started: Instant) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{:x}", nanos ^ (started.elapsed().as_nanos()))
-}
-
 /// One case: its history committed to a new episode `episode`, then its turn.
 pub async fn run_case(
     runtime: &Runtime,
     store: &Arc<dyn Store>,
     case: &Case,
-    episode: &str,
+    episode: String,
 ) -> CaseResult {
+    let episode = episode.as_str();
     let principal = match Principal::new(PRINCIPAL) {
         Ok(p) => p,
         Err(e) => return CaseResult::errored(case, e.to_string()),
@@ -284,14 +268,7 @@ pub fn percent(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-/// A cost in USD with enough digits to show fractions of a cent.
-pub fn money(cost: f64) -> String {
-    if cost == 0.0 {
-        return "$0.00".to_owned();
-    }
-    let digits = if cost >= 0.01 { 4 } else { 6 };
-    format!("${cost:.digits$}")
-}
+pub use baton_core::cost::display_usd as money;
 
 /// The suites under a registry's `evals/` (`*.yaml`, sorted), checked against
 /// `specialists`.
