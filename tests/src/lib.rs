@@ -12,6 +12,7 @@
 //! - [`fixtures`]: where the repository's files are, and a scripted turn.
 //! - [`requests`]: counting the requests SDK clients send (a turn's cost).
 //! - [`upstream_chat`]: a local chat service that keeps its own conversations.
+//! - [`local_model`]: a real tiny model on llama.cpp's OpenAI-compatible server.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -19,6 +20,7 @@ pub mod dynamodb_local;
 pub mod fake_bedrock;
 pub mod fixtures;
 pub mod function_process;
+pub mod local_model;
 pub mod requests;
 pub mod runtime_api;
 pub mod s3;

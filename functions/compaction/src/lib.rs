@@ -98,13 +98,10 @@ impl Compaction {
     ///
     /// # Errors
     /// See [`InitError`].
-    pub fn init(config: &Config, clients: &Clients) -> Result<Compaction, InitError> {
+    pub async fn init(config: &Config, clients: &Clients) -> Result<Compaction, InitError> {
         let connectors = baton_connectors::default_connectors(&config.registry);
-        let registry = Arc::new(load_deployed(
-            &config.registry,
-            &connectors,
-            &config.model_ids,
-        )?);
+        let registry =
+            Arc::new(load_deployed(&config.registry, &connectors, &config.model_ids).await?);
         let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
         let store = DynamoStore::new(
             clients.dynamodb.clone(),

@@ -10,7 +10,9 @@ async fn main() -> anyhow::Result<()> {
     baton_aws::logs::init();
     let config = Config::from_env().context("reading the compaction function's settings")?;
     let clients = Clients::from_env().await;
-    let function = Compaction::init(&config, &clients).context("Init failed")?;
+    let function = Compaction::init(&config, &clients)
+        .await
+        .context("Init failed")?;
     let function = &function;
     lambda_runtime::run(service_fn(move |event| function.handle(event)))
         .await

@@ -146,13 +146,10 @@ impl EvalRunner {
     ///
     /// # Errors
     /// See [`InitError`].
-    pub fn init(config: &Config, clients: &Clients) -> Result<EvalRunner, InitError> {
+    pub async fn init(config: &Config, clients: &Clients) -> Result<EvalRunner, InitError> {
         let connectors = baton_connectors::default_connectors(&config.registry);
-        let registry = Arc::new(load_deployed(
-            &config.registry,
-            &connectors,
-            &config.model_ids,
-        )?);
+        let registry =
+            Arc::new(load_deployed(&config.registry, &connectors, &config.model_ids).await?);
         let model: Arc<dyn Model> = Arc::new(BedrockModel::new(
             clients.bedrock.clone(),
             registry.models(),

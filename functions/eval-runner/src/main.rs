@@ -10,7 +10,9 @@ async fn main() -> anyhow::Result<()> {
     baton_aws::logs::init();
     let config = Config::from_env().context("reading the eval runner's settings")?;
     let clients = Clients::from_env().await;
-    let runner = EvalRunner::init(&config, &clients).context("Init failed")?;
+    let runner = EvalRunner::init(&config, &clients)
+        .await
+        .context("Init failed")?;
     let runner = &runner;
     lambda_runtime::run(service_fn(move |event| runner.handle(event)))
         .await

@@ -32,7 +32,7 @@ use lambda_http::{Context, LambdaEvent, StreamAdapter};
 const ROUNDS: usize = 10;
 const TURNS_PER_ROUND: usize = 2_000;
 
-fn function() -> Function {
+async fn function() -> Function {
     let vars = [
         ("BATON_TABLE", "unused".to_owned()),
         ("BATON_BUCKET", "unused".to_owned()),
@@ -53,6 +53,7 @@ fn function() -> Function {
             principals: Arc::new(LambdaPrincipal),
         },
     )
+    .await
     .unwrap()
 }
 
@@ -95,7 +96,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let function = function();
+        let function = function().await;
         // Warm both paths (allocator, lazy statics, caches).
         for _ in 0..TURNS_PER_ROUND {
             engine_turn(&function).await;

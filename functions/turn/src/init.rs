@@ -81,7 +81,7 @@ pub async fn init(
     principals: Arc<dyn PrincipalSource>,
 ) -> Result<(Function, Clients), InitError> {
     let clients = Clients::from_env().await;
-    let function = init_with(config, &clients, principals)?;
+    let function = init_with(config, &clients, principals).await?;
     Ok((function, clients))
 }
 
@@ -89,12 +89,12 @@ pub async fn init(
 ///
 /// # Errors
 /// See [`InitError`].
-pub fn init_with(
+pub async fn init_with(
     config: &Config,
     clients: &Clients,
     principals: Arc<dyn PrincipalSource>,
 ) -> Result<Function, InitError> {
-    let (registry, connectors) = registry::load(config)?;
+    let (registry, connectors) = registry::load(config).await?;
     let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
     let store = DynamoStore::new(
         clients.dynamodb.clone(),
@@ -113,8 +113,8 @@ pub fn init_with(
 ///
 /// # Errors
 /// See [`InitError`].
-pub fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
-    let (registry, connectors) = registry::load(config)?;
+pub async fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
+    let (registry, connectors) = registry::load(config).await?;
     build(config, registry, connectors, adapters)
 }
 

@@ -16,8 +16,8 @@ use crate::init::InitError;
 pub(crate) type Connectors = BTreeMap<String, Arc<dyn Connector>>;
 
 /// Reads and checks the registry named by the settings.
-pub(crate) fn load(config: &Config) -> Result<(Arc<Registry>, Connectors), InitError> {
+pub(crate) async fn load(config: &Config) -> Result<(Arc<Registry>, Connectors), InitError> {
     let connectors = baton_connectors::default_connectors(&config.registry);
-    let registry = load_deployed(&config.registry, &connectors, &config.model_ids)?;
+    let registry = load_deployed(&config.registry, &connectors, &config.model_ids).await?;
     Ok((Arc::new(registry), connectors))
 }

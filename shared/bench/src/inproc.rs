@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use baton_core::Principal;
 use baton_core::events::Event;
-use baton_runtime::registry_files::load_registry;
+use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::scripted::ScriptedModel;
@@ -27,8 +27,10 @@ use crate::workload::{
 /// connector checks), with an in-memory journal.
 pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
     let connectors = baton_connectors::default_connectors(dir);
-    let registry =
-        load_registry(dir, &connectors, &Default::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // The workloads' tools declare their schemas: nothing to discover, so no async load.
+    let registry = read_sources(dir)
+        .and_then(|s| load_sources(&s, &connectors, &Default::default()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let model = ScriptedModel::from_file(&dir.join("script.yaml")).context("reading the script")?;
     let mut builder = Runtime::builder(Arc::new(registry))
         .model_override(Arc::new(model))

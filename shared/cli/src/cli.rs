@@ -30,9 +30,10 @@ pub(crate) struct GlobalArgs {
     /// Folder of the local store and chat history [default: .baton]
     #[arg(long, global = true, value_name = "DIR")]
     pub(crate) data_dir: Option<PathBuf>,
-    /// Model serving the agents: `offline`, `scripted:FILE`, or `bedrock` (each card's
-    /// own model on Amazon Bedrock; needs a baton built with `--features aws`)
-    /// [default: offline]
+    /// Model serving the agents: `offline`, `scripted:FILE`, `registry` (each card's own
+    /// model from models.yaml, on its provider), `bedrock` (the same, with Bedrock; needs a
+    /// baton built with `--features aws`), or a models.yaml key (every card served by
+    /// that `openai_compatible` model, e.g. `llama-cpp` or `ollama`) [default: offline]
     #[arg(long, global = true, value_name = "MODEL")]
     pub(crate) model: Option<String>,
     /// Where episodes are kept: `embedded` (a local file) or `dynamodb` (the journal table
@@ -135,6 +136,15 @@ pub(crate) struct EvalArgs {
     /// The baseline file [default: the registry's `evals/baseline.json`]
     #[arg(long, value_name = "FILE")]
     pub(crate) baseline_file: Option<PathBuf>,
+    /// Run the suites once per model and report them side by side, e.g.
+    /// `--compare offline,llama-cpp` (each as `--model` takes it)
+    #[arg(
+        long,
+        value_name = "MODELS",
+        value_delimiter = ',',
+        conflicts_with_all = ["baseline", "update_baseline", "json", "junit", "html"]
+    )]
+    pub(crate) compare: Vec<String>,
 }
 
 /// What `baton eval` can do besides running suites.
@@ -238,7 +248,7 @@ impl Cli {
         match self.command {
             Command::Chat(args) => crate::chat::run(&settings, args).await,
             Command::Serve(args) => crate::serve::run(&settings, &args).await,
-            Command::Validate(args) => crate::validate::run(&settings, &args),
+            Command::Validate(args) => crate::validate::run(&settings, &args).await,
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
             Command::Eval(args) => crate::eval::run(&settings, &args).await,
             Command::Replay(args) => crate::replay::run(&settings, &args).await,

@@ -203,8 +203,15 @@ pub(crate) enum ModelChoice {
     /// A scripted model read from this file.
     Scripted(PathBuf),
     /// Each card's own model: `bedrock` models on Amazon Bedrock (region, credentials and
-    /// endpoint from the standard AWS settings), `offline` ones offline.
+    /// endpoint from the standard AWS settings), `openai_compatible` ones on their server,
+    /// `offline` ones offline.
     Bedrock,
+    /// Each card's own model, served by its provider; as `Bedrock`, without requiring
+    /// AWS support unless a card's model is on Bedrock.
+    Registry,
+    /// Every card served by this models.yaml model (an `openai_compatible` one: a local
+    /// Ollama or llama.cpp model), whatever model the card names.
+    Key(String),
 }
 
 /// Where episodes are kept.
@@ -372,15 +379,23 @@ fn check(config: Config) -> anyhow::Result<Settings> {
     })
 }
 
-fn model_choice(value: &str) -> anyhow::Result<ModelChoice> {
+pub(crate) fn model_choice(value: &str) -> anyhow::Result<ModelChoice> {
     match value.split_once(':') {
         None if value == "offline" => Ok(ModelChoice::Offline),
         None if value == "bedrock" => Ok(ModelChoice::Bedrock),
+        None if value == "registry" => Ok(ModelChoice::Registry),
+        None if !value.is_empty()
+            && value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) =>
+        {
+            Ok(ModelChoice::Key(value.to_owned()))
+        }
         Some(("scripted", path)) if !path.is_empty() => {
             Ok(ModelChoice::Scripted(PathBuf::from(path)))
         }
         _ => bail!(
-            "invalid configuration: key \"model\" = {value:?}: use \"offline\", \"scripted:PATH\" or \"bedrock\""
+            "invalid configuration: key \"model\" = {value:?}: use \"offline\", \"scripted:PATH\", \"registry\", \"bedrock\" or a models.yaml model key"
         ),
     }
 }
@@ -419,7 +434,12 @@ mod tests {
             ModelChoice::Scripted(PathBuf::from("a/b.yaml"))
         );
         assert_eq!(model_choice("bedrock").unwrap(), ModelChoice::Bedrock);
-        for bad in ["claude", "scripted:", "offline:x"] {
+        assert_eq!(model_choice("registry").unwrap(), ModelChoice::Registry);
+        assert_eq!(
+            model_choice("llama-cpp").unwrap(),
+            ModelChoice::Key("llama-cpp".into())
+        );
+        for bad in ["scripted:", "offline:x", "two words", ""] {
             let err = model_choice(bad).unwrap_err().to_string();
             assert!(err.contains("\"model\""), "{err}");
         }

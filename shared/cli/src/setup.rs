@@ -15,10 +15,12 @@ use baton_aws::bedrock::BedrockModel;
 #[cfg(feature = "aws")]
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::ports::connector::Connector;
+use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
+use baton_openai::OpenAiCompatible;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
 use baton_testkit::memory_store::MemoryStore;
@@ -56,7 +58,7 @@ pub(crate) enum Purpose {
 ///
 /// # Errors
 /// Every problem found, each naming file, field and value.
-pub(crate) fn load(root: &Path) -> anyhow::Result<Loaded> {
+pub(crate) async fn load(root: &Path) -> anyhow::Result<Loaded> {
     if !root.is_dir() {
         anyhow::bail!(
             "there is no registry folder at {}: run baton from the repository root, or give one \
@@ -67,6 +69,7 @@ pub(crate) fn load(root: &Path) -> anyhow::Result<Loaded> {
     let connectors = baton_connectors::default_connectors(root);
     let registry =
         baton_runtime::registry_files::load_registry(root, &connectors, &Default::default())
+            .await
             .with_context(|| format!("the registry {} is not valid", root.display()))?;
     Ok(Loaded {
         registry: Arc::new(registry),
@@ -101,7 +104,7 @@ pub(crate) async fn assemble_for(
     let Loaded {
         registry,
         connectors,
-    } = load(&settings.registry)?;
+    } = load(&settings.registry).await?;
     print_warnings(&registry);
 
     // The AWS settings (region, credentials, endpoints) are loaded once, when a part first
@@ -133,14 +136,32 @@ pub(crate) async fn assemble_for(
             .model_override(Arc::new(ScriptedModel::from_file(path).with_context(
                 || format!("loading the scripted model {}", path.display()),
             )?)),
-        #[cfg(not(feature = "aws"))]
-        ModelChoice::Bedrock => return Err(without_aws("model \"bedrock\"")),
-        #[cfg(feature = "aws")]
-        ModelChoice::Bedrock => {
-            let bedrock = BedrockModel::new(aws().await.bedrock.clone(), registry.models());
+        ModelChoice::Key(key) => builder.model_override(serving_every_card(&registry, key)?),
+        #[cfg_attr(feature = "aws", allow(unused_variables))]
+        choice @ (ModelChoice::Registry | ModelChoice::Bedrock) => {
+            #[cfg(not(feature = "aws"))]
+            {
+                if *choice == ModelChoice::Bedrock {
+                    return Err(without_aws("model \"bedrock\""));
+                }
+                if let Some(a) = registry.agents().find(|a| &*a.model.provider == "bedrock") {
+                    return Err(without_aws(&format!(
+                        "agent {}'s model {} (provider bedrock)",
+                        a.id, a.model.key
+                    )));
+                }
+            }
+            let openai = OpenAiCompatible::new(registry.models())
+                .context("setting up the openai_compatible models of models.yaml")?;
+            let builder = builder
+                .provider(baton_openai::PROVIDER, Arc::new(openai))
+                .provider("offline", Arc::new(OfflineModel::new(registry.clone())));
+            #[cfg(feature = "aws")]
+            let builder = {
+                let bedrock = BedrockModel::new(aws().await.bedrock.clone(), registry.models());
+                builder.provider("bedrock", Arc::new(bedrock))
+            };
             builder
-                .provider("bedrock", Arc::new(bedrock))
-                .provider("offline", Arc::new(OfflineModel::new(registry.clone())))
         }
     };
     let store: Arc<dyn Store> = match &settings.store {
@@ -174,6 +195,42 @@ pub(crate) async fn assemble_for(
         store,
         metrics,
     })
+}
+
+/// The model that serves every card for `--model KEY`.
+///
+/// # Errors
+/// No such model in models.yaml, or one that is not served over HTTP.
+fn serving_every_card(registry: &Arc<Registry>, key: &str) -> anyhow::Result<Arc<dyn Model>> {
+    let Some(spec) = registry.model(key) else {
+        let keys: Vec<&str> = registry
+            .models()
+            .filter(|m| &*m.provider == baton_openai::PROVIDER)
+            .map(|m| &*m.key)
+            .collect();
+        anyhow::bail!(
+            "invalid configuration: key \"model\" = {key:?}: models.yaml has no model {key:?}; \
+             use \"offline\", \"scripted:PATH\", \"registry\", \"bedrock\" or one of its \
+             openai_compatible models ({})",
+            if keys.is_empty() {
+                "none".to_owned()
+            } else {
+                keys.join(", ")
+            }
+        );
+    };
+    match &*spec.provider {
+        "offline" => Ok(Arc::new(OfflineModel::new(registry.clone()))),
+        baton_openai::PROVIDER => Ok(Arc::new(
+            OpenAiCompatible::serving_every_card(spec)
+                .with_context(|| format!("setting up model {key}"))?,
+        )),
+        other => anyhow::bail!(
+            "invalid configuration: key \"model\" = {key:?}: that model is served by \
+             {other}; --model KEY serves every card with an openai_compatible model (for each \
+             card's own model, use --model registry or bedrock)"
+        ),
+    }
 }
 
 /// The plain error for a setting that needs AWS support in a `baton` built without it.

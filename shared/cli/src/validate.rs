@@ -3,20 +3,24 @@
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 
-use anyhow::anyhow;
+use std::sync::Arc;
+
+use anyhow::{Context as _, anyhow};
 use baton_core::eval::coverage;
+use baton_core::registry::{ModelSpec, Registry};
+use baton_openai::{OpenAiCompatible, ProbeVerdict};
 
 use crate::cli::ValidateArgs;
-use crate::config::Settings;
+use crate::config::{ModelChoice, Settings};
 use crate::{eval, setup};
 
 /// Runs `baton validate`: problems and warnings, then a one-line summary.
 ///
 /// # Errors
 /// Every load problem (file, field, value), or no orchestrator to start turns at.
-pub(crate) fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+pub(crate) async fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let root = &settings.registry;
-    let loaded = setup::load(root)?;
+    let loaded = setup::load(root).await?;
     let registry = &loaded.registry;
     setup::print_warnings(registry);
     // The runtime refuses to start without one entry orchestrator; so does validation.
@@ -48,12 +52,18 @@ pub(crate) fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Result<Ex
     for m in &missing {
         eprintln!("warning: {m}");
     }
+    let probed = probe_models(settings, registry).await?;
     let warnings = registry.warnings().len() + missing.len();
     println!(
-        "registry OK: {} agents, {} tools, {} models{}",
+        "registry OK: {} agents, {} tools, {} models{}{}",
         registry.agents().count(),
         registry.tools().count(),
         registry.models().count(),
+        match probed {
+            0 => String::new(),
+            1 => ", 1 model server checked".to_owned(),
+            n => format!(", {n} model servers checked"),
+        },
         match warnings {
             0 => String::new(),
             1 => " (1 warning)".to_owned(),
@@ -61,4 +71,51 @@ pub(crate) fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Result<Ex
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks the servers of the `openai_compatible` models that would serve turns with these
+/// settings (`--model KEY`, or each card's own model with `--model registry`/`bedrock`):
+/// reachable, and honouring a forced tool choice where models.yaml says they take one.
+/// Returns how many were checked.
+///
+/// # Errors
+/// A server that cannot be reached or does not do what models.yaml says, named.
+async fn probe_models(settings: &Settings, registry: &Registry) -> anyhow::Result<usize> {
+    let specs: Vec<Arc<ModelSpec>> = match &settings.model {
+        ModelChoice::Key(key) => registry.model(key).cloned().into_iter().collect(),
+        ModelChoice::Registry | ModelChoice::Bedrock => {
+            let mut used: Vec<Arc<ModelSpec>> =
+                registry.agents().map(|a| a.model.clone()).collect();
+            used.sort_by(|a, b| a.key.cmp(&b.key));
+            used.dedup_by(|a, b| a.key == b.key);
+            used
+        }
+        ModelChoice::Offline | ModelChoice::Scripted(_) => Vec::new(),
+    };
+    let mut checked = 0;
+    for spec in specs
+        .iter()
+        .filter(|s| &*s.provider == baton_openai::PROVIDER)
+    {
+        let model =
+            OpenAiCompatible::new([spec.clone()]).with_context(|| format!("model {}", spec.key))?;
+        let server = spec.endpoint.as_ref().map_or("", |e| &*e.base_url);
+        match model.probe(&spec.model_id).await {
+            Ok(ProbeVerdict::Capable) => {
+                println!("model {}: {server} answers", spec.key);
+                checked += 1;
+            }
+            Ok(ProbeVerdict::CannotForceToolChoice(message)) => {
+                return Err(anyhow!("model {}: {message}", spec.key));
+            }
+            Err(e) => {
+                return Err(anyhow!(
+                    "model {}: the server at {server} did not answer a test call: {e} (is it \
+                     running? for the shipped llama-cpp model: ./infra/local-model.sh serve)",
+                    spec.key
+                ));
+            }
+        }
+    }
+    Ok(checked)
 }

@@ -9,8 +9,12 @@
 //! - [`FixtureConnector`] (`fixture`): demo data files under the registry's `fixtures/`,
 //!   searched by content words, with optional fault injection for demos and tests.
 //! - [`RateTableConnector`] (`rate_table`): an amount times a rate from a table.
+//! - [`HttpConnector`] (`http`): an HTTP service answering with an envelope or plain JSON,
+//!   with header secrets, retries and bounded reading.
 //! - [`UpstreamChatConnector`] (`upstream_chat`): a chat service with its own
 //!   conversation, over HTTP, behind an external-wrapper specialist.
+//! - [`McpConnector`] (`mcp`): tools of a Model Context Protocol server, over stdio or
+//!   streamable HTTP, described by the server's own listing.
 //!
 //! Adding a connector: implement `baton_core::ports::connector::Connector` (answer with an
 //! envelope whose `principal` is the request's principal), check its configuration in
@@ -22,6 +26,8 @@
 mod envelope;
 mod error;
 mod fixture;
+mod http;
+mod mcp;
 mod rate_table;
 mod upstream_chat;
 
@@ -32,6 +38,8 @@ use std::sync::Arc;
 use baton_core::ports::connector::Connector;
 
 pub use fixture::FixtureConnector;
+pub use http::{EnvSecretSource, HttpConnector, SecretRef, SecretSource};
+pub use mcp::McpConnector;
 pub use rate_table::RateTableConnector;
 pub use upstream_chat::UpstreamChatConnector;
 
@@ -43,8 +51,16 @@ pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Conn
         Arc::new(FixtureConnector::new(registry_root)),
     );
     connectors.insert(
+        McpConnector::KIND.to_owned(),
+        Arc::new(McpConnector::new(registry_root)),
+    );
+    connectors.insert(
         RateTableConnector::KIND.to_owned(),
         Arc::new(RateTableConnector::new()),
+    );
+    connectors.insert(
+        HttpConnector::KIND.to_owned(),
+        Arc::new(HttpConnector::new()),
     );
     connectors.insert(
         UpstreamChatConnector::KIND.to_owned(),

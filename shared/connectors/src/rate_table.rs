@@ -187,6 +187,7 @@ mod tests {
             episode_id: Arc::from("ep-1"),
             agent_id: Arc::from("rewards"),
             now_ms: 0,
+            progress: None,
         }
     }
 

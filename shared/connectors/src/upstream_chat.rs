@@ -11,8 +11,8 @@
 //!   first, then `{"text": "…"}` pieces; `{"error": "…"}` ends it as a failure. Unknown
 //!   fields and blank lines are ignored.
 //!
-//! The principal also travels as the `x-baton-principal` header (D-29). Only `http://`
-//! URLs for now.
+//! The principal also travels as the `x-baton-principal` header (D-29). `http://` and
+//! `https://` URLs (the system's root certificates).
 
 use std::time::Duration;
 
@@ -73,13 +73,11 @@ fn url_of(config: &Value) -> Result<&str, String> {
         .get("url")
         .and_then(Value::as_str)
         .ok_or("needs a `url`, the service's conversation endpoint")?;
-    if url.starts_with("https://") {
-        return Err(format!(
-            "url {url:?}: https is not supported yet; reach the service over http (e.g. inside the network, or through a local proxy)"
-        ));
-    }
-    if !url.starts_with("http://") || url.len() <= "http://".len() {
-        return Err(format!("url {url:?} must be an http:// URL"));
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    if rest.is_none_or(str::is_empty) {
+        return Err(format!("url {url:?} must be an http:// or https:// URL"));
     }
     Ok(url.trim_end_matches('/'))
 }
@@ -312,10 +310,11 @@ mod tests {
             c.check_config("t", &json!({"url": "http://localhost:9/chat"}))
                 .is_ok()
         );
-        let e = c
-            .check_config("t", &json!({"url": "https://x/chat"}))
-            .unwrap_err();
-        assert!(e.contains("https is not supported yet"), "{e}");
+        assert!(
+            c.check_config("t", &json!({"url": "https://x/chat"}))
+                .is_ok()
+        );
+        assert!(c.check_config("t", &json!({"url": "https://"})).is_err());
         assert!(c.check_config("t", &json!({})).is_err());
         assert!(c.check_config("t", &json!({"url": "ftp://x"})).is_err());
         assert!(

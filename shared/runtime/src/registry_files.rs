@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use baton_core::ports::connector::Connector;
+use baton_core::ports::connector::{Connector, DiscoveredTool};
 use baton_core::registry::{
     LoadError, LoadErrors, LoadOptions, Registry, RegistrySources, SourceFile,
 };
@@ -36,21 +36,75 @@ pub fn read_sources(root: &Path) -> Result<RegistrySources, LoadErrors> {
     }
 }
 
-/// Reads and validates a registry directory, including each tool's connector config: the
+/// Reads and validates a registry directory, including each tool's connector config, after
+/// asking the connectors that list their tools (MCP servers) how they describe them: the
 /// one way every program loads its registry. `model_ids` replace the provider model ids of
 /// `models.yaml` by model key, after parsing (a deployment's own ids; usually none).
 ///
 /// # Errors
-/// Every problem found.
-pub fn load_registry(
+/// Every problem found, including a tool backend that cannot be reached.
+pub async fn load_registry(
     root: &Path,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
     model_ids: &BTreeMap<String, String>,
 ) -> Result<Registry, LoadErrors> {
-    load_sources(&read_sources(root)?, connectors, model_ids)
+    let sources = read_sources(root)?;
+    let discovered = discover_tools(&sources, connectors).await?;
+    load_discovered(&sources, connectors, model_ids, discovered)
 }
 
-/// Validates registry sources already read, including each tool's connector config.
+/// Asks each tool's connector how its backend describes the tool (see
+/// [`Connector::discover`]), one tool after another, so that servers shared by several
+/// tools are started once.
+///
+/// # Errors
+/// Each tool whose backend could not be reached or does not have it.
+pub async fn discover_tools(
+    sources: &RegistrySources,
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+) -> Result<BTreeMap<String, DiscoveredTool>, LoadErrors> {
+    let mut discovered = BTreeMap::new();
+    let Some(file) = &sources.tools else {
+        return Ok(discovered);
+    };
+    // A file that does not parse is reported by the loader; nothing to discover here.
+    let Ok(value) = serde_norway::from_str::<serde_json::Value>(&file.text) else {
+        return Ok(discovered);
+    };
+    let mut errors = Vec::new();
+    let tools = value.get("tools").and_then(serde_json::Value::as_object);
+    for (id, tool) in tools.into_iter().flatten() {
+        let Some(config) = tool.get("connector") else {
+            continue;
+        };
+        let Some(kind) = config.get("kind").and_then(serde_json::Value::as_str) else {
+            continue;
+        };
+        let Some(connector) = connectors.get(kind) else {
+            continue;
+        };
+        match connector.discover(id, config).await {
+            Ok(Some(found)) => {
+                discovered.insert(id.clone(), found);
+            }
+            Ok(None) => {}
+            Err(problem) => errors.push(LoadError {
+                file: file.path.clone(),
+                field: format!("tools.{id}.connector"),
+                value: kind.to_owned(),
+                problem,
+            }),
+        }
+    }
+    if errors.is_empty() {
+        Ok(discovered)
+    } else {
+        Err(LoadErrors(errors))
+    }
+}
+
+/// Validates registry sources already read, including each tool's connector config; for
+/// registries whose tools all declare their schemas (nothing is discovered).
 ///
 /// # Errors
 /// Every problem found.
@@ -59,9 +113,24 @@ pub fn load_sources(
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
     model_ids: &BTreeMap<String, String>,
 ) -> Result<Registry, LoadErrors> {
+    load_discovered(sources, connectors, model_ids, BTreeMap::new())
+}
+
+/// Validates registry sources with what their tools' backends said (see
+/// [`discover_tools`]).
+///
+/// # Errors
+/// Every problem found.
+pub fn load_discovered(
+    sources: &RegistrySources,
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+    model_ids: &BTreeMap<String, String>,
+    discovered: BTreeMap<String, DiscoveredTool>,
+) -> Result<Registry, LoadErrors> {
     let options = LoadOptions {
         connector_kinds: connectors.keys().cloned().collect(),
         model_ids: model_ids.clone(),
+        discovered,
         ..LoadOptions::default()
     };
     let registry = Registry::load(sources, &options)?;
@@ -115,7 +184,7 @@ pub enum DeployedRegistryError {
 ///
 /// # Errors
 /// See [`DeployedRegistryError`].
-pub fn load_deployed(
+pub async fn load_deployed(
     root: &Path,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
     model_ids: &[(String, String)],
@@ -124,11 +193,12 @@ pub fn load_deployed(
         return Err(DeployedRegistryError::NoFolder(root.display().to_string()));
     }
     let ids = model_ids.iter().cloned().collect();
-    let registry =
-        load_registry(root, connectors, &ids).map_err(|e| DeployedRegistryError::Invalid {
+    let registry = load_registry(root, connectors, &ids).await.map_err(|e| {
+        DeployedRegistryError::Invalid {
             path: root.display().to_string(),
             problems: e.to_string(),
-        })?;
+        }
+    })?;
     if let Some((key, _)) = model_ids.iter().find(|(k, _)| registry.model(k).is_none()) {
         return Err(DeployedRegistryError::UnknownModelKey(key.clone()));
     }

@@ -17,7 +17,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "adapters",
-        &["baton-connectors", "baton-local", "baton-http", "baton-aws"],
+        &[
+            "baton-connectors",
+            "baton-local",
+            "baton-http",
+            "baton-aws",
+            "baton-openai",
+        ],
     ),
     ("test support", &["baton-tests"]),
     (

@@ -7,5 +7,7 @@ mod bedrock;
 mod history_writer;
 mod journal;
 mod layering;
+mod local_model;
+mod real_tools;
 mod turn_function;
 mod upstream;

@@ -86,6 +86,7 @@ impl Rig {
         ]);
         let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
         let function = baton_turn::init_with(&config, &clients, Arc::new(LambdaPrincipal))
+            .await
             .expect("Init over the emulators");
         let store = DynamoStore::new(db.client(), s3.client(), JournalConfig::new(table, BUCKET));
         Rig {

@@ -7,7 +7,7 @@ use crate::support::*;
 
 #[tokio::test]
 async fn a_function_url_event_streams_a_turn_as_the_iam_caller() {
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let (out, _) = invoke(&function, &event("function-url-turn.json")).await;
     assert_eq!(out.status, 200);
     assert_eq!(out.headers["content-type"], "text/event-stream");
@@ -26,7 +26,7 @@ async fn a_function_url_event_streams_a_turn_as_the_iam_caller() {
 
 #[tokio::test]
 async fn a_rest_event_streams_a_turn_as_the_iam_identity() {
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let (out, _) = invoke(&function, &event("api-gateway-rest-turn.json")).await;
     assert_eq!(out.status, 200, "{}", out.body);
     assert_eq!(out.headers["content-type"], "text/event-stream");
@@ -36,7 +36,7 @@ async fn a_rest_event_streams_a_turn_as_the_iam_identity() {
 
 #[tokio::test]
 async fn a_rest_event_on_any_stage_reaches_the_turn_route() {
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let mut event = event_json("api-gateway-rest-turn.json");
     event["requestContext"]["stage"] = "prod".into();
     let (out, _) = invoke(&function, &serde_json::to_vec(&event).unwrap()).await;
@@ -45,7 +45,7 @@ async fn a_rest_event_on_any_stage_reaches_the_turn_route() {
 
 #[tokio::test]
 async fn a_request_without_identity_is_forbidden_in_plain_words() {
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let (out, _) = invoke(&function, &event("function-url-turn-no-identity.json")).await;
     assert_eq!(out.status, 403);
     let (code, message) = out.error();
@@ -59,7 +59,7 @@ async fn a_request_without_identity_is_forbidden_in_plain_words() {
 #[tokio::test]
 async fn a_principal_header_never_names_the_caller() {
     // The event carries `x-baton-principal: mallory`; the IAM context says alice.
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let mut event = event_json("function-url-turn.json");
     event["headers"]["x-baton-principal"] = "mallory".into();
     let (out, _) = invoke(&function, &serde_json::to_vec(&event).unwrap()).await;
@@ -71,7 +71,7 @@ async fn a_principal_header_never_names_the_caller() {
 #[tokio::test]
 async fn a_principal_in_the_body_is_ignored_and_the_auth_context_wins() {
     // The IAM context says alice; the body claims mallory.
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let event = with_body(
         event_json("function-url-turn.json"),
         r#"{"message":"find me coffee deals","principal":"mallory"}"#,
@@ -84,7 +84,7 @@ async fn a_principal_in_the_body_is_ignored_and_the_auth_context_wins() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_refused_with_413() {
-    let function = function_with(SHOP_SCRIPT, &[("BATON_MAX_BODY_BYTES", "64")]);
+    let function = function_with(SHOP_SCRIPT, &[("BATON_MAX_BODY_BYTES", "64")]).await;
     let long = format!(r#"{{"message":"{}"}}"#, "coffee ".repeat(20));
     let event = with_body(event_json("function-url-turn.json"), &long);
     let (out, _) = invoke(&function, &event).await;
@@ -94,7 +94,7 @@ async fn a_body_over_the_limit_is_refused_with_413() {
 
 #[tokio::test]
 async fn a_base64_body_from_the_front_door_is_decoded() {
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let mut event = event_json("function-url-turn.json");
     // `{"message":"find me coffee deals"}`
     event["body"] = "eyJtZXNzYWdlIjoiZmluZCBtZSBjb2ZmZWUgZGVhbHMifQ==".into();

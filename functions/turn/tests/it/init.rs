@@ -19,14 +19,18 @@ fn bedrock_stand_in() -> Adapters {
     }
 }
 
-#[test]
-fn the_shipped_registry_is_served_by_bedrock_alone() {
+#[tokio::test]
+async fn the_shipped_registry_is_served_by_bedrock_alone() {
     // models.yaml also lists the local `offline` model; no card uses it, so it is fine.
-    assert!(baton_turn::assemble(&config(&[]), bedrock_stand_in()).is_ok());
+    assert!(
+        baton_turn::assemble(&config(&[]), bedrock_stand_in())
+            .await
+            .is_ok()
+    );
 }
 
-#[test]
-fn a_card_on_the_offline_model_fails_init_by_name() {
+#[tokio::test]
+async fn a_card_on_the_offline_model_fails_init_by_name() {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&registry_dir(), dir.path());
     let card = dir.path().join("agents/shop.yaml");
@@ -35,7 +39,7 @@ fn a_card_on_the_offline_model_fails_init_by_name() {
     let registry = dir.path().display().to_string();
     let config = config(&[("BATON_REGISTRY", registry.as_str())]);
 
-    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
+    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()).await else {
         panic!("a card on the offline model must fail Init");
     };
     assert!(matches!(error, InitError::ModelNotServed(_)));
@@ -50,13 +54,13 @@ fn a_card_on_the_offline_model_fails_init_by_name() {
         model: ModelServing::Override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
         ..bedrock_stand_in()
     };
-    assert!(baton_turn::assemble(&config, overridden).is_ok());
+    assert!(baton_turn::assemble(&config, overridden).await.is_ok());
 }
 
-#[test]
-fn a_missing_registry_names_the_folder_and_the_setting() {
+#[tokio::test]
+async fn a_missing_registry_names_the_folder_and_the_setting() {
     let config = config(&[("BATON_REGISTRY", "/nonexistent/registry")]);
-    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
+    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()).await else {
         panic!("no registry must fail Init");
     };
     let text = error.to_string();
@@ -66,8 +70,8 @@ fn a_missing_registry_names_the_folder_and_the_setting() {
     );
 }
 
-#[test]
-fn an_invalid_registry_lists_its_problems() {
+#[tokio::test]
+async fn an_invalid_registry_lists_its_problems() {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&registry_dir(), dir.path());
     let card = dir.path().join("agents/shop.yaml");
@@ -81,7 +85,9 @@ fn an_invalid_registry_lists_its_problems() {
     let Err(error) = baton_turn::assemble(
         &config(&[("BATON_REGISTRY", registry.as_str())]),
         bedrock_stand_in(),
-    ) else {
+    )
+    .await
+    else {
         panic!("an unknown model must fail Init");
     };
     assert!(matches!(
@@ -91,12 +97,14 @@ fn an_invalid_registry_lists_its_problems() {
     assert!(error.to_string().contains("no-such-model"), "{error}");
 }
 
-#[test]
-fn deployed_model_ids_replace_those_of_models_yaml() {
+#[tokio::test]
+async fn deployed_model_ids_replace_those_of_models_yaml() {
     let ids =
         "claude-haiku=eu.anthropic.claude-haiku-test-v1:0,nova-micro=eu.amazon.nova-micro-v1:0";
     let config = config(&[("BATON_MODEL_IDS", ids)]);
-    let function = baton_turn::assemble(&config, bedrock_stand_in()).unwrap();
+    let function = baton_turn::assemble(&config, bedrock_stand_in())
+        .await
+        .unwrap();
     let registry = function.runtime.registry();
     let haiku = registry.model("claude-haiku").unwrap();
     assert_eq!(&*haiku.model_id, "eu.anthropic.claude-haiku-test-v1:0");
@@ -115,10 +123,10 @@ fn deployed_model_ids_replace_those_of_models_yaml() {
     );
 }
 
-#[test]
-fn a_deployed_model_id_for_an_unknown_model_fails_init_by_name() {
+#[tokio::test]
+async fn a_deployed_model_id_for_an_unknown_model_fails_init_by_name() {
     let config = config(&[("BATON_MODEL_IDS", "claude-opus=us.anthropic.opus-v1:0")]);
-    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()) else {
+    let Err(error) = baton_turn::assemble(&config, bedrock_stand_in()).await else {
         panic!("an unknown model key must fail Init");
     };
     assert!(matches!(

@@ -23,7 +23,7 @@ agents:
 
 #[tokio::test]
 async fn a_client_that_leaves_mid_stream_still_gets_its_turn_committed() {
-    let function = function(SLOW_SCRIPT);
+    let function = function(SLOW_SCRIPT).await;
     let (prelude, mut stream) = start(&function, &event("function-url-turn.json")).await;
     assert_eq!(prelude.status_code, 200);
     // Read the first frames (thinking, response_id), then leave.
@@ -74,7 +74,7 @@ agents:
     - when: { purpose: route }
       error: invalid
 "#;
-    let function = function(script);
+    let function = function(script).await;
     let (out, _) = invoke(&function, &event("function-url-turn.json")).await;
     assert_eq!(out.status, 200);
     let names = out.names();
@@ -118,7 +118,7 @@ fn unit_of(line: &Value, metric: &str) -> String {
 
 #[tokio::test]
 async fn metrics_of_the_turn_are_written_once_the_invocation_ends() {
-    let function = function(SHOP_SCRIPT);
+    let function = function(SHOP_SCRIPT).await;
     let (out, lines) = invoke(&function, &event("function-url-turn.json")).await;
     assert_eq!(out.status, 200);
     for line in &lines {
@@ -170,7 +170,7 @@ agents:
   shop:
     - text: ["Bean Street coffee earns 1,000 points."]
 "#;
-    let function = function(script);
+    let function = function(script).await;
     let (out, lines) = invoke(&function, &event("function-url-turn.json")).await;
     assert_eq!(out.names().last().map(String::as_str), Some("completed"));
     let guards: Vec<&str> = lines

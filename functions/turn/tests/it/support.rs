@@ -48,12 +48,12 @@ pub(crate) fn config(extra: &[(&str, &str)]) -> Config {
 }
 
 /// The function over a scripted model and a fresh in-memory store.
-pub(crate) fn function(script: &str) -> Function {
-    function_with(script, &[])
+pub(crate) async fn function(script: &str) -> Function {
+    function_with(script, &[]).await
 }
 
 /// Like [`function`], with settings overridden.
-pub(crate) fn function_with(script: &str, extra: &[(&str, &str)]) -> Function {
+pub(crate) async fn function_with(script: &str, extra: &[(&str, &str)]) -> Function {
     let model = Arc::new(ScriptedModel::from_yaml(script).unwrap());
     baton_turn::assemble(
         &config(extra),
@@ -63,6 +63,7 @@ pub(crate) fn function_with(script: &str, extra: &[(&str, &str)]) -> Function {
             principals: Arc::new(LambdaPrincipal),
         },
     )
+    .await
     .unwrap()
 }
 

@@ -4,6 +4,7 @@
 //! problems the user must fix first, such as a malformed suite).
 
 mod capture;
+mod compare;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -33,6 +34,9 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     logging::init(settings.log.as_deref(), "error", false)?;
     if let Some(EvalAction::Capture(capture)) = &args.action {
         return capture::run(settings, capture).await;
+    }
+    if !args.compare.is_empty() {
+        return compare::run(settings, args).await;
     }
     let routing_only = args.mode == "routing";
     let assembled = setup::assemble_for(settings, Purpose::Eval { routing_only }).await?;

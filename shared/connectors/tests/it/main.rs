@@ -2,4 +2,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod http_connector;
+mod mcp_connector;
 mod shipped_registry;

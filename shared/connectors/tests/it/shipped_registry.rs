@@ -43,7 +43,11 @@ fn registry() -> Registry {
     };
     let options = LoadOptions {
         connector_kinds: default_connectors(&root()).into_keys().collect(),
-        providers: vec!["bedrock".into(), "offline".into()],
+        providers: vec![
+            "bedrock".into(),
+            "offline".into(),
+            "openai_compatible".into(),
+        ],
         ..LoadOptions::default()
     };
     Registry::load(&sources, &options).unwrap_or_else(|e| panic!("{e}"))
@@ -71,6 +75,7 @@ async fn call_at(registry: &Registry, tool: &str, args: Value, now_ms: u64) -> E
             episode_id: Arc::from("ep-demo"),
             agent_id: Arc::from("test"),
             now_ms,
+            progress: None,
         })
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", tool.id))

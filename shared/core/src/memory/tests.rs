@@ -50,6 +50,7 @@ pub(super) fn spec() -> std::sync::Arc<crate::registry::ModelSpec> {
         context_window: 100_000,
         prices: Default::default(),
         capabilities: Default::default(),
+        endpoint: None,
     })
 }
 

@@ -100,6 +100,26 @@ pub struct ConnectorRequest {
     /// When the call is made (the runtime's clock, milliseconds since the Unix epoch):
     /// what a connector answers "as of", e.g. which offers have ended.
     pub now_ms: u64,
+    /// Where the connector reports progress while the call runs, as status codes (D-12);
+    /// `None` when nobody listens.
+    pub progress: Option<Arc<dyn ProgressSink>>,
+}
+
+/// Receives a connector's progress while one call runs: each report is a typed status
+/// code (D-12) that the orchestrator's card gives words to. Reports must not block.
+pub trait ProgressSink: Send + Sync + std::fmt::Debug {
+    /// One progress report.
+    fn progress(&self, status_code: &str);
+}
+
+/// A tool as its backend describes it (an MCP server's tool listing): what `tools.yaml`
+/// may leave out for such a connector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscoveredTool {
+    /// The backend's description of the tool.
+    pub description: Option<String>,
+    /// The backend's JSON Schema of the arguments.
+    pub schema: serde_json::Value,
 }
 
 /// What went wrong reaching a connector.
@@ -133,6 +153,22 @@ pub trait Connector: Send + Sync {
     fn check_config(&self, tool_id: &str, config: &serde_json::Value) -> Result<(), String> {
         let _ = (tool_id, config);
         Ok(())
+    }
+
+    /// Asks the backend how it describes one tool (its description and argument schema),
+    /// for connectors whose backends list their tools. Called once per tool when the
+    /// registry is loaded, before it is validated; `Ok(None)`: this kind lists nothing.
+    ///
+    /// # Errors
+    /// A plain description naming the backend when it cannot be reached or does not have
+    /// the tool.
+    async fn discover(
+        &self,
+        tool_id: &str,
+        config: &serde_json::Value,
+    ) -> Result<Option<DiscoveredTool>, String> {
+        let _ = (tool_id, config);
+        Ok(None)
     }
 
     /// The chat service behind this connector, when it is one: a tool of such a kind is

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 pub use types::{
     Agent, AgentLimits, AgentRole, Block, BlockOwner, Composition, Fastpath, ModelCapabilities,
-    ModelSpec, Orchestration, Prices, ReasoningSupport, Routing, StatusMessage, StatusMessages,
-    StatusPolicy, Tool, Tuning, TurnLimits,
+    ModelEndpoint, ModelSpec, Orchestration, Prices, ReasoningSupport, Routing, StatusMessage,
+    StatusMessages, StatusPolicy, Tool, Tuning, TurnLimits,
 };
 
 /// One file's text.
@@ -53,6 +53,10 @@ pub struct LoadOptions {
     /// parsing (a deployment's own ids). A key `models.yaml` does not define changes
     /// nothing: the program that sets them checks its keys against the loaded registry.
     pub model_ids: BTreeMap<String, String>,
+    /// Tools as their backends describe them (an MCP server's listing), by tool id: the
+    /// description and schema of a tool whose `tools.yaml` entry leaves them out. Found by
+    /// the program before loading (this loader does no I/O).
+    pub discovered: BTreeMap<String, crate::ports::connector::DiscoveredTool>,
 }
 
 /// One problem found while loading, naming file, field and value (D-2).

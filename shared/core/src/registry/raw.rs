@@ -167,6 +167,12 @@ pub(crate) struct RawModel {
     pub(crate) prices: RawPrices,
     #[serde(default)]
     pub(crate) capabilities: RawCapabilities,
+    /// Where a served-over-HTTP provider answers (`openai_compatible`).
+    #[serde(default)]
+    pub(crate) base_url: Option<String>,
+    /// The environment variable holding its API key (never the key itself).
+    #[serde(default)]
+    pub(crate) api_key_env: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -205,9 +211,13 @@ pub(crate) struct RawTools {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawTool {
-    pub(crate) description: String,
+    /// May be left out where the connector's backend describes the tool (MCP).
+    #[serde(default)]
+    pub(crate) description: Option<String>,
     pub(crate) connector: RawConnector,
-    pub(crate) schema: serde_json::Value,
+    /// May be left out where the connector's backend lists the schema (MCP).
+    #[serde(default)]
+    pub(crate) schema: Option<serde_json::Value>,
     #[serde(default)]
     pub(crate) timeout_ms: Option<u64>,
     #[serde(default)]

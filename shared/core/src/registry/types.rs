@@ -221,6 +221,17 @@ pub struct ModelSpec {
     pub prices: Prices,
     /// What the model supports.
     pub capabilities: ModelCapabilities,
+    /// Where the model is served, for providers reached over HTTP; `None` for the others.
+    pub endpoint: Option<ModelEndpoint>,
+}
+
+/// Where a model served over HTTP answers (`base_url` and `api_key_env` in models.yaml).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelEndpoint {
+    /// The API's base URL, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: Arc<str>,
+    /// The environment variable that holds the API key; `None`: the server takes none.
+    pub api_key_env: Option<Arc<str>>,
 }
 
 /// USD per million tokens.

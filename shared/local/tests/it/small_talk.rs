@@ -9,7 +9,7 @@ use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
 use baton_local::offline::OfflineModel;
-use baton_runtime::registry_files::load_registry;
+use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, TurnRequest};
 use baton_testkit::memory_store::MemoryStore;
 use futures::StreamExt;
@@ -37,7 +37,8 @@ fn runtime() -> Runtime {
             .into_iter()
             .map(|kind| (kind.to_owned(), Arc::new(NoData) as Arc<dyn Connector>))
             .collect();
-    let registry = Arc::new(load_registry(&root, &connectors, &Default::default()).unwrap());
+    let sources = read_sources(&root).unwrap();
+    let registry = Arc::new(load_sources(&sources, &connectors, &Default::default()).unwrap());
     let mut builder = Runtime::builder(registry.clone())
         .model_override(Arc::new(OfflineModel::new(registry)))
         .store(Arc::new(MemoryStore::new()));

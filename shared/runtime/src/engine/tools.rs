@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::events::{Event, ToolOutcome};
-use baton_core::ports::connector::ConnectorRequest;
+use baton_core::ports::connector::{ConnectorRequest, ProgressSink};
 use baton_core::ports::metrics::{ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISMATCH_TOTAL};
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
@@ -29,6 +29,43 @@ struct ToolMessage<'a> {
     tool: &'a str,
     input: &'a Value,
     result: &'a ToolData,
+}
+
+/// A connector's progress reports during one call, queued for the status board (which
+/// the call's task owns).
+#[derive(Debug, Default)]
+struct Progress {
+    codes: std::sync::Mutex<Vec<String>>,
+    wake: tokio::sync::Notify,
+}
+
+impl ProgressSink for Progress {
+    fn progress(&self, status_code: &str) {
+        if let Ok(mut codes) = self.codes.lock() {
+            codes.push(status_code.to_owned());
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// Runs `call`, handing each progress report to `emit` as it arrives.
+async fn relay_progress<T>(
+    call: impl std::future::Future<Output = T>,
+    progress: &Progress,
+    mut emit: impl FnMut(&str),
+) -> T {
+    let mut call = std::pin::pin!(call);
+    loop {
+        tokio::select! {
+            out = &mut call => return out,
+            () = progress.wake.notified() => {
+                let codes = progress.codes.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
+                for code in &codes {
+                    emit(code);
+                }
+            }
+        }
+    }
 }
 
 /// What one tool call came to.
@@ -102,6 +139,7 @@ pub(crate) async fn run(
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
+    let progress = Arc::new(Progress::default());
     let request = ConnectorRequest {
         tool_id: tool.id.clone(),
         config: tool.connector_config.clone(),
@@ -110,6 +148,7 @@ pub(crate) async fn run(
         episode_id: ctx.episode_id.clone(),
         agent_id: agent.id.clone(),
         now_ms: ctx.inner.clock.now_ms(),
+        progress: Some(progress.clone()),
     };
     // OpenTelemetry GenAI conventions: one `execute_tool` span per tool call.
     let span = tracing::info_span!(
@@ -118,9 +157,12 @@ pub(crate) async fn run(
         gen_ai.tool.name = %tool.id,
         gen_ai.agent.name = %agent.id,
     );
+    let call = connector.call(request).instrument(span);
     let answer = tokio::time::timeout(
         Duration::from_millis(tool.timeout_ms),
-        connector.call(request).instrument(span),
+        relay_progress(call, &progress, |code| {
+            status.code(&agent.id, &Arc::from(code))
+        }),
     )
     .await;
     let data = match answer {

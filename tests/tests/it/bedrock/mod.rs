@@ -40,6 +40,7 @@ fn spec(model_id: &str, capable: bool) -> Arc<ModelSpec> {
             reasoning_effort: capable.then_some(ReasoningSupport::Thinking),
             text_verbosity: false,
         },
+        endpoint: None,
     })
 }
 

@@ -2,7 +2,7 @@
 
 use super::Loader;
 use crate::registry::raw::{RawModel, RawModels};
-use crate::registry::{ModelCapabilities, ModelSpec, Prices, SourceFile};
+use crate::registry::{ModelCapabilities, ModelEndpoint, ModelSpec, Prices, SourceFile};
 
 impl Loader<'_> {
     /// Loads the models and resolves the `summarizer` alias.
@@ -53,6 +53,7 @@ impl Loader<'_> {
                 );
             }
         }
+        let endpoint = self.check_endpoint(path, key, &m);
         Some(ModelSpec {
             key: key.into(),
             provider: m.provider.into(),
@@ -74,6 +75,49 @@ impl Loader<'_> {
                 reasoning_effort: m.capabilities.reasoning_effort,
                 text_verbosity: m.capabilities.text_verbosity,
             },
+            endpoint,
+        })
+    }
+
+    /// `base_url` and `api_key_env`: an http(s) URL, and a variable name (not a key).
+    fn check_endpoint(&mut self, path: &str, key: &str, m: &RawModel) -> Option<ModelEndpoint> {
+        let field = |f: &str| format!("models.{key}.{f}");
+        let Some(url) = &m.base_url else {
+            if let Some(var) = &m.api_key_env {
+                self.problems.add(
+                    path,
+                    field("api_key_env"),
+                    var,
+                    "only a model with a base_url takes an API key variable",
+                );
+            }
+            return None;
+        };
+        let scheme_ok = url.starts_with("http://") || url.starts_with("https://");
+        if !scheme_ok || url.contains(char::is_whitespace) {
+            self.problems.add(
+                path,
+                field("base_url"),
+                url,
+                "must be an http:// or https:// URL, e.g. http://127.0.0.1:11434/v1",
+            );
+        }
+        if let Some(var) = &m.api_key_env {
+            let valid = !var.is_empty()
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !var.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                self.problems.add(
+                    path,
+                    field("api_key_env"),
+                    "(not shown)",
+                    "must name an environment variable (letters, digits and _), not hold the key",
+                );
+            }
+        }
+        Some(ModelEndpoint {
+            base_url: url.trim_end_matches('/').into(),
+            api_key_env: m.api_key_env.as_deref().map(Into::into),
         })
     }
 }

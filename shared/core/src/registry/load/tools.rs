@@ -36,17 +36,41 @@ impl Loader<'_> {
                 format!("unknown connector kind; known: {}", kinds.join(", ")),
             );
         }
-        let validator = self.tool_validator(path, id, &t.schema)?;
+        let discovered = self.options.discovered.get(id);
+        let Some(schema) = t.schema.or_else(|| discovered.map(|d| d.schema.clone())) else {
+            self.problems.add(
+                path,
+                field("schema"),
+                "",
+                "missing: declare the argument schema (a JSON Schema of type object), or use \
+                 a connector whose backend lists its tools (mcp)",
+            );
+            return None;
+        };
+        let description = t
+            .description
+            .or_else(|| discovered.and_then(|d| d.description.clone()))
+            .filter(|d| !d.trim().is_empty());
+        let Some(description) = description else {
+            self.problems.add(
+                path,
+                field("description"),
+                "",
+                "missing: say what the tool does (the model reads it)",
+            );
+            return None;
+        };
+        let validator = self.tool_validator(path, id, &schema)?;
         if t.timeout_ms == Some(0) {
             self.problems
                 .add(path, field("timeout_ms"), "0", "must be positive");
         }
         Some(Tool {
             id: Arc::from(id),
-            description: Arc::from(t.description),
+            description: Arc::from(description),
             connector_kind: Arc::from(t.connector.kind),
             connector_config: Arc::new(Value::Object(t.connector.config)),
-            schema: Arc::new(t.schema),
+            schema: Arc::new(schema),
             validator: Arc::new(validator),
             timeout_ms: t.timeout_ms.unwrap_or(DEFAULT_TOOL_TIMEOUT_MS),
             status_code: t.status.map(Arc::from),

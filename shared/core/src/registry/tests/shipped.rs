@@ -48,7 +48,11 @@ fn shipped_sources() -> RegistrySources {
 fn shipped_options() -> LoadOptions {
     LoadOptions {
         connector_kinds: vec!["fixture".into(), "rate_table".into()],
-        providers: vec!["bedrock".into(), "offline".into()],
+        providers: vec![
+            "bedrock".into(),
+            "offline".into(),
+            "openai_compatible".into(),
+        ],
         ..LoadOptions::default()
     }
 }

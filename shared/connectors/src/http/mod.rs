@@ -1,0 +1,323 @@
+//! `http`: a tool answered by an HTTP service (`connector: {kind: http, url: ...}`).
+//!
+//! One call, one request (plus retries):
+//! - `url` is a template: `{name}` placeholders are filled from the tool's arguments,
+//!   percent-encoded, and may stand only in the path or query (never the scheme or host).
+//!   A placeholder whose argument is absent makes the call unavailable (the tool's schema
+//!   is not known here, so it cannot be checked at load).
+//! - `method` (default GET): GET and DELETE send the arguments no placeholder uses as a
+//!   query string; POST, PUT and PATCH send the request envelope
+//!   `{"principal", "args", "tool", "episode_id"}` as JSON.
+//! - The principal travels on every call as the `x-baton-principal` header (D-29).
+//! - `headers`: plain strings, or secrets by reference (`{env: VAR, prefix: "Bearer "}`,
+//!   `{arn: ...}`) resolved through the connector's [`SecretSource`] once per process
+//!   (at `check_config`, or on first use) and never shown in Debug, errors or logs.
+//! - The answer (`response`): by default an envelope, returned exactly as the service gave
+//!   it (the runtime's `judge_envelope` checks its principal and version); or plain JSON
+//!   (`response: {json: {...}}`) that the connector wraps in an envelope for the request's
+//!   principal. Bodies over `max_body_bytes` (default 1 MiB) are cut off, never buffered;
+//!   HTML or non-JSON is an invalid envelope; a failure status, a cut-off body or a
+//!   transport error is "unavailable". Redirects are not followed (a secret header must
+//!   not reach another host).
+//!
+//! Time: the runtime cuts a call at the tool's `timeout_ms`, which the connector does not
+//! see; the connector's own budget is `deadline_ms` (default 30000, the runtime's default
+//! tool timeout; set it to the tool's `timeout_ms`). Every attempt is bounded by what is
+//! left of it (a slow body ends at the deadline), and a retry starts only when its wait
+//! plus the previous attempt's duration still fits before it. Connecting is bounded by
+//! `connect_timeout_ms` (default 2000).
+//!
+//! Retries (`retry: {attempts, backoff_ms}`, default one attempt): only for idempotent
+//! calls (GET, PUT, DELETE; POST and PATCH with `idempotent: true`; `idempotent: false`
+//! turns them off for any method), only after a connection failure or HTTP 429, 502, 503,
+//! 504; exponential backoff with jitter, at least the service's `Retry-After` seconds,
+//! at most 10 s a wait.
+//!
+//! Clients: one reqwest client (one connection pool) per distinct
+//! (`connect_timeout_ms`, `ca_file`), built once per connector; tools that keep the
+//! defaults all share one. `ca_file` names a PEM file of the CAs trusted instead of the
+//! system's roots (a private CA), read when the client is built.
+//!
+//! See `docs/connectors-http.md` for the settings and an example.
+
+mod config;
+mod response;
+mod retry;
+mod secrets;
+mod template;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use async_trait::async_trait;
+use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+
+use config::{ClientSettings, HeaderSpec, HttpConfig};
+use secrets::Secret;
+pub use secrets::{EnvSecretSource, SecretRef, SecretSource};
+
+/// The header that carries the principal to the service (D-29).
+const PRINCIPAL_HEADER: &str = "x-baton-principal";
+
+/// The `http` connector kind: tools answered by HTTP services.
+pub struct HttpConnector {
+    secrets: Arc<dyn SecretSource>,
+    /// Resolved secrets, by reference: each is read once per process.
+    resolved: Mutex<HashMap<SecretRef, Secret>>,
+    /// One client per distinct client settings, built on first use.
+    clients: Mutex<HashMap<ClientSettings, reqwest::Client>>,
+}
+
+impl fmt::Debug for HttpConnector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Counts only: neither a secret nor its reference is shown.
+        f.debug_struct("HttpConnector")
+            .field("secrets_resolved", &lock(&self.resolved).len())
+            .field("clients", &lock(&self.clients).len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for HttpConnector {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The map behind `mutex`, even if a holder panicked (its maps stay consistent: each
+/// change is one insert).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl HttpConnector {
+    /// The kind name used in `tools.yaml`.
+    pub const KIND: &'static str = "http";
+
+    /// A connector whose header secrets come from environment variables.
+    pub fn new() -> Self {
+        Self::with_secret_source(Arc::new(EnvSecretSource))
+    }
+
+    /// A connector whose header secrets come from `source`.
+    pub fn with_secret_source(source: Arc<dyn SecretSource>) -> Self {
+        HttpConnector {
+            secrets: source,
+            resolved: Mutex::new(HashMap::new()),
+            clients: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The value behind `reference`, resolved once.
+    fn secret(&self, reference: &SecretRef) -> Result<Secret, String> {
+        if let Some(secret) = lock(&self.resolved).get(reference) {
+            return Ok(secret.clone());
+        }
+        let secret = Secret::new(self.secrets.resolve(reference)?);
+        lock(&self.resolved)
+            .entry(reference.clone())
+            .or_insert_with(|| secret.clone());
+        Ok(secret)
+    }
+
+    /// The configured headers with their secrets, and the principal's.
+    fn headers(&self, config: &HttpConfig, principal: &str) -> Result<HeaderMap, ConnectorError> {
+        let mut headers = HeaderMap::new();
+        for (name, spec) in &config.headers {
+            let value = match spec {
+                HeaderSpec::Plain(value) => value.clone(),
+                HeaderSpec::Secret { reference, prefix } => {
+                    let secret = self.secret(reference).map_err(ConnectorError::Config)?;
+                    let mut value = HeaderValue::from_str(&format!("{prefix}{}", secret.expose()))
+                        .map_err(|_| {
+                            ConnectorError::Config(format!(
+                                "header {name}: {reference} does not hold a valid header value"
+                            ))
+                        })?;
+                    // Keeps it out of reqwest's and hyper's own Debug output.
+                    value.set_sensitive(true);
+                    value
+                }
+            };
+            headers.insert(name.clone(), value);
+        }
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let principal = HeaderValue::from_str(principal).map_err(|_| {
+            ConnectorError::Unavailable("the principal cannot travel as a header".to_owned())
+        })?;
+        headers.insert(PRINCIPAL_HEADER, principal);
+        Ok(headers)
+    }
+
+    /// The client for `settings`, built once.
+    fn client(&self, settings: &ClientSettings) -> Result<reqwest::Client, ConnectorError> {
+        if let Some(client) = lock(&self.clients).get(settings) {
+            return Ok(client.clone());
+        }
+        let client = build_client(settings).map_err(ConnectorError::Config)?;
+        Ok(lock(&self.clients)
+            .entry(settings.clone())
+            .or_insert(client)
+            .clone())
+    }
+}
+
+fn build_client(settings: &ClientSettings) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(settings.connect_timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("baton-connectors/", env!("CARGO_PKG_VERSION")));
+    if let Some(path) = &settings.ca_file {
+        builder = builder.tls_certs_only(ca_certificates(path)?);
+    }
+    builder
+        .build()
+        .map_err(|e| format!("cannot set up the HTTP client: {e}"))
+}
+
+/// The certificates of the PEM file `path`; at least one.
+fn ca_certificates(path: &std::path::Path) -> Result<Vec<reqwest::Certificate>, String> {
+    let shown = path.display();
+    let pem = std::fs::read(path).map_err(|e| format!("ca_file {shown}: {e}"))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem)
+        .map_err(|_| format!("ca_file {shown} is not a PEM file of certificates"))?;
+    if certs.is_empty() {
+        return Err(format!("ca_file {shown} holds no certificate"));
+    }
+    Ok(certs)
+}
+
+/// A transport error in words for logs: what failed, without the URL (it may hold
+/// arguments).
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_connect() && e.is_timeout() {
+        "connecting took too long".into()
+    } else if e.is_timeout() {
+        "it took too long".into()
+    } else if e.is_connect() {
+        "it could not be reached".into()
+    } else if e.is_body() || e.is_decode() {
+        "the connection failed while the answer was read".into()
+    } else {
+        let mut text = e.to_string();
+        if let Some(url) = e.url() {
+            text = text.replace(url.as_str(), "<url>");
+        }
+        text
+    }
+}
+
+#[async_trait]
+impl Connector for HttpConnector {
+    async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
+        let started = Instant::now();
+        let config = HttpConfig::parse(&request.config).map_err(ConnectorError::Config)?;
+        let deadline = started + config.deadline;
+        let principal = request.principal.as_str();
+        let client = self.client(&config.client)?;
+        let headers = self.headers(&config, principal)?;
+        let url = config
+            .url
+            .fill(&request.args, !config.method.has_body())
+            .map_err(ConnectorError::Unavailable)?;
+        let body = if config.method.has_body() {
+            let envelope = json!({
+                "principal": principal,
+                "args": request.args,
+                "tool": &*request.tool_id,
+                "episode_id": &*request.episode_id,
+            });
+            Some(bytes::Bytes::from(serde_json::to_vec(&envelope).map_err(
+                |e| ConnectorError::Unavailable(format!("cannot encode the request: {e}")),
+            )?))
+        } else {
+            None
+        };
+        let may_retry = config.retry.idempotent && config.retry.attempts > 1;
+        let mut attempt = 1;
+        loop {
+            let attempt_started = Instant::now();
+            let remaining = deadline.saturating_duration_since(attempt_started);
+            if remaining.is_zero() {
+                return Err(ConnectorError::Unavailable(
+                    "no time left before the deadline".to_owned(),
+                ));
+            }
+            let mut call = client
+                .request(config.method.as_reqwest(), &url)
+                .headers(headers.clone())
+                .timeout(remaining);
+            if let Some(body) = &body {
+                call = call
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            let last = !may_retry || attempt >= config.retry.attempts;
+            let (failure, retry_after) = match call.send().await {
+                Ok(answer) if !last && retry::retryable_status(answer.status()) => (
+                    format!("it answered HTTP {}", answer.status()),
+                    retry::retry_after(answer.headers()),
+                ),
+                Ok(answer) => {
+                    return response::finish(
+                        answer,
+                        &config.response,
+                        config.max_body_bytes,
+                        principal,
+                    )
+                    .await;
+                }
+                Err(e) if !last && e.is_connect() => (describe(&e), None),
+                Err(e) => return Err(ConnectorError::Unavailable(describe(&e))),
+            };
+            let wait = retry::wait_before_retry(
+                attempt,
+                config.retry.backoff,
+                retry_after,
+                retry::jitter(),
+            );
+            // A retry that cannot finish before the deadline only adds load: the attempt
+            // just made is the estimate of the next one.
+            if Instant::now() + wait + attempt_started.elapsed() > deadline {
+                return Err(ConnectorError::Unavailable(format!(
+                    "{failure}; no time left to retry"
+                )));
+            }
+            tracing::info!(
+                tool = %request.tool_id,
+                attempt,
+                wait_ms = wait.as_millis() as u64,
+                %failure,
+                "retrying the http tool"
+            );
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    fn check_config(&self, _tool_id: &str, config: &Value) -> Result<(), String> {
+        let config = HttpConfig::parse(config)?;
+        for (name, spec) in &config.headers {
+            if let HeaderSpec::Secret { reference, prefix } = spec {
+                let secret = self
+                    .secret(reference)
+                    .map_err(|e| format!("headers.{name}: {e}"))?;
+                if HeaderValue::from_str(&format!("{prefix}{}", secret.expose())).is_err() {
+                    return Err(format!(
+                        "headers.{name}: {reference} does not hold a valid header value"
+                    ));
+                }
+            }
+        }
+        if let Some(path) = &config.client.ca_file {
+            ca_certificates(path)?;
+        }
+        Ok(())
+    }
+}

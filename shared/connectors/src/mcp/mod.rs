@@ -1,0 +1,195 @@
+//! `mcp`: tools served by a Model Context Protocol server, through the official Rust SDK
+//! (`rmcp`). One `tools.yaml` entry per MCP tool; its description and argument schema may
+//! be left to the server's listing ([`Connector::discover`]).
+//!
+//! ```yaml
+//! connector:
+//!   kind: mcp
+//!   server:
+//!     command: [python3, mcp/server.py]   # stdio; runs in the registry root
+//!     env: {NAME: value, KEY: {env: VAR}} # optional; the server inherits only HOME,
+//!                                         # LOGNAME, PATH, SHELL, TERM and USER
+//!     # or: url: http://127.0.0.1:8931/mcp  (streamable HTTP)
+//!   tool: echo                  # the server's tool name (default: the tool id)
+//!   domain_type: echo           # envelope header
+//!   enricher_id: mcp-everything
+//!   version: 1.0.0
+//!   progress_status: searching  # optional: reported on each progress notification
+//!   connect_timeout_ms: 10000   # optional: starting a session, listing tools
+//!   call_timeout_ms: 30000      # optional: one tools/call
+//! ```
+//!
+//! The principal, episode and agent travel as the request's `_meta` (`baton/principal`,
+//! `baton/episode`, `baton/agent`). See `docs/connectors-mcp.md`.
+
+mod call;
+mod config;
+mod fault;
+mod progress;
+mod session;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use baton_core::ports::connector::{
+    Connector, ConnectorError, ConnectorRequest, DiscoveredTool, Envelope,
+};
+use serde_json::{Map, Value};
+
+use call::{Origin, baton_meta, call_tool, envelope_of};
+use config::{EnvValue, McpConfig, Server};
+use fault::Fault;
+use session::Pool;
+
+/// Calls tools on MCP servers (`connector: {kind: mcp, server: ...}`), over stdio or
+/// streamable HTTP. Sessions are shared per server and started on first use; a session
+/// whose server is gone is started again by the next call.
+pub struct McpConnector {
+    pool: Pool,
+}
+
+impl std::fmt::Debug for McpConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpConnector").finish_non_exhaustive()
+    }
+}
+
+impl McpConnector {
+    /// The connector kind named in `tools.yaml`.
+    pub const KIND: &'static str = "mcp";
+
+    /// A connector whose stdio servers run in `registry_root` (relative paths in their
+    /// commands are the registry's). Nothing starts until a tool is discovered or called.
+    pub fn new(registry_root: &Path) -> Self {
+        McpConnector {
+            pool: Pool::new(registry_root),
+        }
+    }
+}
+
+#[async_trait]
+impl Connector for McpConnector {
+    async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
+        let config = McpConfig::parse(&request.config).map_err(ConnectorError::Config)?;
+        let server = config.server.label();
+        let tool = config.tool_name(&request.tool_id);
+        let fail = |fault: Fault| format!("MCP server {server}, tool {tool}: {fault}");
+        let args = match &request.args {
+            Value::Object(args) => args.clone(),
+            Value::Null => Map::new(),
+            other => {
+                return Err(ConnectorError::Config(format!(
+                    "tool {tool}: arguments must be a JSON object, not {other}"
+                )));
+            }
+        };
+        let progress = match (&request.progress, &config.progress_status) {
+            (Some(sink), Some(status)) => Some((sink.clone(), Arc::from(status.as_str()))),
+            _ => None,
+        };
+        let session = self
+            .pool
+            .session(&config.server, config.connect_timeout)
+            .await
+            .map_err(|f| ConnectorError::Unavailable(fail(f)))?;
+        let call = call_tool(&session, tool, args, baton_meta(&request), progress);
+        let answer = match config.call_timeout {
+            Some(after) => tokio::time::timeout(after, call)
+                .await
+                .unwrap_or(Err(Fault::Timeout { after })),
+            None => call.await,
+        };
+        match answer {
+            Ok(result) => Ok(envelope_of(
+                result,
+                &config.meta,
+                request.principal.as_str(),
+                &Origin {
+                    server: &server,
+                    tool,
+                },
+            )),
+            Err(fault) => {
+                if fault.ends_session() {
+                    self.pool.forget(&config.server, &session);
+                }
+                Err(match fault {
+                    Fault::Garbage(_) => ConnectorError::InvalidEnvelope(fail(fault)),
+                    _ => ConnectorError::Unavailable(fail(fault)),
+                })
+            }
+        }
+    }
+
+    fn check_config(&self, _tool_id: &str, config: &Value) -> Result<(), String> {
+        let config = McpConfig::parse(config)?;
+        // A variable the server needs is checked now, so a bad setup fails at load time.
+        if let Server::Command { env, .. } = &config.server {
+            for (name, value) in env {
+                if let EnvValue::FromEnv(from) = value
+                    && std::env::var_os(from).is_none()
+                {
+                    return Err(format!(
+                        "server.env.{name}: the environment variable {from} is not set"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn discover(
+        &self,
+        tool_id: &str,
+        config: &Value,
+    ) -> Result<Option<DiscoveredTool>, String> {
+        let config = McpConfig::parse(config)?;
+        let server = config.server.label();
+        let tool = config.tool_name(tool_id);
+        let fail = |what: String| format!("MCP server {server}, tool {tool}: {what}");
+        let session = self
+            .pool
+            .session(&config.server, config.connect_timeout)
+            .await
+            .map_err(|f| fail(f.to_string()))?;
+        let listing = tokio::time::timeout(config.connect_timeout, session.peer().list_all_tools())
+            .await
+            .unwrap_or_else(|_| {
+                Err(rmcp::ServiceError::Timeout {
+                    timeout: config.connect_timeout,
+                })
+            });
+        let tools = match listing {
+            Ok(tools) => tools,
+            Err(e) => {
+                let fault = Fault::from(e);
+                if fault.ends_session() {
+                    self.pool.forget(&config.server, &session);
+                }
+                return Err(fail(format!("listing its tools failed: {fault}")));
+            }
+        };
+        let Some(found) = tools.iter().find(|t| t.name == tool) else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+            return Err(fail(format!(
+                "the server has no such tool (it lists: {})",
+                if names.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        let schema = Value::Object((*found.input_schema).clone());
+        if let Err(e) = jsonschema::validator_for(&schema) {
+            return Err(fail(format!(
+                "its inputSchema is not a valid JSON Schema: {e}"
+            )));
+        }
+        Ok(Some(DiscoveredTool {
+            description: found.description.as_ref().map(|d| d.to_string()),
+            schema,
+        }))
+    }
+}

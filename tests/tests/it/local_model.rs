@@ -1,0 +1,168 @@
+//! Baton's engine end to end against a real model on a real OpenAI-compatible server
+//! (llama.cpp's, serving SmolLM2-135M-Instruct): the shipped registry, every card served
+//! by that model, the embedded store in a temporary folder.
+//!
+//! The model is tiny, so this asserts the protocol, not the answers: text streams, a tool
+//! call the model makes is parsed and runs, the turn completes and is committed, and the
+//! consulted record is exactly what ran.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use baton_core::Principal;
+use baton_core::events::{Event, WireEvent};
+use baton_core::ports::store::Store;
+use baton_core::registry::{ModelCapabilities, ModelEndpoint, ModelSpec, Prices};
+use baton_core::trace::ObligationMet;
+use baton_core::turn::{TurnOutcome, TurnRecord};
+use baton_local::embedded_store::EmbeddedStore;
+use baton_openai::OpenAiCompatible;
+use baton_runtime::{Runtime, TurnRequest};
+use baton_tests::fixtures::registry_dir;
+use baton_tests::local_model::{LocalModelServer, MODEL_ALIAS};
+use futures::StreamExt;
+
+fn alice() -> Principal {
+    Principal::new("alice").unwrap()
+}
+
+async fn runtime(server: &LocalModelServer, store: Arc<dyn Store>) -> Runtime {
+    let root = registry_dir();
+    let connectors = baton_connectors::default_connectors(&root);
+    let registry =
+        baton_runtime::registry_files::load_registry(&root, &connectors, &Default::default())
+            .await
+            .unwrap();
+    let spec = ModelSpec {
+        key: Arc::from("llama-cpp"),
+        provider: Arc::from(baton_openai::PROVIDER),
+        model_id: Arc::from(MODEL_ALIAS),
+        context_window: 8_192,
+        prices: Prices::default(),
+        capabilities: ModelCapabilities {
+            tool_choice: true,
+            ..ModelCapabilities::default()
+        },
+        endpoint: Some(ModelEndpoint {
+            base_url: Arc::from(server.base_url()),
+            api_key_env: None,
+        }),
+    };
+    let model = OpenAiCompatible::serving_every_card(&spec).unwrap();
+    let mut builder = Runtime::builder(Arc::new(registry))
+        .model_override(Arc::new(model))
+        .store(store);
+    builder = builder.connectors(connectors);
+    builder.build().unwrap()
+}
+
+async fn turn(runtime: &Runtime, request: TurnRequest) -> (String, Vec<WireEvent>) {
+    let stream = runtime.run_turn(request).await.unwrap();
+    let episode = stream.episode_id.clone();
+    (episode, stream.collect().await)
+}
+
+async fn committed(store: &Arc<dyn Store>, episode: &str) -> TurnRecord {
+    store
+        .turns(&alice(), episode, 1)
+        .await
+        .unwrap()
+        .pop()
+        .expect("the turn was committed")
+}
+
+fn texts(events: &[WireEvent]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The consulted record is the runtime's own: one entry per specialist that ran, the same
+/// in the event, the journal and the routing record.
+fn consulted_is_what_ran(events: &[WireEvent], record: &TurnRecord) {
+    let shown: Vec<_> = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::AgentsConsulted { agents, .. } => Some(agents.clone()),
+            _ => None,
+        })
+        .expect("an agents_consulted event");
+    assert_eq!(shown, record.consulted);
+    let consulted: BTreeSet<&str> = record
+        .consulted
+        .iter()
+        .map(|c| c.agent_id.as_str())
+        .collect();
+    let ran: BTreeSet<&str> = record
+        .routing
+        .outcomes
+        .iter()
+        .map(|o| o.agent_id.as_str())
+        .collect();
+    assert_eq!(consulted, ran, "consulted {consulted:?}, ran {ran:?}");
+    let answered: BTreeSet<&str> = record
+        .segments
+        .iter()
+        .map(|s| s.agent_id.as_str())
+        .collect();
+    assert!(
+        consulted.is_subset(&answered) || consulted.is_empty(),
+        "{consulted:?} vs {answered:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_real_model_answers_turns_through_the_engine() {
+    let server = LocalModelServer::start().await;
+    let data = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(data.path()).unwrap());
+    let runtime = runtime(&server, store.clone()).await;
+
+    // A plain turn: the model's text streams, and the turn is committed.
+    let (episode, events) = turn(&runtime, TurnRequest::new(alice(), "Hello! Who are you?")).await;
+    let pieces = texts(&events);
+    assert!(
+        pieces.len() > 1,
+        "the answer streamed in pieces: {pieces:?}"
+    );
+    assert!(!pieces.concat().trim().is_empty());
+    let record = committed(&store, &episode).await;
+    assert_eq!(record.outcome, TurnOutcome::Answered, "{record:?}");
+    assert!(record.usage.iter().all(|u| u.calls > 0));
+    consulted_is_what_ran(&events, &record);
+
+    // A turn that must consult rewards: the orchestrator's tool choice is forced to
+    // ask_rewards, the real model makes that call (grammar-constrained), the call's
+    // arguments are parsed and the specialist runs on the same model.
+    let request = TurnRequest {
+        episode_id: Some(episode.clone()),
+        must_consult: vec!["rewards".into()],
+        ..TurnRequest::new(alice(), "How many points do I have?")
+    };
+    let (_, events) = turn(&runtime, request).await;
+    let record = committed(&store, &episode).await;
+    assert_eq!(record.seq, 2);
+    assert_eq!(record.outcome, TurnOutcome::Answered, "{record:?}");
+    let obligation = &record.routing.obligations[0];
+    assert!(
+        matches!(
+            obligation.met,
+            ObligationMet::ByModel | ObligationMet::AfterReminder
+        ),
+        "the model itself called ask_rewards: {obligation:?}"
+    );
+    let call = record
+        .routing
+        .calls
+        .iter()
+        .find(|c| c.agent_id == "rewards")
+        .expect("the parsed ask_rewards call is recorded");
+    assert!(call.args.is_object(), "{:?}", call.args);
+    assert!(record.consulted.iter().any(|c| c.agent_id == "rewards"));
+    consulted_is_what_ran(&events, &record);
+    assert!(!texts(&events).concat().trim().is_empty());
+}

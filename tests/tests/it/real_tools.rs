@@ -1,0 +1,185 @@
+//! Tools declared in YAML only, reached through the engine: an HTTP tool (the envelope
+//! over HTTP, from a local server of this test's own) and an MCP tool whose description and
+//! schema come from the server's listing (the `mcp` package's server over stdio). The
+//! principal reaches both; their data reaches the specialists; the consulted record is
+//! what ran.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::get;
+use baton_core::Principal;
+use baton_core::events::{Event, WireEvent};
+use baton_core::message::Content;
+use baton_core::ports::connector::Connector;
+use baton_runtime::registry_files::{discover_tools, load_discovered};
+use baton_runtime::{Runtime, TurnRequest};
+use baton_testkit::connector::TestConnector;
+use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::registry::TestRegistry;
+use baton_testkit::scripted::ScriptedModel;
+use baton_tests::local_model::installed;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+const SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls:
+        - { name: ask_rewards, args: { query: "my balance", intent_count: 2 } }
+        - { name: ask_support, args: { query: "my receipt is missing points", intent_count: 2 } }
+    - when: { purpose: compose }
+      text: ["Done."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: partner_points, args: { member: "m 1/2" } }] }
+    - { when: { after_tool_results: true }, text: ["You have points."] }
+  support:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: mcp_whoami, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["You are you."] }
+"#;
+
+/// A partner API answering envelopes for whoever the principal header names.
+async fn partner() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let log = seen.clone();
+    let app = Router::new().route(
+        "/members/{member}/points",
+        get(
+            move |axum::extract::Path(member): axum::extract::Path<String>, headers: HeaderMap| {
+                let log = log.clone();
+                async move {
+                    let principal = headers
+                        .get("x-baton-principal")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    log.lock().unwrap().push((member, principal.clone()));
+                    axum::Json(json!({
+                        "status": "ok", "payload": {"points": 4321}, "partial": [],
+                        "principal": principal, "version": "1.0.0",
+                        "domain_type": "points", "enricher_id": "partner", "cache_meta": {}
+                    }))
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), seen)
+}
+
+fn tools(partner: &str) -> String {
+    let (python, _) = installed();
+    let server = baton_testkit::workspace_root().join("tests/mcp/server.py");
+    format!(
+        r#"  partner_points:
+    description: The member's points at the partner.
+    connector:
+      kind: http
+      url: "{partner}/members/{{member}}/points"
+    schema: {{ type: object, properties: {{ member: {{ type: string }} }}, required: [member], additionalProperties: false }}
+  mcp_whoami:
+    connector:
+      kind: mcp
+      server: {{ command: ["{python}", "{server}", "stdio"] }}
+      tool: whoami
+      domain_type: identity
+      enricher_id: test-mcp
+      version: 1.0.0
+"#,
+        python = python.display(),
+        server = server.display(),
+    )
+}
+
+#[tokio::test]
+async fn an_http_tool_and_an_mcp_tool_declared_in_yaml_serve_specialists() {
+    let (partner, seen) = partner().await;
+    let registry = TestRegistry {
+        rewards_tool: "partner_points",
+        extra_tools: tools(&partner),
+        ..TestRegistry::default()
+    }
+    .file(
+        "agents/support.yaml",
+        "id: support\ndescription: Receipt problems and missing points.\nrole: native\n\
+         model: m1\ntools: [mcp_whoami]\nprompt_blocks: [support-instructions]\n\
+         limits: { timeout_ms: 20000 }\n",
+    );
+    let root = baton_testkit::workspace_root();
+    let mut connectors = baton_connectors::default_connectors(&root);
+    connectors.insert("test".into(), Arc::new(TestConnector) as Arc<dyn Connector>);
+    let sources = registry.sources();
+    let discovered = discover_tools(&sources, &connectors).await.unwrap();
+    // The MCP tool's description and schema are the server's.
+    assert_eq!(
+        discovered["mcp_whoami"].description.as_deref(),
+        Some("The Baton metadata this call carried.")
+    );
+    let registry = load_discovered(&sources, &connectors, &Default::default(), discovered).unwrap();
+    let tool = registry.tools().find(|t| &*t.id == "mcp_whoami").unwrap();
+    assert_eq!(tool.schema["type"], "object");
+
+    let model = Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap().recording());
+    let runtime = Runtime::builder(Arc::new(registry))
+        .model_override(model.clone())
+        .store(Arc::new(MemoryStore::new()))
+        .connectors(connectors)
+        .build()
+        .unwrap();
+    let alice = Principal::new("alice").unwrap();
+    let stream = runtime
+        .run_turn(TurnRequest::new(
+            alice,
+            "my balance, and my receipt is missing points",
+        ))
+        .await
+        .unwrap();
+    let events: Vec<WireEvent> = stream.collect().await;
+
+    // The partner saw the principal and the encoded path argument.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        vec![("m 1/2".to_owned(), "alice".to_owned())]
+    );
+    // What each specialist's model got back from its tool.
+    let results: Vec<(String, Value)> = model
+        .requests()
+        .iter()
+        .flat_map(|r| {
+            let agent = r.agent_id.to_string();
+            r.messages
+                .iter()
+                .flat_map(|m| m.content.clone())
+                .filter_map(move |c| match c {
+                    Content::ToolResult { content, .. } => Some((agent.clone(), content)),
+                    _ => None,
+                })
+        })
+        .collect();
+    let text = |agent: &str| {
+        results
+            .iter()
+            .filter(|(a, _)| a == agent)
+            .map(|(_, c)| c.to_string())
+            .collect::<String>()
+    };
+    assert!(text("rewards").contains("4321"), "{results:?}");
+    assert!(
+        text("support").contains("alice"),
+        "the MCP server got the principal: {results:?}"
+    );
+    let consulted = events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::AgentsConsulted { agents, .. } => Some(agents.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let ids: Vec<&str> = consulted.iter().map(|c| c.agent_id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(consulted.iter().all(|c| c.tool_calls == 1), "{consulted:?}");
+}
