@@ -5,6 +5,9 @@
 #
 #   ./infra/bench.sh                      # everything; JSON results under $OUT
 #   ./infra/bench.sh --reference FILE     # also print ratios against a reference run
+#   ./infra/bench.sh local-model          # time to first token and tokens/s through Baton's
+#                                         # OpenAI-compatible provider against llama.cpp's
+#                                         # server read raw (./infra/local-model.sh)
 #   ./infra/bench.sh memory               # memory over a long conversation instead: 300
 #                                         # turns without and with compaction, and
 #                                         # compaction's time per episode on DynamoDB Local
@@ -18,6 +21,22 @@ out="${OUT:-${TMPDIR:-/tmp}/baton-bench}"
 mkdir -p "$out"
 bench="$CARGO_TARGET_DIR/release/baton-bench"
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+if [ "${1:-}" = local-model ]; then
+  shift
+  cargo build --release --locked -q -p baton-bench
+  port=18089
+  ./infra/local-model.sh serve "$port" >"$out/llama-server.log" 2>&1 &
+  server=$!
+  trap 'kill "$server" 2>/dev/null || true' EXIT
+  for _ in $(seq 1 600); do
+    curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  "$bench" --current-thread --local-model "http://127.0.0.1:$port/v1" \
+    --out "$out/baton-local-model-$stamp.json" "$@" >/dev/null
+  echo "results in $out" >&2
+  exit 0
+fi
 if [ "${1:-}" = memory ]; then
   shift
   ./infra/emulators.sh install >&2

@@ -9,9 +9,12 @@ TRANSFORMED.json is the output of infra/sam_transform.py. Checked:
    with exactly the dimension set the code reports it with, in the namespace the template
    gives the function (BATON_METRICS_NAMESPACE); counters are read as sums; the figures the
    dashboard must show are all there;
-2. IAM: the DynamoDB, S3 and Bedrock actions each function's role allows are exactly the ones
-   its code calls (SDK operations mapped to IAM actions), and every DeleteItem in the turn
-   function's code deletes under the one key prefix the role lets it delete;
+2. IAM: the DynamoDB, S3, Bedrock, Secrets Manager and SSM actions each function's role allows
+   are exactly the ones its code calls (SDK operations mapped to IAM actions; the grants read
+   with the optional parameters set, so conditional statements count), and every DeleteItem
+   in the turn function's code deletes under the one key prefix the role lets it delete; the
+   header secrets' grants (ToolSecretArns, ToolSecretKeyArns) are exactly the ARNs given,
+   and absent without them;
 3. routes: the REST API serves exactly the routes the HTTP router (shared/http) defines;
 4. sample events: the API Gateway events in events/ have the resources, paths, stage and
    method ARNs the template's API sends.
@@ -93,6 +96,9 @@ SDK_ACTIONS = {
     "converse": ["bedrock:InvokeModel"],
     "invoke_model": ["bedrock:InvokeModel"],
     "invoke_model_with_response_stream": ["bedrock:InvokeModelWithResponseStream"],
+    # The http tools' header secrets by ARN (baton_aws::secrets), read at Init.
+    "get_secret_value": ["secretsmanager:GetSecretValue"],
+    "get_parameter": ["ssm:GetParameter"],
 }
 TRANSACT_ITEM_ACTIONS = {
     "Put": "dynamodb:PutItem",
@@ -100,13 +106,25 @@ TRANSACT_ITEM_ACTIONS = {
     "Delete": "dynamodb:DeleteItem",
     "ConditionCheck": "dynamodb:ConditionCheckItem",
 }
-SDK_CALL = re.compile(r"\b(dynamodb|ddb|s3|bedrock|client)\s*\.\s*([a-z_0-9]+)\s*\(\s*\)")
+SDK_CALL = re.compile(
+    r"\b(dynamodb|ddb|s3|bedrock|secretsmanager|ssm|client)\s*\.\s*([a-z_0-9]+)\s*\(\s*\)"
+)
 LOOKS_LIKE_SDK = re.compile(
     r"^(get|put|update|delete|batch|transact|query|scan|create|describe|list|head|copy|converse|invoke)"
 )
 ACTION_SCOPE = re.compile(
-    r"^(dynamodb:[A-Za-z]*Item|dynamodb:(Query|Scan)|s3:[A-Za-z]*Object|s3:ListBucket|bedrock:Invoke)"
+    r"^(dynamodb:[A-Za-z]*Item|dynamodb:(Query|Scan)|s3:[A-Za-z]*Object|s3:ListBucket"
+    r"|bedrock:Invoke|secretsmanager:|ssm:)"
 )
+# Values for the optional parameters under which the grants are read: every conditional
+# statement is then in force. CommaDelimitedList parameters are lists.
+SECRET_ARNS = [
+    f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:partner/token-AbCdEf",
+    f"arn:aws:ssm:eu-west-1:{ACCOUNT}:parameter/baton/partner-key",
+]
+SECRET_KEYS = [f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"]
+ALL_GRANTS = {"ToolSecretArns": SECRET_ARNS, "ToolSecretKeyArns": SECRET_KEYS}
+SECRET_ACTIONS = {"secretsmanager:GetSecretValue", "ssm:GetParameter"}
 
 # Code that a deployed function does not run: (file, fn) -> (why, patterns of a call to it
 # that must not appear in the function's other sources).
@@ -576,13 +594,74 @@ def used_actions(role, source, root, c):
     return actions
 
 
+def resolved_statements(out, role, parameters):
+    """A role's statements as deployed with `parameters` (conditional policies included or
+    left out as CloudFormation would)."""
+    props = Resolver(out, parameters)(out["Resources"].get(role, {}).get("Properties", {}))
+    for policy in props.get("Policies", []):
+        for statement in policy.get("PolicyDocument", {}).get("Statement", []):
+            yield statement
+
+
+def check_tool_secrets(out, c):
+    """The header secrets' grants: only the turn function's, exactly the ARNs and keys the
+    parameters give (the keys only through Secrets Manager and SSM), none without them."""
+    secretish = re.compile(r"^(secretsmanager|ssm|kms):")
+    for role in [k for k, v in out["Resources"].items() if v["Type"] == "AWS::IAM::Role"]:
+        for params in ({}, ALL_GRANTS):
+            for st in resolved_statements(out, role, params):
+                actions = [a for a in as_list(st.get("Action", [])) if secretish.match(a)]
+                if not actions:
+                    continue
+                where = f"{role}: statement {st.get('Sid', '?')} grants {actions}"
+                if not c.expect(
+                    role == "TurnFunctionRole" and params,
+                    f"{where}{' without ToolSecretArns' if not params else ''}: only the turn "
+                    "function reads header secrets, and only those its parameters name",
+                ):
+                    continue
+                resources = as_list(st.get("Resource"))
+                if set(actions) <= SECRET_ACTIONS:
+                    c.expect(
+                        resources == SECRET_ARNS and "Condition" not in st,
+                        f"{where} on {resources}: want exactly ToolSecretArns",
+                    )
+                elif actions == ["kms:Decrypt"]:
+                    via = st.get("Condition", {}).get("StringLike", {}).get("kms:ViaService")
+                    c.expect(
+                        resources == SECRET_KEYS
+                        and sorted(as_list(via))
+                        == ["secretsmanager.*.amazonaws.com", "ssm.*.amazonaws.com"],
+                        f"{where} on {resources} via {via}: want exactly ToolSecretKeyArns, "
+                        "used only through Secrets Manager and SSM",
+                    )
+                else:
+                    c.expect(
+                        False,
+                        f"{where}: the header secrets need only GetSecretValue, GetParameter "
+                        "and kms:Decrypt, the last in a statement of its own",
+                    )
+    granted = {
+        a
+        for st in resolved_statements(out, "TurnFunctionRole", ALL_GRANTS)
+        for a in as_list(st.get("Action", []))
+    }
+    c.expect(
+        SECRET_ACTIONS <= granted and "kms:Decrypt" in granted,
+        "TurnFunctionRole: with ToolSecretArns and ToolSecretKeyArns set, the role must allow "
+        "reading and decrypting them "
+        f"(allows {sorted(granted & (SECRET_ACTIONS | {'kms:Decrypt'}))})",
+    )
+
+
 def check_iam(out, root, c):
+    check_tool_secrets(out, c)
     for role, folders in FUNCTIONS.items():
         source = Source(root, folders)
         used = used_actions(role, source, root, c)
         granted = {
             a
-            for st in role_statements(out, role)
+            for st in resolved_statements(out, role, ALL_GRANTS)
             if st.get("Effect") == "Allow"
             for a in as_list(st.get("Action", []))
             if ACTION_SCOPE.match(a)

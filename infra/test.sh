@@ -21,6 +21,9 @@ fi
 # Builds are kept outside the checkout so that later runs (and CI on this machine) reuse them.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+# No incremental compilation: a test run rebuilds from clean sources, and the incremental
+# caches of every crate would only fill the disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # Cargo does not rebuild a test for moving to another checkout, so a test binary may come
 # from a build in another folder: tests find files from the folder they run in (insta's
 # snapshots through this variable, the others through CARGO_MANIFEST_DIR at run time).

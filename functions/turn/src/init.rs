@@ -8,6 +8,8 @@ use baton_aws::bedrock::BedrockModel;
 use baton_aws::emf::EmfMetrics;
 use baton_aws::journal::DynamoStore;
 use baton_aws::sdk::Clients;
+use baton_aws::secrets::SecretsError;
+use baton_connectors::EnvSecretSource;
 use baton_core::ports::metrics::Metrics;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
@@ -38,6 +40,9 @@ pub enum InitError {
     /// The runtime refused the registry and adapters.
     #[error("{0}")]
     Runtime(#[from] baton_runtime::BuildError),
+    /// A header secret of an `http` tool, named by ARN in `tools.yaml`, could not be read.
+    #[error("a header secret of tools.yaml cannot be read: {0}")]
+    Secrets(#[from] SecretsError),
 }
 
 /// Which model serves the cards.
@@ -72,7 +77,8 @@ pub struct Function {
     pub tracker: TurnTracker,
 }
 
-/// Init on AWS: clients from the SDK's standard settings, Bedrock, DynamoDB and S3.
+/// Init on AWS: clients from the SDK's standard settings, Bedrock, DynamoDB and S3, and the
+/// `http` tools' header secrets by ARN read once (Secrets Manager, SSM).
 ///
 /// # Errors
 /// See [`InitError`].
@@ -87,14 +93,20 @@ pub async fn init(
 
 /// Init over given clients (tests point them at emulators).
 ///
+/// The header secrets `tools.yaml` names by ARN are read first, once, with
+/// `clients.config` (each in the region its ARN names); a registry without any sends no
+/// request. See `registry` for the details.
+///
 /// # Errors
-/// See [`InitError`].
+/// See [`InitError`]; a secret that cannot be read is [`InitError::Secrets`], naming its
+/// ARN.
 pub async fn init_with(
     config: &Config,
     clients: &Clients,
     principals: Arc<dyn PrincipalSource>,
 ) -> Result<Function, InitError> {
-    let (registry, connectors) = registry::load(config).await?;
+    let secrets = registry::secret_source(config, &clients.config).await?;
+    let (registry, connectors) = registry::load(config, secrets).await?;
     let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
     let store = DynamoStore::new(
         clients.dynamodb.clone(),
@@ -109,12 +121,14 @@ pub async fn init_with(
     build(config, registry, connectors, adapters)
 }
 
-/// Init over any adapters: the same registry checks, runtime and router as on AWS.
+/// Init over any adapters: the same registry checks, runtime and router as on AWS, except
+/// that the `http` tools' header secrets come from environment variables only (no AWS
+/// client here: a header secret by ARN fails the registry's checks, naming it).
 ///
 /// # Errors
 /// See [`InitError`].
 pub async fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
-    let (registry, connectors) = registry::load(config).await?;
+    let (registry, connectors) = registry::load(config, Arc::new(EnvSecretSource)).await?;
     build(config, registry, connectors, adapters)
 }
 

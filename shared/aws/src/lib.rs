@@ -5,6 +5,7 @@
 //! - [`emf`]: the `Metrics` port as CloudWatch Embedded Metric Format log lines.
 //! - [`sdk`]: loading the SDK's standard settings and building the clients once.
 //! - [`logs`]: JSON logs for CloudWatch, as every function of the bundle writes them.
+//! - [`secrets`]: header secrets by ARN (Secrets Manager, SSM), read once at Init.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -13,4 +14,5 @@ pub mod emf;
 pub mod journal;
 pub mod logs;
 pub mod sdk;
+pub mod secrets;
 pub mod settings;

@@ -18,6 +18,7 @@
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod inproc;
+mod local_model;
 mod memory;
 mod report;
 mod serve_load;
@@ -82,6 +83,20 @@ struct Args {
     /// The registry of the memory benchmark (default: shared/registry).
     #[arg(long, requires = "memory")]
     registry: Option<PathBuf>,
+    /// Measure time to first token and tokens/s through Baton's OpenAI-compatible provider
+    /// against this server (its API root, e.g. http://127.0.0.1:8080/v1) read raw.
+    #[arg(long, value_name = "URL")]
+    local_model: Option<String>,
+    /// The model id the `--local-model` server serves.
+    #[arg(
+        long,
+        default_value = "SmolLM2-135M-Instruct",
+        requires = "local_model"
+    )]
+    local_model_id: String,
+    /// Rounds of the `--local-model` comparison.
+    #[arg(long, default_value_t = 20, requires = "local_model")]
+    rounds: usize,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -97,6 +112,15 @@ fn main() -> anyhow::Result<()> {
             .build()?
     };
     let started = Instant::now();
+    if let Some(url) = args.local_model.clone() {
+        let (model, rounds) = (args.local_model_id.clone(), args.rounds);
+        let results = rt
+            .block_on(async move {
+                tokio::spawn(async move { local_model::run(&url, &model, rounds).await }).await
+            })
+            .context("the local-model benchmark stopped")??;
+        return finish(&args, &results, local_model::table(&results), started);
+    }
     if args.memory {
         let task_args = args.clone();
         let results = rt

@@ -201,7 +201,10 @@ pub(crate) async fn assemble_for(
 ///
 /// # Errors
 /// No such model in models.yaml, or one that is not served over HTTP.
-fn serving_every_card(registry: &Arc<Registry>, key: &str) -> anyhow::Result<Arc<dyn Model>> {
+pub(crate) fn serving_every_card(
+    registry: &Arc<Registry>,
+    key: &str,
+) -> anyhow::Result<Arc<dyn Model>> {
     let Some(spec) = registry.model(key) else {
         let keys: Vec<&str> = registry
             .models()

@@ -80,9 +80,13 @@ pub(crate) async fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Res
 ///
 /// # Errors
 /// A server that cannot be reached or does not do what models.yaml says, named.
-async fn probe_models(settings: &Settings, registry: &Registry) -> anyhow::Result<usize> {
+async fn probe_models(settings: &Settings, registry: &Arc<Registry>) -> anyhow::Result<usize> {
     let specs: Vec<Arc<ModelSpec>> = match &settings.model {
-        ModelChoice::Key(key) => registry.model(key).cloned().into_iter().collect(),
+        ModelChoice::Key(key) => {
+            // The same checks as serving turns: a known key, a provider that can serve.
+            setup::serving_every_card(registry, key)?;
+            registry.model(key).cloned().into_iter().collect()
+        }
         ModelChoice::Registry | ModelChoice::Bedrock => {
             let mut used: Vec<Arc<ModelSpec>> =
                 registry.agents().map(|a| a.model.clone()).collect();

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use baton_core::ports::connector::Connector;
 
 pub use fixture::FixtureConnector;
-pub use http::{EnvSecretSource, HttpConnector, SecretRef, SecretSource};
+pub use http::{EnvSecretSource, HttpConnector, SecretRef, SecretSource, arns_in};
 pub use mcp::McpConnector;
 pub use rate_table::RateTableConnector;
 pub use upstream_chat::UpstreamChatConnector;

@@ -219,8 +219,8 @@ async fn start(
 }
 
 /// The byte stream with the line and answer bounds applied.
-fn guarded(
-    bytes: impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static,
+fn guarded<E: std::fmt::Display>(
+    bytes: impl Stream<Item = Result<Bytes, E>> + Send + 'static,
     server: String,
 ) -> impl Stream<Item = Result<Bytes, String>> + Send + 'static {
     let mut line = 0usize;
@@ -282,6 +282,34 @@ async fn next(
         }
     }
 }
+
+/// A whole answer already received (a recording), decoded by the same path as a live
+/// stream.
+pub(crate) async fn decode(pieces: Vec<Bytes>) -> Result<Vec<ModelEvent>, ModelError> {
+    let bytes = guarded(
+        futures::stream::iter(pieces.into_iter().map(Ok::<_, std::convert::Infallible>)),
+        "the recording".to_owned(),
+    );
+    let mut events: Events = Box::pin(
+        bytes
+            .eventsource()
+            .map(|e| e.map_err(|e| format!("the event stream is not valid: {e}"))),
+    );
+    let mut assembler = Assembler::default();
+    let mut out = Vec::new();
+    loop {
+        match next(&mut events, &mut assembler, "the recording", STALL_NEVER).await? {
+            Step::More(more) => out.extend(more),
+            Step::End => {
+                assembler.finish(&mut out)?;
+                return Ok(out);
+            }
+        }
+    }
+}
+
+/// No stall limit: a recording is all there.
+const STALL_NEVER: Duration = Duration::from_secs(u64::MAX / 4);
 
 /// Whether the body forces a tool call (a named function, or `required`).
 fn forces_a_tool(body: &Value) -> bool {

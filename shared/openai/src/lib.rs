@@ -207,6 +207,18 @@ fn route(spec: &ModelSpec) -> Result<Route, SetupError> {
     })
 }
 
+/// Decodes a whole answer already received — a recorded stream, in the pieces it arrived
+/// in — by the same path a live stream takes (bounds, events, assembly), for replays and
+/// benchmarks.
+///
+/// # Errors
+/// As a live stream's: a chunk that is not JSON, an answer cut before its finish reason.
+pub async fn decode(
+    pieces: Vec<bytes::Bytes>,
+) -> Result<Vec<baton_core::ports::model::ModelEvent>, ModelError> {
+    call::decode(pieces).await
+}
+
 impl Model for OpenAiCompatible {
     fn stream(&self, request: &ModelRequest) -> ModelStream {
         let Some(route) = self.route(&request.model_id) else {

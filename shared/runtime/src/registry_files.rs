@@ -49,8 +49,26 @@ pub async fn load_registry(
     model_ids: &BTreeMap<String, String>,
 ) -> Result<Registry, LoadErrors> {
     let sources = read_sources(root)?;
-    let discovered = discover_tools(&sources, connectors).await?;
-    load_discovered(&sources, connectors, model_ids, discovered)
+    let (discovered, mut problems) = match discover_tools(&sources, connectors).await {
+        Ok(found) => (found, Vec::new()),
+        Err(LoadErrors(problems)) => (BTreeMap::new(), problems),
+    };
+    if problems.is_empty() {
+        return load_discovered(&sources, connectors, model_ids, discovered);
+    }
+    // Every problem at once: the backends that could not be asked, then the rest of the
+    // registry's (leaving out what follows from those tools' missing descriptions).
+    let failed: Vec<String> = problems
+        .iter()
+        .map(|p| p.field.replace(".connector", "."))
+        .collect();
+    if let Err(LoadErrors(more)) = load_discovered(&sources, connectors, model_ids, discovered) {
+        problems.extend(
+            more.into_iter()
+                .filter(|p| !failed.iter().any(|f| p.field.starts_with(f.as_str()))),
+        );
+    }
+    Err(LoadErrors(problems))
 }
 
 /// Asks each tool's connector how its backend describes the tool (see
@@ -67,31 +85,20 @@ pub async fn discover_tools(
     let Some(file) = &sources.tools else {
         return Ok(discovered);
     };
-    // A file that does not parse is reported by the loader; nothing to discover here.
-    let Ok(value) = serde_norway::from_str::<serde_json::Value>(&file.text) else {
-        return Ok(discovered);
-    };
     let mut errors = Vec::new();
-    let tools = value.get("tools").and_then(serde_json::Value::as_object);
-    for (id, tool) in tools.into_iter().flatten() {
-        let Some(config) = tool.get("connector") else {
+    for (id, kind, config) in connector_configs(sources) {
+        let Some(connector) = connectors.get(&kind) else {
             continue;
         };
-        let Some(kind) = config.get("kind").and_then(serde_json::Value::as_str) else {
-            continue;
-        };
-        let Some(connector) = connectors.get(kind) else {
-            continue;
-        };
-        match connector.discover(id, config).await {
+        match connector.discover(&id, &config).await {
             Ok(Some(found)) => {
-                discovered.insert(id.clone(), found);
+                discovered.insert(id, found);
             }
             Ok(None) => {}
             Err(problem) => errors.push(LoadError {
                 file: file.path.clone(),
                 field: format!("tools.{id}.connector"),
-                value: kind.to_owned(),
+                value: kind,
                 problem,
             }),
         }
@@ -133,25 +140,51 @@ pub fn load_discovered(
         discovered,
         ..LoadOptions::default()
     };
-    let registry = Registry::load(sources, &options)?;
-    let mut errors = Vec::new();
-    for tool in registry.tools() {
-        if let Some(connector) = connectors.get(&*tool.connector_kind)
-            && let Err(problem) = connector.check_config(&tool.id, &tool.connector_config)
+    // The connectors' own checks run whatever the loader finds, so that one run names
+    // every problem.
+    let loaded = Registry::load(sources, &options);
+    let mut errors = match &loaded {
+        Ok(_) => Vec::new(),
+        Err(LoadErrors(problems)) => problems.clone(),
+    };
+    for (id, kind, config) in connector_configs(sources) {
+        if let Some(connector) = connectors.get(&kind)
+            && let Err(problem) = connector.check_config(&id, &config)
         {
             errors.push(LoadError {
                 file: "tools.yaml".into(),
-                field: format!("tools.{}.connector", tool.id),
-                value: tool.connector_config.to_string(),
+                field: format!("tools.{id}.connector"),
+                value: config.to_string(),
                 problem,
             });
         }
     }
-    if errors.is_empty() {
-        Ok(registry)
-    } else {
-        Err(LoadErrors(errors))
+    match loaded {
+        Ok(registry) if errors.is_empty() => Ok(registry),
+        _ => Err(LoadErrors(errors)),
     }
+}
+
+/// Each tool's id, connector kind and connector settings (without `kind`, as the
+/// connector gets them), read from `tools.yaml` as written; nothing when it does not
+/// parse (the loader reports that).
+fn connector_configs(sources: &RegistrySources) -> Vec<(String, String, serde_json::Value)> {
+    let Some(file) = &sources.tools else {
+        return Vec::new();
+    };
+    let Ok(value) = serde_norway::from_str::<serde_json::Value>(&file.text) else {
+        return Vec::new();
+    };
+    let tools = value.get("tools").and_then(serde_json::Value::as_object);
+    tools
+        .into_iter()
+        .flatten()
+        .filter_map(|(id, tool)| {
+            let mut config = tool.get("connector")?.as_object()?.clone();
+            let kind = config.remove("kind")?.as_str()?.to_owned();
+            Some((id.clone(), kind, serde_json::Value::Object(config)))
+        })
+        .collect()
 }
 
 /// Why a deployed function cannot use its registry. Each message says what to fix.

@@ -9,5 +9,6 @@ mod journal;
 mod layering;
 mod local_model;
 mod real_tools;
+mod secrets;
 mod turn_function;
 mod upstream;

@@ -13,6 +13,7 @@ use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::message::Content;
 use baton_core::ports::connector::Connector;
+use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::registry_files::{discover_tools, load_discovered};
 use baton_runtime::{Runtime, TurnRequest};
 use baton_testkit::connector::TestConnector;
@@ -182,4 +183,123 @@ async fn an_http_tool_and_an_mcp_tool_declared_in_yaml_serve_specialists() {
     let ids: Vec<&str> = consulted.iter().map(|c| c.agent_id.as_str()).collect();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(consulted.iter().all(|c| c.tool_calls == 1), "{consulted:?}");
+}
+
+const FAULT_SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls:
+        - { name: ask_rewards, args: { query: "my balance", intent_count: 2 } }
+        - { name: ask_support, args: { query: "my receipt is missing points", intent_count: 2 } }
+    - when: { purpose: compose }
+      text: ["Part of this is unavailable right now."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: partner_points, args: { member: "m1" } }] }
+    - { when: { after_tool_results: true }, text: ["Balance unavailable."] }
+  support:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: mcp_crash, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Receipts unavailable."] }
+"#;
+
+/// A partner API that is down and an MCP server that dies mid-call: each specialist gets
+/// the plain "unavailable", the turn is answered, the user sees none of the backends'
+/// words, and the metrics count both.
+#[tokio::test]
+async fn a_backend_that_is_down_and_a_server_that_crashes_become_plain_unavailable() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let down = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (python, _) = installed();
+    let server = baton_testkit::workspace_root().join("tests/mcp/server.py");
+    let extra = format!(
+        r#"{http}  mcp_crash:
+    connector:
+      kind: mcp
+      server: {{ command: ["{python}", "{server}", "stdio"] }}
+      tool: crash
+      domain_type: nothing
+      enricher_id: test-mcp
+      version: 1.0.0
+"#,
+        http = tools(&down).split("  mcp_whoami:").next().unwrap(),
+        python = python.display(),
+        server = server.display(),
+    );
+    let registry = TestRegistry {
+        rewards_tool: "partner_points",
+        extra_tools: extra,
+        ..TestRegistry::default()
+    }
+    .file(
+        "agents/support.yaml",
+        "id: support\ndescription: Receipt problems and missing points.\nrole: native\n\
+         model: m1\ntools: [mcp_crash]\nprompt_blocks: [support-instructions]\n\
+         limits: { timeout_ms: 20000 }\n",
+    );
+    let root = baton_testkit::workspace_root();
+    let mut connectors = baton_connectors::default_connectors(&root);
+    connectors.insert("test".into(), Arc::new(TestConnector) as Arc<dyn Connector>);
+    let sources = registry.sources();
+    let discovered = discover_tools(&sources, &connectors).await.unwrap();
+    let registry = load_discovered(&sources, &connectors, &Default::default(), discovered).unwrap();
+    let metrics = Arc::new(LocalMetrics::default());
+    let model = Arc::new(ScriptedModel::from_yaml(FAULT_SCRIPT).unwrap().recording());
+    let runtime = Runtime::builder(Arc::new(registry))
+        .model_override(model.clone())
+        .store(Arc::new(MemoryStore::new()))
+        .metrics(metrics.clone())
+        .connectors(connectors)
+        .build()
+        .unwrap();
+    let alice = Principal::new("alice").unwrap();
+    let stream = runtime
+        .run_turn(TurnRequest::new(
+            alice,
+            "my balance, and my receipt is missing points",
+        ))
+        .await
+        .unwrap();
+    let events: Vec<WireEvent> = stream.collect().await;
+    let completed = events
+        .iter()
+        .any(|e| matches!(e.event, Event::Completed { .. }));
+    assert!(completed, "the turn is answered");
+    let results: Vec<String> = model
+        .requests()
+        .iter()
+        .filter(|r| &*r.agent_id != "orchestrator")
+        .flat_map(|r| r.messages.iter().flat_map(|m| m.content.clone()))
+        .filter_map(|c| match c {
+            Content::ToolResult { content, .. } => Some(content.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results.iter().all(|r| r.contains("unavailable")),
+        "{results:?}"
+    );
+    let everything = format!("{events:?}{results:?}");
+    for leak in [
+        "refused",
+        "os error",
+        "exited",
+        "EOF",
+        "transport",
+        "Traceback",
+    ] {
+        assert!(!everything.contains(leak), "{leak:?} leaked: {everything}");
+    }
+    let counted = metrics.snapshot();
+    assert_eq!(
+        counted.get("tool_calls_total,tool=partner_points,outcome=unavailable"),
+        Some(&1),
+        "{counted:?}"
+    );
+    assert_eq!(
+        counted.get("tool_calls_total,tool=mcp_crash,outcome=unavailable"),
+        Some(&1),
+        "{counted:?}"
+    );
 }

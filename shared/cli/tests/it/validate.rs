@@ -89,3 +89,72 @@ fn a_specialist_added_without_eval_cases_is_a_warning_and_with_strict_an_error()
         "{strict:?}"
     );
 }
+
+/// A team's own tools and model, declared in YAML only, are checked by `baton validate`:
+/// a secret variable that is not set, an MCP server that cannot be started, and a model
+/// server that does not answer are each named.
+#[test]
+fn validate_names_an_unset_secret_an_unreachable_mcp_server_and_a_silent_model_server() {
+    let sandbox = Sandbox::new();
+    let copy = sandbox.path().join("registry");
+    copy_dir(std::path::Path::new(registry()), &copy);
+    let tools = copy.join("tools.yaml");
+    let mut text = std::fs::read_to_string(&tools).unwrap();
+    text.push_str(
+        r#"
+  partner_points:
+    description: Points at the partner.
+    connector:
+      kind: http
+      url: https://partner.example/points
+      headers: { Authorization: { env: BATON_TEST_UNSET_TOKEN, prefix: "Bearer " } }
+    schema: { type: object, properties: {}, additionalProperties: false }
+  desk_lookup:
+    connector:
+      kind: mcp
+      server: { command: [/nonexistent/mcp-server, stdio] }
+      domain_type: desk
+      enricher_id: desk
+      version: 1.0.0
+"#,
+    );
+    std::fs::write(&tools, text).unwrap();
+    let run = sandbox.run(&["validate", copy.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    for part in [
+        "BATON_TEST_UNSET_TOKEN",
+        "/nonexistent/mcp-server",
+        "desk_lookup",
+    ] {
+        assert!(run.stderr.contains(part), "missing {part:?}: {run:?}");
+    }
+
+    // The shipped tools again, and a model on a server that is not there.
+    let shipped = std::path::Path::new(registry()).join("tools.yaml");
+    std::fs::copy(shipped, &tools).unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let models = copy.join("models.yaml");
+    let mut text = std::fs::read_to_string(&models).unwrap();
+    text.push_str(&format!(
+        "\n  mine:\n    provider: openai_compatible\n    base_url: {url}\n    model_id: m\n    \
+         context_window: 8192\n    prices: {{input: 0, output: 0}}\n    capabilities: {{tool_choice: true}}\n"
+    ));
+    std::fs::write(&models, text).unwrap();
+    let run = sandbox.run(&["--model", "mine", "validate", copy.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains(&url), "{run:?}");
+    assert!(run.stderr.contains("model mine"), "{run:?}");
+    let run = sandbox.run(&[
+        "--model",
+        "nothing-like-it",
+        "validate",
+        copy.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("mine"),
+        "the openai_compatible models are listed: {run:?}"
+    );
+}

@@ -58,7 +58,7 @@ use serde_json::{Value, json};
 
 use config::{ClientSettings, HeaderSpec, HttpConfig};
 use secrets::Secret;
-pub use secrets::{EnvSecretSource, SecretRef, SecretSource};
+pub use secrets::{EnvSecretSource, SecretRef, SecretSource, arns_in};
 
 /// The header that carries the principal to the service (D-29).
 const PRINCIPAL_HEADER: &str = "x-baton-principal";

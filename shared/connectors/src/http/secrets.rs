@@ -1,7 +1,10 @@
 //! Header secrets: named in `tools.yaml` by reference (`{env: VAR}`, `{arn: ...}`), resolved
 //! through a [`SecretSource`] once per process, and never shown (Debug, errors, logs).
 
+use std::collections::BTreeSet;
 use std::fmt;
+
+use serde_json::Value;
 
 /// Where a header's secret value lives, as `tools.yaml` names it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -58,6 +61,30 @@ impl SecretSource for EnvSecretSource {
     }
 }
 
+/// The ARNs that the `http` tools of a registry's `tools.yaml` (the whole document, parsed)
+/// name as header secrets (`headers: {Name: {arn: ...}}`), sorted, each once: what a
+/// deployment must fetch before the connector can resolve them. Tools of other kinds, and
+/// anything not shaped like an `http` tool, are skipped (the registry's checks report those).
+pub fn arns_in(tools_yaml: &Value) -> Vec<String> {
+    let mut arns = BTreeSet::new();
+    let tools = tools_yaml.get("tools").and_then(Value::as_object);
+    for tool in tools.into_iter().flatten().map(|(_, tool)| tool) {
+        let Some(connector) = tool.get("connector") else {
+            continue;
+        };
+        if connector.get("kind").and_then(Value::as_str) != Some(super::HttpConnector::KIND) {
+            continue;
+        }
+        let headers = connector.get("headers").and_then(Value::as_object);
+        for value in headers.into_iter().flatten().map(|(_, value)| value) {
+            if let Some(arn) = value.get("arn").and_then(Value::as_str) {
+                arns.insert(arn.to_owned());
+            }
+        }
+    }
+    arns.into_iter().collect()
+}
+
 /// A resolved secret value: its Debug output never shows it.
 #[derive(Clone)]
 pub(super) struct Secret(String);
@@ -103,6 +130,32 @@ mod tests {
             e.contains("BATON_HTTP_UNIT_TEST_SURELY_UNSET_VAR is not set"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_arns_of_http_headers_are_listed_once() {
+        let tools = serde_json::json!({"tools": {
+            "a": {"connector": {"kind": "http", "url": "http://h/a", "headers": {
+                "Authorization": {"arn": "arn:aws:ssm:r:1:parameter/b", "prefix": "Bearer "},
+                "X-Key": {"arn": "arn:aws:secretsmanager:r:1:secret:a-AbCdEf"},
+                "X-Env": {"env": "SOME_VAR"},
+                "Accept": "application/json",
+            }}},
+            "b": {"connector": {"kind": "http", "url": "http://h/b", "headers": {
+                "X-Same": {"arn": "arn:aws:ssm:r:1:parameter/b"},
+            }}},
+            "c": {"connector": {"kind": "mcp", "headers": {"X": {"arn": "arn:aws:ssm:r:1:parameter/c"}}}},
+            "d": {"description": "no connector"},
+        }});
+        assert_eq!(
+            arns_in(&tools),
+            vec![
+                "arn:aws:secretsmanager:r:1:secret:a-AbCdEf".to_owned(),
+                "arn:aws:ssm:r:1:parameter/b".to_owned(),
+            ]
+        );
+        assert!(arns_in(&serde_json::json!({"tools": []})).is_empty());
+        assert!(arns_in(&Value::Null).is_empty());
     }
 
     #[test]

@@ -35,6 +35,9 @@ impl Metrics for NoMetrics {
 
 /// Counter: envelopes suppressed because their principal differed (D-29).
 pub const PRINCIPAL_MISMATCH_TOTAL: &str = "principal_mismatch_total";
+/// Counter: data tool calls, by `tool` and `outcome` (`ok`, `partial`, `unavailable`): a
+/// backend that is down, slow or answers garbage shows here.
+pub const TOOL_CALLS_TOTAL: &str = "tool_calls_total";
 /// Counter: envelopes with an incompatible major version (D-28).
 pub const ENVELOPE_VERSION_MISMATCH_TOTAL: &str = "envelope_version_mismatch_total";
 /// Counter: status codes no card maps (D-12).

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use baton_core::events::{Event, ToolOutcome};
 use baton_core::ports::connector::{ConnectorRequest, ProgressSink};
-use baton_core::ports::metrics::{ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISMATCH_TOTAL};
+use baton_core::ports::metrics::{
+    ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
+};
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
 use baton_core::tool_result::{
@@ -218,11 +220,16 @@ pub(crate) async fn run(
             verdict.into_data(&tool.id)
         }
     };
-    let outcome = match data.status {
-        DataStatus::Ok => ToolOutcome::Ok,
-        DataStatus::Partial => ToolOutcome::Partial,
-        DataStatus::Unavailable => ToolOutcome::Unavailable,
+    let (outcome, word) = match data.status {
+        DataStatus::Ok => (ToolOutcome::Ok, "ok"),
+        DataStatus::Partial => (ToolOutcome::Partial, "partial"),
+        DataStatus::Unavailable => (ToolOutcome::Unavailable, "unavailable"),
     };
+    ctx.inner.metrics.count(
+        TOOL_CALLS_TOTAL,
+        1,
+        &[("tool", &tool.id), ("outcome", word)],
+    );
     ctx.out
         .emit(Event::ToolResult {
             call_id: call_id.clone(),
