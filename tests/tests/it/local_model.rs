@@ -166,3 +166,110 @@ async fn a_real_model_answers_turns_through_the_engine() {
     consulted_is_what_ran(&events, &record);
     assert!(!texts(&events).concat().trim().is_empty());
 }
+
+/// A model server that is overloaded, streams garbage, or drops the stream in the middle
+/// of a tool call: the turn ends with the engine's plain acknowledgement, none of the
+/// server's words reach the user, and the retries are counted.
+#[tokio::test]
+async fn a_failing_model_server_gets_the_plain_acknowledgement() {
+    use axum::Router;
+    use axum::http::{StatusCode, header};
+    use axum::response::Response;
+    use axum::routing::post;
+    use baton_runtime::metrics::LocalMetrics;
+
+    type Answer = fn() -> Response;
+    let faults: [(&str, Answer); 3] = [
+        ("overloaded", || {
+            Response::builder()
+                .status(StatusCode::SERVICE_UNAVAILABLE)
+                .body("secret-detail: GPU 3 is on fire".into())
+                .unwrap()
+        }),
+        ("garbage", || {
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .body("data: secret-detail{{{\n\n".into())
+                .unwrap()
+        }),
+        ("dropped mid tool call", || {
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .body(
+                    "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"ask_rewards\",\"arguments\":\"{\\\"secret-detail\"}}]}}]}\n\n"
+                        .into(),
+                )
+                .unwrap()
+        }),
+    ];
+    for (name, answer) in faults {
+        let app = Router::new().route(
+            "/v1/chat/completions",
+            post(move || async move { answer() }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let spec = ModelSpec {
+            key: Arc::from("mine"),
+            provider: Arc::from(baton_openai::PROVIDER),
+            model_id: Arc::from("m"),
+            context_window: 8_192,
+            prices: Prices::default(),
+            capabilities: ModelCapabilities::default(),
+            endpoint: Some(ModelEndpoint {
+                base_url: Arc::from(format!("http://{addr}/v1")),
+                api_key_env: None,
+            }),
+        };
+        let root = registry_dir();
+        let connectors = baton_connectors::default_connectors(&root);
+        let registry =
+            baton_runtime::registry_files::load_registry(&root, &connectors, &Default::default())
+                .await
+                .unwrap();
+        let metrics = Arc::new(LocalMetrics::default());
+        let store: Arc<dyn Store> = Arc::new(baton_testkit::memory_store::MemoryStore::new());
+        let runtime = Runtime::builder(Arc::new(registry))
+            .model_override(Arc::new(
+                OpenAiCompatible::serving_every_card(&spec).unwrap(),
+            ))
+            .store(store.clone())
+            .metrics(metrics.clone())
+            .connectors(connectors)
+            .build()
+            .unwrap();
+        let (episode, events) = turn(
+            &runtime,
+            TurnRequest::new(alice(), "How many points do I have?"),
+        )
+        .await;
+        let told: String = events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::Text { text, .. } => Some(text.clone()),
+                Event::Error { message } => Some(message.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !told.trim().is_empty(),
+            "{name}: the user is told something"
+        );
+        let everything = format!("{events:?}");
+        assert!(
+            !everything.contains("secret-detail"),
+            "{name}: {everything}"
+        );
+        assert!(!everything.contains("503"), "{name}: {everything}");
+        let record = committed(&store, &episode).await;
+        assert_eq!(record.outcome, TurnOutcome::Failed, "{name}: {record:?}");
+        if name == "overloaded" {
+            assert!(
+                metrics.counter("model_retries_total") >= 1,
+                "{name}: {:?}",
+                metrics.snapshot()
+            );
+        }
+    }
+}
