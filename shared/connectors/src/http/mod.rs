@@ -70,7 +70,13 @@ pub struct HttpConnector {
     resolved: Mutex<HashMap<SecretRef, Secret>>,
     /// One client per distinct client settings, built on first use.
     clients: Mutex<HashMap<ClientSettings, reqwest::Client>>,
+    /// Each tool's settings as parsed on its first call, beside the settings they were
+    /// parsed from: a call with the same settings (the registry's, shared) skips parsing.
+    parsed: Mutex<HashMap<Arc<str>, Parsed>>,
 }
+
+/// A tool's settings as written, and as parsed from them.
+type Parsed = (Arc<Value>, Arc<HttpConfig>);
 
 impl fmt::Debug for HttpConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -111,7 +117,20 @@ impl HttpConnector {
             secrets: source,
             resolved: Mutex::new(HashMap::new()),
             clients: Mutex::new(HashMap::new()),
+            parsed: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The tool's parsed settings, parsed once per settings value.
+    fn config(&self, tool: &Arc<str>, raw: &Arc<Value>) -> Result<Arc<HttpConfig>, String> {
+        if let Some((from, parsed)) = lock(&self.parsed).get(tool)
+            && Arc::ptr_eq(from, raw)
+        {
+            return Ok(parsed.clone());
+        }
+        let parsed = Arc::new(HttpConfig::parse(raw)?);
+        lock(&self.parsed).insert(tool.clone(), (raw.clone(), parsed.clone()));
+        Ok(parsed)
     }
 
     /// The value behind `reference`, resolved once.
@@ -217,7 +236,9 @@ fn describe(e: &reqwest::Error) -> String {
 impl Connector for HttpConnector {
     async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
         let started = Instant::now();
-        let config = HttpConfig::parse(&request.config).map_err(ConnectorError::Config)?;
+        let config = self
+            .config(&request.tool_id, &request.config)
+            .map_err(ConnectorError::Config)?;
         let deadline = started + config.deadline;
         let principal = request.principal.as_str();
         let client = self.client(&config.client)?;
