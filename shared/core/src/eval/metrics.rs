@@ -123,6 +123,14 @@ pub fn metrics(cases: &[Case], results: &[CaseResult], specialists: &BTreeSet<St
             Verdict::Failed { .. } => m.failed += 1,
             Verdict::Errored { .. } => {
                 m.errored += 1;
+                // A case that expects a route and got no answer was not routed: it counts
+                // against the accuracy (a model server that fails scores no better).
+                if case.expect.route.is_some() {
+                    m.routing.cases += 1;
+                    for tag in &case.tags {
+                        m.by_tag.entry(tag.clone()).or_default().cases += 1;
+                    }
+                }
                 continue;
             }
         }

@@ -209,7 +209,8 @@ fn a_perfect_router_scores_one_and_a_flawed_one_shows_where() {
     results[0] = CaseResult::errored(&s.cases[0], "the model failed");
     let m = metrics(&s.cases, &results, &specialists());
     assert_eq!((m.passed, m.failed, m.errored), (0, 3, 1));
-    assert_eq!(m.routing.cases, 3);
+    // The errored case expected a route and got none: it counts as not routed.
+    assert_eq!(m.routing.cases, 4);
     assert_eq!(m.routing.routed, 0);
     assert_eq!(m.mixed_recall, Some(0.5));
     assert_eq!(m.switch_pairs["support→rewards"].accuracy, 0.0);

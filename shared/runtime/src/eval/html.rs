@@ -598,7 +598,7 @@ cases:
             "<dt>passed</dt><dd>2</dd>",
             "<dt>failed</dt><dd>2</dd>",
             "<dt>errored</dt><dd>1</dd>",
-            "<dt>routing accuracy</dt><dd>75.0% (3/4)</dd>",
+            "<dt>routing accuracy</dt><dd>60.0% (3/5)</dd>",
             "<dt>arguments matched</dt><dd>0.0%</dd>",
             "<dt>latency p50 / p95</dt><dd>7 / 7 ms</dd>",
             "<dt>tokens</dt><dd>480</dd>",

@@ -441,7 +441,7 @@ cases:
                 .map(|p| attr(p, "value"))
         };
         assert_eq!(property("mode"), Some("routing"));
-        assert_eq!(property("routing.accuracy"), Some("0.6667"));
+        assert_eq!(property("routing.accuracy"), Some("0.5000"));
         assert_eq!(property("routing.accuracy.single"), Some("0.6667"));
     }
 
