@@ -151,7 +151,12 @@ async fn run(model: &OpenAiCompatible, request: &ModelRequest) -> Outcome {
 }
 
 async fn replay(file: &'static str) -> Outcome {
-    let (url, _) = serve(move |_| sse(recorded(file))).await;
+    answered_by(move |_| sse(recorded(file))).await
+}
+
+/// What a plain request (no forced tool) came to against a server answering `answer`.
+async fn answered_by(answer: impl Fn(&Value) -> Response + Send + Sync + 'static) -> Outcome {
+    let (url, _) = serve(answer).await;
     let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
     run(&model, &request(ToolChoice::Auto)).await
 }
@@ -298,7 +303,7 @@ async fn the_lenient_cases_together() {
 
 #[tokio::test]
 async fn malformed_arguments_reach_the_engine_as_they_are() {
-    let (url, _) = serve(|_| {
+    let out = answered_by(|_| {
         sse(concat!(
             "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"ask_rewards\",\"arguments\":\"{\\\"request\\\": oops\"}}]}}]}\n\n",
             "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
@@ -306,8 +311,6 @@ async fn malformed_arguments_reach_the_engine_as_they_are() {
         ))
     })
     .await;
-    let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
-    let out = run(&model, &request(ToolChoice::Auto)).await;
     assert!(out.error.is_none());
     assert_eq!(
         out.calls,
@@ -346,12 +349,10 @@ async fn http_failures_are_classified() {
 
 #[tokio::test]
 async fn a_stream_cut_mid_tool_call_is_an_error_not_a_short_answer() {
-    let (url, _) = serve(|_| {
+    let out = answered_by(|_| {
         sse("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"ask_rewards\",\"arguments\":\"{\\\"req\"}}]}}]}\n\n")
     })
     .await;
-    let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
-    let out = run(&model, &request(ToolChoice::Auto)).await;
     assert!(
         matches!(out.error, Some(ModelError::Unavailable(_))),
         "{:?}",
@@ -363,9 +364,7 @@ async fn a_stream_cut_mid_tool_call_is_an_error_not_a_short_answer() {
 #[tokio::test]
 async fn an_empty_body_with_status_200_is_an_error() {
     // llama.cpp's chatml-function-calling format does this when streaming.
-    let (url, _) = serve(|_| sse("")).await;
-    let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
-    let out = run(&model, &request(ToolChoice::Auto)).await;
+    let out = answered_by(|_| sse("")).await;
     assert!(
         matches!(out.error, Some(ModelError::Unavailable(_))),
         "{:?}",
@@ -375,24 +374,20 @@ async fn an_empty_body_with_status_200_is_an_error() {
 
 #[tokio::test]
 async fn garbage_and_html_are_model_errors() {
-    let (url, _) = serve(|_| sse("data: this is not json\n\n")).await;
-    let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
-    let out = run(&model, &request(ToolChoice::Auto)).await;
+    let out = answered_by(|_| sse("data: this is not json\n\n")).await;
     assert!(
         matches!(out.error, Some(ModelError::Malformed(_))),
         "{:?}",
         out.error
     );
 
-    let (url, _) = serve(|_| {
+    let out = answered_by(|_| {
         Response::builder()
             .header(header::CONTENT_TYPE, "text/html")
             .body(Body::from("<html><body>Bad gateway</body></html>"))
             .unwrap()
     })
     .await;
-    let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
-    let out = run(&model, &request(ToolChoice::Auto)).await;
     assert!(out.error.is_some());
     assert!(out.text.is_empty());
 }
@@ -400,9 +395,7 @@ async fn garbage_and_html_are_model_errors() {
 #[tokio::test]
 async fn a_line_without_end_is_cut_at_the_bound() {
     // 2 MiB without a newline: the client stops reading at 1 MiB.
-    let (url, _) = serve(|_| sse(format!("data: {}", "x".repeat(2 * 1024 * 1024)))).await;
-    let model = OpenAiCompatible::new([Arc::new(spec(&url, false, None))]).unwrap();
-    let out = run(&model, &request(ToolChoice::Auto)).await;
+    let out = answered_by(|_| sse(format!("data: {}", "x".repeat(2 * 1024 * 1024)))).await;
     assert!(
         matches!(out.error, Some(ModelError::Unavailable(_))),
         "{:?}",

@@ -49,26 +49,25 @@ pub async fn load_registry(
     model_ids: &BTreeMap<String, String>,
 ) -> Result<Registry, LoadErrors> {
     let sources = read_sources(root)?;
-    let (discovered, mut problems) = match discover_tools(&sources, connectors).await {
-        Ok(found) => (found, Vec::new()),
-        Err(LoadErrors(problems)) => (BTreeMap::new(), problems),
-    };
-    if problems.is_empty() {
-        return load_discovered(&sources, connectors, model_ids, discovered);
-    }
+    let settings = connector_configs(&sources);
+    let (discovered, mut problems) = discover(&sources, &settings, connectors).await;
     // Every problem at once: the backends that could not be asked, then the rest of the
     // registry's (leaving out what follows from those tools' missing descriptions).
     let failed: Vec<String> = problems
         .iter()
         .map(|p| p.field.replace(".connector", "."))
         .collect();
-    if let Err(LoadErrors(more)) = load_discovered(&sources, connectors, model_ids, discovered) {
-        problems.extend(
-            more.into_iter()
-                .filter(|p| !failed.iter().any(|f| p.field.starts_with(f.as_str()))),
-        );
+    match check(&sources, &settings, connectors, model_ids, discovered) {
+        Ok(registry) if problems.is_empty() => Ok(registry),
+        Ok(_) => Err(LoadErrors(problems)),
+        Err(LoadErrors(more)) => {
+            problems.extend(
+                more.into_iter()
+                    .filter(|p| !failed.iter().any(|f| p.field.starts_with(f.as_str()))),
+            );
+            Err(LoadErrors(problems))
+        }
     }
-    Err(LoadErrors(problems))
 }
 
 /// Asks each tool's connector how its backend describes the tool (see
@@ -81,33 +80,45 @@ pub async fn discover_tools(
     sources: &RegistrySources,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
 ) -> Result<BTreeMap<String, DiscoveredTool>, LoadErrors> {
-    let mut discovered = BTreeMap::new();
-    let Some(file) = &sources.tools else {
-        return Ok(discovered);
-    };
-    let mut errors = Vec::new();
-    for (id, kind, config) in connector_configs(sources) {
-        let Some(connector) = connectors.get(&kind) else {
-            continue;
-        };
-        match connector.discover(&id, &config).await {
-            Ok(Some(found)) => {
-                discovered.insert(id, found);
-            }
-            Ok(None) => {}
-            Err(problem) => errors.push(LoadError {
-                file: file.path.clone(),
-                field: format!("tools.{id}.connector"),
-                value: kind,
-                problem,
-            }),
-        }
-    }
+    let (discovered, errors) = discover(sources, &connector_configs(sources), connectors).await;
     if errors.is_empty() {
         Ok(discovered)
     } else {
         Err(LoadErrors(errors))
     }
+}
+
+/// [`discover_tools`] over the tools' settings already read: what was found, and the
+/// tools whose backends could not be asked.
+async fn discover(
+    sources: &RegistrySources,
+    settings: &[ToolSettings],
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+) -> (BTreeMap<String, DiscoveredTool>, Vec<LoadError>) {
+    let mut discovered = BTreeMap::new();
+    let mut errors = Vec::new();
+    let file = sources
+        .tools
+        .as_ref()
+        .map_or("tools.yaml", |f| f.path.as_str());
+    for (id, kind, config) in settings {
+        let Some(connector) = connectors.get(kind) else {
+            continue;
+        };
+        match connector.discover(id, config).await {
+            Ok(Some(found)) => {
+                discovered.insert(id.clone(), found);
+            }
+            Ok(None) => {}
+            Err(problem) => errors.push(LoadError {
+                file: file.to_owned(),
+                field: format!("tools.{id}.connector"),
+                value: kind.clone(),
+                problem,
+            }),
+        }
+    }
+    (discovered, errors)
 }
 
 /// Validates registry sources already read, including each tool's connector config; for
@@ -134,6 +145,18 @@ pub fn load_discovered(
     model_ids: &BTreeMap<String, String>,
     discovered: BTreeMap<String, DiscoveredTool>,
 ) -> Result<Registry, LoadErrors> {
+    let settings = connector_configs(sources);
+    check(sources, &settings, connectors, model_ids, discovered)
+}
+
+/// [`load_discovered`] over the tools' settings already read.
+fn check(
+    sources: &RegistrySources,
+    settings: &[ToolSettings],
+    connectors: &BTreeMap<String, Arc<dyn Connector>>,
+    model_ids: &BTreeMap<String, String>,
+    discovered: BTreeMap<String, DiscoveredTool>,
+) -> Result<Registry, LoadErrors> {
     let options = LoadOptions {
         connector_kinds: connectors.keys().cloned().collect(),
         model_ids: model_ids.clone(),
@@ -142,14 +165,13 @@ pub fn load_discovered(
     };
     // The connectors' own checks run whatever the loader finds, so that one run names
     // every problem.
-    let loaded = Registry::load(sources, &options);
-    let mut errors = match &loaded {
-        Ok(_) => Vec::new(),
-        Err(LoadErrors(problems)) => problems.clone(),
+    let (loaded, mut errors) = match Registry::load(sources, &options) {
+        Ok(registry) => (Some(registry), Vec::new()),
+        Err(LoadErrors(problems)) => (None, problems),
     };
-    for (id, kind, config) in connector_configs(sources) {
-        if let Some(connector) = connectors.get(&kind)
-            && let Err(problem) = connector.check_config(&id, &config)
+    for (id, kind, config) in settings {
+        if let Some(connector) = connectors.get(kind)
+            && let Err(problem) = connector.check_config(id, config)
         {
             errors.push(LoadError {
                 file: "tools.yaml".into(),
@@ -160,15 +182,18 @@ pub fn load_discovered(
         }
     }
     match loaded {
-        Ok(registry) if errors.is_empty() => Ok(registry),
+        Some(registry) if errors.is_empty() => Ok(registry),
         _ => Err(LoadErrors(errors)),
     }
 }
 
+/// A tool's id, connector kind and connector settings.
+type ToolSettings = (String, String, serde_json::Value);
+
 /// Each tool's id, connector kind and connector settings (without `kind`, as the
 /// connector gets them), read from `tools.yaml` as written; nothing when it does not
 /// parse (the loader reports that).
-fn connector_configs(sources: &RegistrySources) -> Vec<(String, String, serde_json::Value)> {
+fn connector_configs(sources: &RegistrySources) -> Vec<ToolSettings> {
     let Some(file) = &sources.tools else {
         return Vec::new();
     };

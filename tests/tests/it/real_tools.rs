@@ -13,6 +13,7 @@ use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::message::Content;
 use baton_core::ports::connector::Connector;
+use baton_core::registry::Registry;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::registry_files::{discover_tools, load_discovered};
 use baton_runtime::{Runtime, TurnRequest};
@@ -72,9 +73,8 @@ async fn partner() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
     (format!("http://{addr}"), seen)
 }
 
-fn tools(partner: &str) -> String {
-    let (python, _) = installed();
-    let server = baton_testkit::workspace_root().join("tests/mcp/server.py");
+/// The `partner_points` tool: the member's points from `partner` over HTTP.
+fn http_tool(partner: &str) -> String {
     format!(
         r#"  partner_points:
     description: The member's points at the partner.
@@ -82,12 +82,22 @@ fn tools(partner: &str) -> String {
       kind: http
       url: "{partner}/members/{{member}}/points"
     schema: {{ type: object, properties: {{ member: {{ type: string }} }}, required: [member], additionalProperties: false }}
-  mcp_whoami:
+"#
+    )
+}
+
+/// The tool `id`: the test MCP server's tool `tool` over stdio, with no description or
+/// schema of its own (the server's listing gives them).
+fn mcp_tool(id: &str, tool: &str) -> String {
+    let (python, _) = installed();
+    let server = baton_testkit::workspace_root().join("tests/mcp/server.py");
+    format!(
+        r#"  {id}:
     connector:
       kind: mcp
       server: {{ command: ["{python}", "{server}", "stdio"] }}
-      tool: whoami
-      domain_type: identity
+      tool: {tool}
+      domain_type: {tool}
       enricher_id: test-mcp
       version: 1.0.0
 "#,
@@ -96,41 +106,61 @@ fn tools(partner: &str) -> String {
     )
 }
 
-#[tokio::test]
-async fn an_http_tool_and_an_mcp_tool_declared_in_yaml_serve_specialists() {
-    let (partner, seen) = partner().await;
+/// The test registry with `rewards` on `partner_points` and `support` on `support_tool`,
+/// its tools' descriptions and schemas asked of their backends as `baton` does, and a
+/// runtime over it with a recording scripted model.
+async fn rig(
+    extra_tools: String,
+    support_tool: &str,
+    script: &str,
+    metrics: Arc<LocalMetrics>,
+) -> (Runtime, Arc<ScriptedModel>, Registry) {
     let registry = TestRegistry {
         rewards_tool: "partner_points",
-        extra_tools: tools(&partner),
+        extra_tools,
         ..TestRegistry::default()
     }
     .file(
         "agents/support.yaml",
-        "id: support\ndescription: Receipt problems and missing points.\nrole: native\n\
-         model: m1\ntools: [mcp_whoami]\nprompt_blocks: [support-instructions]\n\
-         limits: { timeout_ms: 20000 }\n",
+        format!(
+            "id: support\ndescription: Receipt problems and missing points.\nrole: native\n\
+             model: m1\ntools: [{support_tool}]\nprompt_blocks: [support-instructions]\n\
+             limits: {{ timeout_ms: 20000 }}\n"
+        ),
     );
     let root = baton_testkit::workspace_root();
     let mut connectors = baton_connectors::default_connectors(&root);
     connectors.insert("test".into(), Arc::new(TestConnector) as Arc<dyn Connector>);
     let sources = registry.sources();
     let discovered = discover_tools(&sources, &connectors).await.unwrap();
-    // The MCP tool's description and schema are the server's.
-    assert_eq!(
-        discovered["mcp_whoami"].description.as_deref(),
-        Some("The Baton metadata this call carried.")
-    );
     let registry = load_discovered(&sources, &connectors, &Default::default(), discovered).unwrap();
-    let tool = registry.tools().find(|t| &*t.id == "mcp_whoami").unwrap();
-    assert_eq!(tool.schema["type"], "object");
-
-    let model = Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap().recording());
-    let runtime = Runtime::builder(Arc::new(registry))
+    let model = Arc::new(ScriptedModel::from_yaml(script).unwrap().recording());
+    let runtime = Runtime::builder(Arc::new(registry.clone()))
         .model_override(model.clone())
         .store(Arc::new(MemoryStore::new()))
+        .metrics(metrics)
         .connectors(connectors)
         .build()
         .unwrap();
+    (runtime, model, registry)
+}
+
+#[tokio::test]
+async fn an_http_tool_and_an_mcp_tool_declared_in_yaml_serve_specialists() {
+    let (partner, seen) = partner().await;
+    let tools = http_tool(&partner) + &mcp_tool("mcp_whoami", "whoami");
+    let (runtime, model, registry) = rig(
+        tools,
+        "mcp_whoami",
+        SCRIPT,
+        Arc::new(LocalMetrics::default()),
+    )
+    .await;
+    // The MCP tool's description and schema are the server's.
+    let tool = registry.tools().find(|t| &*t.id == "mcp_whoami").unwrap();
+    assert_eq!(&*tool.description, "The Baton metadata this call carried.");
+    assert_eq!(tool.schema["type"], "object");
+
     let alice = Principal::new("alice").unwrap();
     let stream = runtime
         .run_turn(TurnRequest::new(
@@ -210,48 +240,9 @@ async fn a_backend_that_is_down_and_a_server_that_crashes_become_plain_unavailab
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let down = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    let (python, _) = installed();
-    let server = baton_testkit::workspace_root().join("tests/mcp/server.py");
-    let extra = format!(
-        r#"{http}  mcp_crash:
-    connector:
-      kind: mcp
-      server: {{ command: ["{python}", "{server}", "stdio"] }}
-      tool: crash
-      domain_type: nothing
-      enricher_id: test-mcp
-      version: 1.0.0
-"#,
-        http = tools(&down).split("  mcp_whoami:").next().unwrap(),
-        python = python.display(),
-        server = server.display(),
-    );
-    let registry = TestRegistry {
-        rewards_tool: "partner_points",
-        extra_tools: extra,
-        ..TestRegistry::default()
-    }
-    .file(
-        "agents/support.yaml",
-        "id: support\ndescription: Receipt problems and missing points.\nrole: native\n\
-         model: m1\ntools: [mcp_crash]\nprompt_blocks: [support-instructions]\n\
-         limits: { timeout_ms: 20000 }\n",
-    );
-    let root = baton_testkit::workspace_root();
-    let mut connectors = baton_connectors::default_connectors(&root);
-    connectors.insert("test".into(), Arc::new(TestConnector) as Arc<dyn Connector>);
-    let sources = registry.sources();
-    let discovered = discover_tools(&sources, &connectors).await.unwrap();
-    let registry = load_discovered(&sources, &connectors, &Default::default(), discovered).unwrap();
     let metrics = Arc::new(LocalMetrics::default());
-    let model = Arc::new(ScriptedModel::from_yaml(FAULT_SCRIPT).unwrap().recording());
-    let runtime = Runtime::builder(Arc::new(registry))
-        .model_override(model.clone())
-        .store(Arc::new(MemoryStore::new()))
-        .metrics(metrics.clone())
-        .connectors(connectors)
-        .build()
-        .unwrap();
+    let tools = http_tool(&down) + &mcp_tool("mcp_crash", "crash");
+    let (runtime, model, _) = rig(tools, "mcp_crash", FAULT_SCRIPT, metrics.clone()).await;
     let alice = Principal::new("alice").unwrap();
     let stream = runtime
         .run_turn(TurnRequest::new(
