@@ -9,126 +9,23 @@
 
 use std::future::Future;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use fantoccini::key::Key;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use futures::FutureExt;
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
+use crate::browser::{DEADLINE, Process, eval, with_browser};
 use crate::support::*;
-
-/// How long a turn, the page or a process may take before the test gives up.
-const DEADLINE: Duration = Duration::from_secs(30);
 
 const FIRST_MESSAGE: &str = "my receipt didn't scan and find me coffee deals";
 const DIRECT_PAYLOAD: &str = "what are three risks in my plan to save for a bike?";
-
-/// A child process killed when the test ends, however it ends.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-// ---- the browser -------------------------------------------------------------------------
-
-/// The first file named `name` in a PATH folder.
-fn on_path(name: &str) -> Option<PathBuf> {
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// chromedriver and the browser, if both are installed.
-fn find_tools() -> Option<(PathBuf, PathBuf)> {
-    let driver = on_path("chromedriver")?;
-    let browser = on_path("chromium").or_else(|| on_path("chromium-browser"))?;
-    Some((driver, browser))
-}
-
-/// chromedriver and Chromium, installed by `infra/browser.sh` when missing (once per test
-/// process: the tests run in parallel and apt-get must not).
-fn browser_tools() -> (PathBuf, PathBuf) {
-    static TOOLS: OnceLock<Result<(PathBuf, PathBuf), String>> = OnceLock::new();
-    let found = TOOLS.get_or_init(|| {
-        if let Some(found) = find_tools() {
-            return Ok(found);
-        }
-        let script = baton_tests::fixtures::repo_root().join("infra/browser.sh");
-        let ran = Command::new("bash").arg(&script).output();
-        let report = match &ran {
-            Ok(out) => format!(
-                "exit {:?}\n{}{}",
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-            Err(e) => format!("could not run it: {e}"),
-        };
-        find_tools().ok_or_else(|| {
-            format!(
-                "the web console test needs chromium and chromedriver on PATH; {} did not \
-                 provide them (install the Debian packages chromium and chromium-driver):\n{report}",
-                script.display()
-            )
-        })
-    });
-    match found {
-        Ok(tools) => tools.clone(),
-        Err(message) => panic!("{message}"),
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// chromedriver on a free port, once it accepts connections.
-fn start_chromedriver(driver: &PathBuf) -> (Process, u16) {
-    let mut last = String::new();
-    // A port picked free can be taken before chromedriver binds it: try a few.
-    for _ in 0..3 {
-        let port = free_port();
-        let child = Command::new(driver)
-            .arg(format!("--port={port}"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", driver.display()));
-        let mut process = Process(child);
-        let started = Instant::now();
-        while started.elapsed() < DEADLINE {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return (process, port);
-            }
-            if let Ok(Some(status)) = process.0.try_wait() {
-                last = format!("chromedriver exited with {status} on port {port}");
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if last.is_empty() {
-            last = format!("chromedriver did not listen on port {port} within {DEADLINE:?}");
-        }
-    }
-    panic!("{last}");
-}
 
 /// `baton serve` over the shipped registry and the offline model; its address, and its
 /// log so far (for failure messages).
@@ -215,55 +112,18 @@ where
     F: FnOnce(Client, Arc<Served>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let (driver, browser) = browser_tools();
     let served = Arc::new(Served::start());
-    let (_chromedriver, port) = start_chromedriver(&driver);
-    let profile = TempDir::new().unwrap();
-    let mut capabilities = serde_json::Map::new();
-    capabilities.insert(
-        "goog:chromeOptions".to_owned(),
-        json!({
-            "binary": browser,
-            "args": [
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--window-size=1280,1100",
-                format!("--user-data-dir={}", profile.path().display()),
-            ],
-        }),
-    );
-    let client = ClientBuilder::rustls()
-        .unwrap_or_else(|e| {
-            panic!("the WebDriver client found no CA certificates ({e}); install ca-certificates")
-        })
-        .capabilities(capabilities)
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .unwrap_or_else(|e| panic!("chromedriver could not start {}: {e}", browser.display()));
-
-    let outcome = AssertUnwindSafe(body(client.clone(), served.clone()))
+    let page = served.clone();
+    let outcome = AssertUnwindSafe(with_browser(|client| body(client, page)))
         .catch_unwind()
         .await;
-    let closed = client.close().await;
     if let Err(panic) = outcome {
         eprintln!("baton serve log (last lines):\n{}", served.log_tail());
         std::panic::resume_unwind(panic);
     }
-    closed.unwrap();
 }
 
 // ---- reading the page --------------------------------------------------------------------
-
-/// Evaluates `expression` in the page (`arguments` available) and returns its value.
-async fn eval(client: &Client, expression: &str, args: Vec<Value>) -> Value {
-    client
-        .execute(&format!("return ({expression});"), args)
-        .await
-        .unwrap_or_else(|e| panic!("evaluating {expression}: {e}"))
-}
 
 /// Polls `expression` until it is truthy, at most [`DEADLINE`]; on timeout the failure
 /// shows what the page's conversation said.
