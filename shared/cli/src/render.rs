@@ -181,6 +181,56 @@ impl<W: Write> Renderer<W> {
                 writeln!(self.out, "{red}{message}{r}")?;
                 self.out.flush()?;
             }
+            Event::Plan { nodes } => {
+                self.stop_spinner();
+                self.end_line()?;
+                let (d, r) = self.paint(DIM);
+                let mut waves: Vec<(u32, Vec<&str>)> = Vec::new();
+                for n in nodes {
+                    match waves.iter_mut().find(|(w, _)| *w == n.wave) {
+                        Some((_, ids)) => ids.push(&n.id),
+                        None => waves.push((n.wave, vec![&n.id])),
+                    }
+                }
+                waves.sort_by_key(|(w, _)| *w);
+                let line: Vec<String> = waves
+                    .iter()
+                    .map(|(w, ids)| format!("wave {w}: {}", ids.join(", ")))
+                    .collect();
+                writeln!(self.out, "{d}\u{25a4} Plan · {}{r}", line.join(" · "))?;
+            }
+            Event::NodeStart { node, wave } => {
+                self.progress(&format!("Wave {wave}: {node} is working…"))?
+            }
+            Event::NodeEnd {
+                node,
+                wave,
+                status,
+                duration_ms,
+                tool_calls,
+                reason,
+            } => {
+                self.stop_spinner();
+                self.end_line()?;
+                let (d, r) = self.paint(DIM);
+                let mark = if status.usable() {
+                    '\u{2713}'
+                } else {
+                    '\u{2717}'
+                };
+                match reason {
+                    Some(reason) => {
+                        writeln!(self.out, "{d}  {mark} {node} (wave {wave}): {reason}{r}")?
+                    }
+                    None => writeln!(
+                        self.out,
+                        "{d}  {mark} {node} (wave {wave}) {} in {:.1} s, {tool_calls} tool call{}{r}",
+                        status.as_str(),
+                        *duration_ms as f64 / 1000.0,
+                        if *tool_calls == 1 { "" } else { "s" }
+                    )?,
+                }
+            }
             Event::AgentsConsulted { footer, .. } => self.footer.clone_from(footer),
             Event::Usage { cost_usd, .. } => self.cost_usd = Some(*cost_usd),
             Event::ResponseId { .. }

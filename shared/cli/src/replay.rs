@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use baton_core::obligation::ObligationSource;
+use baton_core::plan::PlanRecord;
 use baton_core::trace::{CapBehavior, ObligationMet, RoutingRecord};
 use baton_core::turn::{ConsultedAgent, ModelUsage, TurnOutcome, TurnRecord};
 use baton_runtime::replay::EpisodeReplay;
@@ -199,6 +200,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         obligations,
         interventions,
         calls,
+        plan,
     } = r;
     let mut facts = Vec::new();
     if !invoked.is_empty() {
@@ -285,6 +287,68 @@ fn routing(out: &mut String, r: &RoutingRecord) {
             i.agent_id,
             i.detail
         );
+    }
+    if let Some(plan) = plan {
+        plan_lines(out, plan);
+    }
+}
+
+/// A planner's plan: its waves, each node's mission and skills, how each ended, and the
+/// steps it refused.
+fn plan_lines(out: &mut String, plan: &PlanRecord) {
+    let waves: Vec<String> = plan
+        .waves()
+        .iter()
+        .enumerate()
+        .map(|(i, ids)| format!("wave {}: {}", i + 1, ids.join(", ")))
+        .collect();
+    let _ = writeln!(out, "  plan: {}", waves.join(" · "));
+    if let Some(wave) = plan.resumed_after_wave {
+        let _ = writeln!(out, "  resumed after wave {wave} from a checkpoint");
+    }
+    if !plan.continued.is_empty() {
+        let _ = writeln!(out, "  continued: {}", plan.continued.join(", "));
+    }
+    for n in &plan.nodes {
+        let deps = if n.depends_on.is_empty() {
+            String::new()
+        } else {
+            format!(", after {}", n.depends_on.join(", "))
+        };
+        let _ = write!(
+            out,
+            "  node {} (wave {}, {}{deps}): {}",
+            n.id,
+            n.wave,
+            n.skills.join(", "),
+            n.mission
+        );
+        match plan.outcomes.iter().find(|o| o.id == n.id) {
+            Some(o) => {
+                let _ = write!(
+                    out,
+                    " → {}, {} ms, {}",
+                    o.status.as_str(),
+                    o.duration_ms,
+                    count(u64::from(o.tool_calls), "tool call", "tool calls")
+                );
+                if let Some(reason) = &o.reason {
+                    let _ = write!(out, " ({reason})");
+                }
+            }
+            None => out.push_str(" → no outcome"),
+        }
+        out.push('\n');
+    }
+    for step in &plan.refused {
+        let problems: Vec<String> = step
+            .iter()
+            .map(|p| match &p.agent_id {
+                Some(id) => format!("{id}: {}", p.problem),
+                None => p.problem.clone(),
+            })
+            .collect();
+        let _ = writeln!(out, "  refused a step: {}", problems.join("; "));
     }
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::directive::DirectMode;
+use crate::plan::NodeStatus;
 use crate::privacy::PrivacyReceipt;
 use crate::turn::{AgentStatus, ConsultedAgent, ModelUsage, TurnOutcome};
 
@@ -144,6 +145,35 @@ pub enum Event {
         /// The verbatim text (after the privacy guard).
         text: String,
     },
+    /// A planner's step was accepted: these sub-agents will run, each in its wave (D-16).
+    /// A turn may have several steps; each adds its nodes.
+    Plan {
+        /// The step's nodes, in dispatch order.
+        nodes: Vec<PlanNodeView>,
+    },
+    /// A planned sub-agent started.
+    NodeStart {
+        /// Its id.
+        node: String,
+        /// Its wave.
+        wave: u32,
+    },
+    /// A planned sub-agent ended, or will not run.
+    NodeEnd {
+        /// Its id.
+        node: String,
+        /// Its wave.
+        wave: u32,
+        /// How it ended.
+        status: NodeStatus,
+        /// Wall time.
+        duration_ms: u64,
+        /// Tool calls it made.
+        tool_calls: u32,
+        /// Why it did not run (skipped, not run), in plain words.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// Who was consulted, from the runtime trace (D-20).
     AgentsConsulted {
         /// Entries in dispatch order.
@@ -187,6 +217,9 @@ impl Event {
             Event::DirectLine { .. } => "direct_line",
             Event::DelegatedText { .. } => "delegated_text",
             Event::DelegatedAnswer { .. } => "delegated_answer",
+            Event::Plan { .. } => "plan",
+            Event::NodeStart { .. } => "node_start",
+            Event::NodeEnd { .. } => "node_end",
             Event::AgentsConsulted { .. } => "agents_consulted",
             Event::Usage { .. } => "usage",
             Event::Error { .. } => "error",
@@ -198,6 +231,21 @@ impl Event {
     pub fn is_terminal(&self) -> bool {
         matches!(self, Event::Completed { .. })
     }
+}
+
+/// One node of a plan as clients see it (its mission after the privacy guard).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanNodeView {
+    /// Its id.
+    pub id: String,
+    /// What it must do.
+    pub mission: String,
+    /// Its skills.
+    pub skills: Vec<String>,
+    /// The nodes it waits for.
+    pub depends_on: Vec<String>,
+    /// Its wave, from 1.
+    pub wave: u32,
 }
 
 /// An event on the wire: version, turn id and sequence number added.

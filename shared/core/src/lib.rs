@@ -18,6 +18,7 @@ pub mod guard;
 pub mod memory;
 pub mod message;
 pub mod obligation;
+pub mod plan;
 pub mod ports;
 pub mod principal;
 pub mod privacy;

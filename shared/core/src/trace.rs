@@ -106,6 +106,12 @@ pub enum GuardName {
     /// A specialist's upstream conversation had expired or was forgotten by the service: a
     /// new one started with its recent turns replayed.
     UpstreamRestart,
+    /// A planner's sub-agent named a skill it was not granted: refused at run time.
+    SkillNotGranted,
+    /// A planner's step of dispatches was refused before anything ran.
+    PlanRefused,
+    /// A planner answered with text before consulting anyone, outside small talk.
+    UngroundedAnswer,
 }
 
 impl GuardName {
@@ -126,6 +132,9 @@ impl GuardName {
             GuardName::Breaker => "breaker",
             GuardName::HistoryTrim => "history_trim",
             GuardName::UpstreamRestart => "upstream_restart",
+            GuardName::SkillNotGranted => "skill_not_granted",
+            GuardName::PlanRefused => "plan_refused",
+            GuardName::UngroundedAnswer => "ungrounded_answer",
         }
     }
 }
@@ -222,6 +231,9 @@ pub struct RoutingRecord {
     /// dispatch order: what evals compare and what `baton eval capture` turns into a case.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<AskedCall>,
+    /// A planner's plan: its nodes and waves, how each node ended, refused steps (D-16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::PlanRecord>,
 }
 
 /// One executed `ask_<id>` call.

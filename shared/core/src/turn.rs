@@ -218,6 +218,9 @@ pub struct EpisodeState {
     /// The specialist of a lasting direct conversation, while it lasts (D-21).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct_line: Option<String>,
+    /// A planner's nodes a limit stopped last turn (D-16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_plan: Option<Box<crate::plan::PendingPlan>>,
 }
 
 impl EpisodeState {

@@ -15,8 +15,9 @@ use std::sync::Arc;
 
 pub use types::{
     Agent, AgentLimits, AgentRole, Block, BlockOwner, Composition, Fastpath, ModelCapabilities,
-    ModelEndpoint, ModelSpec, Orchestration, Prices, ReasoningSupport, Routing, StatusMessage,
-    StatusMessages, StatusPolicy, Tool, Tuning, TurnLimits,
+    ModelEndpoint, ModelSpec, Orchestration, OrchestrationMode, Planner, Prices, ReasoningSupport,
+    Routing, Skill, SkillCatalog, SkillDomain, StatusMessage, StatusMessages, StatusPolicy, Tool,
+    Tuning, TurnLimits,
 };
 
 /// One file's text.
@@ -166,7 +167,7 @@ impl Registry {
     }
 
     /// The orchestrator a turn starts at: `id` if given, else the only orchestrator that
-    /// no other card lists as a sub-agent.
+    /// no other card lists as a sub-agent (when planners are among them, the only router).
     ///
     /// # Errors
     /// No such orchestrator, or more than one candidate.
@@ -175,7 +176,7 @@ impl Registry {
             return match self.agents.get(id) {
                 Some(a) if a.orchestration.is_some() => Ok(a),
                 Some(_) => Err(format!(
-                    "agent {id:?} has no sub-agents, so it cannot orchestrate"
+                    "agent {id:?} has no sub-agents and does not plan, so it cannot orchestrate"
                 )),
                 None => Err(format!("no agent {id:?} in the registry")),
             };
@@ -191,6 +192,21 @@ impl Registry {
             .values()
             .filter(|a| a.orchestration.is_some() && !listed.contains(&*a.id))
             .collect();
+        // Several candidates: a planner is chosen by name, so the one router is the default.
+        let routers: Vec<&Arc<Agent>> = roots
+            .iter()
+            .copied()
+            .filter(|a| {
+                a.orchestration
+                    .as_ref()
+                    .is_some_and(|o| o.mode.planner().is_none())
+            })
+            .collect();
+        if roots.len() > 1
+            && let [one] = routers.as_slice()
+        {
+            return Ok(one);
+        }
         match roots.as_slice() {
             [one] => Ok(one),
             [] => Err("the registry has no orchestrator (a card with sub_agents)".to_owned()),

@@ -22,6 +22,15 @@ pub(crate) struct RawCard {
     pub(crate) prompt_blocks: Vec<String>,
     #[serde(default)]
     pub(crate) sub_agents: Vec<String>,
+    /// `routing` (the default) or `planner` (D-16).
+    #[serde(default)]
+    pub(crate) orchestration: Option<String>,
+    /// A planner's skills: domains (card ids) or single skills (`<domain>.<tool>`).
+    #[serde(default)]
+    pub(crate) skills: Option<Vec<String>>,
+    /// A planner's settings for the sub-agents it dispatches.
+    #[serde(default)]
+    pub(crate) planner: Option<RawPlanner>,
     #[serde(default)]
     pub(crate) tuning: RawTuning,
     #[serde(default)]
@@ -53,6 +62,22 @@ pub(crate) struct RawCard {
     pub(crate) turn_limits: Option<RawTurnLimits>,
     #[serde(default)]
     pub(crate) memory: Option<RawMemory>,
+}
+
+/// A planner's `planner` section as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlanner {
+    #[serde(default)]
+    pub(crate) worker_model: Option<String>,
+    #[serde(default)]
+    pub(crate) worker_blocks: Vec<String>,
+    #[serde(default)]
+    pub(crate) agent_tool_calls: Option<u32>,
+    #[serde(default)]
+    pub(crate) max_agent_tool_calls: Option<u32>,
+    #[serde(default)]
+    pub(crate) agent_timeout_ms: Option<u64>,
 }
 
 /// An orchestrator's `memory` section as written.

@@ -144,10 +144,99 @@ impl Default for TurnLimits {
     }
 }
 
+/// How an orchestrator gets its work done (D-16): a card option.
+#[derive(Debug, Clone, Default)]
+pub enum OrchestrationMode {
+    /// It routes to its fixed specialists through `ask_<id>` tools.
+    #[default]
+    Routing,
+    /// It plans: sub-agents it creates on the fly from skills, run in dependency waves.
+    Planner(Arc<Planner>),
+}
+
+impl OrchestrationMode {
+    /// The planner's settings, when it plans.
+    pub fn planner(&self) -> Option<&Arc<Planner>> {
+        match self {
+            OrchestrationMode::Routing => None,
+            OrchestrationMode::Planner(p) => Some(p),
+        }
+    }
+}
+
+/// One tool as a planner's sub-agents use it: `<domain>.<tool id>`, where the domain is a
+/// specialist card that lists the tool (D-16).
+#[derive(Debug, Clone)]
+pub struct Skill {
+    /// `<domain>.<tool id>`, what `dispatch_agent` grants and `use_skill` names.
+    pub name: Arc<str>,
+    /// The domain: the id of the card the skill comes from.
+    pub domain: Arc<str>,
+    /// The tool it runs.
+    pub tool: Arc<Tool>,
+}
+
+/// The skills of one domain, sorted by name.
+#[derive(Debug, Clone)]
+pub struct SkillDomain {
+    /// The domain (a card id).
+    pub id: Arc<str>,
+    /// What the domain covers: its card's description.
+    pub description: Arc<str>,
+    /// Its skills, sorted by name.
+    pub skills: Vec<Arc<Skill>>,
+}
+
+/// The skills a planner may grant, by domain; domains and skills sorted by name, so every
+/// text built from it is byte-stable for the prompt cache.
+#[derive(Debug, Clone, Default)]
+pub struct SkillCatalog {
+    /// The domains, sorted by id.
+    pub domains: Vec<SkillDomain>,
+}
+
+impl SkillCatalog {
+    /// A domain by id.
+    pub fn domain(&self, id: &str) -> Option<&SkillDomain> {
+        self.domains.iter().find(|d| &*d.id == id)
+    }
+
+    /// A skill by name.
+    pub fn skill(&self, name: &str) -> Option<&Arc<Skill>> {
+        let (domain, _) = name.split_once('.')?;
+        self.domain(domain)?
+            .skills
+            .iter()
+            .find(|s| &*s.name == name)
+    }
+
+    /// Every skill, in name order.
+    pub fn skills(&self) -> impl Iterator<Item = &Arc<Skill>> {
+        self.domains.iter().flat_map(|d| d.skills.iter())
+    }
+}
+
+/// A planner's settings (the card's `skills` and `planner` sections).
+#[derive(Debug, Clone)]
+pub struct Planner {
+    /// The skills it may grant.
+    pub catalog: SkillCatalog,
+    /// What every sub-agent it dispatches is made from: the platform blocks and the
+    /// card's worker blocks, its model, tuning and timeout. Each node gets its own id,
+    /// its granted tools and its `use_skill`.
+    pub worker: Arc<Agent>,
+    /// Tool calls a sub-agent may make when its dispatch names no number.
+    pub agent_tool_calls: u32,
+    /// The most tool calls a dispatch may give one sub-agent.
+    pub max_agent_tool_calls: u32,
+}
+
 /// Orchestrator-only settings.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Orchestration {
-    /// Sub-agent ids, in declared order.
+    /// Routing or planning.
+    pub mode: OrchestrationMode,
+    /// Sub-agent ids, in declared order (none for a planner).
     pub sub_agents: Vec<Arc<str>>,
     /// Composition policy.
     pub composition: Composition,

@@ -2,6 +2,7 @@
 //! steps many scenarios share.
 
 use baton_core::Principal;
+use baton_core::plan::{NodeResult, NodeStatus, PendingPlan, PlanNode};
 use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit, EpisodeMeta, Store};
 use baton_core::registry::Composition;
@@ -111,6 +112,25 @@ pub fn busy_state(minute_ms: u64) -> EpisodeState {
             query: "reset my password".into(),
         }],
         direct_line: Some("support".into()),
+        pending_plan: Some(Box::new(PendingPlan {
+            nodes: vec![PlanNode {
+                id: "ticket".into(),
+                mission: "open a ticket for the missing points".into(),
+                skills: vec!["support.open_ticket".into()],
+                depends_on: vec!["receipts".into()],
+                context: None,
+                max_tool_calls: 5,
+                wave: 2,
+                call_id: "c2".into(),
+            }],
+            inputs: vec![NodeResult {
+                id: "receipts".into(),
+                status: NodeStatus::Completed,
+                result: "two receipts".into(),
+                tool_calls: 1,
+                duration_ms: 12,
+            }],
+        })),
     }
 }
 

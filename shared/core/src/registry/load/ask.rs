@@ -105,6 +105,9 @@ pub(super) fn link_model_tools(agents: &mut BTreeMap<String, Agent>) {
         let mut defs: Vec<ToolDef> = agent.tools.iter().map(|t| tool_def(t)).collect();
         if let Some(o) = &agent.orchestration {
             defs.extend(o.sub_agents.iter().filter_map(|s| asks.get(&**s).cloned()));
+            if let Some(planner) = o.mode.planner() {
+                defs.extend(super::planner::model_tools(planner));
+            }
         }
         agent.model_tools = Arc::from(defs);
     }

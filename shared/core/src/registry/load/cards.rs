@@ -9,7 +9,8 @@ use super::problems::Problems;
 use crate::prompt::PromptPlan;
 use crate::registry::raw::RawCard;
 use crate::registry::{
-    Agent, AgentRole, Block, BlockOwner, ModelSpec, Routing, SourceFile, Tool, Tuning,
+    Agent, AgentRole, Block, BlockOwner, ModelSpec, OrchestrationMode, Routing, SourceFile, Tool,
+    Tuning,
 };
 
 /// Ids event sources use, so no card can be a sub-agent under them.
@@ -147,16 +148,23 @@ impl Loader<'_> {
         let tools = self.card_tools(card);
         let blocks = self.card_blocks(card);
         self.check_sub_agent_refs(card);
-        let orchestration = if raw.sub_agents.is_empty() {
+        self.check_orchestration_mode(card);
+        let mut orchestration = if orchestrates(card) {
+            Some(self.build_orchestration(card, model.as_ref()))
+        } else {
             self.check_leaf_fields(card);
             None
-        } else {
-            Some(self.build_orchestration(card, model.as_ref()))
         };
         let (ask_schema, ask_validator) = self.ask_schema(card);
         let inference = self.card_inference(card, model.as_deref());
         let limits = self.card_limits(card);
         let prompt = self.card_prompt(card, &blocks, model.as_deref());
+        if let (Some(o), Some(model)) = (orchestration.as_mut(), model.as_ref())
+            && super::planner::plans(card)
+            && let Some(planner) = self.build_planner(card, model, inference)
+        {
+            o.mode = OrchestrationMode::Planner(planner);
+        }
 
         if self.problems.len() > before {
             return None;
@@ -258,7 +266,7 @@ impl Loader<'_> {
     /// The blocks the card lists: not a required one (those come anyway), and on a
     /// vertical card not a platform-owned one.
     fn card_blocks(&mut self, card: Card<'_>) -> Vec<Arc<Block>> {
-        let is_orchestrator = !card.raw.sub_agents.is_empty();
+        let is_orchestrator = orchestrates(card);
         let mut listed = Vec::new();
         for (i, b) in card.raw.prompt_blocks.iter().enumerate() {
             let field = format!("prompt_blocks[{i}]");
@@ -326,7 +334,7 @@ impl Loader<'_> {
                     card.file,
                     field,
                     "",
-                    "orchestrator-only field on a card without sub_agents",
+                    "orchestrator-only field on a card without sub_agents or orchestration",
                 );
             }
         }
@@ -371,6 +379,11 @@ impl Loader<'_> {
         }
         prompt
     }
+}
+
+/// Whether the card orchestrates: it routes to sub-agents or it plans.
+pub(super) fn orchestrates(card: Card<'_>) -> bool {
+    !card.raw.sub_agents.is_empty() || card.raw.orchestration.is_some()
 }
 
 /// 1-40 characters of a-z, 0-9, '_' or '-', starting with a letter.

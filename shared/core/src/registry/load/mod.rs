@@ -12,6 +12,7 @@ mod keyed;
 mod memory;
 mod models;
 mod orchestration;
+mod planner;
 mod problems;
 mod tools;
 mod trust;

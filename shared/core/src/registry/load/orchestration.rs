@@ -9,8 +9,8 @@ use super::cards::Card;
 use super::problems::Problems;
 use crate::registry::raw::{RawStatusCode, RawTurnLimits};
 use crate::registry::{
-    Composition, Fastpath, ModelSpec, Orchestration, StatusMessage, StatusMessages, StatusPolicy,
-    TurnLimits,
+    Composition, Fastpath, ModelSpec, Orchestration, OrchestrationMode, StatusMessage,
+    StatusMessages, StatusPolicy, TurnLimits,
 };
 
 /// The fastpath categories an orchestrator may allow.
@@ -30,6 +30,7 @@ impl Loader<'_> {
         let status = self.status_messages(card);
         let limits = self.turn_limits(card);
         Orchestration {
+            mode: OrchestrationMode::Routing,
             sub_agents: card
                 .raw
                 .sub_agents

@@ -11,6 +11,7 @@ mod fixtures;
 mod memory;
 mod models;
 mod orchestration;
+mod planner;
 mod shipped;
 mod tools;
 mod trust;
