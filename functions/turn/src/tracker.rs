@@ -110,6 +110,25 @@ impl Store for TrackedStore {
         result
     }
 
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .save_checkpoint(episode_id, turn_id, checkpoint)
+            .await
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.inner.checkpoint(episode_id, turn_id).await
+    }
+
     async fn episode(
         &self,
         principal: &Principal,

@@ -6,6 +6,9 @@
 "use strict";
 
 (() => {
+  // The SVG namespace, read from the page's own empty <svg> (the HTML parser puts it in
+  // that namespace), so that no address is written in this file.
+  const SVG_NS = (document.getElementById("svg-namespace") || {}).namespaceURI || "";
   // ---------------------------------------------------------------------------------
   // Server-Sent Events parser (the subset of the WHATWG rules a turn stream uses).
   // Chunks may split a frame, a line, or a CR LF pair anywhere; decoding bytes to text
@@ -256,6 +259,15 @@
         case "tool_call_end":
           this.tool(event);
           break;
+        case "plan":
+          this.plan(event.nodes || []);
+          break;
+        case "node_start":
+          this.nodeState(event.node, "running", "working…");
+          break;
+        case "node_end":
+          this.nodeEnd(event);
+          break;
         case "direct_line":
           this.direct(event);
           break;
@@ -345,6 +357,101 @@
         const status = row.dataset.status || "done";
         stateNode.textContent = `${status} · ${formatDuration(event.duration_ms)}`;
       }
+    }
+
+    // A planner's plan: one column per wave, one box per sub-agent, an arrow from each
+    // dependency to its dependent. Later steps add nodes; a resumed turn announces the
+    // same nodes again, which are kept once.
+    plan(nodes) {
+      if (!this.graph) {
+        this.graph = el("figure", "plan");
+        this.graph.setAttribute("aria-label", "Plan");
+        this.graph.append(el("figcaption", "plan-title", "Plan"));
+        this.edges = document.createElementNS(SVG_NS, "svg");
+        this.edges.setAttribute("class", "plan-edges");
+        this.edges.setAttribute("aria-hidden", "true");
+        this.waves = el("ol", "plan-waves");
+        this.graph.append(this.edges, this.waves);
+        this.assistant.insertBefore(this.graph, this.tools);
+        this.nodes = new Map();
+        this.deps = [];
+      }
+      for (const n of nodes) {
+        if (!n || typeof n.id !== "string" || this.nodes.has(n.id)) continue;
+        const box = el("li", "plan-node");
+        box.dataset.node = n.id;
+        box.dataset.state = "waiting";
+        box.append(
+          el("span", "node-id", n.id),
+          el("span", "node-mission", n.mission || ""),
+          el("span", "node-skills", (n.skills || []).join(", ")),
+          el("span", "node-state", "waiting"),
+        );
+        this.waveColumn(Number(n.wave) || 1).append(box);
+        this.nodes.set(n.id, box);
+        for (const d of n.depends_on || []) this.deps.push([String(d), n.id]);
+      }
+      this.drawEdges();
+    }
+
+    // The column of one wave, made on first use and kept in wave order.
+    waveColumn(wave) {
+      let column = this.waves.querySelector(`:scope > [data-wave="${wave}"]`);
+      if (!column) {
+        column = el("li", "wave");
+        column.dataset.wave = String(wave);
+        column.append(el("span", "wave-title", `Wave ${wave}`), el("ol", "wave-nodes"));
+        const later = Array.from(this.waves.children).find((c) => Number(c.dataset.wave) > wave);
+        this.waves.insertBefore(column, later || null);
+      }
+      return column.querySelector(".wave-nodes");
+    }
+
+    nodeState(id, state, words) {
+      const box = this.nodes && this.nodes.get(id);
+      if (!box) return;
+      box.dataset.state = state;
+      box.querySelector(".node-state").textContent = words;
+    }
+
+    nodeEnd(event) {
+      const status = event.status || "failed";
+      const words = event.reason
+        ? event.reason
+        : `${status} · ${formatDuration(event.duration_ms)} · ${plural(event.tool_calls || 0, "tool call")}`;
+      this.nodeState(event.node, status, words);
+      const box = this.nodes && this.nodes.get(event.node);
+      if (box) {
+        box.dataset.durationMs = String(event.duration_ms ?? "");
+        box.dataset.toolCalls = String(event.tool_calls ?? "");
+      }
+    }
+
+    // Arrows between boxes, from where the boxes are laid out now.
+    drawEdges() {
+      if (!this.graph) return;
+      requestAnimationFrame(() => {
+        const frame = this.graph.getBoundingClientRect();
+        this.edges.setAttribute("width", String(frame.width));
+        this.edges.setAttribute("height", String(frame.height));
+        this.edges.textContent = "";
+        for (const [from, to] of this.deps) {
+          const a = this.nodes.get(from);
+          const b = this.nodes.get(to);
+          if (!a || !b) continue;
+          const ra = a.getBoundingClientRect();
+          const rb = b.getBoundingClientRect();
+          const line = document.createElementNS(SVG_NS, "line");
+          line.setAttribute("class", "plan-edge");
+          line.setAttribute("x1", String(ra.right - frame.left));
+          line.setAttribute("y1", String(ra.top + ra.height / 2 - frame.top));
+          line.setAttribute("x2", String(rb.left - frame.left));
+          line.setAttribute("y2", String(rb.top + rb.height / 2 - frame.top));
+          line.dataset.from = from;
+          line.dataset.to = to;
+          this.edges.append(line);
+        }
+      });
     }
 
     direct(event) {

@@ -43,6 +43,12 @@ struct Episode {
     due_since_ms: Option<u64>,
     /// Each specialist's upstream conversation, by agent id.
     upstream: HashMap<String, UpstreamConversation>,
+    /// The turn id that claimed the episode last, until it releases or commits. Its lease
+    /// may have run out: it holds the claim until another turn takes the episode over.
+    holder: Option<String>,
+    /// Running turns' checkpoints by turn id: kept across releases and dead leases,
+    /// removed when the turn commits.
+    checkpoints: HashMap<String, String>,
 }
 
 #[derive(Debug)]
@@ -139,12 +145,17 @@ impl Inner {
                         bodies: HashMap::new(),
                         due_since_ms: None,
                         upstream: HashMap::new(),
+                        holder: None,
+                        checkpoints: HashMap::new(),
                     },
                 );
                 meta
             }
         };
 
+        if let Some(episode) = self.episodes.get_mut(&meta.episode_id) {
+            episode.holder = Some(req.turn_id.clone());
+        }
         self.claims.insert(
             key,
             ClaimEntry {
@@ -193,6 +204,10 @@ impl Inner {
         if compaction_due {
             episode.due_since_ms.get_or_insert(record.created_ms);
         }
+        episode.checkpoints.remove(&record.turn_id);
+        if episode.holder.as_deref() == Some(record.turn_id.as_str()) {
+            episode.holder = None;
+        }
         let version = episode.meta.version;
         let index = episode.turns.len();
         episode.turns.push(record);
@@ -209,14 +224,51 @@ impl Store for MemoryStore {
     }
 
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
-        self.lock()?
+        let mut inner = self.lock()?;
+        inner
             .claims
             .retain(|(_, t), c| !(t == turn_id && c.episode_id == episode_id));
+        if let Some(episode) = inner.episodes.get_mut(episode_id)
+            && episode.holder.as_deref() == Some(turn_id)
+        {
+            episode.holder = None;
+        }
         Ok(())
     }
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         self.lock()?.commit(commit.clone())
+    }
+
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        let episode = inner
+            .episodes
+            .get_mut(episode_id)
+            .filter(|e| e.holder.as_deref() == Some(turn_id))
+            .ok_or(StoreError::Conflict)?;
+        episode
+            .checkpoints
+            .insert(turn_id.to_owned(), checkpoint.to_owned());
+        Ok(())
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner
+            .episodes
+            .get(episode_id)
+            .and_then(|e| e.checkpoints.get(turn_id))
+            .cloned())
     }
 
     async fn episode(

@@ -8,6 +8,7 @@ mod history_writer;
 mod journal;
 mod layering;
 mod local_model;
+mod planner;
 mod real_tools;
 mod secrets;
 mod turn_function;

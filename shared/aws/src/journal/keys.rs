@@ -26,6 +26,10 @@ pub const BODY_PREFIX: &str = "BODY#";
 /// the turns queries never read it; the history writer's stream filter passes only `TURN#`
 /// and `BODY#` items, so it never sees it either.
 pub const UPSTREAM_PREFIX: &str = "UPSTREAM#";
+/// Prefix of a running turn's checkpoint's sort key. Sorts below [`META`], so the turns
+/// queries never read it; the history writer's stream filter passes only `TURN#` and
+/// `BODY#` items, so it never sees it either.
+pub const CHECKPOINT_PREFIX: &str = "CKPT#";
 /// `AGG` sort key: the episode's aggregates (history writer).
 pub const AGG: &str = "AGG";
 /// Prefix of an audit item's sort key (history writer).
@@ -35,7 +39,7 @@ pub const AUDIT_PREFIX: &str = "AUDIT#";
 pub const OWNER: &str = "owner";
 /// META: the episode state as JSON; TURN-ID: `claimed` or `done`.
 pub const STATE: &str = "state";
-/// The turn id (TURN, BODY).
+/// The turn id (TURN, BODY, CKPT).
 pub const TURN_ID: &str = "turn_id";
 /// A turn's position in its episode (TURN, TURN-ID once done).
 pub const SEQ: &str = "seq";
@@ -72,8 +76,11 @@ pub const EXPIRES_MS: &str = "expires_ms";
 
 /// BODY: the body as JSON, when inline.
 pub const JSON: &str = "json";
-/// BODY: the S3 object holding the body, when it is too large to be inline.
+/// BODY: the S3 object holding the body, when it is too large to be inline; CKPT: the
+/// one holding the checkpoint, likewise.
 pub const S3_KEY: &str = "s3_key";
+/// CKPT: the checkpoint's text, when inline.
+pub const CHECKPOINT: &str = "checkpoint";
 
 /// The sparse compaction index: META items due for compaction, with their `owner`.
 pub const COMPACTION_INDEX: &str = "compaction-due";
@@ -125,6 +132,11 @@ pub fn upstream_sk(agent_id: &str) -> String {
     format!("{UPSTREAM_PREFIX}{agent_id}")
 }
 
+/// `CKPT#<turn_id>`: the turn id is taken literally.
+pub fn checkpoint_sk(turn_id: &str) -> String {
+    format!("{CHECKPOINT_PREFIX}{turn_id}")
+}
+
 /// `AUDIT#<seq, 10 digits>#<agent_id>`: one per sub-agent execution, in turn order.
 pub fn audit_sk(seq: u64, agent_id: &str) -> String {
     format!("{AUDIT_PREFIX}{seq:010}#{agent_id}")
@@ -133,6 +145,14 @@ pub fn audit_sk(seq: u64, agent_id: &str) -> String {
 /// Where a large body goes in the bucket: `bodies/<episode_id>/<turn_id>/<n>.json`.
 pub fn body_object_key(episode_id: &str, turn_id: &str, n: usize) -> String {
     format!("bodies/{episode_id}/{turn_id}/{n}.json")
+}
+
+/// Where a large checkpoint goes in the bucket:
+/// `bodies/<episode_id>/<turn_id>/checkpoint-<unique>.json`, a new object per save (so a
+/// refused save never overwrites the one in use). Under `bodies/`, whose lifecycle rule
+/// expires the objects a later save or the turn's commit left unreferenced.
+pub fn checkpoint_object_key(episode_id: &str, turn_id: &str, unique: &str) -> String {
+    format!("bodies/{episode_id}/{turn_id}/checkpoint-{unique}.json")
 }
 
 /// Whether a partition and sort key fit DynamoDB's key limits (checked before sending,
@@ -160,9 +180,15 @@ mod tests {
 
     #[test]
     fn items_the_turns_query_must_skip_sort_outside_its_range() {
-        // The turns query reads `META ..= TURN#~`; bodies and the history writer's items
-        // must fall outside it.
-        for sk in ["AGG", "AUDIT#0000000001#offers", "BODY#zzz", "BODY#~"] {
+        // The turns query reads `META ..= TURN#~`; bodies, checkpoints and the history
+        // writer's items must fall outside it.
+        for sk in [
+            "AGG",
+            "AUDIT#0000000001#offers",
+            "BODY#zzz",
+            "BODY#~",
+            "CKPT#~",
+        ] {
             assert!(sk < META, "{sk}");
         }
     }

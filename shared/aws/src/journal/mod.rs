@@ -6,7 +6,8 @@
 //!
 //! Every write is conditional and every multi-item change is one `TransactWriteItems`,
 //! so there is no read-modify-write race: a claim is one transaction (TURN-ID + META), a
-//! commit is one (META + TURN + TURN-ID + BODYs). Reads are strongly consistent.
+//! commit is one (META + TURN + TURN-ID + BODYs), a checkpoint's save is one (META checked
+//! + CKPT; the item is never deleted: TTL removes it, and a committed turn's is not read). Reads are strongly consistent.
 //!
 //! Requests per operation (what a turn costs):
 //!
@@ -25,6 +26,10 @@
 //! | save_summary | 1 UpdateItem | 0 |
 //! | due_episodes | 1 Query of the `compaction-due` index | 0 |
 //! | body | 1 GetItem | +1 GetObject if stored in S3 |
+//! | save_checkpoint | 1 TransactWriteItems | +1 PutObject past 300 KiB |
+//! | checkpoint, none | 1 GetItem | 0 |
+//! | checkpoint, claim held | 2 GetItem | +1 GetObject if stored in S3 |
+//! | checkpoint, claim not held | 3 GetItem | +1 GetObject if stored in S3 |
 //! | upstream_conversation | 1 GetItem (+1 GetItem of META when there is none) | 0 |
 //! | save_upstream_conversation, refresh | 1 PutItem | 0 |
 //! | save_upstream_conversation, first save or `NotFound` | 1 PutItem + 1 TransactWriteItems | 0 |
@@ -35,6 +40,7 @@
 //! conversation's expiry, which its caller checks from `expires_ms`.
 
 mod bodies;
+mod checkpoint;
 mod claim;
 mod commit;
 mod errors;

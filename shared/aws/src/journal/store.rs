@@ -12,7 +12,7 @@ use baton_core::ports::store::{
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 
-use super::{claim, commit, memory, read, upstream};
+use super::{checkpoint, claim, commit, memory, read, upstream};
 
 /// Where the journal lives and when a body leaves the table for S3.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,6 +135,23 @@ impl Store for DynamoStore {
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         commit::commit(self, commit).await
+    }
+
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        checkpoint::save(self, episode_id, turn_id, checkpoint).await
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        checkpoint::load(self, episode_id, turn_id).await
     }
 
     async fn episode(

@@ -37,10 +37,12 @@ struct Served {
 }
 
 impl Served {
-    fn start() -> Self {
+    /// `baton` with `global` options before `serve`.
+    fn start_with(global: &[&str]) -> Self {
         let sandbox = Sandbox::new();
         let child = sandbox
             .baton()
+            .args(global)
             .args(["serve", "--log-json", "--addr", "127.0.0.1:0"])
             .args(["--registry", registry(), "--principal", "console-user"])
             .stderr(Stdio::piped())
@@ -112,7 +114,16 @@ where
     F: FnOnce(Client, Arc<Served>) -> Fut,
     Fut: Future<Output = ()>,
 {
-    let served = Arc::new(Served::start());
+    with_console_of(&[], body).await;
+}
+
+/// As [`with_console`], with `global` options given to `baton` before `serve`.
+async fn with_console_of<F, Fut>(global: &[&str], body: F)
+where
+    F: FnOnce(Client, Arc<Served>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let served = Arc::new(Served::start_with(global));
     let page = served.clone();
     let outcome = AssertUnwindSafe(with_browser(|client| body(client, page)))
         .catch_unwind()
@@ -545,6 +556,69 @@ async fn a_lasting_direct_conversation_shows_its_indicator_until_the_user_leaves
             "{:#}",
             turn_view(&client, 2).await
         );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_turn_draws_its_plan_as_a_graph_that_fills_in() {
+    with_console_of(&["--orchestrator", "planner"], |client, served| async move {
+        open_console(&client, &served).await;
+        type_and_send(
+            &client,
+            "what's my points balance, show my receipts that didn't scan, then search the help centre for how to fix them",
+        )
+        .await;
+        assert_eq!(turn_finished(&client, 1).await, "completed");
+        let graph = eval(
+            &client,
+            r#"(() => {
+                const turn = document.querySelectorAll('.turn')[0];
+                const plan = turn.querySelector('figure.plan');
+                if (!plan) return null;
+                const waves = [...plan.querySelectorAll('.wave')].map((w) => ({
+                    wave: Number(w.dataset.wave),
+                    nodes: [...w.querySelectorAll('.plan-node')].map((n) => ({
+                        id: n.dataset.node,
+                        state: n.dataset.state,
+                        mission: n.querySelector('.node-mission').textContent,
+                    })),
+                }));
+                const edges = [...plan.querySelectorAll('line.plan-edge')].map((l) => {
+                    const [x1, x2] = [Number(l.getAttribute('x1')), Number(l.getAttribute('x2'))];
+                    return { from: l.dataset.from, to: l.dataset.to, rightwards: x2 > x1 };
+                });
+                return { waves, edges };
+            })()"#,
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(
+            graph["waves"],
+            json!([
+                {"wave": 1, "nodes": [
+                    {"id": "get_points_balance", "state": "completed", "mission": "what's my points balance"},
+                    {"id": "lookup_receipts", "state": "completed", "mission": "show my receipts that didn't scan"},
+                ]},
+                {"wave": 2, "nodes": [
+                    {"id": "search_help_articles", "state": "completed", "mission": "search the help centre for how to fix them"},
+                ]},
+            ]),
+            "{graph}"
+        );
+        assert_eq!(
+            graph["edges"],
+            json!([{"from": "lookup_receipts", "to": "search_help_articles", "rightwards": true}]),
+            "{graph}"
+        );
+        let view = turn_view(&client, 0).await;
+        let pills: Vec<&str> = view["pills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["agent"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(pills, ["get_points_balance", "lookup_receipts", "search_help_articles"]);
     })
     .await;
 }

@@ -15,6 +15,7 @@ mod eval_report;
 #[cfg(feature = "aws")]
 mod dynamodb;
 mod offline;
+mod planner;
 mod replay;
 mod serve;
 mod support;

@@ -6,7 +6,7 @@ use crate::support::*;
 fn the_shipped_registry_is_valid() {
     let run = Sandbox::new().run(&["validate", registry()]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.starts_with("registry OK: 5 agents, "), "{run:?}");
+    assert!(run.stdout.starts_with("registry OK: 6 agents, "), "{run:?}");
     assert!(run.stdout.contains(" tools, "), "{run:?}");
 }
 

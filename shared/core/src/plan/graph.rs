@@ -152,9 +152,7 @@ pub fn accept_step(
             }
         }
     }
-    if problems.is_empty()
-        && let Some(cycle) = find_cycle(&step)
-    {
+    if let Some(cycle) = find_cycle(&step) {
         problems.push(StepProblem {
             agent_id: cycle.first().cloned(),
             problem: format!(
@@ -302,7 +300,11 @@ fn find_cycle(step: &[(&String, &Dispatch)]) -> Option<Vec<String>> {
         state.insert(id, 1);
         path.push(id);
         for dep in deps.get(id).copied().unwrap_or_default() {
-            // Dependencies outside the step are done already: no edge to follow.
+            // Dependencies outside the step are done already: no edge to follow; a node
+            // depending on itself is reported on its own.
+            if dep == id {
+                continue;
+            }
             if let Some((key, _)) = deps.get_key_value(dep.as_str())
                 && let Some(cycle) = visit(key, deps, state, path)
             {

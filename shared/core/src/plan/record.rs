@@ -111,6 +111,9 @@ pub struct PlanCheckpoint {
     pub iterations: u32,
     /// The plan record so far.
     pub record: PlanRecord,
+    /// A turn limit that had tripped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<crate::trace::LimitHit>,
 }
 
 impl PlanCheckpoint {

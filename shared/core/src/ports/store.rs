@@ -197,6 +197,30 @@ pub trait Store: Send + Sync {
     /// `Conflict` when the episode's version is no longer `expected_version`.
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError>;
 
+    /// Saves the progress of a claimed turn that is still running (a planner's checkpoint
+    /// after each wave, D-16), replacing what the turn saved before. Kept when the claim is
+    /// released or dies, so that the turn claimed again goes on from it; removed when the
+    /// turn commits. `checkpoint` is opaque text (JSON) of any size.
+    ///
+    /// # Errors
+    /// `Conflict` when `turn_id` does not hold the episode's claim (never claimed,
+    /// committed, or taken over by another turn): nothing is saved.
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError>;
+
+    /// What [`Store::save_checkpoint`] last saved for `turn_id` on this episode; `None` when
+    /// it saved nothing or the turn has committed. The caller has claimed the turn (which
+    /// checked the principal).
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError>;
+
     /// Episode metadata, checked for ownership.
     async fn episode(
         &self,

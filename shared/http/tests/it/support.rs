@@ -41,6 +41,12 @@ impl Store for DownStore {
     async fn commit(&self, _: &Commit) -> Result<u64, StoreError> {
         Err(down())
     }
+    async fn save_checkpoint(&self, _: &str, _: &str, _: &str) -> Result<(), StoreError> {
+        Err(down())
+    }
+    async fn checkpoint(&self, _: &str, _: &str) -> Result<Option<String>, StoreError> {
+        Err(down())
+    }
     async fn episode(&self, _: &Principal, _: &str) -> Result<EpisodeMeta, StoreError> {
         Err(down())
     }

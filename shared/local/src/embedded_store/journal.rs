@@ -212,6 +212,12 @@ pub(crate) fn claim(
         ],
     )
     .map_err(sql)?;
+    // This turn now holds the episode's claim; a dead claim of another turn no longer does.
+    tx.execute(
+        "UPDATE episodes SET claimed_by = ?2 WHERE episode_id = ?1",
+        params![meta.episode_id, req.turn_id],
+    )
+    .map_err(sql)?;
     tx.commit().map_err(sql)?;
     Ok(Claim::Claimed(meta))
 }
@@ -318,8 +324,57 @@ pub(crate) fn commit(
         params![principal, record.turn_id],
     )
     .map_err(sql)?;
+    // A committed turn restarts from nothing: its checkpoint goes with its claim.
+    tx.execute(
+        "DELETE FROM checkpoints WHERE episode_id = ?1 AND turn_id = ?2",
+        params![record.episode_id, record.turn_id],
+    )
+    .map_err(sql)?;
     tx.commit().map_err(sql)?;
     Ok(record.seq)
+}
+
+/// Saves (replacing) the checkpoint of `turn_id`, if it holds the episode's claim: it
+/// claimed the episode last and its claim row is still there (not released, not
+/// committed), whether or not its lease has run out. One statement (an upsert that selects
+/// nothing otherwise), so the check and the write cannot be split by another writer.
+pub(crate) fn save_checkpoint(
+    conn: &Connection,
+    episode_id: &str,
+    turn_id: &str,
+    checkpoint: &str,
+) -> Result<(), StoreError> {
+    let written = conn
+        .execute(
+            "INSERT INTO checkpoints (episode_id, turn_id, checkpoint)
+             SELECT e.episode_id, c.turn_id, ?3
+             FROM episodes e JOIN claims c
+                 ON c.episode_id = e.episode_id AND c.principal = e.owner
+             WHERE e.episode_id = ?1 AND e.claimed_by = ?2 AND c.turn_id = ?2
+             ON CONFLICT (episode_id, turn_id) DO UPDATE
+                 SET checkpoint = excluded.checkpoint",
+            params![episode_id, turn_id, checkpoint],
+        )
+        .map_err(|e| failure::sql("saving a checkpoint", e))?;
+    if written == 0 {
+        return Err(StoreError::Conflict);
+    }
+    Ok(())
+}
+
+/// The checkpoint `turn_id` saved on the episode, if any (a commit deletes it).
+pub(crate) fn checkpoint(
+    conn: &Connection,
+    episode_id: &str,
+    turn_id: &str,
+) -> Result<Option<String>, StoreError> {
+    conn.query_row(
+        "SELECT checkpoint FROM checkpoints WHERE episode_id = ?1 AND turn_id = ?2",
+        params![episode_id, turn_id],
+        |row| row.get(0),
+    )
+    .optional()
+    .map_err(|e| failure::sql("reading a checkpoint", e))
 }
 
 /// Episode metadata, checked for ownership.

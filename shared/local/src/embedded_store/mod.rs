@@ -193,6 +193,36 @@ impl Store for EmbeddedStore {
         .await
     }
 
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        // Copied only once this call's turn at the connection has come, as a commit is:
+        // a checkpoint may be large.
+        let permit = self.admit().await?;
+        let (episode_id, turn_id, checkpoint) = (
+            episode_id.to_owned(),
+            turn_id.to_owned(),
+            checkpoint.to_owned(),
+        );
+        self.run_admitted(permit, move |conn, _| {
+            journal::save_checkpoint(conn, &episode_id, &turn_id, &checkpoint)
+        })
+        .await
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
+        self.run(move |conn, _| journal::checkpoint(conn, &episode_id, &turn_id))
+            .await
+    }
+
     async fn episode(
         &self,
         principal: &Principal,

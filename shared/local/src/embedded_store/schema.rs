@@ -13,7 +13,7 @@ use super::failure;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 4;
+const SCHEMA_VERSION: i32 = 5;
 
 /// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
 /// its episode over) and know the store that made them and what their request asked.
@@ -56,11 +56,31 @@ CREATE TABLE upstream_conversations (
 );
 ";
 
+/// Version 4 to 5: running turns' checkpoints, and which turn claimed each episode last
+/// (a dead claim lingers, so the claims alone cannot tell a turn taken over from one whose
+/// lease merely ran out). A claim made before this layout goes to the turn whose lease
+/// ends last: a turn takes an episode over only once the lease before it has ended.
+const MIGRATE_4_TO_5: &str = "
+CREATE TABLE checkpoints (
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    turn_id TEXT NOT NULL,
+    checkpoint TEXT NOT NULL,
+    PRIMARY KEY (episode_id, turn_id)
+);
+ALTER TABLE episodes ADD COLUMN claimed_by TEXT;
+UPDATE episodes SET claimed_by = (
+    SELECT c.turn_id FROM claims c
+    WHERE c.episode_id = episodes.episode_id AND c.principal = episodes.owner
+    ORDER BY c.expires_ms DESC, c.rowid DESC LIMIT 1
+);
+";
+
 /// Each step from a layout to the next, by the version it starts from.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, MIGRATE_1_TO_2),
     (2, MIGRATE_2_TO_3),
     (3, MIGRATE_3_TO_4),
+    (4, MIGRATE_4_TO_5),
 ];
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
@@ -73,6 +93,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// Bodies: where each committed body's file is, relative to the bodies folder.
 /// Upstream conversations: one per episode and specialist, owned through its episode row
 /// (no owner of its own to disagree with it), kept expired or not: the caller judges.
+/// `claimed_by` is the turn id that claimed the episode last; it holds the claim (lease
+/// running or not) for as long as its claim row is there, i.e. until it releases or
+/// commits. Checkpoints: what a running turn saved last, kept across releases and dead
+/// leases, deleted by the turn's commit.
 const TABLES: &str = "
 CREATE TABLE episodes (
     id INTEGER PRIMARY KEY,
@@ -83,7 +107,8 @@ CREATE TABLE episodes (
     updated_ms INTEGER NOT NULL,
     summary TEXT,
     state TEXT NOT NULL,
-    due_since_ms INTEGER
+    due_since_ms INTEGER,
+    claimed_by TEXT
 );
 CREATE INDEX episodes_due ON episodes (due_since_ms, episode_id)
     WHERE due_since_ms IS NOT NULL;
@@ -118,6 +143,12 @@ CREATE TABLE upstream_conversations (
     conversation_id TEXT NOT NULL,
     expires_ms INTEGER NOT NULL,
     PRIMARY KEY (episode_id, agent_id)
+);
+CREATE TABLE checkpoints (
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    turn_id TEXT NOT NULL,
+    checkpoint TEXT NOT NULL,
+    PRIMARY KEY (episode_id, turn_id)
 );
 ";
 
@@ -263,7 +294,7 @@ mod tests {
     use baton_core::ports::store::{Store, StoreError};
     use baton_core::ports::upstream::UpstreamConversation;
     use baton_testkit::store::records::{
-        claim_ok, claim_request, commit_of, principal, turn_record,
+        LEASE_MS, claim_ok, claim_request, commit_of, principal, turn_record,
     };
 
     use crate::embedded_store::{DATABASE_FILE, EmbeddedStore};
@@ -351,10 +382,13 @@ mod tests {
             let store = EmbeddedStore::open(dir.path()).unwrap();
             claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
         }
-        // The third layout is this one without the table.
+        // The third layout is this one without the upstream table and the fifth's additions.
         rusqlite::Connection::open(&file)
             .unwrap()
-            .execute_batch("DROP TABLE upstream_conversations; PRAGMA user_version = 3;")
+            .execute_batch(
+                "DROP TABLE upstream_conversations; DROP TABLE checkpoints;
+                 ALTER TABLE episodes DROP COLUMN claimed_by; PRAGMA user_version = 3;",
+            )
             .unwrap();
 
         let store = EmbeddedStore::open(dir.path()).unwrap();
@@ -376,6 +410,52 @@ mod tests {
             Ok(Some(kept))
         );
         assert_eq!(store.episode(&alice, "ep-1").await.unwrap().version, 0);
+        let version: i32 = rusqlite::Connection::open(&file)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, super::SCHEMA_VERSION);
+    }
+
+    #[tokio::test]
+    async fn a_store_of_the_fourth_layout_gains_checkpoints_and_keeps_its_claims() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DATABASE_FILE);
+        let alice = principal("alice");
+        {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+            claim_ok(&store, claim_request(&alice, None, "ep-2", "t-2", 1_000)).await;
+            // t-2's lease runs out and t-3 takes ep-2 over; t-2's dead claim lingers.
+            let over = claim_request(&alice, Some("ep-2"), "unused", "t-3", 1_000 + LEASE_MS);
+            claim_ok(&store, over).await;
+        }
+        // The fourth layout is this one without the fifth's additions.
+        rusqlite::Connection::open(&file)
+            .unwrap()
+            .execute_batch(
+                "DROP TABLE checkpoints; ALTER TABLE episodes DROP COLUMN claimed_by;
+                 PRAGMA user_version = 4;",
+            )
+            .unwrap();
+
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        store
+            .save_checkpoint("ep-1", "t-1", "wave 1")
+            .await
+            .unwrap();
+        assert_eq!(
+            store.checkpoint("ep-1", "t-1").await,
+            Ok(Some("wave 1".to_owned()))
+        );
+        assert_eq!(
+            store.save_checkpoint("ep-2", "t-2", "wave 1").await,
+            Err(StoreError::Conflict)
+        );
+        store
+            .save_checkpoint("ep-2", "t-3", "wave 1")
+            .await
+            .unwrap();
         let version: i32 = rusqlite::Connection::open(&file)
             .unwrap()
             .pragma_query_value(None, "user_version", |row| row.get(0))

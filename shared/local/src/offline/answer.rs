@@ -86,7 +86,7 @@ impl ToolIndex {
 
     /// The offered tool that best matches the words, else the agent's first own tool on
     /// offer, else the first offered one.
-    fn pick<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
+    pub(crate) fn pick<'a>(&self, words: &str, offered: &'a [&'a str]) -> Option<&'a str> {
         self.best(words, offered).or_else(|| {
             // Nothing matched: the agent's first own tool on offer, else whatever is offered.
             self.tools
@@ -140,7 +140,11 @@ pub(crate) fn respond(
 }
 
 /// The answer text for some tool results.
-fn answer_from(registry: &Registry, request: &ModelRequest, results: &[ResultRef<'_>]) -> String {
+pub(crate) fn answer_from(
+    registry: &Registry,
+    request: &ModelRequest,
+    results: &[ResultRef<'_>],
+) -> String {
     let mut bullets: Vec<String> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     let mut partial = false;

@@ -11,11 +11,13 @@ mod chunks;
 mod composing_reply;
 mod conversation;
 mod model;
+mod planning_reply;
 mod render;
 mod routing_reply;
 mod segment;
 mod summary_reply;
 #[cfg(test)]
 mod testing;
+mod worker_reply;
 
 pub use model::OfflineModel;

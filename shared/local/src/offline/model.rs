@@ -5,14 +5,16 @@ use std::fmt;
 use std::sync::Arc;
 
 use baton_core::ports::model::{CallPurpose, Model, ModelEvent, ModelRequest, ModelStream};
-use baton_core::registry::{Agent, Registry};
+use baton_core::registry::{Agent, Planner, Registry};
 use futures::{StreamExt, stream};
 
 use super::answer::{self, ToolIndex};
 use super::chunks::Reply;
 use super::composing_reply;
+use super::planning_reply::{self, SkillIndex};
 use super::routing_reply::{self, Router};
 use super::summary_reply;
+use super::worker_reply;
 
 /// A deterministic stand-in for a language model: no network, same input, same output.
 ///
@@ -31,6 +33,8 @@ struct Inner {
     registry: Arc<Registry>,
     /// Orchestrator id → its sub-agents, ranked.
     routers: BTreeMap<Arc<str>, Router>,
+    /// Planner id → its skills, ranked.
+    planners: BTreeMap<Arc<str>, (Arc<Planner>, SkillIndex)>,
     /// Agent id → its own tools, ranked.
     tools: BTreeMap<Arc<str>, ToolIndex>,
     /// `ask_<id>` tool name → agent.
@@ -52,7 +56,12 @@ impl OfflineModel {
         let mut routers = BTreeMap::new();
         let mut tools = BTreeMap::new();
         let mut asks = BTreeMap::new();
+        let mut planners = BTreeMap::new();
         for agent in registry.agents() {
+            if let Some(planner) = agent.orchestration.as_ref().and_then(|o| o.mode.planner()) {
+                let index = SkillIndex::new(planner, &registry);
+                planners.insert(agent.id.clone(), (planner.clone(), index));
+            }
             if agent.orchestration.is_some() {
                 routers.insert(agent.id.clone(), Router::new(registry.sub_agents(agent)));
             }
@@ -63,6 +72,7 @@ impl OfflineModel {
             inner: Arc::new(Inner {
                 registry,
                 routers,
+                planners,
                 tools,
                 asks,
             }),
@@ -81,6 +91,17 @@ impl Model for OfflineModel {
 impl Inner {
     fn respond(&self, request: &ModelRequest) -> Vec<ModelEvent> {
         let mut reply = Reply::new();
+        // A planned sub-agent's id is the planner's choice, not a card's.
+        if request.purpose == CallPurpose::Agent && worker_reply::is_worker(request) {
+            worker_reply::respond(&self.registry, request, &mut reply);
+            return reply.finish(request);
+        }
+        if let Some((planner, skills)) = self.planners.get(&*request.agent_id)
+            && request.purpose != CallPurpose::Summarize
+        {
+            planning_reply::respond(planner, skills, request, &mut reply);
+            return reply.finish(request);
+        }
         let agent = self.registry.agent(&request.agent_id);
         match (request.purpose, agent) {
             // Not a language model: it has no judgement to add, so it never adds a note.

@@ -51,6 +51,14 @@ impl Router {
         Router { agents, index }
     }
 
+    /// The agent that best matches some words, among all, if any scores above the
+    /// threshold.
+    pub(crate) fn rank(&self, words: &str) -> Option<&Arc<Agent>> {
+        let all: Vec<usize> = (0..self.agents.len()).collect();
+        self.best(words, &all, None)
+            .and_then(|i| self.agents.get(i))
+    }
+
     /// The best candidate for some words, if any scores above the threshold.
     fn best(&self, words: &str, candidates: &[usize], previous: Option<usize>) -> Option<usize> {
         let scores = self.index.scores(&terms(words));

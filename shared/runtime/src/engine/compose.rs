@@ -7,7 +7,7 @@ use baton_core::events::SOURCE_ORCHESTRATOR;
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::tool_result::AgentAnswer;
-use baton_core::turn::{AgentStatus, PendingCall};
+use baton_core::turn::AgentStatus;
 use serde_json::Value;
 
 use super::context::TurnCtx;
@@ -171,7 +171,7 @@ pub(crate) async fn acknowledge_failures(
 pub(crate) async fn limit_note(
     ctx: &TurnCtx,
     done: &[(String, AgentStatus)],
-    pending: &[PendingCall],
+    not_started: &[String],
     why: &str,
 ) {
     ctx.out.paragraph().await;
@@ -186,9 +186,8 @@ pub(crate) async fn limit_note(
     if !answered.is_empty() {
         text.push_str(&format!(" Done: {}.", answered.join(", ")));
     }
-    if !pending.is_empty() {
-        let labels: Vec<String> = pending.iter().map(|p| ctx.label_of(&p.agent_id)).collect();
-        text.push_str(&format!(" Not started yet: {}.", labels.join(", ")));
+    if !not_started.is_empty() {
+        text.push_str(&format!(" Not started yet: {}.", not_started.join(", ")));
     }
     text.push_str(" Would you like me to continue?");
     ctx.out.text(SOURCE_ORCHESTRATOR, &text).await;

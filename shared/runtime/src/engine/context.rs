@@ -173,9 +173,20 @@ impl TurnCtx {
         self.tool_calls.load(Ordering::Relaxed) + self.model_calls.load(Ordering::Relaxed)
     }
 
-    /// Keeps a body (tool message) to store apart from the turn record (D-19).
-    pub(crate) fn add_body(&self, body: Body) {
+    /// Keeps a body (tool message) to store apart from the turn record (D-19). A model
+    /// may reuse a tool-use id within a turn; the key then gets a suffix, so that no body
+    /// is lost and the commit does not refuse a key used twice.
+    pub(crate) fn add_body(&self, mut body: Body) {
         if let Ok(mut b) = self.bodies.lock() {
+            let taken = |key: &str| b.iter().any(|other| other.key == key);
+            if taken(&body.key) {
+                let base = body.key.clone();
+                let mut n = 2;
+                while taken(&format!("{base}~{n}")) {
+                    n += 1;
+                }
+                body.key = format!("{base}~{n}");
+            }
             b.push(body);
         }
     }

@@ -253,6 +253,7 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
             query: turn.payload.clone(),
             prior_context: None,
             extra: Default::default(),
+            worker: None,
         })
         .collect();
     let results = dispatch(ctx, &jobs, &TextMode::Delegated).await;

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use baton_core::events::Event;
+use baton_core::plan::NodeStatus;
 use baton_core::ports::metrics::{FANOUT_WIDTH, SUBAGENT_INVOCATIONS_TOTAL, SUBAGENT_LATENCY_MS};
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
@@ -44,6 +46,14 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         duration_ms: 0,
     };
     let started = tokio::time::Instant::now();
+    if let Some(brief) = &job.worker {
+        ctx.out
+            .emit(Event::NodeStart {
+                node: agent.id.to_string(),
+                wave: brief.wave,
+            })
+            .await;
+    }
     let limit = Duration::from_millis(agent.limits.timeout_ms);
     // OpenTelemetry GenAI conventions: one `invoke_agent` span per sub-agent.
     let span = tracing::info_span!(
@@ -59,6 +69,18 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         result.duration_ms = started.elapsed().as_millis() as u64;
     }
     status.finished(&agent.id);
+    if let Some(brief) = &job.worker {
+        ctx.out
+            .emit(Event::NodeEnd {
+                node: agent.id.to_string(),
+                wave: brief.wave,
+                status: NodeStatus::of(result.status),
+                duration_ms: result.duration_ms,
+                tool_calls: result.tool_calls,
+                reason: None,
+            })
+            .await;
+    }
     if let TextMode::Slot(slot) = mode {
         slot.done(ctx, &agent.id).await;
     }

@@ -14,6 +14,7 @@ mod memory;
 mod model_call;
 mod obligations;
 mod output;
+mod planner;
 mod route;
 pub(crate) mod services;
 mod start;

@@ -80,6 +80,7 @@ pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32
                     query: ctx.user_text.clone(),
                     prior_context: None,
                     extra: Default::default(),
+                    worker: None,
                 };
                 (job, ObligationMet::ByRuntime)
             }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::ports::model::CallPurpose;
+use baton_core::prompt::DynamicContext;
 use baton_core::registry::Agent;
 use baton_core::tool_result::DataStatus;
 use baton_core::trace::GuardName;
@@ -16,9 +17,10 @@ use tokio::time::Instant;
 
 use super::context::TurnCtx;
 use super::live_slot::LiveSlot;
-use super::model_call::{self, Sink};
+use super::model_call::{self, RawCall, Sink};
+use super::planner::worker::{self, Resolved, WorkerBrief};
 use super::status::Board;
-use super::tools;
+use super::tools::{self, ToolRun};
 use super::upstream;
 
 /// What the orchestrator asked one sub-agent.
@@ -32,6 +34,8 @@ pub(crate) struct AgentJob {
     pub(crate) prior_context: Option<String>,
     /// Card-declared extra arguments (e.g. a support category).
     pub(crate) extra: serde_json::Map<String, Value>,
+    /// A planned sub-agent's brief (D-16); `None` for a specialist.
+    pub(crate) worker: Option<Arc<WorkerBrief>>,
 }
 
 impl AgentJob {
@@ -122,15 +126,35 @@ pub(crate) async fn run(
         result.duration_ms = started.elapsed().as_millis() as u64;
         return;
     }
-    let mut request = agent.request(
-        CallPurpose::Agent,
-        agent.prompt.system(
-            &ctx.dynamic_for(Some(&agent.id)),
-            inherited(ctx, job).as_deref(),
-        ),
-    );
-    request.messages = own_history(ctx, agent);
-    request.messages.push(Message::user(job.query.clone()));
+    let mut request = match &job.worker {
+        // A planned sub-agent sees its mission and brief only, never the conversation.
+        Some(brief) => {
+            let context = DynamicContext {
+                summary: None,
+                ..ctx.dynamic_for(None)
+            };
+            let mut request = agent.request(
+                CallPurpose::Agent,
+                agent
+                    .prompt
+                    .system(&context, worker::brief_text(brief).as_deref()),
+            );
+            request.messages.push(Message::user(job.query.clone()));
+            request
+        }
+        None => {
+            let mut request = agent.request(
+                CallPurpose::Agent,
+                agent.prompt.system(
+                    &ctx.dynamic_for(Some(&agent.id)),
+                    inherited(ctx, job).as_deref(),
+                ),
+            );
+            request.messages = own_history(ctx, agent);
+            request.messages.push(Message::user(job.query.clone()));
+            request
+        }
+    };
     let mut sink = AgentSink {
         ctx,
         agent_id: &agent.id,
@@ -169,7 +193,7 @@ pub(crate) async fn run(
                 .calls
                 .iter()
                 .take(room)
-                .map(|c| tools::run(ctx, agent, c, status)),
+                .map(|c| run_call(ctx, job, c, status)),
         )
         .await;
         result.tool_calls += runs.len() as u32;
@@ -237,6 +261,18 @@ pub(crate) async fn run(
     } else {
         AgentStatus::Ok
     };
+}
+
+/// Runs one of the sub-agent's calls; a planned sub-agent's `use_skill` runs its skill's
+/// tool, or is refused.
+async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board) -> ToolRun {
+    let Some(brief) = &job.worker else {
+        return tools::run(ctx, &job.agent, call, status).await;
+    };
+    match worker::resolve(ctx, job, brief, call) {
+        Resolved::Run(call) => tools::run(ctx, &job.agent, &call, status).await,
+        Resolved::Refused(data) => ToolRun { data },
+    }
 }
 
 /// The sub-agent's own prior turns only (D-17).

@@ -7,6 +7,7 @@ use std::time::Duration;
 use baton_core::consulted::footer;
 use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
 use baton_core::message::Message;
+use baton_core::plan::PendingPlan;
 use baton_core::ports::metrics::{
     CALLS_DROPPED_TOTAL, DIRECT_LINE_TURNS_TOTAL, GUARD_FIRINGS_TOTAL, INTERVENTIONS_TOTAL,
     MODEL_RETRIES_TOTAL, MODEL_TOKENS_TOTAL, PRIVACY_MASKED_TOTAL, TURN_COST_USD, TURN_LATENCY_MS,
@@ -30,10 +31,12 @@ use super::dispatch::dispatch;
 use super::live_slot::LiveSlot;
 use super::memory;
 use super::obligations;
+use super::planner;
 use super::route::{self, Plan};
 use super::subagent::{AgentJob, AgentResult, TextMode};
 
-const TROUBLE: &str = "I'm having trouble answering right now. Please try again in a moment.";
+pub(super) const TROUBLE: &str =
+    "I'm having trouble answering right now. Please try again in a moment.";
 const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again in a moment.";
 const COMMIT_ATTEMPTS: usize = 3;
 
@@ -72,10 +75,18 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         ctx.out.text(SOURCE_ORCHESTRATOR, text).await;
         work.outcome = TurnOutcome::Limited;
         work.pending = std::mem::take(&mut state.pending);
+        work.pending_plan = state.pending_plan.take();
     } else {
         // D-21: the user's own text, and nothing else, may hold a directive.
         let decision = direct_line::decide(&ctx, &mut state);
         let previous = std::mem::take(&mut state.pending);
+        let previous_plan = state.pending_plan.take();
+        let planner = ctx
+            .orchestrator
+            .orchestration
+            .as_ref()
+            .and_then(|o| o.mode.planner())
+            .cloned();
         // One deadline bounds the whole turn, retries included; the lease outlives it.
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let body = async {
@@ -84,11 +95,17 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                     if let Some(text) = unescaped {
                         ctx.user_text = text;
                     }
-                    orchestrate(&ctx, &previous, &mut work).await;
+                    match &planner {
+                        Some(planner) => {
+                            planner::orchestrate(&ctx, planner, previous_plan, &mut work).await
+                        }
+                        None => orchestrate(&ctx, &previous, &mut work).await,
+                    }
                 }
                 Decision::Direct(turn) => {
                     // The work a limit stopped waits for the next routed turn.
                     work.pending = previous;
+                    work.pending_plan = previous_plan;
                     let done = direct_line::run(&ctx, turn).await;
                     work.jobs = done.jobs;
                     work.results = done.results;
@@ -96,6 +113,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                 }
                 Decision::Reply { text, indicator } => {
                     work.pending = previous;
+                    work.pending_plan = previous_plan;
                     direct_line::reply(&ctx, &text, indicator).await;
                 }
             }
@@ -110,13 +128,15 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
 }
 
 /// What the turn did, gathered for the record.
-struct Work {
-    jobs: Vec<AgentJob>,
-    direct: Option<DirectExchange>,
-    results: Vec<AgentResult>,
-    pending: Vec<PendingCall>,
-    outcome: TurnOutcome,
-    error: Option<String>,
+pub(super) struct Work {
+    pub(super) jobs: Vec<AgentJob>,
+    pub(super) direct: Option<DirectExchange>,
+    pub(super) results: Vec<AgentResult>,
+    pub(super) pending: Vec<PendingCall>,
+    /// A planner's nodes a limit stopped (D-16).
+    pub(super) pending_plan: Option<Box<PendingPlan>>,
+    pub(super) outcome: TurnOutcome,
+    pub(super) error: Option<String>,
 }
 
 impl Default for Work {
@@ -126,6 +146,7 @@ impl Default for Work {
             direct: None,
             results: Vec::new(),
             pending: Vec::new(),
+            pending_plan: None,
             outcome: TurnOutcome::Answered,
             error: None,
         }
@@ -278,7 +299,17 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
             .zip(&work.results)
             .map(|(j, r)| (j.agent.label.to_string(), r.status))
             .collect();
-        compose::limit_note(ctx, &done, &work.pending, limit_words(*why)).await;
+        let not_started: Vec<String> = work
+            .pending
+            .iter()
+            .map(|p| ctx.label_of(&p.agent_id))
+            .chain(
+                work.pending_plan
+                    .iter()
+                    .flat_map(|p| p.nodes.iter().map(|n| n.id.clone())),
+            )
+            .collect();
+        compose::limit_note(ctx, &done, &not_started, limit_words(*why)).await;
         work.outcome = TurnOutcome::Limited;
     }
     if let Some(message) = &work.error {
@@ -303,6 +334,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
     let now = ctx.inner.clock.now_ms();
     state.record_calls(now, ctx.limits.episode_window_ms, ctx.calls_made());
     state.pending = std::mem::take(&mut work.pending);
+    state.pending_plan = work.pending_plan.take();
     let mut narration = ctx.out.narration().await.trim().to_owned();
     if let Some(message) = &work.error {
         narration = message.clone();

@@ -669,6 +669,23 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<u64, baton_core::ports::store::StoreError> {
         self.0.commit(commit).await
     }
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), baton_core::ports::store::StoreError> {
+        self.0
+            .save_checkpoint(episode_id, turn_id, checkpoint)
+            .await
+    }
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, baton_core::ports::store::StoreError> {
+        self.0.checkpoint(episode_id, turn_id).await
+    }
     async fn episode(
         &self,
         principal: &baton_core::Principal,

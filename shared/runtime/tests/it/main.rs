@@ -13,5 +13,6 @@ mod eval;
 mod golden;
 mod memory;
 mod observability;
+mod planner;
 mod support;
 mod trust;

@@ -16,6 +16,7 @@
 
 use baton_core::ports::store::Store;
 
+pub mod checkpoint;
 pub mod claim;
 pub mod commit;
 pub mod memory;
@@ -72,6 +73,10 @@ macro_rules! store_conformance {
             upstream::an_expired_conversation_is_still_returned_for_the_caller_to_judge,
             upstream::another_principal_neither_reads_nor_writes_a_conversation,
             upstream::a_conversation_survives_commits_and_summaries,
+            checkpoint::a_checkpoint_round_trips_and_is_replaced,
+            checkpoint::only_the_claiming_turn_saves_and_a_commit_removes_it,
+            checkpoint::a_turn_claimed_again_finds_its_checkpoint,
+            checkpoint::a_large_checkpoint_is_kept_whole,
         );
     };
     (@scenarios $make:expr; $($module:ident :: $name:ident),* $(,)?) => {

@@ -5,6 +5,7 @@ mod body_paths;
 mod conformance;
 mod damaged_file;
 mod locked_file;
+mod planner_resume;
 mod reopen;
 mod unstorable_record;
 mod upstream_rows;

@@ -291,6 +291,7 @@ fn job(c: Candidate, query: String) -> AgentJob {
         query,
         prior_context,
         extra,
+        worker: None,
     }
 }
 
@@ -311,6 +312,7 @@ pub(super) fn fallback_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> Agent
         query: ctx.user_text.clone(),
         prior_context: None,
         extra: Default::default(),
+        worker: None,
     }
 }
 

@@ -36,10 +36,31 @@ pub(crate) struct Plan {
 
 /// Streams the preamble: live at once when the message is Fastpath-eligible; otherwise
 /// held until a tool call starts, so a non-allowlisted text-only answer never shows.
-struct PreambleSink<'a> {
+pub(crate) struct PreambleSink<'a> {
     ctx: &'a TurnCtx,
     live: bool,
     held: String,
+}
+
+impl<'a> PreambleSink<'a> {
+    /// A sink that streams at once when `live`, else holds the text.
+    pub(crate) fn new(ctx: &'a TurnCtx, live: bool) -> Self {
+        PreambleSink {
+            ctx,
+            live,
+            held: String::new(),
+        }
+    }
+
+    /// Whether text is streaming as it comes.
+    pub(crate) fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Shows what was held, and streams from now on.
+    pub(crate) async fn release(&mut self) {
+        self.tool_start().await;
+    }
 }
 
 impl Sink for PreambleSink<'_> {
@@ -87,11 +108,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
 
     let mut request = orch.request(CallPurpose::Route, orch.prompt.system(&ctx.dynamic(), None));
     request.messages = conversation(ctx);
-    let mut sink = PreambleSink {
-        ctx,
-        live: category.is_some(),
-        held: String::new(),
-    };
+    let mut sink = PreambleSink::new(ctx, category.is_some());
     *iterations += 1;
     let reply = model_call::call(ctx, &orch, &request, &mut sink).await?;
     let mut plan = Plan {
@@ -137,6 +154,7 @@ pub(crate) fn resume(ctx: &TurnCtx, pending: &[PendingCall]) -> Plan {
             query: p.query.clone(),
             prior_context: None,
             extra: Default::default(),
+            worker: None,
         });
     }
     ctx.trace(|t| {

@@ -1,0 +1,147 @@
+//! Running a step's nodes in waves: each wave at once, in topological order; a node whose
+//! dependency did not finish is skipped with the reason; results reach dependents as data.
+//! After each wave the turn is checkpointed; a turn limit that trips stops the waves and
+//! leaves the rest for "continue".
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::plan::outcome::{blocked, inputs, results_document};
+use baton_core::plan::{GET_AGENT_RESULTS, NodeResult, NodeStatus, PendingPlan, PlanNode};
+use baton_core::registry::Planner;
+use baton_core::trace::GuardName;
+use serde_json::Value;
+
+use super::step::Step;
+use super::{PlanRun, announce, checkpoint, not_run, over_limit, worker};
+use crate::engine::context::TurnCtx;
+use crate::engine::dispatch::dispatch;
+use crate::engine::subagent::{TextMode, as_json_text};
+use crate::engine::turn::Work;
+
+/// Runs `nodes` (accepted, within the budget) wave by wave, skipping waves already done.
+pub(super) async fn run(
+    ctx: &TurnCtx,
+    planner: &Arc<Planner>,
+    run: &mut PlanRun,
+    nodes: &[PlanNode],
+    step: &Step,
+    work: &mut Work,
+) {
+    // Only a limit that trips while these waves run stops them; one that stopped part of
+    // the step already left that part out of `nodes`.
+    let limited_before = over_limit(ctx);
+    let waves: BTreeSet<u32> = nodes.iter().map(|n| n.wave).collect();
+    for wave in waves {
+        let todo: Vec<&PlanNode> = nodes
+            .iter()
+            .filter(|n| n.wave == wave && !run.results.iter().any(|r| r.id == n.id))
+            .collect();
+        if todo.is_empty() {
+            continue;
+        }
+        if !limited_before && over_limit(ctx) {
+            // A limit tripped in an earlier wave: the rest waits for "continue".
+            for node in todo {
+                let why = "Not run: this turn reached one of its limits; it runs if the user says to continue.";
+                not_run(
+                    ctx,
+                    run,
+                    node,
+                    NodeResult::not_run(&node.id, NodeStatus::NotRun, why.to_owned()),
+                )
+                .await;
+                run.pending.push(node.clone());
+            }
+            continue;
+        }
+        let mut jobs = Vec::new();
+        for node in todo {
+            if let Some(why) = blocked(node, &run.results) {
+                not_run(
+                    ctx,
+                    run,
+                    node,
+                    NodeResult::not_run(&node.id, NodeStatus::Skipped, why),
+                )
+                .await;
+                continue;
+            }
+            let given = inputs(node, &run.results).into_iter().cloned().collect();
+            jobs.push(worker::job(planner, node, given));
+        }
+        let results = dispatch(ctx, &jobs, &TextMode::Collect).await;
+        for (job, result) in jobs.into_iter().zip(results) {
+            let node = worker::node_result(&job, &result);
+            run.record.outcomes.push((&node).into());
+            run.results.push(node);
+            work.jobs.push(job);
+            work.results.push(result);
+        }
+        run.waves_done = run.waves_done.max(wave);
+        checkpoint::save(ctx, run, step).await;
+    }
+}
+
+/// "Continue": runs the nodes a limit left last turn (their waves renumbered from 1), with
+/// what their finished dependencies came to, then hands the planner all the results as if
+/// it had asked for them.
+pub(super) async fn continue_pending(
+    ctx: &TurnCtx,
+    planner: &Arc<Planner>,
+    pending: PendingPlan,
+    run: &mut PlanRun,
+    work: &mut Work,
+) {
+    let first = pending.nodes.iter().map(|n| n.wave).min().unwrap_or(1);
+    let nodes: Vec<PlanNode> = pending
+        .nodes
+        .into_iter()
+        .map(|n| PlanNode {
+            wave: n.wave - first + 1,
+            ..n
+        })
+        .collect();
+    ctx.trace(|t| {
+        t.guard(
+            GuardName::Continue,
+            format!("resumed {} planned sub-agent(s)", nodes.len()),
+        )
+    });
+    run.record.continued = nodes.iter().map(|n| n.id.clone()).collect();
+    run.results = pending.inputs;
+    let room = (ctx.limits.max_subagents as usize).min(nodes.len());
+    let (go, wait) = baton_core::plan::graph::split_at_room(nodes.clone(), room);
+    announce(ctx, &nodes).await;
+    run.nodes.extend(nodes.iter().cloned());
+    run.record.nodes.extend(nodes);
+    run.pending.extend(wait);
+    let call_id = "continue".to_owned();
+    let step = Step {
+        text: String::new(),
+        calls: vec![baton_core::plan::record::StepCall {
+            id: call_id.clone(),
+            name: GET_AGENT_RESULTS.to_owned(),
+            args: "{}".to_owned(),
+        }],
+    };
+    self::run(ctx, planner, run, &go, &step, work).await;
+    let document = results_document(&run.nodes, &run.results, None).unwrap_or(Value::Null);
+    run.messages.push(Message {
+        role: Role::Assistant,
+        content: vec![Content::ToolUse {
+            id: call_id.clone(),
+            name: GET_AGENT_RESULTS.to_owned(),
+            input: Value::Object(Default::default()),
+        }],
+    });
+    run.messages.push(Message {
+        role: Role::User,
+        content: vec![Content::ToolResult {
+            id: call_id,
+            status: ToolResultStatus::Ok,
+            content: as_json_text(&document),
+        }],
+    });
+}

@@ -1,0 +1,517 @@
+//! The planner (D-16): golden transcripts of parallel, serial and diamond plans, a failure
+//! in the middle of a chain, the skill grant enforced at run time, refused plan shapes,
+//! limits with "continue", and the bad inputs a planning model can send.
+
+use baton_core::ports::store::Store;
+use baton_runtime::RuntimeConfig;
+
+use crate::support::*;
+
+/// A planner over the test registry's specialists' tools.
+const PLANNER: &str = r#"
+id: planner
+description: Plans multi-step requests and answers from the results.
+role: orchestrator
+model: m1
+orchestration: planner
+prompt_blocks: [routing]
+planner:
+  worker_blocks: [worker]
+  agent_timeout_ms: 5000
+"#;
+
+const WORKER: &str = "---\nowner: platform\ncategory: instructions\nrequired: false\n---\nDo your mission with your skills, then say briefly what you found.\n";
+
+fn registry(turn_limits: &str) -> TestRegistry {
+    TestRegistry::default()
+        .file("agents/planner.yaml", format!("{PLANNER}{turn_limits}"))
+        .file("blocks/worker.md", WORKER)
+}
+
+fn rig(turn_limits: &str, script: &str) -> Rig {
+    make_rig_with(
+        &registry(turn_limits),
+        script,
+        RuntimeConfig {
+            orchestrator: Some("planner".into()),
+            ..RuntimeConfig::default()
+        },
+    )
+}
+
+/// A node that calls one skill, then answers.
+fn node(id: &str, skill: &str, args: &str, answer: &str) -> String {
+    format!(
+        r#"
+  {id}:
+    - when: {{ after_tool_results: false }}
+      delay_ms: 100
+      tool_calls: [{{ name: use_skill, args: {{ skill: {skill}, arguments: {args} }} }}]
+    - when: {{ after_tool_results: true }}
+      delay_ms: 100
+      text: ["{answer}"]
+"#
+    )
+}
+
+/// The planner: looks up a domain, dispatches `step`, then answers.
+fn planner(step: &str) -> String {
+    format!(
+        r#"
+agents:
+  planner:
+    - when: {{ purpose: route, after_tool_results: false }}
+      delay_ms: 20
+      text: ["Let me plan that."]
+      tool_calls: [{{ name: get_skill, args: {{ domain: rewards }} }}]
+    - when: {{ purpose: route, after_tool_results: true }}
+      delay_ms: 20
+      tool_calls:
+{step}
+    - when: {{ purpose: compose }}
+      delay_ms: 20
+      text: ["Here is ", "the whole picture."]
+"#
+    )
+}
+
+fn dispatch(id: &str, skills: &str, deps: &str) -> String {
+    format!(
+        "        - {{ name: dispatch_agent, args: {{ agent_id: {id}, mission: \"do the {id} part\", skills: [{skills}], depends_on: [{deps}] }} }}\n"
+    )
+}
+
+const POINTS: &str = "rewards.points_balance";
+const OFFERS: &str = "shop.search_offers";
+const RECEIPT: &str = "support.lookup_receipt";
+
+fn nodes(ids: &[&str]) -> String {
+    ids.iter()
+        .map(|id| match *id {
+            "balance" => node(id, POINTS, "{}", "You have 1200 points."),
+            "offers" => node(
+                id,
+                OFFERS,
+                "{ query: coffee }",
+                "Roast coffee earns 500 points.",
+            ),
+            "receipt" => node(
+                id,
+                RECEIPT,
+                "{ query: receipt }",
+                "Receipt R-1 was rejected.",
+            ),
+            other => node(other, POINTS, "{}", "Counted again."),
+        })
+        .collect()
+}
+
+async fn golden(script: String, text: &str) -> String {
+    let rig = rig("", &script);
+    let (episode, events) = run(&rig, request(text, None, "t1")).await;
+    transcript(&rig, &episode, &events).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_plan() {
+    let step = format!(
+        "{}{}",
+        dispatch("balance", POINTS, ""),
+        dispatch("offers", OFFERS, "")
+    );
+    let script = format!("{}{}", planner(&step), nodes(&["balance", "offers"]));
+    insta::assert_snapshot!(
+        golden(script, "how many points do I have, and any coffee deals?").await
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn serial_chain() {
+    let step = format!(
+        "{}{}{}",
+        dispatch("receipt", RECEIPT, ""),
+        dispatch("balance", POINTS, "receipt"),
+        dispatch("offers", OFFERS, "balance")
+    );
+    let script = format!(
+        "{}{}",
+        planner(&step),
+        nodes(&["receipt", "balance", "offers"])
+    );
+    insta::assert_snapshot!(golden(script, "check my receipt, then my points, then deals").await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn diamond() {
+    let step = format!(
+        "{}{}{}{}",
+        dispatch("total", POINTS, "balance, offers"),
+        dispatch("receipt", RECEIPT, ""),
+        dispatch("balance", POINTS, "receipt"),
+        dispatch("offers", OFFERS, "receipt")
+    );
+    let script = format!(
+        "{}{}",
+        planner(&step),
+        nodes(&["receipt", "balance", "offers", "total"])
+    );
+    insta::assert_snapshot!(golden(script, "receipt, then points and deals, then a total").await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_node_sees_its_mission_skills_and_inputs_and_nothing_of_the_conversation() {
+    let step = format!(
+        "{}{}",
+        dispatch("balance", POINTS, ""),
+        dispatch("total", &format!("{POINTS}, {OFFERS}"), "balance")
+    );
+    let script = format!("{}{}", planner(&step), nodes(&["balance", "total"]));
+    let rig = rig("", &script);
+    let (episode, _) = run(&rig, request("first turn about points", None, "t0")).await;
+    run(
+        &rig,
+        request("and now the total please", Some(&episode), "t1"),
+    )
+    .await;
+    let total: Vec<_> = rig
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| &*r.agent_id == "total")
+        .collect();
+    let first = total.last().unwrap();
+    assert_eq!(first.messages.len(), 3, "mission, its call, its result");
+    assert_eq!(first.messages[0].text(), "do the total part");
+    let system: String = first.system.iter().map(|b| &*b.text).collect();
+    assert!(
+        system.contains("Do your mission with your skills"),
+        "{system}"
+    );
+    assert!(
+        system.contains(
+            "<result agent=\"balance\" status=\"completed\">\nYou have 1200 points.\n</result>"
+        ),
+        "{system}"
+    );
+    assert!(!system.contains("first turn about points"), "{system}");
+    let tools: Vec<&str> = first.tools.iter().map(|t| &*t.name).collect();
+    assert_eq!(tools, ["use_skill"]);
+    assert_eq!(
+        first.tools[0].input_schema["properties"]["skill"]["enum"],
+        serde_json::json!([POINTS, OFFERS])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_in_the_middle_of_a_chain_skips_its_dependents() {
+    let step = format!(
+        "{}{}{}",
+        dispatch("receipt", RECEIPT, ""),
+        dispatch("balance", POINTS, "receipt"),
+        dispatch("offers", OFFERS, "balance")
+    );
+    let broken = r#"
+  balance:
+    - error: invalid
+"#;
+    let script = format!(
+        "{}{}{broken}",
+        planner(&step),
+        nodes(&["receipt", "offers"])
+    );
+    insta::assert_snapshot!(golden(script, "receipt, then points, then deals").await);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_skill_outside_the_grant_is_refused_at_run_time() {
+    let step = dispatch("balance", POINTS, "");
+    let sneaky = r#"
+  balance:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: use_skill, args: { skill: support.lookup_receipt, arguments: { query: x } } }]
+    - when: { after_tool_results: true }
+      text: ["I could not look that up."]
+"#;
+    let script = format!("{}{sneaky}", planner(&step));
+    let rig = rig("", &script);
+    let (episode, events) = run(&rig, request("points please", None, "t1")).await;
+    assert!(
+        !events.iter().any(|e| e.event.name() == "tool_call_start"),
+        "no tool ran"
+    );
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let guard = record
+        .routing
+        .guards
+        .iter()
+        .find(|g| g.guard.as_str() == "skill_not_granted")
+        .expect("the refusal is traced");
+    assert!(guard.detail.contains("support.lookup_receipt"), "{guard:?}");
+    let balance = rig
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| &*r.agent_id == "balance")
+        .last()
+        .unwrap();
+    let refusal = serde_json::to_string(&balance.messages.last().unwrap().content).unwrap();
+    assert!(
+        refusal.contains("is not available to this agent"),
+        "{refusal}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refused_step_runs_nothing_and_the_planner_can_correct_it() {
+    let script = format!(
+        r#"
+agents:
+  planner:
+    - when: {{ purpose: route, after_tool_results: false }}
+      once: true
+      tool_calls:
+        - {{ name: dispatch_agent, args: {{ agent_id: a, mission: "one", skills: [{POINTS}], depends_on: [b] }} }}
+        - {{ name: dispatch_agent, args: {{ agent_id: b, mission: "two", skills: [{POINTS}], depends_on: [a] }} }}
+        - {{ name: dispatch_agent, args: {{ agent_id: c, mission: "three", skills: [weather.now], depends_on: [ghost] }} }}
+        - {{ name: get_agent_results, args: {{ agent_ids: [zz] }} }}
+        - {{ name: teleport, args: {{}} }}
+    - when: {{ purpose: route, after_tool_results: true }}
+      tool_calls:
+{}
+    - when: {{ purpose: compose }}
+      text: ["Fixed and done."]
+{}"#,
+        dispatch("balance", POINTS, ""),
+        nodes(&["balance"])
+    );
+    let rig = rig("", &script);
+    let (episode, events) = run(&rig, request("my points, in a tangle", None, "t1")).await;
+    insta::assert_snapshot!(transcript(&rig, &episode, &events).await);
+    let second = rig
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| &*r.agent_id == "planner")
+        .nth(1)
+        .unwrap();
+    let seen = serde_json::to_string(&second.messages.last().unwrap().content).unwrap();
+    for expected in [
+        "Nothing in this step ran",
+        "the dependencies form a cycle (a → b → a)",
+        "there is no skill \\\"weather.now\\\"",
+        "No sub-agent called zz was dispatched in this turn. Dispatched: none yet.",
+        "There is no tool teleport",
+    ] {
+        assert!(seen.contains(expected), "{expected} not in {seen}");
+    }
+}
+
+fn planner_agent_requests(rig: &Rig, agent: &str) -> usize {
+    rig.model
+        .requests()
+        .iter()
+        .filter(|r| &*r.agent_id == agent)
+        .count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_limit_answers_with_what_was_done_and_continue_runs_the_rest_once() {
+    let step = format!(
+        "{}{}{}",
+        dispatch("balance", POINTS, ""),
+        dispatch("offers", OFFERS, ""),
+        dispatch("receipt", RECEIPT, "balance")
+    );
+    let script = format!(
+        "{}{}",
+        planner(&step),
+        nodes(&["balance", "offers", "receipt"])
+    );
+    let rig = rig("turn_limits: { max_subagents: 2 }\n", &script);
+    let (episode, events) = run(&rig, request("points, deals, then my receipt", None, "t1")).await;
+    let said = answer(&events);
+    assert!(said.contains("You have 1200 points."), "{said}");
+    assert!(
+        said.contains("Not started yet: receipt. Would you like me to continue?"),
+        "{said}"
+    );
+    assert!(matches!(
+        events.last().unwrap().event,
+        baton_core::events::Event::Completed {
+            outcome: baton_core::turn::TurnOutcome::Limited,
+            ..
+        }
+    ));
+    let meta = rig.store.episode(&alice(), &episode).await.unwrap();
+    let pending = meta.state.pending_plan.expect("the rest waits");
+    assert_eq!(pending.nodes[0].id, "receipt");
+    assert_eq!(pending.inputs[0].id, "balance");
+
+    let (_, events) = run(&rig, request("yes", Some(&episode), "t2")).await;
+    let said = answer(&events);
+    assert!(said.contains("the whole picture."), "{said}");
+    assert_eq!(
+        planner_agent_requests(&rig, "balance"),
+        2,
+        "balance ran once (a call, then its answer), never again"
+    );
+    assert_eq!(planner_agent_requests(&rig, "receipt"), 2);
+    let receipt = rig
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| &*r.agent_id == "receipt")
+        .unwrap();
+    let system: String = receipt.system.iter().map(|b| &*b.text).collect();
+    assert!(
+        system.contains("You have 1200 points."),
+        "its input came from the last turn: {system}"
+    );
+    let meta = rig.store.episode(&alice(), &episode).await.unwrap();
+    assert_eq!(meta.state.pending_plan, None);
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let plan = record.routing.plan.unwrap();
+    assert_eq!(plan.continued, ["receipt"]);
+    assert_eq!(record.consulted.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifty_dispatches_run_within_the_turns_budget_and_the_rest_waits() {
+    let step: String = (0..50)
+        .map(|i| dispatch(&format!("n{i}"), POINTS, ""))
+        .collect();
+    let workers: String = (0..50)
+        .map(|i| node(&format!("n{i}"), POINTS, "{}", "Counted."))
+        .collect();
+    let script = format!("{}{workers}", planner(&step));
+    let rig = rig("", &script);
+    let (episode, events) = run(&rig, request("count my points fifty times", None, "t1")).await;
+    let ran = events
+        .iter()
+        .filter(|e| e.event.name() == "node_start")
+        .count();
+    assert_eq!(ran, 8, "the default limit of sub-agents per turn");
+    let waiting = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, baton_core::events::Event::NodeEnd { status, .. }
+                if *status == baton_core::plan::NodeStatus::NotRun)
+        })
+        .count();
+    assert_eq!(waiting, 42);
+    assert!(answer(&events).ends_with("Would you like me to continue?"));
+    let meta = rig.store.episode(&alice(), &episode).await.unwrap();
+    assert_eq!(meta.state.pending_plan.unwrap().nodes.len(), 42);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_looping_a_slow_and_a_garbled_sub_agent_are_each_bounded() {
+    let step = format!(
+        "{}{}{}{}",
+        dispatch("looper", POINTS, ""),
+        dispatch("sleeper", POINTS, ""),
+        dispatch("garbler", POINTS, ""),
+        dispatch("after", POINTS, "sleeper")
+    );
+    let faulty = r#"
+  looper:
+    - tool_calls: [{ name: use_skill, args: { skill: rewards.points_balance, arguments: {} } }]
+  sleeper:
+    - delay_ms: 600000
+      text: ["too late"]
+  garbler:
+    - error: malformed
+"#;
+    let script = format!("{}{faulty}{}", planner(&step), nodes(&["after"]));
+    let rig = rig("", &script);
+    let (episode, events) = run(&rig, request("points, carefully", None, "t1")).await;
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let plan = record.routing.plan.unwrap();
+    let status = |id: &str| {
+        plan.outcomes
+            .iter()
+            .find(|o| o.id == id)
+            .map(|o| (o.status.as_str(), o.tool_calls))
+            .unwrap()
+    };
+    assert_eq!(
+        status("looper"),
+        ("failed", 5),
+        "stopped at its tool-call limit"
+    );
+    assert_eq!(status("sleeper"), ("timeout", 0));
+    assert_eq!(status("garbler"), ("failed", 0));
+    assert_eq!(status("after"), ("skipped", 0));
+    assert!(
+        record
+            .routing
+            .guards
+            .iter()
+            .any(|g| g.guard.as_str() == "subagent_tool_limit"),
+        "{:?}",
+        record.routing.guards
+    );
+    let said = answer(&events);
+    assert!(said.contains("the whole picture."), "{said}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_from_memory_is_sent_back_once_with_a_forced_tool() {
+    let script = format!(
+        r#"
+agents:
+  planner:
+    - when: {{ purpose: route, after_tool_results: false }}
+      once: true
+      text: ["You have about a million points."]
+    - when: {{ purpose: route }}
+      tool_calls:
+{}
+    - when: {{ purpose: compose }}
+      text: ["You have 1200 points."]
+{}"#,
+        dispatch("balance", POINTS, ""),
+        nodes(&["balance"])
+    );
+    let rig = rig("", &script);
+    let (_, events) = run(&rig, request("what is my points balance", None, "t1")).await;
+    let said = answer(&events);
+    assert_eq!(said, "You have 1200 points.", "the guess is never shown");
+    let second = rig
+        .model
+        .requests()
+        .into_iter()
+        .filter(|r| &*r.agent_id == "planner")
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        second.tool_choice,
+        baton_core::ports::model::ToolChoice::Any
+    );
+}
+
+#[path = "../shared/planner_resume.rs"]
+mod planner_resume;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
+    for cut in [1, 2] {
+        let store = std::sync::Arc::new(baton_testkit::memory_store::MemoryStore::new());
+        planner_resume::cut_after_wave_and_resume(store, cut).await;
+    }
+}
