@@ -58,8 +58,11 @@ step "template checks"
 
 step "evals: the shipped suite against its baseline (offline model)"
 cargo run --locked -q -p baton-cli -- eval --baseline >/dev/null
+cargo run --locked -q -p baton-cli -- --orchestrator planner eval --baseline >/dev/null
 
 step "benchmark smoke run"
 cargo run --locked -q -p baton-bench -- --smoke
 # Memory over a (short) long conversation, in memory only: no DynamoDB Local.
 cargo run --locked -q -p baton-bench -- --memory --smoke >/dev/null
+# Planning: per node, per wave, a diamond against its critical path, routing beside it.
+cargo run --locked -q -p baton-bench -- --planner --smoke >/dev/null

@@ -196,7 +196,7 @@ impl EvalRunner {
             Some("end-to-end") => &self.end_to_end,
             Some(other) => return Err(format!("mode {other:?}: use routing or end-to-end").into()),
         };
-        let mut suites = read_suites(&self.registry, &specialists(runtime))?;
+        let mut suites = read_suites(&self.registry, &runtime.entry().id, &specialists(runtime))?;
         if let Some(name) = &request.suite {
             suites.retain(|s| &s.name == name);
             if suites.is_empty() {

@@ -20,6 +20,7 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod inproc;
 mod local_model;
 mod memory;
+mod planner;
 mod report;
 mod serve_load;
 mod stats;
@@ -94,6 +95,10 @@ struct Args {
         requires = "local_model"
     )]
     local_model_id: String,
+    /// Measure planning instead: the engine's cost per planned node and per wave, a
+    /// diamond against its critical path, and one request by routing and by the planner.
+    #[arg(long)]
+    planner: bool,
     /// Rounds of the `--local-model` comparison.
     #[arg(long, default_value_t = 20, requires = "local_model")]
     rounds: usize,
@@ -120,6 +125,15 @@ fn main() -> anyhow::Result<()> {
             })
             .context("the local-model benchmark stopped")??;
         return finish(&args, &results, local_model::table(&results), started);
+    }
+    if args.planner {
+        let (smoke, turns, reps) = (args.smoke, args.turns, args.reps);
+        let results = rt
+            .block_on(async move {
+                tokio::spawn(async move { planner::run(smoke, turns, reps).await }).await
+            })
+            .context("the planner benchmark stopped")??;
+        return finish(&args, &results, planner::table(&results), started);
     }
     if args.memory {
         let task_args = args.clone();

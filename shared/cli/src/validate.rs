@@ -35,7 +35,7 @@ pub(crate) async fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Res
         .map(|o| o.sub_agents.iter().map(|s| s.to_string()).collect())
         .unwrap_or_default();
     let missing = if root.join("evals").is_dir() {
-        let suites = eval::load_suites(&eval::suite_files(root)?, &specialists)?;
+        let suites = eval::load_suites(&eval::suite_files(root)?, &entry.id, &specialists)?;
         coverage(&suites, &specialists)
     } else {
         vec![format!(

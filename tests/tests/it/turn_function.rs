@@ -59,6 +59,11 @@ struct Rig {
 
 impl Rig {
     async fn new(bedrock: FakeBedrock) -> Rig {
+        Rig::with(bedrock, &[]).await
+    }
+
+    /// A rig whose function also reads `more` variables.
+    async fn with(bedrock: FakeBedrock, more: &[(&str, &str)]) -> Rig {
         let db = DynamoDbLocal::connect().await;
         let table = db.fresh_table().await;
         let s3 = InProcessS3::start();
@@ -84,6 +89,10 @@ impl Rig {
             ("BATON_BUCKET", BUCKET.to_owned()),
             ("BATON_REGISTRY", registry_dir().display().to_string()),
         ]);
+        let mut vars = vars;
+        for (k, v) in more {
+            vars.insert(k, (*v).to_owned());
+        }
         let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
         let function = baton_turn::init_with(&config, &clients, Arc::new(LambdaPrincipal))
             .await
@@ -593,4 +602,96 @@ async fn a_token_without_a_sub_is_refused_before_any_work() {
     assert_eq!(body["error"]["code"], "unauthorized", "{body}");
     assert_eq!(rig.counter.snapshot().since(&before).total(), 0);
     assert_eq!(rig.bedrock.request_count(), 0);
+}
+
+/// The shipped planner as the function's entry (`BATON_ORCHESTRATOR=planner`): a chain of
+/// two planned sub-agents on Bedrock, each seeing only `use_skill` with its one skill, the
+/// plan streamed and committed to DynamoDB.
+#[tokio::test]
+async fn a_planned_turn_runs_its_waves_on_bedrock_and_commits_the_plan() {
+    let fake = FakeBedrock::with_handler(|r| {
+        if r.offers_tool("dispatch_agent") {
+            if !r.last_has_tool_results() {
+                return Reply::tool_uses([
+                    ToolCall::new(
+                        "tu-1",
+                        "dispatch_agent",
+                        json!({"agent_id": "receipts", "mission": "find receipts that did not scan", "skills": ["support.lookup_receipts"]}),
+                    ),
+                    ToolCall::new(
+                        "tu-2",
+                        "dispatch_agent",
+                        json!({"agent_id": "fixes", "mission": "find how to fix them", "skills": ["support.search_help_articles"], "depends_on": ["receipts"]}),
+                    ),
+                ]);
+            }
+            return Reply::text("One receipt was too blurry; rescan it flat in good light.");
+        }
+        if r.offers_tool("use_skill") {
+            let Some(skill) = r
+                .tool_schema("use_skill")
+                .and_then(|s| s.pointer("/properties/skill/enum/0"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
+                return Reply::validation_error("use_skill has no skill");
+            };
+            if !r.last_has_tool_results() {
+                return Reply::tool_use("tu-s", "use_skill", json!({"skill": skill, "arguments": {"query": "blurry"}}));
+            }
+            return Reply::text(&format!("{skill} answered."));
+        }
+        Reply::validation_error("the fake does not know this caller")
+    })
+    .await
+    .unwrap();
+    let rig = Rig::with(fake, &[("BATON_ORCHESTRATOR", "planner")]).await;
+    let (body, _) = rig
+        .invoke("show my receipts that didn't scan, then how to fix them")
+        .await;
+    let names = names(&body);
+    for expected in [
+        "plan",
+        "node_start",
+        "node_end",
+        "agents_consulted",
+        "completed",
+    ] {
+        assert!(names.iter().any(|n| n == expected), "{expected}: {body}");
+    }
+    assert!(
+        text(&body).ends_with("rescan it flat in good light."),
+        "{body}"
+    );
+    assert_eq!(
+        consulted(&body),
+        vec![
+            ("receipts".to_owned(), "ok".to_owned()),
+            ("fixes".to_owned(), "ok".to_owned())
+        ]
+    );
+    // The planner twice, each sub-agent twice.
+    assert_eq!(rig.bedrock.request_count(), 6);
+    let fixes = rig
+        .bedrock
+        .requests()
+        .into_iter()
+        .filter(|r| r.offers_tool("use_skill"))
+        .find(|r| r.system_text().contains("<results_from_prior_agents>"))
+        .expect("the dependent got its input");
+    assert!(
+        fixes
+            .system_text()
+            .contains("support.lookup_receipts answered.")
+    );
+    let turns = rig.turns_of(&episode(&body)).await;
+    let plan = turns[0]
+        .routing
+        .plan
+        .as_ref()
+        .expect("the plan is recorded");
+    assert_eq!(
+        plan.waves(),
+        [vec!["receipts".to_owned()], vec!["fixes".to_owned()]]
+    );
 }

@@ -35,7 +35,7 @@ pub(super) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         } else {
             args.suites.clone()
         };
-        let suites = super::load_suites(&files, &specialists)?;
+        let suites = super::load_suites(&files, &assembled.runtime.entry().id, &specialists)?;
         let mut runs = Vec::new();
         for suite in &suites {
             eprintln!("running {} with {name} …", suite.name);

@@ -52,7 +52,7 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     } else {
         args.suites.clone()
     };
-    let suites = load_suites(&files, &specialists)?;
+    let suites = load_suites(&files, &runtime.entry().id, &specialists)?;
     let mut runs = Vec::new();
     for suite in &suites {
         let mut first = run_suite(&runtime, &assembled.store, suite, args.concurrency).await;
@@ -86,7 +86,11 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         .clone()
         .unwrap_or_else(|| settings.registry.join("evals").join("baseline.json"));
     if args.update_baseline {
-        let mut baseline = Baseline::default();
+        // The suites of this run replace theirs; another orchestrator's stay as they were.
+        let mut baseline: Baseline = std::fs::read_to_string(&baseline_file)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
         for run in &runs {
             baseline.suites.insert(
                 run.suite.clone(),
@@ -153,9 +157,10 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
 /// An unreadable file, or every problem of the malformed ones.
 pub(crate) fn load_suites(
     files: &[PathBuf],
+    entry: &str,
     specialists: &BTreeSet<String>,
 ) -> anyhow::Result<Vec<Suite>> {
-    baton_runtime::eval::read_suite_files(files, specialists).map_err(|e| anyhow!(e))
+    baton_runtime::eval::read_suite_files(files, entry, specialists).map_err(|e| anyhow!(e))
 }
 
 /// The registry's `evals/*.yaml`, sorted.
@@ -195,13 +200,19 @@ fn report(suite: &Suite, run: &SuiteRun) -> String {
         m.errored,
         run.duration_ms
     );
-    let _ = writeln!(
-        out,
-        "Routing accuracy {} ({}/{})",
-        percent(m.routing.accuracy),
-        m.routing.routed,
-        m.routing.cases
-    );
+    if let Some(rate) = m.plan_rate {
+        let _ = writeln!(out, "Plans as expected {}", percent(rate));
+    }
+    // A planner's suite routes to no specialist: no routing figure to show.
+    if m.routing.cases > 0 || m.plan_rate.is_none() {
+        let _ = writeln!(
+            out,
+            "Routing accuracy {} ({}/{})",
+            percent(m.routing.accuracy),
+            m.routing.routed,
+            m.routing.cases
+        );
+    }
     for (tag, f) in &m.by_tag {
         let _ = writeln!(
             out,

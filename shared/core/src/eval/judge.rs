@@ -59,6 +59,21 @@ pub fn judge(case: &Case, observed: Observation) -> CaseResult {
         reasons.extend(failures);
         ok
     });
+    let plan_ok = case.expect.plan.as_ref().map(|plan| {
+        let ok = same_waves(&plan.waves, &observed.plan);
+        if !ok {
+            reasons.push(format!(
+                "plan: expected {}, planned {}",
+                describe_waves(&plan.waves),
+                if observed.plan.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    describe_waves(&observed.plan)
+                }
+            ));
+        }
+        ok
+    });
     let verdict = if reasons.is_empty() {
         Verdict::Passed
     } else {
@@ -72,6 +87,7 @@ pub fn judge(case: &Case, observed: Observation) -> CaseResult {
         args_ok,
         answer_ok,
         trust_ok,
+        plan_ok,
         verdict,
         observed: Some(observed),
     }
@@ -220,4 +236,26 @@ fn trust_failures(expect: &TrustExpect, observed: &Observation) -> Vec<String> {
         }
     }
     out
+}
+
+/// The same waves in the same order, each with the same sub-agents in any order.
+fn same_waves(expected: &[Vec<String>], observed: &[Vec<String>]) -> bool {
+    expected.len() == observed.len()
+        && expected.iter().zip(observed).all(|(e, o)| {
+            let mut e = e.clone();
+            let mut o = o.clone();
+            e.sort();
+            o.sort();
+            e == o
+        })
+}
+
+/// `wave 1: a, b · wave 2: c`.
+fn describe_waves(waves: &[Vec<String>]) -> String {
+    waves
+        .iter()
+        .enumerate()
+        .map(|(i, w)| format!("wave {}: {}", i + 1, w.join(", ")))
+        .collect::<Vec<_>>()
+        .join(" · ")
 }

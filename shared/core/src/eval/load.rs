@@ -26,6 +26,8 @@ struct RawSuite {
     #[serde(default)]
     suite: Option<String>,
     #[serde(default)]
+    orchestrator: Option<String>,
+    #[serde(default)]
     thresholds: Thresholds,
     cases: Vec<Case>,
 }
@@ -40,7 +42,31 @@ pub fn load_suite(
     text: &str,
     specialists: &BTreeSet<String>,
 ) -> Result<Suite, Vec<EvalLoadError>> {
-    let raw: RawSuite = serde_norway::from_str(text).map_err(|e| {
+    check(file, parse(file, text)?, specialists)
+}
+
+/// As [`load_suite`], for the orchestrator `entry`: a suite that names another
+/// orchestrator (`orchestrator:`) is not for it, `None`, and is not checked against its
+/// specialists.
+///
+/// # Errors
+/// As [`load_suite`].
+pub fn load_suite_for(
+    file: &str,
+    text: &str,
+    entry: &str,
+    specialists: &BTreeSet<String>,
+) -> Result<Option<Suite>, Vec<EvalLoadError>> {
+    let raw = parse(file, text)?;
+    if raw.orchestrator.as_deref().is_some_and(|o| o != entry) {
+        return Ok(None);
+    }
+    check(file, raw, specialists).map(Some)
+}
+
+/// The file as written; a file that does not parse gives one problem, at its line.
+fn parse(file: &str, text: &str) -> Result<RawSuite, Vec<EvalLoadError>> {
+    serde_norway::from_str(text).map_err(|e| {
         let line = e.location().map(|l| l.line());
         // serde_norway prefixes the path it was at: `cases[2].expect: unknown field …`.
         let message = e.to_string();
@@ -54,7 +80,15 @@ pub fn load_suite(
             field,
             problem,
         }]
-    })?;
+    })
+}
+
+/// Every case's references, checked against `specialists`.
+fn check(
+    file: &str,
+    raw: RawSuite,
+    specialists: &BTreeSet<String>,
+) -> Result<Suite, Vec<EvalLoadError>> {
     let mut problems = Vec::new();
     let mut add = |field: String, problem: String| {
         problems.push(EvalLoadError {
@@ -98,6 +132,29 @@ pub fn load_suite(
         }
         for id in case.expect.args.keys() {
             known(at(&format!(".expect.args.{id}")), id);
+        }
+        for (w, wave) in case
+            .expect
+            .plan
+            .iter()
+            .flat_map(|p| p.waves.iter().enumerate())
+        {
+            if wave.is_empty() {
+                add(
+                    at(&format!(".expect.plan.waves[{w}]")),
+                    "a wave has at least one sub-agent".into(),
+                );
+            }
+            for node in wave {
+                if node.split('+').any(|skill| !skill.contains('.')) {
+                    add(
+                        at(&format!(".expect.plan.waves[{w}]")),
+                        format!(
+                            "{node:?} is not a skill name (<domain>.<skill>, several joined by +)"
+                        ),
+                    );
+                }
+            }
         }
         if let Some(Err(e)) = case
             .expect
@@ -146,6 +203,7 @@ pub fn load_suite(
     });
     Ok(Suite {
         name,
+        orchestrator: raw.orchestrator,
         file: file.to_owned(),
         cases: raw.cases,
         thresholds: raw.thresholds,

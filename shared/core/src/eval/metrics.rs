@@ -75,6 +75,9 @@ pub struct Metrics {
     pub args_rate: Option<f64>,
     /// Answer expectations that held.
     pub answer_rate: Option<f64>,
+    /// Plan expectations that held (a planner's suite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_rate: Option<f64>,
     /// Failsafe re-asks, dropped calls and forced obligations, summed.
     pub failsafe_reasks: u64,
     /// Calls dropped.
@@ -229,6 +232,9 @@ pub fn metrics(cases: &[Case], results: &[CaseResult], specialists: &BTreeSet<St
     m.mixed_recall = (mixed_expected > 0).then(|| ratio(mixed_found, mixed_expected));
     m.args_rate = (args_n > 0).then(|| ratio(args_ok, args_n));
     m.answer_rate = (answer_n > 0).then(|| ratio(answer_ok, answer_n));
+    let plans: Vec<bool> = results.iter().filter_map(|r| r.plan_ok).collect();
+    m.plan_rate =
+        (!plans.is_empty()).then(|| ratio(plans.iter().filter(|ok| **ok).count(), plans.len()));
     latencies.sort_unstable();
     let pct = |p: f64| -> u64 {
         if latencies.is_empty() {

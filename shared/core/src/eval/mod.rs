@@ -26,7 +26,7 @@ pub use baseline::{Baseline, SWITCH_PAIR_FLOOR, SuiteBaseline, gate};
 pub use capture::capture;
 pub use coverage::{MIN_SINGLE_CASES, coverage};
 pub use judge::judge;
-pub use load::{EvalLoadError, load_suite};
+pub use load::{EvalLoadError, load_suite, load_suite_for};
 pub use metrics::{Confusion, Metrics, NOBODY, SpecialistFigures, TagFigures, metrics};
 pub use repeat::{CaseStability, Repeated, Stability, repeated};
 
@@ -35,6 +35,8 @@ pub use repeat::{CaseStability, Repeated, Stability, repeated};
 pub struct Suite {
     /// Its name (the file's stem unless it names itself).
     pub name: String,
+    /// The orchestrator it is for; `None`: whichever is the entry.
+    pub orchestrator: Option<String>,
     /// The file it came from.
     pub file: String,
     /// Its cases, in file order.
@@ -136,6 +138,18 @@ pub struct Expect {
     /// The trust layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<TrustExpect>,
+    /// A planner's plan (D-16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanExpect>,
+}
+
+/// The plan a planner's case expects: its waves, in order, each the sub-agents that run in
+/// it (in any order), each written as its skills (several joined by `+`, sorted).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanExpect {
+    /// The waves.
+    pub waves: Vec<Vec<String>>,
 }
 
 /// Checks on the trust layers (docs/trust.md).
@@ -236,6 +250,10 @@ pub struct Observation {
     /// Values the privacy guard masked in the answer.
     #[serde(default)]
     pub masked: u32,
+    /// A planner's waves, each its sub-agents as their skills (joined by `+`), in dispatch
+    /// order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<Vec<String>>,
     /// Re-asks by the intent-count failsafe.
     pub failsafe_reasks: u32,
     /// Calls dropped by the guards or the caps.
@@ -286,6 +304,9 @@ pub struct CaseResult {
     /// Whether the trust expectation held.
     #[serde(default)]
     pub trust_ok: Option<bool>,
+    /// Whether the plan expectation held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_ok: Option<bool>,
     /// How it did.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -304,6 +325,7 @@ impl CaseResult {
             args_ok: None,
             answer_ok: None,
             trust_ok: None,
+            plan_ok: None,
             verdict: Verdict::Errored {
                 error: error.into(),
             },

@@ -405,3 +405,79 @@ fn a_suites_thresholds_and_a_json_schema_are_checked() {
     .unwrap_err();
     assert_eq!(bad[0].field, "thresholds.specialists.chef");
 }
+
+const PLANNER_SUITE: &str = r#"
+orchestrator: planner
+cases:
+  - id: chain
+    turn: receipts, then help
+    expect:
+      plan: { waves: [[support.lookup_receipts], [support.search_help_articles]] }
+  - id: wide
+    turn: points and deals
+    expect:
+      plan: { waves: [[rewards.balance, shop.offers]] }
+"#;
+
+#[test]
+fn a_suite_for_another_orchestrator_is_left_out_and_its_own_is_checked() {
+    let none = BTreeSet::new();
+    assert_eq!(
+        load_suite_for(
+            "evals/planner.yaml",
+            PLANNER_SUITE,
+            "orchestrator",
+            &specialists()
+        ),
+        Ok(None)
+    );
+    let suite = load_suite_for("evals/planner.yaml", PLANNER_SUITE, "planner", &none)
+        .unwrap()
+        .unwrap();
+    assert_eq!(suite.orchestrator.as_deref(), Some("planner"));
+    let bad = PLANNER_SUITE.replace("shop.offers", "offers");
+    let errors = load_suite_for("evals/planner.yaml", &bad, "planner", &none).unwrap_err();
+    assert!(
+        errors[0]
+            .to_string()
+            .contains("\"offers\" is not a skill name"),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn a_plan_matches_wave_by_wave_in_any_order_within_a_wave() {
+    let suite = load_suite_for(
+        "evals/planner.yaml",
+        PLANNER_SUITE,
+        "planner",
+        &BTreeSet::new(),
+    )
+    .unwrap()
+    .unwrap();
+    let planned = |waves: &[&[&str]]| Observation {
+        plan: waves
+            .iter()
+            .map(|w| w.iter().map(|s| (*s).to_owned()).collect())
+            .collect(),
+        ..Observation::default()
+    };
+    let wide = &suite.cases[1];
+    let ok = judge(wide, planned(&[&["shop.offers", "rewards.balance"]]));
+    assert_eq!((ok.plan_ok, &ok.verdict), (Some(true), &Verdict::Passed));
+    let serial = judge(wide, planned(&[&["rewards.balance"], &["shop.offers"]]));
+    assert_eq!(serial.plan_ok, Some(false));
+    let Verdict::Failed { reasons } = serial.verdict else {
+        panic!("a serial plan is not the parallel one");
+    };
+    assert_eq!(
+        reasons,
+        [
+            "plan: expected wave 1: rewards.balance, shop.offers, planned wave 1: rewards.balance · wave 2: shop.offers"
+        ]
+    );
+    let results = [ok.clone(), judge(wide, planned(&[]))];
+    let m = metrics(&suite.cases[1..], &results[..1], &BTreeSet::new());
+    assert_eq!(m.plan_rate, Some(1.0));
+    assert_eq!(m.routing.cases, 0);
+}

@@ -152,6 +152,19 @@ pub async fn run_case(
     )
 }
 
+/// A planner's waves as a case writes them: each node as its skills, joined by `+`.
+fn plan_waves(plan: &baton_core::plan::PlanRecord) -> Vec<Vec<String>> {
+    plan.waves()
+        .iter()
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| plan.nodes.iter().find(|n| &n.id == id))
+                .map(|n| n.skills.join("+"))
+                .collect()
+        })
+        .collect()
+}
+
 /// What the turn did, from its record.
 fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Observation {
     let r: &RoutingRecord = &record.routing;
@@ -166,6 +179,7 @@ fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Obse
         direct_line,
         obligations_met: r.obligations.iter().map(|o| o.agent_id.clone()).collect(),
         masked: record.privacy.total,
+        plan: r.plan.as_ref().map(plan_waves).unwrap_or_default(),
         args: r
             .calls
             .iter()
@@ -270,13 +284,14 @@ pub fn percent(x: f64) -> String {
 
 pub use baton_core::cost::display_usd as money;
 
-/// The suites under a registry's `evals/` (`*.yaml`, sorted), checked against
-/// `specialists`.
+/// The suites under a registry's `evals/` (`*.yaml`, sorted) for the orchestrator `entry`
+/// (those naming another orchestrator are left out), checked against `specialists`.
 ///
 /// # Errors
 /// No suite, an unreadable file, or every problem of the malformed ones, in plain words.
 pub fn read_suites(
     registry: &std::path::Path,
+    entry: &str,
     specialists: &BTreeSet<String>,
 ) -> Result<Vec<Suite>, String> {
     let dir = registry.join("evals");
@@ -290,15 +305,16 @@ pub fn read_suites(
     if files.is_empty() {
         return Err(format!("no suites (*.yaml) in {}", dir.display()));
     }
-    read_suite_files(&files, specialists)
+    read_suite_files(&files, entry, specialists)
 }
 
-/// The suites in `files`, checked against `specialists`.
+/// The suites in `files` for the orchestrator `entry`, checked against `specialists`.
 ///
 /// # Errors
 /// An unreadable file, or every problem of the malformed ones.
 pub fn read_suite_files(
     files: &[std::path::PathBuf],
+    entry: &str,
     specialists: &BTreeSet<String>,
 ) -> Result<Vec<Suite>, String> {
     let mut suites = Vec::new();
@@ -306,12 +322,23 @@ pub fn read_suite_files(
     for file in files {
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("reading the suite {}: {e}", file.display()))?;
-        match baton_core::eval::load_suite(&file.display().to_string(), &text, specialists) {
-            Ok(s) => suites.push(s),
+        match baton_core::eval::load_suite_for(
+            &file.display().to_string(),
+            &text,
+            entry,
+            specialists,
+        ) {
+            Ok(Some(s)) => suites.push(s),
+            // A suite of another orchestrator.
+            Ok(None) => {}
             Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
         }
     }
-    if problems.is_empty() {
+    if problems.is_empty() && suites.is_empty() {
+        Err(format!(
+            "none of the suites is for the orchestrator {entry} (a suite's `orchestrator:` names the one it is for)"
+        ))
+    } else if problems.is_empty() {
         Ok(suites)
     } else {
         Err(format!(

@@ -515,3 +515,65 @@ async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
         planner_resume::cut_after_wave_and_resume(store, cut).await;
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_skill_whose_tool_keeps_failing_has_its_circuit_opened_for_every_sub_agent() {
+    let step = format!(
+        "{}{}",
+        dispatch("first", "rewards.down_points", ""),
+        dispatch("second", "rewards.down_points", "")
+    );
+    let caller = |id: &str| {
+        format!(
+            r#"
+  {id}:
+    - when: {{ after_tool_results: false }}
+      tool_calls: [{{ name: use_skill, args: {{ skill: rewards.down_points, arguments: {{}} }} }}]
+    - when: {{ after_tool_results: true }}
+      text: ["The balance service is down."]
+"#
+        )
+    };
+    let script = format!("{}{}{}", planner(&step), caller("first"), caller("second"));
+    let setup = TestRegistry {
+        rewards_tool: "down_points",
+        ..TestRegistry::default()
+    }
+    .file(
+        "agents/planner.yaml",
+        format!("{PLANNER}turn_limits: {{ breaker_failures: 1 }}\n"),
+    )
+    .file("blocks/worker.md", WORKER);
+    let rig = make_rig_with(
+        &setup,
+        &script,
+        RuntimeConfig {
+            orchestrator: Some("planner".into()),
+            ..RuntimeConfig::default()
+        },
+    );
+    let (episode, _) = run(&rig, request("my balance twice", None, "t1")).await;
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    let breakers: Vec<_> = record
+        .routing
+        .guards
+        .iter()
+        .filter(|g| g.guard.as_str() == "breaker")
+        .collect();
+    assert_eq!(
+        breakers.len(),
+        1,
+        "the second call found the circuit open: {:?}",
+        record.routing.guards
+    );
+    let plan = record.routing.plan.unwrap();
+    assert!(
+        plan.outcomes.iter().all(|o| o.status.as_str() == "failed"),
+        "{plan:?}"
+    );
+}

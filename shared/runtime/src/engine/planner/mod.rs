@@ -186,7 +186,7 @@ async fn plan(ctx: &TurnCtx, planner: &Arc<Planner>, run: &mut PlanRun, work: &m
         }
         sink.release().await;
         step::run(ctx, planner, run, reply, work).await;
-        if over_limit(ctx) {
+        if over_limit(ctx) || (ctx.inner.config.routing_only && !run.nodes.is_empty()) {
             return;
         }
     }

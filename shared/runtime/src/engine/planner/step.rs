@@ -95,6 +95,10 @@ async fn dispatch(
         }
         run.pending.extend(wait);
     }
+    if ctx.inner.config.routing_only {
+        // Evals of the plan only: it is recorded; nobody runs.
+        return None;
+    }
     let step = Step {
         text: reply.text.clone(),
         calls: reply.calls.iter().map(step_call).collect(),
