@@ -13,7 +13,7 @@ mod scenario;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
-    for cut in [1, 2] {
+    for cut in [1, 2, 3] {
         let journal = LocalJournal::start().await;
         let store: Arc<dyn Store> = Arc::new(journal.store.clone());
         scenario::cut_after_wave_and_resume(store, cut).await;

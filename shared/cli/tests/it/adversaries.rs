@@ -340,3 +340,116 @@ agents:
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(header(&head, "x-baton-episode-id"), Some(episode.as_str()));
 }
+
+/// A planned turn whose process is killed (SIGKILL) while its second wave runs: sent again
+/// with the same turn id after a restart on the same data, it goes on from its checkpoint.
+/// The first wave's sub-agent does not run again (no start, no tool call); the second
+/// wave's does, and the turn commits once, recording where it resumed.
+#[test]
+fn a_planned_turn_killed_in_its_second_wave_resumes_without_rerunning_the_first() {
+    let sandbox = Sandbox::new();
+    let script = |hang: bool| {
+        format!(
+            r#"
+agents:
+  planner:
+    - when: {{ purpose: route }}
+      tool_calls:
+        - {{ name: dispatch_agent, args: {{ agent_id: receipts, mission: "find receipts that did not scan", skills: [support.lookup_receipts] }} }}
+        - {{ name: dispatch_agent, args: {{ agent_id: fixes, mission: "find how to fix them", skills: [support.search_help_articles], depends_on: [receipts] }} }}
+    - when: {{ purpose: compose }}
+      text: ["Rescan the blurry receipt in good light."]
+  receipts:
+    - when: {{ after_tool_results: false }}
+      tool_calls: [{{ name: use_skill, args: {{ skill: support.lookup_receipts, arguments: {{ query: "didn't scan" }} }} }}]
+    - when: {{ after_tool_results: true }}
+      text: ["R-20427 was too blurry."]
+  fixes:
+    - when: {{ after_tool_results: false }}
+      delay_ms: {}
+      tool_calls: [{{ name: use_skill, args: {{ skill: support.search_help_articles, arguments: {{ query: "blurry" }} }} }}]
+    - when: {{ after_tool_results: true }}
+      text: ["Lay it flat in good light."]
+"#,
+            if hang { 600_000 } else { 0 }
+        )
+    };
+    let model = sandbox.script(&script(true));
+    let args = [
+        "--orchestrator",
+        "planner",
+        "--registry",
+        registry(),
+        "--model",
+        &model,
+    ];
+    // `--orchestrator` is a global option: it goes before `serve`.
+    let serve = |sandbox: &Sandbox| {
+        let mut command = sandbox.baton();
+        command.args(&args[..2]);
+        Serving::spawn(command, &args[2..], &[])
+    };
+    let body = r#"{"message":"my receipts that didn't scan, then how to fix them","turn_id":"t-plan-crash"}"#;
+
+    let first = serve(&sandbox);
+    let mut stream = connect(&first.addr, Duration::from_secs(30));
+    write!(
+        stream,
+        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    // The second wave starts only after the first one's checkpoint is saved.
+    let mut seen = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let started = Instant::now();
+    while !String::from_utf8_lossy(&seen).contains(r#""type":"node_start","node":"fixes""#) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{}",
+            String::from_utf8_lossy(&seen)
+        );
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(
+            n > 0,
+            "the stream ended: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&chunk[..n]);
+    }
+    first.kill();
+
+    sandbox.script(&script(false));
+    let second = serve(&sandbox);
+    let answer = second.turn("local-user", body);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("event: completed"), "{answer}");
+    assert!(
+        answer.contains(r#""text":"Rescan the blurry receipt in good "#),
+        "{answer}"
+    );
+    // Only the second wave and the answer asked the model: 3 calls, none for `receipts`.
+    assert!(answer.contains(r#""calls":3,"#), "{answer}");
+    assert!(
+        !answer.contains(r#""type":"node_start","node":"receipts""#)
+            && !answer.contains(r#""agent":"receipts""#),
+        "the first wave ran again: {answer}"
+    );
+    assert!(
+        answer.contains(r#""type":"node_start","node":"fixes""#),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(r#""type":"node_end","node":"receipts","wave":1,"status":"completed""#),
+        "the finished node is shown as it ended: {answer}"
+    );
+    let episode = header(&answer, "x-baton-episode-id").unwrap().to_owned();
+    drop(second);
+    let replay = sandbox.run(&["replay", "--registry", registry(), &episode]);
+    assert!(
+        replay
+            .stdout
+            .contains("resumed after wave 1 from a checkpoint"),
+        "{replay:?}"
+    );
+}

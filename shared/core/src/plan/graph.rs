@@ -254,12 +254,7 @@ fn unknown_skill(skill: &str, catalog: &SkillCatalog) -> String {
         ),
         None => format!(
             "there is no skill {skill:?}; skills are named <domain>.<skill>, and the domains are {}",
-            catalog
-                .domains
-                .iter()
-                .map(|d| &*d.id)
-                .collect::<Vec<_>>()
-                .join(", ")
+            catalog.domain_list()
         ),
     }
 }

@@ -88,12 +88,7 @@ pub fn skill_document(catalog: &SkillCatalog, domain: &str) -> Result<Value, Str
     let Some(d) = catalog.domain(domain.trim()) else {
         return Err(format!(
             "There is no domain {domain:?}. The domains are {}.",
-            catalog
-                .domains
-                .iter()
-                .map(|d| &*d.id)
-                .collect::<Vec<_>>()
-                .join(", ")
+            catalog.domain_list()
         ));
     };
     let skills: Vec<Value> = d

@@ -214,6 +214,15 @@ impl SkillCatalog {
     pub fn skills(&self) -> impl Iterator<Item = &Arc<Skill>> {
         self.domains.iter().flat_map(|d| d.skills.iter())
     }
+
+    /// The domains' ids, comma-separated: what a message naming a wrong one lists.
+    pub fn domain_list(&self) -> String {
+        self.domains
+            .iter()
+            .map(|d| &*d.id)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A planner's settings (the card's `skills` and `planner` sections).

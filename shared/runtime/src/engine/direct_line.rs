@@ -60,8 +60,12 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
         .and_then(|id| ctx.inner.registry.agent(id).cloned());
     if sticky.is_none() {
         state.direct_line = None;
-        // Most messages hold no prefix at all: nothing to parse, nothing to allocate.
-        if !policy.enabled || !ctx.user_text.contains(policy.prefix.as_str()) {
+        // Most messages hold no prefix at all: nothing to parse, nothing to allocate. An
+        // orchestrator without fixed specialists (a planner) has nobody to address.
+        if !policy.enabled
+            || o.sub_agents.is_empty()
+            || !ctx.user_text.contains(policy.prefix.as_str())
+        {
             return Decision::Route { unescaped: None };
         }
     }

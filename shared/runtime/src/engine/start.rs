@@ -74,6 +74,12 @@ pub(crate) async fn start(
         .filter(|id| !subs.iter().any(|s| &**s == id.as_str()))
         .map(String::as_str)
         .collect();
+    if !unknown.is_empty() && subs.is_empty() {
+        return Err(TurnRejection::new(
+            RejectionKind::Invalid,
+            "This assistant plans its work from skills and has no fixed specialists to consult; send the message without must-consult.",
+        ));
+    }
     if !unknown.is_empty() {
         let known: Vec<&str> = subs.iter().map(|s| &**s).collect();
         return Err(TurnRejection::new(

@@ -22,21 +22,23 @@ planner:
 
 const WORKER: &str = "---\nowner: platform\ncategory: instructions\nrequired: false\n---\nDo your mission with your skills, then say briefly what you found.\n";
 
-fn registry(turn_limits: &str) -> TestRegistry {
-    TestRegistry::default()
+/// `setup` with the planner (its card ending in `turn_limits`) as the entry.
+fn rig_over(setup: TestRegistry, turn_limits: &str, script: &str) -> Rig {
+    let setup = setup
         .file("agents/planner.yaml", format!("{PLANNER}{turn_limits}"))
-        .file("blocks/worker.md", WORKER)
-}
-
-fn rig(turn_limits: &str, script: &str) -> Rig {
+        .file("blocks/worker.md", WORKER);
     make_rig_with(
-        &registry(turn_limits),
+        &setup,
         script,
         RuntimeConfig {
             orchestrator: Some("planner".into()),
             ..RuntimeConfig::default()
         },
     )
+}
+
+fn rig(turn_limits: &str, script: &str) -> Rig {
+    rig_over(TestRegistry::default(), turn_limits, script)
 }
 
 /// A node that calls one skill, then answers.
@@ -510,7 +512,7 @@ mod planner_resume;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
-    for cut in [1, 2] {
+    for cut in [1, 2, 3] {
         let store = std::sync::Arc::new(baton_testkit::memory_store::MemoryStore::new());
         planner_resume::cut_after_wave_and_resume(store, cut).await;
     }
@@ -538,20 +540,8 @@ async fn a_skill_whose_tool_keeps_failing_has_its_circuit_opened_for_every_sub_a
     let setup = TestRegistry {
         rewards_tool: "down_points",
         ..TestRegistry::default()
-    }
-    .file(
-        "agents/planner.yaml",
-        format!("{PLANNER}turn_limits: {{ breaker_failures: 1 }}\n"),
-    )
-    .file("blocks/worker.md", WORKER);
-    let rig = make_rig_with(
-        &setup,
-        &script,
-        RuntimeConfig {
-            orchestrator: Some("planner".into()),
-            ..RuntimeConfig::default()
-        },
-    );
+    };
+    let rig = rig_over(setup, "turn_limits: { breaker_failures: 1 }\n", &script);
     let (episode, _) = run(&rig, request("my balance twice", None, "t1")).await;
     let record = rig
         .store
@@ -575,5 +565,58 @@ async fn a_skill_whose_tool_keeps_failing_has_its_circuit_opened_for_every_sub_a
     assert!(
         plan.outcomes.iter().all(|o| o.status.as_str() == "failed"),
         "{plan:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mission_shown_in_the_plan_passes_the_privacy_guard() {
+    let step = "        - { name: dispatch_agent, args: { agent_id: mail, mission: \"write to jane.doe@example.com about points\", skills: [rewards.points_balance] } }\n";
+    let script = format!("{}{}", planner(step), node("mail", POINTS, "{}", "Sent."));
+    let rig = rig("", &script);
+    let (_, events) = run(&rig, request("tell jane about my points", None, "t1")).await;
+    let plan = events
+        .iter()
+        .find_map(|e| match &e.event {
+            baton_core::events::Event::Plan { nodes } => Some(nodes[0].mission.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(plan, "write to [email] about points");
+    // The sub-agent itself gets its mission as the planner wrote it.
+    let mail = rig
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| &*r.agent_id == "mail")
+        .unwrap();
+    assert_eq!(
+        mail.messages[0].text(),
+        "write to jane.doe@example.com about points"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_planner_takes_a_hash_as_text_and_refuses_must_consult_plainly() {
+    let step = dispatch("balance", POINTS, "");
+    let script = format!("{}{}", planner(&step), nodes(&["balance"]));
+    let rig = rig("", &script);
+    let (_, events) = run(&rig, request("#rewards what's my balance", None, "t1")).await;
+    assert!(
+        events.iter().any(|e| e.event.name() == "plan"),
+        "planned, not a Direct Line"
+    );
+    let refused = rig
+        .runtime
+        .run_turn(baton_runtime::TurnRequest {
+            must_consult: vec!["rewards".into()],
+            ..request("what's my balance", None, "t2")
+        })
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        refused.message.contains("no fixed specialists"),
+        "{}",
+        refused.message
     );
 }

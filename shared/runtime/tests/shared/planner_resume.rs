@@ -45,8 +45,10 @@ fn skill(node: &str) -> (&'static str, &'static str) {
     }
 }
 
-/// The planner's script; nodes of `hang_wave` never answer.
+/// The planner's script; nodes of `hang_wave` never answer (past the last wave: the
+/// planner's answer never comes).
 fn script(hang_wave: u32) -> String {
+    let compose_delay = if hang_wave > 3 { 3_600_000 } else { 0 };
     let mut out = String::from(
         r#"
 agents:
@@ -58,9 +60,11 @@ agents:
         - { name: dispatch_agent, args: { agent_id: offers, mission: "find deals", skills: [shop.search_offers], depends_on: [receipt] } }
         - { name: dispatch_agent, args: { agent_id: total, mission: "add it up", skills: [rewards.points_balance], depends_on: [balance, offers] } }
     - when: { purpose: compose }
+      delay_ms: COMPOSE_DELAY
       text: ["Here is the whole picture."]
 "#,
-    );
+    )
+    .replace("COMPOSE_DELAY", &compose_delay.to_string());
     for (node, wave) in NODES {
         let (skill, args) = skill(node);
         let delay = if wave == hang_wave { 3_600_000 } else { 0 };
@@ -162,8 +166,8 @@ fn run_until_cut(store: Arc<dyn Store>, cut: u32) -> (String, BTreeMap<String, u
     (episode, requests_by_agent(&model))
 }
 
-/// Cuts the diamond after wave `cut` (1 or 2) and resumes it; panics on the first broken
-/// expectation.
+/// Cuts the diamond after wave `cut` (1, 2, or 3: while the planner writes its answer)
+/// and resumes it; panics on the first broken expectation.
 pub(crate) async fn cut_after_wave_and_resume(store: Arc<dyn Store>, cut: u32) {
     let moved = store.clone();
     let (episode, before) = tokio::task::spawn_blocking(move || run_until_cut(moved, cut))

@@ -10,7 +10,7 @@ mod scenario;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
-    for cut in [1, 2] {
+    for cut in [1, 2, 3] {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(EmbeddedStore::open(dir.path()).unwrap());
         scenario::cut_after_wave_and_resume(store, cut).await;

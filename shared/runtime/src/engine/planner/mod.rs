@@ -14,7 +14,7 @@ use std::sync::Arc;
 use baton_core::events::{Event, PlanNodeView, SOURCE_ORCHESTRATOR};
 use baton_core::guard::fastpath;
 use baton_core::message::Message;
-use baton_core::plan::{NodeResult, PendingPlan, PlanNode, PlanRecord};
+use baton_core::plan::{NodeResult, NodeStatus, PendingPlan, PlanNode, PlanRecord};
 use baton_core::ports::model::{CallPurpose, ToolChoice};
 use baton_core::registry::Planner;
 use baton_core::trace::{GuardName, LimitHit};
@@ -224,4 +224,17 @@ async fn not_run(ctx: &TurnCtx, run: &mut PlanRun, node: &PlanNode, result: Node
         .await;
     run.record.outcomes.push((&result).into());
     run.results.push(result);
+}
+
+/// Records a node a turn limit stopped: not run, kept for "continue".
+async fn hold(ctx: &TurnCtx, run: &mut PlanRun, node: &PlanNode, limit: &str) {
+    let why = format!("Not run: this turn reached {limit}; it runs if the user says to continue.");
+    not_run(
+        ctx,
+        run,
+        node,
+        NodeResult::not_run(&node.id, NodeStatus::NotRun, why),
+    )
+    .await;
+    run.pending.push(node.clone());
 }

@@ -10,14 +10,13 @@ use baton_core::plan::outcome::{dispatch_document, results_document};
 use baton_core::plan::record::StepCall;
 use baton_core::plan::tools::skill_document;
 use baton_core::plan::{
-    DISPATCH_AGENT, Dispatch, GET_AGENT_RESULTS, GET_SKILL, NodeResult, NodeStatus, StepProblem,
-    accept_step,
+    DISPATCH_AGENT, Dispatch, GET_AGENT_RESULTS, GET_SKILL, StepProblem, accept_step,
 };
 use baton_core::registry::Planner;
 use baton_core::trace::{GuardName, LimitHit};
 use serde_json::Value;
 
-use super::{PlanRun, announce, not_run, waves};
+use super::{PlanRun, announce, hold, waves};
 use crate::engine::context::TurnCtx;
 use crate::engine::model_call::{RawCall, Reply};
 use crate::engine::subagent::as_json_text;
@@ -84,16 +83,8 @@ async fn dispatch(
             t.limit.get_or_insert(LimitHit::TurnSubagents);
         });
         for node in &wait {
-            let why = "Not run: this turn reached its limit of sub-agents; it runs if the user says to continue.";
-            not_run(
-                ctx,
-                run,
-                node,
-                NodeResult::not_run(&node.id, NodeStatus::NotRun, why.to_owned()),
-            )
-            .await;
+            hold(ctx, run, node, "its limit of sub-agents").await;
         }
-        run.pending.extend(wait);
     }
     if ctx.inner.config.routing_only {
         // Evals of the plan only: it is recorded; nobody runs.

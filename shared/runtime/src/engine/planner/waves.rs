@@ -14,7 +14,7 @@ use baton_core::trace::GuardName;
 use serde_json::Value;
 
 use super::step::Step;
-use super::{PlanRun, announce, checkpoint, not_run, over_limit, worker};
+use super::{PlanRun, announce, checkpoint, hold, not_run, over_limit, worker};
 use crate::engine::context::TurnCtx;
 use crate::engine::dispatch::dispatch;
 use crate::engine::subagent::{TextMode, as_json_text};
@@ -44,15 +44,7 @@ pub(super) async fn run(
         if !limited_before && over_limit(ctx) {
             // A limit tripped in an earlier wave: the rest waits for "continue".
             for node in todo {
-                let why = "Not run: this turn reached one of its limits; it runs if the user says to continue.";
-                not_run(
-                    ctx,
-                    run,
-                    node,
-                    NodeResult::not_run(&node.id, NodeStatus::NotRun, why.to_owned()),
-                )
-                .await;
-                run.pending.push(node.clone());
+                hold(ctx, run, node, "one of its limits").await;
             }
             continue;
         }
