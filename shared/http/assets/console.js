@@ -9,6 +9,11 @@
   // The SVG namespace, read from the page's own empty <svg> (the HTML parser puts it in
   // that namespace), so that no address is written in this file.
   const SVG_NS = (document.getElementById("svg-namespace") || {}).namespaceURI || "";
+  // Turns that draw a plan: their arrows follow the layout when the window changes.
+  const planned = new Set();
+  window.addEventListener("resize", () => {
+    for (const turn of planned) turn.drawEdges();
+  });
   // ---------------------------------------------------------------------------------
   // Server-Sent Events parser (the subset of the WHATWG rules a turn stream uses).
   // Chunks may split a frame, a line, or a CR LF pair anywhere; decoding bytes to text
@@ -375,6 +380,7 @@
         this.assistant.insertBefore(this.graph, this.tools);
         this.nodes = new Map();
         this.deps = [];
+        planned.add(this);
       }
       for (const n of nodes) {
         if (!n || typeof n.id !== "string" || this.nodes.has(n.id)) continue;
@@ -412,6 +418,8 @@
       if (!box) return;
       box.dataset.state = state;
       box.querySelector(".node-state").textContent = words;
+      // The box's size may have changed with its words.
+      this.drawEdges();
     }
 
     nodeEnd(event) {
@@ -435,6 +443,20 @@
         this.edges.setAttribute("width", String(frame.width));
         this.edges.setAttribute("height", String(frame.height));
         this.edges.textContent = "";
+        // An arrowhead at the dependent's end of every line.
+        const defs = document.createElementNS(SVG_NS, "defs");
+        const marker = document.createElementNS(SVG_NS, "marker");
+        const markerId = `arrow-${this.root.dataset.turnId || "turn"}`;
+        for (const [k, v] of [["id", markerId], ["viewBox", "0 0 10 10"], ["refX", "10"], ["refY", "5"],
+          ["markerWidth", "7"], ["markerHeight", "7"], ["orient", "auto-start-reverse"]]) {
+          marker.setAttribute(k, v);
+        }
+        const head = document.createElementNS(SVG_NS, "path");
+        head.setAttribute("d", "M 0 0 L 10 5 L 0 10 z");
+        head.setAttribute("class", "plan-arrow");
+        marker.append(head);
+        defs.append(marker);
+        this.edges.append(defs);
         for (const [from, to] of this.deps) {
           const a = this.nodes.get(from);
           const b = this.nodes.get(to);
@@ -447,6 +469,7 @@
           line.setAttribute("y1", String(ra.top + ra.height / 2 - frame.top));
           line.setAttribute("x2", String(rb.left - frame.left));
           line.setAttribute("y2", String(rb.top + rb.height / 2 - frame.top));
+          line.setAttribute("marker-end", `url(#${markerId})`);
           line.dataset.from = from;
           line.dataset.to = to;
           this.edges.append(line);

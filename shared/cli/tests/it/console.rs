@@ -611,6 +611,14 @@ async fn a_planned_turn_draws_its_plan_as_a_graph_that_fills_in() {
             json!([{"from": "lookup_receipts", "to": "search_help_articles", "rightwards": true}]),
             "{graph}"
         );
+        if let Some(path) = screenshot_path() {
+            let path = path.with_file_name("console-plan.png");
+            client.set_window_size(1280, 1200).await.unwrap();
+            // Arrows are drawn for the layout at this size.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::fs::write(&path, client.screenshot().await.unwrap()).unwrap();
+            eprintln!("screenshot: {}", path.display());
+        }
         let view = turn_view(&client, 0).await;
         let pills: Vec<&str> = view["pills"]
             .as_array()

@@ -168,6 +168,11 @@ impl TurnCtx {
             .is_ok()
     }
 
+    /// Whether the turn's tool-call budget is spent.
+    pub(crate) fn tool_calls_spent(&self) -> bool {
+        self.tool_calls.load(Ordering::Acquire) >= self.limits.max_tool_calls
+    }
+
     /// Model and tool calls made so far (for the episode's sliding window).
     pub(crate) fn calls_made(&self) -> u32 {
         self.tool_calls.load(Ordering::Relaxed) + self.model_calls.load(Ordering::Relaxed)

@@ -620,3 +620,56 @@ async fn a_planner_takes_a_hash_as_text_and_refuses_must_consult_plainly() {
         refused.message
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_spent_tool_budget_holds_the_next_wave_and_continue_runs_it() {
+    let step = format!(
+        "{}{}{}",
+        dispatch("receipt", RECEIPT, ""),
+        dispatch("balance", POINTS, "receipt"),
+        dispatch("offers", OFFERS, "balance")
+    );
+    let script = format!(
+        "{}{}",
+        planner(&step),
+        nodes(&["receipt", "balance", "offers"])
+    );
+    let rig = rig("turn_limits: { max_tool_calls: 2 }\n", &script);
+    let (episode, events) = run(&rig, request("receipt, points, then deals", None, "t1")).await;
+    let said = answer(&events);
+    assert!(
+        said.contains("this turn reached its limit of tool calls. Done: receipt, balance. Not started yet: offers."),
+        "{said}"
+    );
+    assert_eq!(planner_agent_requests(&rig, "offers"), 0, "never started");
+    let (_, events) = run(&rig, request("go on", Some(&episode), "t2")).await;
+    assert!(answer(&events).contains("the whole picture."));
+    assert_eq!(planner_agent_requests(&rig, "offers"), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_planner_that_never_answers_is_stopped_at_its_step_limit() {
+    let script = r#"
+agents:
+  planner:
+    - tool_calls: [{ name: get_skill, args: { domain: rewards } }]
+"#;
+    let rig = rig("turn_limits: { max_iterations: 3 }\n", script);
+    let (episode, events) = run(&rig, request("what is my balance", None, "t1")).await;
+    assert_eq!(planner_agent_requests(&rig, "planner"), 3);
+    let said = answer(&events);
+    assert!(
+        said.contains("this turn reached its limit of steps"),
+        "{said}"
+    );
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        record.routing.limit,
+        Some(baton_core::trace::LimitHit::OrchestratorIterations)
+    );
+}

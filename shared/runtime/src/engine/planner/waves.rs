@@ -10,7 +10,7 @@ use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::plan::outcome::{blocked, inputs, results_document};
 use baton_core::plan::{GET_AGENT_RESULTS, NodeResult, NodeStatus, PendingPlan, PlanNode};
 use baton_core::registry::Planner;
-use baton_core::trace::GuardName;
+use baton_core::trace::{GuardName, LimitHit};
 use serde_json::Value;
 
 use super::step::Step;
@@ -40,6 +40,12 @@ pub(super) async fn run(
             .collect();
         if todo.is_empty() {
             continue;
+        }
+        if ctx.tool_calls_spent() {
+            // Sub-agents that could call no tool would only fail: they wait instead.
+            ctx.trace(|t| {
+                t.limit.get_or_insert(LimitHit::TurnToolCalls);
+            });
         }
         if !limited_before && over_limit(ctx) {
             // A limit tripped in an earlier wave: the rest waits for "continue".
