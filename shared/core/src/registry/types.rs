@@ -469,6 +469,9 @@ pub enum BlockOwner {
 pub struct Agent {
     /// Id.
     pub id: Arc<str>,
+    /// The name metrics count it under: its id, or for a planner's sub-agent (whose id the
+    /// planner chose) its planner's worker template, so that dimensions stay few.
+    pub metrics_name: Arc<str>,
     /// Display label (defaults to the id, capitalised).
     pub label: Arc<str>,
     /// What it handles: the routing signal (D-6).

@@ -88,12 +88,12 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
     ctx.inner.metrics.count(
         SUBAGENT_INVOCATIONS_TOTAL,
         1,
-        &[("agent", &agent.id), ("outcome", outcome)],
+        &[("agent", &agent.metrics_name), ("outcome", outcome)],
     );
     ctx.inner.metrics.measure(
         SUBAGENT_LATENCY_MS,
         started.elapsed().as_secs_f64() * 1000.0,
-        &[("agent", &agent.id), ("outcome", outcome)],
+        &[("agent", &agent.metrics_name), ("outcome", outcome)],
     );
     result
 }

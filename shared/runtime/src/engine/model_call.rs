@@ -160,7 +160,7 @@ async fn one(
     ctx.inner.metrics.count_with(
         MODEL_CALLS_TOTAL,
         1,
-        &[("agent", &agent.id)],
+        &[("agent", &agent.metrics_name)],
         &[("cohort", &agent.prompt.cohort)],
     );
     outcome.map(|()| reply)

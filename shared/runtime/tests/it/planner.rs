@@ -673,3 +673,37 @@ agents:
         Some(baton_core::trace::LimitHit::OrchestratorIterations)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn planned_sub_agents_are_counted_under_their_template_not_their_chosen_ids() {
+    let step = format!(
+        "{}{}",
+        dispatch("balance", POINTS, ""),
+        dispatch("offers", OFFERS, "")
+    );
+    let script = format!("{}{}", planner(&step), nodes(&["balance", "offers"]));
+    let rig = rig("", &script);
+    run(&rig, request("points and deals", None, "t1")).await;
+    let counters = rig.metrics.snapshot();
+    let agents: Vec<&String> = counters
+        .keys()
+        .filter(|k| {
+            k.starts_with("subagent_invocations_total,") || k.starts_with("model_calls_total,")
+        })
+        .collect();
+    assert!(!agents.is_empty());
+    for key in &agents {
+        assert!(
+            key.contains("agent=planner-worker") || key.contains("agent=planner"),
+            "a dimension per chosen id: {key}"
+        );
+        assert!(
+            !key.contains("agent=balance") && !key.contains("agent=offers"),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        counters.get("subagent_invocations_total,agent=planner-worker,outcome=ok"),
+        Some(&2)
+    );
+}

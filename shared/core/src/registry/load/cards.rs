@@ -174,6 +174,7 @@ impl Loader<'_> {
         let label = raw.label.clone().unwrap_or_else(|| capitalise(&raw.id));
         Some(Agent {
             id: Arc::from(raw.id.as_str()),
+            metrics_name: Arc::from(raw.id.as_str()),
             label: Arc::from(label),
             description: Arc::from(raw.description.trim()),
             role,

@@ -158,6 +158,7 @@ impl Loader<'_> {
         let id = format!("{}-worker", card.raw.id);
         let worker = Agent {
             label: Arc::from(capitalise(&id)),
+            metrics_name: Arc::from(id.as_str()),
             id: Arc::from(id),
             description: Arc::from("A sub-agent the planner dispatches"),
             role: AgentRole::InternalHelper,
