@@ -69,7 +69,12 @@ pub(super) async fn run(
             let given = inputs(node, &run.results).into_iter().cloned().collect();
             jobs.push(worker::job(planner, node, given));
         }
-        let results = dispatch(ctx, &jobs, &TextMode::Collect).await;
+        // Every node of the wave may have been skipped.
+        let results = if jobs.is_empty() {
+            Vec::new()
+        } else {
+            dispatch(ctx, &jobs, &TextMode::Collect).await
+        };
         for (job, result) in jobs.into_iter().zip(results) {
             let node = worker::node_result(&job, &result);
             run.record.outcomes.push((&node).into());
