@@ -88,10 +88,13 @@ impl NodeResult {
 }
 
 /// Why `node` cannot run given what its dependencies came to: the first dependency that
-/// did not finish usably, in plain words. `None`: it may run.
+/// did not finish usably (or has no result at all: it never finished), in plain words.
+/// `None`: it may run.
 pub fn blocked(node: &PlanNode, results: &[NodeResult]) -> Option<String> {
     node.depends_on.iter().find_map(|dep| {
-        let r = results.iter().find(|r| &r.id == dep)?;
+        let Some(r) = results.iter().find(|r| &r.id == dep) else {
+            return Some(format!("Skipped because {dep} never finished."));
+        };
         let what = match r.status {
             NodeStatus::Completed | NodeStatus::Partial => return None,
             NodeStatus::Failed => "failed",

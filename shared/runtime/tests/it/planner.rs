@@ -707,3 +707,43 @@ async fn planned_sub_agents_are_counted_under_their_template_not_their_chosen_id
         Some(&2)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn continue_skips_a_held_node_whose_dependency_had_failed() {
+    let step = format!(
+        "{}{}{}",
+        dispatch("receipt", RECEIPT, ""),
+        dispatch("offers", OFFERS, ""),
+        dispatch("balance", POINTS, "receipt")
+    );
+    let broken = r#"
+  receipt:
+    - error: invalid
+"#;
+    let script = format!(
+        "{}{broken}{}",
+        planner(&step),
+        nodes(&["offers", "balance"])
+    );
+    let rig = rig("turn_limits: { max_subagents: 2 }\n", &script);
+    let (episode, events) = run(&rig, request("receipt, deals, then points", None, "t1")).await;
+    assert!(answer(&events).contains("Not started yet: balance."));
+    let (_, events) = run(&rig, request("yes", Some(&episode), "t2")).await;
+    let skipped = events.iter().find_map(|e| match &e.event {
+        baton_core::events::Event::NodeEnd {
+            node,
+            status,
+            reason,
+            ..
+        } if node == "balance" => Some((status.as_str(), reason.clone())),
+        _ => None,
+    });
+    assert_eq!(
+        skipped,
+        Some((
+            "skipped",
+            Some("Skipped because receipt never finished.".to_owned())
+        ))
+    );
+    assert_eq!(planner_agent_requests(&rig, "balance"), 0);
+}

@@ -47,24 +47,34 @@ pub(super) async fn run(
                 t.limit.get_or_insert(LimitHit::TurnToolCalls);
             });
         }
-        if !limited_before && over_limit(ctx) {
-            // A limit tripped in an earlier wave: the rest waits for "continue".
-            for node in todo {
-                hold(ctx, run, node, "one of its limits").await;
-            }
-            continue;
-        }
+        let held = !limited_before && over_limit(ctx);
         let mut jobs = Vec::new();
         for node in todo {
-            if let Some(why) = blocked(node, &run.results) {
-                not_run(
-                    ctx,
-                    run,
-                    node,
-                    NodeResult::not_run(&node.id, NodeStatus::Skipped, why),
-                )
-                .await;
-                continue;
+            // Waiting on a node a limit held: it waits too, for "continue".
+            let after_held = node.depends_on.iter().any(|d| {
+                run.results
+                    .iter()
+                    .any(|r| &r.id == d && r.status == NodeStatus::NotRun)
+            });
+            match blocked(node, &run.results) {
+                // A dependency failed: skipped, limit or not ("continue" could not give
+                // it its input either).
+                Some(why) if !after_held => {
+                    not_run(
+                        ctx,
+                        run,
+                        node,
+                        NodeResult::not_run(&node.id, NodeStatus::Skipped, why),
+                    )
+                    .await;
+                    continue;
+                }
+                _ if held || after_held => {
+                    // A limit tripped in an earlier wave: the rest waits for "continue".
+                    hold(ctx, run, node, "one of its limits").await;
+                    continue;
+                }
+                _ => {}
             }
             let given = inputs(node, &run.results).into_iter().cloned().collect();
             jobs.push(worker::job(planner, node, given));
