@@ -573,7 +573,7 @@ async fn a_mission_shown_in_the_plan_passes_the_privacy_guard() {
     let step = "        - { name: dispatch_agent, args: { agent_id: mail, mission: \"write to jane.doe@example.com about points\", skills: [rewards.points_balance] } }\n";
     let script = format!("{}{}", planner(step), node("mail", POINTS, "{}", "Sent."));
     let rig = rig("", &script);
-    let (_, events) = run(&rig, request("tell jane about my points", None, "t1")).await;
+    let (episode, events) = run(&rig, request("tell jane about my points", None, "t1")).await;
     let plan = events
         .iter()
         .find_map(|e| match &e.event {
@@ -582,6 +582,17 @@ async fn a_mission_shown_in_the_plan_passes_the_privacy_guard() {
         })
         .unwrap();
     assert_eq!(plan, "write to [email] about points");
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        record.routing.plan.unwrap().nodes[0].mission,
+        "write to [email] about points",
+        "the journal keeps what was shown"
+    );
     // The sub-agent itself gets its mission as the planner wrote it.
     let mail = rig
         .model

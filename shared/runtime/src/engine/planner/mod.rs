@@ -106,7 +106,13 @@ pub(super) async fn orchestrate(
             inputs,
         }));
     }
-    ctx.trace(|t| t.plan = Some(run.record));
+    // The journal keeps what may be shown (D-23): missions as the plan event showed them.
+    let mut record = run.record;
+    for node in &mut record.nodes {
+        node.mission = ctx.out.mask_stored(&node.mission);
+        node.context = node.context.as_deref().map(|c| ctx.out.mask_stored(c));
+    }
+    ctx.trace(|t| t.plan = Some(record));
 }
 
 /// Whether a turn limit has tripped.
