@@ -57,39 +57,69 @@ pub(crate) async fn put_all(
 }
 
 async fn put(store: &DynamoStore, key: &str, body: &Body) -> Result<(), StoreError> {
+    put_object(
+        store,
+        key,
+        "application/json",
+        &body.json,
+        "storing a large body",
+    )
+    .await
+}
+
+/// Writes `text` as the object `key` (1 PutObject); `doing` names the write in errors.
+pub(crate) async fn put_object(
+    store: &DynamoStore,
+    key: &str,
+    content_type: &str,
+    text: &str,
+    doing: &'static str,
+) -> Result<(), StoreError> {
     store
         .s3
         .put_object()
         .bucket(store.config.bucket())
         .key(key)
-        .content_type("application/json")
-        .body(ByteStream::from(body.json.clone().into_bytes()))
+        .content_type(content_type)
+        .body(ByteStream::from(text.as_bytes().to_vec()))
         .send()
         .await
-        .map_err(|e| errors::sdk("storing a large body", &e))?;
+        .map_err(|e| errors::sdk(doing, &e))?;
     Ok(())
 }
 
 /// Reads one object-placed body back as text (1 GetObject).
 pub(crate) async fn get(store: &DynamoStore, key: &str) -> Result<String, StoreError> {
-    let output = store
+    get_object(store, key, "reading a large body", "a body object")
+        .await?
+        .ok_or_else(|| errors::undecodable("a body object (missing)", &key))
+}
+
+/// Reads the object `key` as text (1 GetObject); `None` when there is no such object.
+/// `doing` names the read and `what` the object in errors.
+pub(crate) async fn get_object(
+    store: &DynamoStore,
+    key: &str,
+    doing: &'static str,
+    what: &'static str,
+) -> Result<Option<String>, StoreError> {
+    let output = match store
         .s3
         .get_object()
         .bucket(store.config.bucket())
         .key(key)
         .send()
         .await
-        .map_err(|e| {
-            if e.as_service_error().is_some_and(|se| se.is_no_such_key()) {
-                errors::undecodable("a body object (missing)", &key)
-            } else {
-                errors::sdk("reading a large body", &e)
-            }
-        })?;
+    {
+        Ok(output) => output,
+        Err(e) if e.as_service_error().is_some_and(|se| se.is_no_such_key()) => return Ok(None),
+        Err(e) => return Err(errors::sdk(doing, &e)),
+    };
     let bytes = output.body.collect().await.map_err(|e| {
-        tracing::warn!(error = %e, key, "journal: reading a body object was cut off");
+        tracing::warn!(error = %e, key, what, "journal: reading an object was cut off");
         StoreError::Unavailable(errors::UNREACHABLE.into())
     })?;
     String::from_utf8(bytes.into_bytes().to_vec())
-        .map_err(|e| errors::undecodable("a body object", &e))
+        .map(Some)
+        .map_err(|e| errors::undecodable(what, &e))
 }

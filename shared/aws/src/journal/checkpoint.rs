@@ -17,13 +17,12 @@ use std::hash::{BuildHasher, RandomState};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::{ConditionCheck, Put, TransactWriteItem};
-use aws_sdk_s3::primitives::ByteStream;
 use baton_core::ports::store::StoreError;
 
 use super::items::{self, n, s};
 use super::store::DynamoStore;
 use super::transact::{self, Outcome, build_error};
-use super::{errors, keys, read};
+use super::{bodies, errors, keys, read};
 
 /// How long a checkpoint item outlives its last save before TTL removes it: a turn cut
 /// short is retried well within it.
@@ -58,7 +57,14 @@ pub(crate) async fn save(
 
     let content = if checkpoint.len() > INLINE_CHECKPOINT_LIMIT {
         let object_key = keys::checkpoint_object_key(episode_id, turn_id, &unique_suffix());
-        put_object(store, &object_key, checkpoint).await?;
+        bodies::put_object(
+            store,
+            &object_key,
+            "text/plain; charset=utf-8",
+            checkpoint,
+            "storing a large checkpoint",
+        )
+        .await?;
         (keys::S3_KEY, s(object_key))
     } else {
         (keys::CHECKPOINT, s(checkpoint))
@@ -134,7 +140,21 @@ pub(crate) async fn load(
             &"neither checkpoint nor s3_key",
         ));
     };
-    get_object(store, object_key).await
+    let text = bodies::get_object(
+        store,
+        object_key,
+        "reading a large checkpoint",
+        "a checkpoint object",
+    )
+    .await?;
+    if text.is_none() {
+        // Expired by the bucket's lifecycle rule: go on without a checkpoint, not fail.
+        tracing::warn!(
+            key = object_key,
+            "journal: a checkpoint's object is gone; read as none"
+        );
+    }
+    Ok(text)
 }
 
 /// Whether `turn_id` has committed on the episode (or the episode is gone, which leaves
@@ -180,48 +200,6 @@ fn unique_suffix() -> String {
         .unwrap_or_default();
     let random = RandomState::new().hash_one(nanos);
     format!("{nanos:x}-{random:016x}")
-}
-
-/// Writes a large checkpoint's object (1 PutObject).
-async fn put_object(store: &DynamoStore, key: &str, checkpoint: &str) -> Result<(), StoreError> {
-    store
-        .s3
-        .put_object()
-        .bucket(store.config.bucket())
-        .key(key)
-        .content_type("text/plain; charset=utf-8")
-        .body(ByteStream::from(checkpoint.as_bytes().to_vec()))
-        .send()
-        .await
-        .map_err(|e| errors::sdk("storing a large checkpoint", &e))?;
-    Ok(())
-}
-
-/// Reads a large checkpoint's object (1 GetObject). A missing object was expired by the
-/// bucket's lifecycle rule: the turn goes on without a checkpoint rather than fail.
-async fn get_object(store: &DynamoStore, key: &str) -> Result<Option<String>, StoreError> {
-    let output = match store
-        .s3
-        .get_object()
-        .bucket(store.config.bucket())
-        .key(key)
-        .send()
-        .await
-    {
-        Ok(output) => output,
-        Err(e) if e.as_service_error().is_some_and(|se| se.is_no_such_key()) => {
-            tracing::warn!(key, "journal: a checkpoint's object is gone; read as none");
-            return Ok(None);
-        }
-        Err(e) => return Err(errors::sdk("reading a large checkpoint", &e)),
-    };
-    let bytes = output.body.collect().await.map_err(|e| {
-        tracing::warn!(error = %e, key, "journal: reading a checkpoint object was cut off");
-        StoreError::Unavailable(errors::UNREACHABLE.into())
-    })?;
-    String::from_utf8(bytes.into_bytes().to_vec())
-        .map(Some)
-        .map_err(|e| errors::undecodable("a checkpoint object", &e))
 }
 
 #[cfg(test)]
