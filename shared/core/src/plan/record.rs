@@ -109,7 +109,8 @@ pub struct PlanCheckpoint {
     pub waves_done: u32,
     /// Planner model calls so far.
     pub iterations: u32,
-    /// The plan record so far.
+    /// The plan record's own facts so far (refused steps, continuation); its nodes and
+    /// outcomes are `nodes` and `results`.
     pub record: PlanRecord,
     /// A turn limit that had tripped.
     #[serde(default, skip_serializing_if = "Option::is_none")]

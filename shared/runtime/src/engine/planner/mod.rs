@@ -43,7 +43,8 @@ pub(crate) struct PlanRun {
     pub(crate) nodes: Vec<PlanNode>,
     /// What every finished (or skipped, or not run) node came to.
     pub(crate) results: Vec<NodeResult>,
-    /// The plan record.
+    /// The plan record's own facts (refused steps, resumption, continuation); its nodes
+    /// and outcomes are `nodes` and `results`, filled in at the end.
     pub(crate) record: PlanRecord,
     /// The last wave that finished.
     pub(crate) waves_done: u32,
@@ -106,13 +107,33 @@ pub(super) async fn orchestrate(
             inputs,
         }));
     }
-    // The journal keeps what may be shown (D-23): missions as the plan event showed them.
-    let mut record = run.record;
-    for node in &mut record.nodes {
-        node.mission = ctx.out.mask_stored(&node.mission);
-        node.context = node.context.as_deref().map(|c| ctx.out.mask_stored(c));
+    ctx.trace(|t| t.plan = Some(record(ctx, run)));
+}
+
+/// The plan as the routing record keeps it: the nodes with their missions as the plan
+/// event showed them (D-23: the journal keeps what may be shown), and how each ended
+/// (results carried from a previous turn's plan are not this turn's).
+fn record(ctx: &TurnCtx, run: PlanRun) -> PlanRecord {
+    let outcomes = run
+        .results
+        .iter()
+        .filter(|r| run.nodes.iter().any(|n| n.id == r.id))
+        .map(Into::into)
+        .collect();
+    let nodes = run
+        .nodes
+        .into_iter()
+        .map(|n| PlanNode {
+            mission: ctx.out.mask_stored(&n.mission),
+            context: n.context.as_deref().map(|c| ctx.out.mask_stored(c)),
+            ..n
+        })
+        .collect();
+    PlanRecord {
+        nodes,
+        outcomes,
+        ..run.record
     }
-    ctx.trace(|t| t.plan = Some(record));
 }
 
 /// Whether a turn limit has tripped.
@@ -228,7 +249,6 @@ async fn not_run(ctx: &TurnCtx, run: &mut PlanRun, node: &PlanNode, result: Node
             reason: Some(result.result.clone()),
         })
         .await;
-    run.record.outcomes.push((&result).into());
     run.results.push(result);
 }
 

@@ -74,8 +74,7 @@ async fn dispatch(
     let room = (ctx.limits.max_subagents as usize).saturating_sub(run.dispatched());
     let (go, wait) = split_at_room(nodes.clone(), room);
     announce(ctx, &nodes).await;
-    run.nodes.extend(nodes.iter().cloned());
-    run.record.nodes.extend(nodes);
+    run.nodes.extend(nodes);
     if !wait.is_empty() {
         ctx.trace(|t| {
             t.limit.get_or_insert(LimitHit::TurnSubagents);
@@ -127,15 +126,20 @@ pub(super) fn answer(
     }
     let mut results = Vec::new();
     for call in calls {
-        uses.push(Content::ToolUse {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            input: call.parse().unwrap_or(Value::Object(Default::default())),
-        });
-        let (status, content) = match result_of(run, planner, call, refused) {
+        let args = call.parse();
+        let (status, content) = match args
+            .as_ref()
+            .map_err(String::clone)
+            .and_then(|args| result_of(run, planner, call, args, refused))
+        {
             Ok(doc) => (ToolResultStatus::Ok, as_json_text(&doc)),
             Err(message) => (ToolResultStatus::Error, Value::String(message)),
         };
+        uses.push(Content::ToolUse {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            input: args.unwrap_or_else(|_| Value::Object(Default::default())),
+        });
         results.push(Content::ToolResult {
             id: call.id.clone(),
             status,
@@ -157,9 +161,9 @@ fn result_of(
     run: &PlanRun,
     planner: &Planner,
     call: &RawCall,
+    args: &Value,
     refused: Option<&[StepProblem]>,
 ) -> Result<Value, String> {
-    let args = call.parse()?;
     match call.name.as_str() {
         GET_SKILL => {
             let domain = args

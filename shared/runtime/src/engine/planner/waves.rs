@@ -87,7 +87,6 @@ pub(super) async fn run(
         };
         for (job, result) in jobs.into_iter().zip(results) {
             let node = worker::node_result(&job, &result);
-            run.record.outcomes.push((&node).into());
             run.results.push(node);
             work.jobs.push(job);
             work.results.push(result);
@@ -127,8 +126,7 @@ pub(super) async fn continue_pending(
     let room = (ctx.limits.max_subagents as usize).min(nodes.len());
     let (go, wait) = baton_core::plan::graph::split_at_room(nodes.clone(), room);
     announce(ctx, &nodes).await;
-    run.nodes.extend(nodes.iter().cloned());
-    run.record.nodes.extend(nodes);
+    run.nodes.extend(nodes);
     run.pending.extend(wait);
     let call_id = "continue".to_owned();
     let step = Step {
