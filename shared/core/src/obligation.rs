@@ -10,6 +10,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::guard::words::{contains_phrase, fold};
+
 /// A card rule: `agent` must be consulted when one of `keywords` appears, when the
 /// orchestrator files a request under one of `category`'s values, or always.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,45 +141,6 @@ pub fn for_turn(
         }
     }
     out
-}
-
-/// Lowercase, with every whitespace run as one space and no space at either end.
-fn fold(text: &str) -> String {
-    let lower = text.to_lowercase();
-    let mut out = String::with_capacity(lower.len());
-    for word in lower.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    out
-}
-
-fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Whether `phrase` occurs in `text` with a word boundary at each end where the phrase
-/// itself begins or ends with a word character (both already folded).
-fn contains_phrase(text: &str, phrase: &str) -> bool {
-    let (Some(first), Some(last)) = (phrase.chars().next(), phrase.chars().next_back()) else {
-        return false;
-    };
-    let mut from = 0;
-    while let Some(offset) = text[from..].find(phrase) {
-        let at = from + offset;
-        let before = text[..at].chars().next_back();
-        let after = text[at + phrase.len()..].chars().next();
-        let starts_clean = !is_word_char(first) || !before.is_some_and(is_word_char);
-        let ends_clean = !is_word_char(last) || !after.is_some_and(is_word_char);
-        if starts_clean && ends_clean {
-            return true;
-        }
-        // Overlapping occurrences: retry one character further on.
-        from = at + first.len_utf8();
-    }
-    false
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use baton_core::guard::words::{contains_phrase, fold};
 use baton_core::plan::{DISPATCH_AGENT, GET_SKILL};
 use baton_core::ports::model::{ModelRequest, ToolChoice};
 use baton_core::registry::{Planner, Registry, Skill};
@@ -178,8 +179,8 @@ fn plan<'t>(skills: &SkillIndex, text: &'t str) -> Vec<Clause<'t>> {
             let Some(skill) = skills.best(words) else {
                 continue;
             };
-            let lower = words.to_lowercase();
-            let back = BACK.iter().any(|b| contains_words(&lower, b));
+            let folded = fold(words);
+            let back = BACK.iter().any(|b| contains_phrase(&folded, b));
             out.push(Clause {
                 words,
                 skill: skill.clone(),
@@ -213,15 +214,6 @@ fn strip_then(clause: &str) -> (&str, bool) {
         }
     }
     (trimmed, false)
-}
-
-/// Whether `phrase` occurs in `text` as whole words.
-fn contains_words(text: &str, phrase: &str) -> bool {
-    text.match_indices(phrase).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + phrase.len()..].chars().next();
-        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
-    })
 }
 
 /// Whether a tool result carries sub-agents' results (a dispatch or a collection).
