@@ -29,16 +29,6 @@ use serde_json::{Value, json};
 
 use crate::stats::{median, process_cpu};
 
-const PLANNER: &str = r#"
-id: planner
-description: Plans multi-step requests.
-role: orchestrator
-model: m1
-orchestration: planner
-prompt_blocks: [routing]
-turn_limits: { max_subagents: 8 }
-"#;
-
 /// Nodes of the wide and the deep plan.
 const NODES: usize = 8;
 
@@ -91,7 +81,7 @@ agents:
 /// A runtime over the test registry with the planner as its entry.
 fn planner_runtime(script: &str) -> anyhow::Result<(Runtime, Arc<ScriptedModel>)> {
     let registry = TestRegistry::default()
-        .file("agents/planner.yaml", PLANNER)
+        .with_planner("")
         .load()
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let model = Arc::new(ScriptedModel::from_yaml(script).map_err(|e| anyhow::anyhow!("{e}"))?);

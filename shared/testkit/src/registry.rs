@@ -80,6 +80,20 @@ ask_args:
   support_category: { type: string, enum: [receipts, missing_points, other] }
 "#;
 
+/// A planner over the specialists' tools (D-16), with a worker block of its own.
+const PLANNER: &str = r#"
+id: planner
+description: Plans multi-step requests and answers from the results.
+role: orchestrator
+model: m1
+orchestration: planner
+prompt_blocks: [routing]
+planner:
+  worker_blocks: [worker]
+"#;
+
+const WORKER: &str = "---\nowner: platform\ncategory: instructions\nrequired: false\n---\nDo your mission with your skills, then say briefly what you found.\n";
+
 /// The knobs of the test registry; `TestRegistry::default()` is the registry most tests use.
 #[derive(Debug, Clone)]
 pub struct TestRegistry {
@@ -126,6 +140,13 @@ impl TestRegistry {
     pub fn file(mut self, path: &str, text: impl Into<String>) -> Self {
         self.files.insert(path.to_owned(), text.into());
         self
+    }
+
+    /// Adds the planner card `planner` (its card ending in `extra`, e.g. `turn_limits:`)
+    /// and its worker block.
+    pub fn with_planner(self, extra: &str) -> Self {
+        self.file("agents/planner.yaml", format!("{PLANNER}{extra}"))
+            .file("blocks/worker.md", WORKER)
     }
 
     /// The registry's source files.

@@ -7,26 +7,9 @@ use baton_runtime::RuntimeConfig;
 
 use crate::support::*;
 
-/// A planner over the test registry's specialists' tools.
-const PLANNER: &str = r#"
-id: planner
-description: Plans multi-step requests and answers from the results.
-role: orchestrator
-model: m1
-orchestration: planner
-prompt_blocks: [routing]
-planner:
-  worker_blocks: [worker]
-  agent_timeout_ms: 5000
-"#;
-
-const WORKER: &str = "---\nowner: platform\ncategory: instructions\nrequired: false\n---\nDo your mission with your skills, then say briefly what you found.\n";
-
 /// `setup` with the planner (its card ending in `turn_limits`) as the entry.
 fn rig_over(setup: TestRegistry, turn_limits: &str, script: &str) -> Rig {
-    let setup = setup
-        .file("agents/planner.yaml", format!("{PLANNER}{turn_limits}"))
-        .file("blocks/worker.md", WORKER);
+    let setup = setup.with_planner(turn_limits);
     make_rig_with(
         &setup,
         script,
@@ -83,6 +66,27 @@ fn dispatch(id: &str, skills: &str, deps: &str) -> String {
     )
 }
 
+/// A step of dispatches: `(agent_id, skills, depends_on)` each.
+fn steps(dispatches: &[(&str, &str, &str)]) -> String {
+    dispatches
+        .iter()
+        .map(|(id, skills, deps)| dispatch(id, skills, deps))
+        .collect()
+}
+
+/// What `agent` was asked, in order.
+fn requests_of(rig: &Rig, agent: &str) -> Vec<baton_core::ports::model::ModelRequest> {
+    rig.model
+        .requests()
+        .into_iter()
+        .filter(|r| &*r.agent_id == agent)
+        .collect()
+}
+
+fn planner_agent_requests(rig: &Rig, agent: &str) -> usize {
+    requests_of(rig, agent).len()
+}
+
 const POINTS: &str = "rewards.points_balance";
 const OFFERS: &str = "shop.search_offers";
 const RECEIPT: &str = "support.lookup_receipt";
@@ -116,11 +120,7 @@ async fn golden(script: String, text: &str) -> String {
 
 #[tokio::test(start_paused = true)]
 async fn parallel_plan() {
-    let step = format!(
-        "{}{}",
-        dispatch("balance", POINTS, ""),
-        dispatch("offers", OFFERS, "")
-    );
+    let step = steps(&[("balance", POINTS, ""), ("offers", OFFERS, "")]);
     let script = format!("{}{}", planner(&step), nodes(&["balance", "offers"]));
     insta::assert_snapshot!(
         golden(script, "how many points do I have, and any coffee deals?").await
@@ -129,12 +129,11 @@ async fn parallel_plan() {
 
 #[tokio::test(start_paused = true)]
 async fn serial_chain() {
-    let step = format!(
-        "{}{}{}",
-        dispatch("receipt", RECEIPT, ""),
-        dispatch("balance", POINTS, "receipt"),
-        dispatch("offers", OFFERS, "balance")
-    );
+    let step = steps(&[
+        ("receipt", RECEIPT, ""),
+        ("balance", POINTS, "receipt"),
+        ("offers", OFFERS, "balance"),
+    ]);
     let script = format!(
         "{}{}",
         planner(&step),
@@ -145,13 +144,12 @@ async fn serial_chain() {
 
 #[tokio::test(start_paused = true)]
 async fn diamond() {
-    let step = format!(
-        "{}{}{}{}",
-        dispatch("total", POINTS, "balance, offers"),
-        dispatch("receipt", RECEIPT, ""),
-        dispatch("balance", POINTS, "receipt"),
-        dispatch("offers", OFFERS, "receipt")
-    );
+    let step = steps(&[
+        ("total", POINTS, "balance, offers"),
+        ("receipt", RECEIPT, ""),
+        ("balance", POINTS, "receipt"),
+        ("offers", OFFERS, "receipt"),
+    ]);
     let script = format!(
         "{}{}",
         planner(&step),
@@ -175,12 +173,7 @@ async fn a_node_sees_its_mission_skills_and_inputs_and_nothing_of_the_conversati
         request("and now the total please", Some(&episode), "t1"),
     )
     .await;
-    let total: Vec<_> = rig
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| &*r.agent_id == "total")
-        .collect();
+    let total: Vec<_> = requests_of(&rig, "total");
     let first = total.last().unwrap();
     assert_eq!(first.messages.len(), 3, "mission, its call, its result");
     assert_eq!(first.messages[0].text(), "do the total part");
@@ -206,12 +199,11 @@ async fn a_node_sees_its_mission_skills_and_inputs_and_nothing_of_the_conversati
 
 #[tokio::test(start_paused = true)]
 async fn a_failure_in_the_middle_of_a_chain_skips_its_dependents() {
-    let step = format!(
-        "{}{}{}",
-        dispatch("receipt", RECEIPT, ""),
-        dispatch("balance", POINTS, "receipt"),
-        dispatch("offers", OFFERS, "balance")
-    );
+    let step = steps(&[
+        ("receipt", RECEIPT, ""),
+        ("balance", POINTS, "receipt"),
+        ("offers", OFFERS, "balance"),
+    ]);
     let broken = r#"
   balance:
     - error: invalid
@@ -254,13 +246,7 @@ async fn a_skill_outside_the_grant_is_refused_at_run_time() {
         .find(|g| g.guard.as_str() == "skill_not_granted")
         .expect("the refusal is traced");
     assert!(guard.detail.contains("support.lookup_receipt"), "{guard:?}");
-    let balance = rig
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| &*r.agent_id == "balance")
-        .last()
-        .unwrap();
+    let balance = requests_of(&rig, "balance").pop().unwrap();
     let refusal = serde_json::to_string(&balance.messages.last().unwrap().content).unwrap();
     assert!(
         refusal.contains("is not available to this agent"),
@@ -294,13 +280,7 @@ agents:
     let rig = rig("", &script);
     let (episode, events) = run(&rig, request("my points, in a tangle", None, "t1")).await;
     insta::assert_snapshot!(transcript(&rig, &episode, &events).await);
-    let second = rig
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| &*r.agent_id == "planner")
-        .nth(1)
-        .unwrap();
+    let second = requests_of(&rig, "planner").into_iter().nth(1).unwrap();
     let seen = serde_json::to_string(&second.messages.last().unwrap().content).unwrap();
     for expected in [
         "Nothing in this step ran",
@@ -313,22 +293,13 @@ agents:
     }
 }
 
-fn planner_agent_requests(rig: &Rig, agent: &str) -> usize {
-    rig.model
-        .requests()
-        .iter()
-        .filter(|r| &*r.agent_id == agent)
-        .count()
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_limit_answers_with_what_was_done_and_continue_runs_the_rest_once() {
-    let step = format!(
-        "{}{}{}",
-        dispatch("balance", POINTS, ""),
-        dispatch("offers", OFFERS, ""),
-        dispatch("receipt", RECEIPT, "balance")
-    );
+    let step = steps(&[
+        ("balance", POINTS, ""),
+        ("offers", OFFERS, ""),
+        ("receipt", RECEIPT, "balance"),
+    ]);
     let script = format!(
         "{}{}",
         planner(&step),
@@ -363,12 +334,7 @@ async fn a_limit_answers_with_what_was_done_and_continue_runs_the_rest_once() {
         "balance ran once (a call, then its answer), never again"
     );
     assert_eq!(planner_agent_requests(&rig, "receipt"), 2);
-    let receipt = rig
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| &*r.agent_id == "receipt")
-        .unwrap();
+    let receipt = requests_of(&rig, "receipt").into_iter().next().unwrap();
     let system: String = receipt.system.iter().map(|b| &*b.text).collect();
     assert!(
         system.contains("You have 1200 points."),
@@ -418,13 +384,12 @@ async fn fifty_dispatches_run_within_the_turns_budget_and_the_rest_waits() {
 
 #[tokio::test(start_paused = true)]
 async fn a_looping_a_slow_and_a_garbled_sub_agent_are_each_bounded() {
-    let step = format!(
-        "{}{}{}{}",
-        dispatch("looper", POINTS, ""),
-        dispatch("sleeper", POINTS, ""),
-        dispatch("garbler", POINTS, ""),
-        dispatch("after", POINTS, "sleeper")
-    );
+    let step = steps(&[
+        ("looper", POINTS, ""),
+        ("sleeper", POINTS, ""),
+        ("garbler", POINTS, ""),
+        ("after", POINTS, "sleeper"),
+    ]);
     let faulty = r#"
   looper:
     - tool_calls: [{ name: use_skill, args: { skill: rewards.points_balance, arguments: {} } }]
@@ -494,13 +459,7 @@ agents:
     let (_, events) = run(&rig, request("what is my points balance", None, "t1")).await;
     let said = answer(&events);
     assert_eq!(said, "You have 1200 points.", "the guess is never shown");
-    let second = rig
-        .model
-        .requests()
-        .into_iter()
-        .filter(|r| &*r.agent_id == "planner")
-        .nth(1)
-        .unwrap();
+    let second = requests_of(&rig, "planner").into_iter().nth(1).unwrap();
     assert_eq!(
         second.tool_choice,
         baton_core::ports::model::ToolChoice::Any
@@ -520,11 +479,10 @@ async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
 
 #[tokio::test(start_paused = true)]
 async fn a_skill_whose_tool_keeps_failing_has_its_circuit_opened_for_every_sub_agent() {
-    let step = format!(
-        "{}{}",
-        dispatch("first", "rewards.down_points", ""),
-        dispatch("second", "rewards.down_points", "")
-    );
+    let step = steps(&[
+        ("first", "rewards.down_points", ""),
+        ("second", "rewards.down_points", ""),
+    ]);
     let caller = |id: &str| {
         format!(
             r#"
@@ -594,12 +552,7 @@ async fn a_mission_shown_in_the_plan_passes_the_privacy_guard() {
         "the journal keeps what was shown"
     );
     // The sub-agent itself gets its mission as the planner wrote it.
-    let mail = rig
-        .model
-        .requests()
-        .into_iter()
-        .find(|r| &*r.agent_id == "mail")
-        .unwrap();
+    let mail = requests_of(&rig, "mail").into_iter().next().unwrap();
     assert_eq!(
         mail.messages[0].text(),
         "write to jane.doe@example.com about points"
@@ -634,12 +587,11 @@ async fn a_planner_takes_a_hash_as_text_and_refuses_must_consult_plainly() {
 
 #[tokio::test(start_paused = true)]
 async fn a_spent_tool_budget_holds_the_next_wave_and_continue_runs_it() {
-    let step = format!(
-        "{}{}{}",
-        dispatch("receipt", RECEIPT, ""),
-        dispatch("balance", POINTS, "receipt"),
-        dispatch("offers", OFFERS, "balance")
-    );
+    let step = steps(&[
+        ("receipt", RECEIPT, ""),
+        ("balance", POINTS, "receipt"),
+        ("offers", OFFERS, "balance"),
+    ]);
     let script = format!(
         "{}{}",
         planner(&step),
@@ -687,11 +639,7 @@ agents:
 
 #[tokio::test(start_paused = true)]
 async fn planned_sub_agents_are_counted_under_their_template_not_their_chosen_ids() {
-    let step = format!(
-        "{}{}",
-        dispatch("balance", POINTS, ""),
-        dispatch("offers", OFFERS, "")
-    );
+    let step = steps(&[("balance", POINTS, ""), ("offers", OFFERS, "")]);
     let script = format!("{}{}", planner(&step), nodes(&["balance", "offers"]));
     let rig = rig("", &script);
     run(&rig, request("points and deals", None, "t1")).await;
@@ -721,12 +669,11 @@ async fn planned_sub_agents_are_counted_under_their_template_not_their_chosen_id
 
 #[tokio::test(start_paused = true)]
 async fn continue_skips_a_held_node_whose_dependency_had_failed() {
-    let step = format!(
-        "{}{}{}",
-        dispatch("receipt", RECEIPT, ""),
-        dispatch("offers", OFFERS, ""),
-        dispatch("balance", POINTS, "receipt")
-    );
+    let step = steps(&[
+        ("receipt", RECEIPT, ""),
+        ("offers", OFFERS, ""),
+        ("balance", POINTS, "receipt"),
+    ]);
     let broken = r#"
   receipt:
     - error: invalid

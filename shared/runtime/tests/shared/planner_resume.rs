@@ -21,15 +21,6 @@ use baton_testkit::registry::TestRegistry;
 use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 
-const PLANNER: &str = r#"
-id: planner
-description: Plans multi-step requests.
-role: orchestrator
-model: m1
-orchestration: planner
-prompt_blocks: [routing]
-"#;
-
 const T0: u64 = 1_795_305_600_000;
 const TURN: &str = "t-resume";
 const TEXT: &str = "check my receipt, then points and deals, then a total";
@@ -83,7 +74,7 @@ agents:
 }
 
 fn runtime(store: Arc<dyn Store>, model: Arc<ScriptedModel>, now_ms: u64) -> Runtime {
-    let registry = TestRegistry::default().file("agents/planner.yaml", PLANNER);
+    let registry = TestRegistry::default().with_planner("");
     Runtime::builder(Arc::new(registry.load().expect("the test registry loads")))
         .model_override(model)
         .store(store)
