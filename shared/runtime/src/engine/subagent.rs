@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::ports::model::CallPurpose;
-use baton_core::prompt::DynamicContext;
 use baton_core::registry::Agent;
 use baton_core::tool_result::DataStatus;
 use baton_core::trace::GuardName;
@@ -126,35 +125,21 @@ pub(crate) async fn run(
         result.duration_ms = started.elapsed().as_millis() as u64;
         return;
     }
-    let mut request = match &job.worker {
-        // A planned sub-agent sees its mission and brief only, never the conversation.
-        Some(brief) => {
-            let context = DynamicContext {
-                summary: None,
-                ..ctx.dynamic_for(None)
-            };
-            let mut request = agent.request(
-                CallPurpose::Agent,
-                agent
-                    .prompt
-                    .system(&context, worker::brief_text(brief).as_deref()),
-            );
-            request.messages.push(Message::user(job.query.clone()));
-            request
-        }
-        None => {
-            let mut request = agent.request(
-                CallPurpose::Agent,
-                agent.prompt.system(
-                    &ctx.dynamic_for(Some(&agent.id)),
-                    inherited(ctx, job).as_deref(),
-                ),
-            );
-            request.messages = own_history(ctx, agent);
-            request.messages.push(Message::user(job.query.clone()));
-            request
-        }
+    // A planned sub-agent sees its mission and brief only: no summary, no history.
+    let (context, extra, history) = match &job.worker {
+        Some(brief) => (ctx.dynamic_for(None), worker::brief_text(brief), Vec::new()),
+        None => (
+            ctx.dynamic_for(Some(&agent.id)),
+            inherited(ctx, job),
+            own_history(ctx, agent),
+        ),
     };
+    let mut request = agent.request(
+        CallPurpose::Agent,
+        agent.prompt.system(&context, extra.as_deref()),
+    );
+    request.messages = history;
+    request.messages.push(Message::user(job.query.clone()));
     let mut sink = AgentSink {
         ctx,
         agent_id: &agent.id,
