@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use baton_core::obligation::ObligationSource;
 use baton_core::plan::PlanRecord;
+use baton_core::plan::record::describe_waves;
 use baton_core::trace::{CapBehavior, ObligationMet, RoutingRecord};
 use baton_core::turn::{ConsultedAgent, ModelUsage, TurnOutcome, TurnRecord};
 use baton_runtime::replay::EpisodeReplay;
@@ -296,13 +297,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
 /// A planner's plan: its waves, each node's mission and skills, how each ended, and the
 /// steps it refused.
 fn plan_lines(out: &mut String, plan: &PlanRecord) {
-    let waves: Vec<String> = plan
-        .waves()
-        .iter()
-        .enumerate()
-        .map(|(i, ids)| format!("wave {}: {}", i + 1, ids.join(", ")))
-        .collect();
-    let _ = writeln!(out, "  plan: {}", waves.join(" · "));
+    let _ = writeln!(out, "  plan: {}", describe_waves(&plan.waves()));
     if let Some(wave) = plan.resumed_after_wave {
         let _ = writeln!(out, "  resumed after wave {wave} from a checkpoint");
     }

@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::plan::record::describe_waves;
+
 use super::{
     AnswerExpect, Case, CaseResult, MatchMode, Observation, RouteExpect, TrustExpect, Verdict,
     expected_agents,
@@ -248,14 +250,4 @@ fn same_waves(expected: &[Vec<String>], observed: &[Vec<String>]) -> bool {
             o.sort();
             e == o
         })
-}
-
-/// `wave 1: a, b · wave 2: c`.
-fn describe_waves(waves: &[Vec<String>]) -> String {
-    waves
-        .iter()
-        .enumerate()
-        .map(|(i, w)| format!("wave {}: {}", i + 1, w.join(", ")))
-        .collect::<Vec<_>>()
-        .join(" · ")
 }

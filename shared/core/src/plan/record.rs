@@ -43,6 +43,16 @@ impl PlanRecord {
     }
 }
 
+/// `wave 1: a, b · wave 2: c`: waves (of node ids, or of anything else) in one line.
+pub fn describe_waves(waves: &[Vec<String>]) -> String {
+    waves
+        .iter()
+        .enumerate()
+        .map(|(i, w)| format!("wave {}: {}", i + 1, w.join(", ")))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// One node's outcome in the record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeOutcome {
