@@ -453,3 +453,46 @@ agents:
         "{replay:?}"
     );
 }
+
+/// A client that sends a planned request by halves and then never reads its stream: the
+/// server waits for the rest of the body, plans and runs the waves anyway, commits the
+/// turn, and serves someone else meanwhile.
+#[test]
+fn a_planned_turn_sent_by_halves_and_never_read_still_runs_and_commits() {
+    let sandbox = Sandbox::new();
+    let mut command = sandbox.baton();
+    command.args(["--orchestrator", "planner"]);
+    let server = Serving::spawn(command, &["--registry", registry()], &[]);
+    let body = r#"{"message":"show my receipts that didn't scan, then search the help centre for how to fix them"}"#;
+    let (first, second) = body.split_at(body.len() / 2);
+    let mut stream = connect(&server.addr, Duration::from_secs(30));
+    write!(
+        stream,
+        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n{first}",
+        body.len()
+    )
+    .unwrap();
+    stream.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stream.write_all(second.as_bytes()).unwrap();
+    let head = read_head(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
+    // Never read again; someone else is served meanwhile.
+    let other = server.turn("alice", r#"{"message":"what's my points balance"}"#);
+    assert!(other.contains("event: completed"), "{other}");
+    let turn = committed_turn(&server, "silent", &episode);
+    assert_eq!(turn["outcome"], "answered", "{turn}");
+    let consulted: Vec<&str> = turn["consulted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["agent_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        consulted,
+        ["lookup_receipts", "search_help_articles"],
+        "{turn}"
+    );
+    drop(stream);
+}

@@ -705,3 +705,33 @@ async fn continue_skips_a_held_node_whose_dependency_had_failed() {
     );
     assert_eq!(planner_agent_requests(&rig, "balance"), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_planner_model_that_hangs_ends_the_turn_at_its_deadline_in_plain_words() {
+    let script = r#"
+agents:
+  planner:
+    - delay_ms: 3600000
+      text: ["never"]
+"#;
+    let rig = rig("", script);
+    let (episode, events) = run(&rig, request("what is my balance", None, "t1")).await;
+    let said: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            baton_core::events::Event::Error { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        ["This is taking too long, so I stopped. Please try again in a moment."]
+    );
+    let record = rig
+        .store
+        .turns(&alice(), &episode, 1)
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(record.outcome, baton_core::turn::TurnOutcome::Failed);
+}
