@@ -115,7 +115,9 @@ impl Output {
         tracing::warn!(turn_id = %self.turn_id, "reader stalled; its output is dropped and the turn goes on");
     }
 
-    fn emit_now(&self, event: Event) {
+    /// Sends one event without waiting for the reader: for paths that cannot wait (a
+    /// call's end sent as its future is dropped).
+    pub(crate) fn emit_now(&self, event: Event) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };

@@ -70,6 +70,62 @@ async fn relay_progress<T>(
     }
 }
 
+/// The end of a started call: its `tool_result` and `tool_call_end`, sent exactly once.
+/// Dropped unsent (the call's future was cancelled by a sub-agent's timeout or the turn's
+/// deadline), it sends them as unavailable without waiting for the reader.
+struct CallEnd<'a> {
+    ctx: &'a TurnCtx,
+    call_id: String,
+    agent: String,
+    tool: String,
+    started: Instant,
+    sent: bool,
+}
+
+impl CallEnd<'_> {
+    fn events(&self, status: ToolOutcome) -> [Event; 2] {
+        [
+            Event::ToolResult {
+                call_id: self.call_id.clone(),
+                agent: self.agent.clone(),
+                tool: self.tool.clone(),
+                status,
+            },
+            Event::ToolCallEnd {
+                call_id: self.call_id.clone(),
+                agent: self.agent.clone(),
+                tool: self.tool.clone(),
+                duration_ms: self.started.elapsed().as_millis() as u64,
+            },
+        ]
+    }
+
+    async fn send(mut self, status: ToolOutcome) {
+        self.sent = true;
+        // Both are handed over before the only wait (for the reader), so a drop while
+        // waiting cannot split them.
+        let [result, end] = self.events(status);
+        self.ctx.out.emit_now(result);
+        self.ctx.out.emit(end).await;
+    }
+}
+
+impl Drop for CallEnd<'_> {
+    fn drop(&mut self) {
+        if self.sent {
+            return;
+        }
+        self.ctx.inner.metrics.count(
+            TOOL_CALLS_TOTAL,
+            1,
+            &[("tool", &self.tool), ("outcome", "cancelled")],
+        );
+        for event in self.events(ToolOutcome::Unavailable) {
+            self.ctx.out.emit_now(event);
+        }
+    }
+}
+
 /// What one tool call came to.
 pub(crate) struct ToolRun {
     pub(crate) data: ToolData,
@@ -108,6 +164,14 @@ pub(crate) async fn run(
             };
         }
     };
+    // Looked up before anything is spent or announced: a tool whose connector is missing
+    // makes no call (the runtime's build refuses such a registry; this is the backstop).
+    let Some(connector) = ctx.inner.connectors.get(&*tool.connector_kind).cloned() else {
+        tracing::error!(agent = %agent.id, tool = %tool.id, kind = %tool.connector_kind, "no connector for the tool's kind");
+        return ToolRun {
+            data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
+        };
+    };
     if !ctx.take_tool_call() {
         ctx.trace(|t| {
             t.limit.get_or_insert(LimitHit::TurnToolCalls);
@@ -118,16 +182,31 @@ pub(crate) async fn run(
     }
     let limits = ctx.limits;
     let cooldown = Duration::from_millis(limits.breaker_cooldown_ms);
-    if !ctx.inner.breakers.allow(&tool.id, cooldown) {
+    // The permit counts a call that never reports (cancelled by a timeout) as a failure.
+    let Some(permit) = ctx
+        .inner
+        .breakers
+        .allow(&tool.id, cooldown, limits.breaker_failures)
+    else {
         ctx.trace(|t| t.guard(GuardName::Breaker, format!("{} is open", tool.id)));
         return ToolRun {
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
-    }
+    };
     if let Some(code) = &tool.status_code {
         status.code(&agent.id, code);
     }
     let call_id = format!("{}.{}", agent.id, call.id);
+    // From here the call has started: `end` sends its result and end exactly once, also
+    // when this future is dropped mid-call.
+    let end = CallEnd {
+        ctx,
+        call_id: call_id.clone(),
+        agent: agent.id.to_string(),
+        tool: tool.id.to_string(),
+        started: Instant::now(),
+        sent: false,
+    };
     ctx.out
         .emit(Event::ToolCallStart {
             call_id: call_id.clone(),
@@ -135,12 +214,6 @@ pub(crate) async fn run(
             tool: tool.id.to_string(),
         })
         .await;
-    let started = Instant::now();
-    let Some(connector) = ctx.inner.connectors.get(&*tool.connector_kind).cloned() else {
-        return ToolRun {
-            data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
-        };
-    };
     let progress = Arc::new(Progress::default());
     let request = ConnectorRequest {
         tool_id: tool.id.clone(),
@@ -170,22 +243,13 @@ pub(crate) async fn run(
     let data = match answer {
         Err(_) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, "tool timed out");
-            ctx.inner
-                .breakers
-                .record(&tool.id, false, limits.breaker_failures);
             ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE)
         }
         Ok(Err(e)) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, error = %e, "tool failed");
-            ctx.inner
-                .breakers
-                .record(&tool.id, false, limits.breaker_failures);
             ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE)
         }
         Ok(Ok(envelope)) => {
-            ctx.inner
-                .breakers
-                .record(&tool.id, true, limits.breaker_failures);
             let verdict = judge_envelope(
                 &tool.id,
                 envelope,
@@ -220,6 +284,9 @@ pub(crate) async fn run(
             verdict.into_data(&tool.id)
         }
     };
+    // Only usable data is a success: an error envelope, another principal's envelope or
+    // an incompatible one is a failure of the tool, as a timeout is.
+    permit.record(data.status != DataStatus::Unavailable);
     let (outcome, word) = match data.status {
         DataStatus::Ok => (ToolOutcome::Ok, "ok"),
         DataStatus::Partial => (ToolOutcome::Partial, "partial"),
@@ -230,22 +297,7 @@ pub(crate) async fn run(
         1,
         &[("tool", &tool.id), ("outcome", word)],
     );
-    ctx.out
-        .emit(Event::ToolResult {
-            call_id: call_id.clone(),
-            agent: agent.id.to_string(),
-            tool: tool.id.to_string(),
-            status: outcome,
-        })
-        .await;
-    ctx.out
-        .emit(Event::ToolCallEnd {
-            call_id: call_id.clone(),
-            agent: agent.id.to_string(),
-            tool: tool.id.to_string(),
-            duration_ms: started.elapsed().as_millis() as u64,
-        })
-        .await;
+    end.send(outcome).await;
     // The tool message is kept apart from the narration (D-19), as compact JSON text.
     let message = ToolMessage {
         agent: &agent.id,
@@ -264,3 +316,6 @@ pub(crate) async fn run(
     }
     ToolRun { data }
 }
+
+#[cfg(test)]
+mod tests;

@@ -15,4 +15,5 @@ mod memory;
 mod observability;
 mod planner;
 mod support;
+mod tool_calls;
 mod trust;

@@ -1,0 +1,61 @@
+//! A tool whose connector is missing at run time: the registry check at build refuses
+//! such a runtime, so the runtime is taken apart here to reach the backstop.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use baton_core::Principal;
+use baton_core::events::Event;
+use baton_testkit::connector::TestConnector;
+use baton_testkit::memory_store::MemoryStore;
+use baton_testkit::registry::TestRegistry;
+use baton_testkit::scripted::ScriptedModel;
+use futures::StreamExt;
+
+use crate::{Runtime, TurnRequest};
+
+const SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Your balance is unavailable right now."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: points_balance, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Unavailable."] }
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_missing_connector_starts_no_call_and_the_turn_answers() {
+    let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
+        .model_override(Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap()))
+        .store(Arc::new(MemoryStore::new()))
+        .connector("test", Arc::new(TestConnector))
+        .build()
+        .unwrap();
+    let Ok(inner) = Arc::try_unwrap(runtime.inner) else {
+        panic!("the runtime is not shared yet");
+    };
+    let inner = crate::engine::services::Inner {
+        connectors: BTreeMap::new(),
+        ..inner
+    };
+    let request = TurnRequest {
+        turn_id: Some("t1".into()),
+        ..TurnRequest::new(Principal::new("alice").unwrap(), "my points")
+    };
+    let stream = crate::engine::start(Arc::new(inner), request)
+        .await
+        .unwrap();
+    let events: Vec<_> = stream.collect().await;
+    let names: Vec<&str> = events.iter().map(|e| e.event.name()).collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("tool_")),
+        "no call was made, so none is announced: {names:?}"
+    );
+    assert!(matches!(
+        events.last().map(|e| &e.event),
+        Some(Event::Completed { .. })
+    ));
+}
