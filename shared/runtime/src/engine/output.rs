@@ -25,6 +25,8 @@ struct State {
     client_gone: bool,
     /// The next answer text starts a new paragraph.
     paragraph: bool,
+    /// The source of the last answer text sent: a new source starts a new paragraph.
+    last_source: Option<String>,
     /// The answer text being streamed now: its source and masker.
     text: Option<(String, StreamMasker)>,
     /// Texts streaming beside the answer, each with its masker.
@@ -76,6 +78,7 @@ impl Output {
                 narration: String::new(),
                 client_gone: false,
                 paragraph: false,
+                last_source: None,
                 text: None,
                 side: Vec::new(),
                 receipt: PrivacyReceipt::default(),
@@ -229,8 +232,16 @@ impl Output {
         if text.is_empty() {
             return;
         }
-        if std::mem::take(&mut state.paragraph) && !state.narration.is_empty() {
+        // Two sources' answers never run together (`direct` composition joins them).
+        let new_source = state.last_source.as_deref() != Some(source.as_str());
+        if (std::mem::take(&mut state.paragraph) || new_source)
+            && !state.narration.is_empty()
+            && !state.narration.ends_with("\n\n")
+        {
             text.insert_str(0, "\n\n");
+        }
+        if new_source {
+            state.last_source = Some(source.clone());
         }
         state.narration.push_str(&text);
         self.send(state, Event::Text { source, text });

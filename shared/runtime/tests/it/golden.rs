@@ -1,5 +1,7 @@
 //! Golden event transcripts of whole turns (insta snapshots), under virtual time.
 
+use baton_core::ports::store::Store;
+
 use crate::support::*;
 
 /// Sub-agents that answer with one tool call, then text.
@@ -295,6 +297,42 @@ agents:
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_text_only_answer_to_an_echoing_reply_goes_to_the_asking_specialist() {
+    // The reply is short and echoes support's question; the orchestrator answers it
+    // itself. Support asked, so support answers, as when the orchestrator calls a tool.
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route, user_contains: "points" }
+      tool_calls: [{ name: ask_support, args: { query: "missing points", intent_count: 1 } }]
+    - when: { purpose: route, user_contains: "shop" }
+      text: ["Great, glad to hear it!"]
+    - when: { purpose: compose }
+      text: ["Done."]
+  support:
+    - when: { user_contains: "points" }
+      text: ["I can help. Is it from a Fetch Shop purchase?"]
+    - text: ["Thanks, I have filed the missing points claim."]
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+"#;
+    let rig = make_rig(&TestRegistry::default(), script);
+    let (episode, _) = run(&rig, request("I am missing points", None, "t1")).await;
+    let (_, events) = run(&rig, request("fetch shop", Some(&episode), "t2")).await;
+    let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
+    let record = &turns[1].routing;
+    assert_eq!(record.invoked, ["support"], "not the fallback (shop)");
+    assert!(
+        record
+            .guards
+            .iter()
+            .any(|g| g.guard == baton_core::trace::GuardName::Echo)
+    );
+    let shown = answer(&events);
+    assert!(!shown.contains("glad to hear"), "{shown}");
+}
+
+#[tokio::test(start_paused = true)]
 async fn principal_mismatch_is_suppressed_and_counted() {
     let setup = TestRegistry {
         rewards_tool: "foreign_points",
@@ -364,8 +402,13 @@ async fn direct_streams_the_first_live_and_flushes_the_other() {
         composition: "direct",
         ..TestRegistry::default()
     };
-    let t = golden(setup, ROUTE_MIXED, MIXED).await;
-    insta::assert_snapshot!(t);
+    let rig = make_rig(&setup, &script(ROUTE_MIXED));
+    let (episode, events) = run(&rig, request(MIXED, None, "t1")).await;
+    // Two specialists' answers are two paragraphs, on the wire and in the journal.
+    assert!(answer(&events).contains("points.\n\nYour receipt"));
+    let turns = rig.store.turns(&alice(), &episode, 1).await.unwrap();
+    assert!(turns[0].narration.contains("points.\n\nYour receipt"));
+    insta::assert_snapshot!(transcript(&rig, &episode, &events).await);
 }
 
 #[tokio::test(start_paused = true)]

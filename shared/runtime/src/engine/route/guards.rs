@@ -92,24 +92,19 @@ pub(super) async fn apply(
 
     // D-8 echo: a short reply to a specialist's question goes back to that specialist.
     if candidates.len() == 1
-        && let Some(target) = echo_target(ctx)
-        && candidates[0].agent.id.as_ref() != target
-        && let Some(agent) = ctx
-            .inner
-            .registry
-            .agent(target)
-            .filter(|_| o.sub_agents.iter().any(|s| s.as_ref() == target))
+        && let Some(agent) = echo_agent(ctx, o)
+        && candidates[0].agent.id != agent.id
     {
         ctx.trace(|t| {
             t.guard(
                 GuardName::Echo,
                 format!(
-                    "short reply echoes {target}'s question; rerouted from {}",
-                    candidates[0].agent.id
+                    "short reply echoes {}'s question; rerouted from {}",
+                    agent.id, candidates[0].agent.id
                 ),
             )
         });
-        candidates[0].agent = agent.clone();
+        candidates[0].agent = agent;
     }
 
     // D-8 overlap: in mixed intent a call sharing no content word with the user is dropped.
@@ -152,7 +147,7 @@ pub(super) async fn apply(
                 format!("no usable call; routed to {}", fallback.id),
             )
         });
-        plan.jobs.push(fallback_job(ctx, fallback, "fallback"));
+        plan.jobs.push(verbatim_job(ctx, fallback, "fallback"));
         return;
     }
     plan.jobs = jobs;
@@ -305,7 +300,8 @@ pub(super) fn fallback_agent(ctx: &TurnCtx) -> Arc<Agent> {
         .unwrap_or_else(|| orch.clone())
 }
 
-pub(super) fn fallback_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> AgentJob {
+/// A job that hands the user's exact text to `agent` (`why` names the call).
+pub(super) fn verbatim_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> AgentJob {
     AgentJob {
         call_id: format!("{why}_0"),
         agent,
@@ -316,7 +312,16 @@ pub(super) fn fallback_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> Agent
     }
 }
 
-/// The sub-agent whose question the user's short reply echoes (last turn only).
+/// The sub-agent of this orchestrator whose question the user's short reply echoes (last
+/// turn only): the echo guard (D-8), on every path of the routing call.
+pub(super) fn echo_agent(ctx: &TurnCtx, o: &Orchestration) -> Option<Arc<Agent>> {
+    let target = echo_target(ctx)?;
+    if !o.sub_agents.iter().any(|s| s.as_ref() == target) {
+        return None;
+    }
+    ctx.inner.registry.agent(target).cloned()
+}
+
 fn echo_target(ctx: &TurnCtx) -> Option<&str> {
     let last = ctx.history.last()?;
     let seg = last

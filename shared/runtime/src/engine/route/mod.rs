@@ -17,7 +17,7 @@ use super::subagent::AgentJob;
 
 pub(crate) use conversation::conversation;
 pub(crate) use guards::follow_up;
-use guards::{fallback_agent, fallback_job};
+use guards::{echo_agent, fallback_agent, verbatim_job};
 
 /// What routing decided.
 #[derive(Default)]
@@ -105,10 +105,13 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         .map(|f| f.allow.as_slice())
         .unwrap_or_default();
     let category = fastpath::allowed(&ctx.user_text, allow);
+    // A short reply to a specialist's question belongs to that specialist, whatever the
+    // orchestrator does with it: its text is held until that is known.
+    let echo = echo_agent(ctx, o);
 
     let mut request = orch.request(CallPurpose::Route, orch.prompt.system(&ctx.dynamic(), None));
     request.messages = conversation(ctx);
-    let mut sink = PreambleSink::new(ctx, category.is_some());
+    let mut sink = PreambleSink::new(ctx, category.is_some() && echo.is_none());
     *iterations += 1;
     let reply = model_call::call(ctx, &orch, &request, &mut sink).await?;
     let mut plan = Plan {
@@ -117,6 +120,20 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
     };
 
     if reply.calls.is_empty() {
+        if let Some(agent) = echo {
+            ctx.trace(|t| {
+                t.guard(
+                    GuardName::Echo,
+                    format!(
+                        "short reply echoes {}'s question; the text-only answer was routed to it",
+                        agent.id
+                    ),
+                )
+            });
+            plan.text.clear();
+            plan.jobs.push(verbatim_job(ctx, agent, "echo"));
+            return Ok(plan);
+        }
         if let Some(category) = category.filter(|_| !reply.text.trim().is_empty()) {
             ctx.trace(|t| t.fastpath = Some(category.to_owned()));
             plan.fastpath = true;
@@ -133,7 +150,7 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
             )
         });
         plan.text.clear();
-        plan.jobs.push(fallback_job(ctx, fallback, "fastpath"));
+        plan.jobs.push(verbatim_job(ctx, fallback, "fastpath"));
         return Ok(plan);
     }
 
