@@ -265,6 +265,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
             ObligationMet::AfterReminder => "after a reminder",
             ObligationMet::ByRuntime => "by the runtime",
             ObligationMet::DirectLine => "on the Direct Line",
+            ObligationMet::Deferred => "not yet: over the fan-out cap, offered to continue",
         };
         let _ = write!(
             out,

@@ -151,6 +151,8 @@ pub enum LimitHit {
     TurnToolCalls,
     /// The orchestrator took as many steps as it may.
     OrchestratorIterations,
+    /// The turn had to consult more specialists than its fan-out cap lets run at once.
+    FanoutCap,
 }
 
 impl LimitHit {
@@ -161,6 +163,7 @@ impl LimitHit {
             LimitHit::TurnSubagents => "turn_subagents",
             LimitHit::TurnToolCalls => "turn_tool_calls",
             LimitHit::OrchestratorIterations => "orchestrator_iterations",
+            LimitHit::FanoutCap => "fanout_cap",
         }
     }
 }
@@ -269,6 +272,9 @@ pub enum ObligationMet {
     ByRuntime,
     /// The specialist was consulted on the Direct Line.
     DirectLine,
+    /// Not consulted this turn: the turn owed more specialists than its fan-out cap (or
+    /// its room) lets run at once; it waits for "continue".
+    Deferred,
 }
 
 /// One obligation of the turn.

@@ -52,6 +52,9 @@ pub(crate) struct TurnCtx {
     bodies: Mutex<Vec<Body>>,
     tool_calls: AtomicU32,
     model_calls: AtomicU32,
+    /// Model and tool calls in the episode's sliding window (D-15): the earlier turns'
+    /// when this one started, plus each call this turn has begun.
+    window_calls: AtomicU32,
 }
 
 impl TurnCtx {
@@ -95,6 +98,7 @@ impl TurnCtx {
             bodies: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
             model_calls: AtomicU32::new(0),
+            window_calls: AtomicU32::new(0),
         }
     }
 
@@ -166,6 +170,36 @@ impl TurnCtx {
                 (n < max).then_some(n + 1)
             })
             .is_ok()
+    }
+
+    /// Sets the calls the episode made in its window before this turn.
+    pub(crate) fn set_window_calls(&self, before: u32) {
+        self.window_calls.store(before, Ordering::Release);
+    }
+
+    /// Takes one model or tool call from the episode's sliding window (D-15): false when
+    /// it already holds `episode_max_calls`, so a turn that starts near the end of it
+    /// cannot run past it. Recorded as the turn's limit.
+    pub(crate) fn take_window_call(&self) -> bool {
+        let max = self.limits.episode_max_calls;
+        let ok = self
+            .window_calls
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok();
+        if !ok {
+            self.trace(|t| {
+                t.limit
+                    .get_or_insert(baton_core::trace::LimitHit::EpisodeRate);
+            });
+        }
+        ok
+    }
+
+    /// Whether the episode's window is spent.
+    pub(crate) fn window_spent(&self) -> bool {
+        self.window_calls.load(Ordering::Acquire) >= self.limits.episode_max_calls
     }
 
     /// Whether the turn's tool-call budget is spent.

@@ -75,6 +75,11 @@ pub(crate) async fn call(
     };
     let mut attempt = 0;
     loop {
+        if !ctx.take_window_call() {
+            return Err(ModelError::Invalid(
+                "the episode's window of model and tool calls is spent".into(),
+            ));
+        }
         let mut shown = false;
         // OpenTelemetry GenAI conventions: one `chat` span per model call. The cohort (the
         // hash of the card's stable prompt prefix, D-3) tells which calls can share a

@@ -8,7 +8,10 @@
 use baton_core::obligation::{self, Obligation, ObligationRule};
 use baton_core::ports::model::{CallPurpose, ToolChoice};
 use baton_core::registry::Agent;
-use baton_core::trace::{InterventionKind, ObligationMet, ObligationRecord};
+use baton_core::trace::{
+    CapBehavior, DropReason, InterventionKind, LimitHit, ObligationMet, ObligationRecord,
+};
+use baton_core::turn::PendingCall;
 
 use super::context::TurnCtx;
 use super::model_call::{self, Quiet};
@@ -41,14 +44,17 @@ pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32
     let calls: Vec<_> = plan.jobs.iter().map(|j| &j.extra).collect();
     let filed = obligation::for_calls(rules(ctx), &calls, &obligations);
     obligations.extend(filed);
-    for ob in obligations {
+    if obligations.is_empty() {
+        return;
+    }
+    for ob in &obligations {
         let Some(agent) = ctx.inner.registry.agent(&ob.agent_id).cloned() else {
             // Checked when the registry and the request were read; nothing to consult.
             tracing::warn!(agent = %ob.agent_id, "obligation names no known specialist");
             continue;
         };
         if plan.jobs.iter().any(|j| j.agent.id == agent.id) {
-            record(ctx, &ob, ObligationMet::ByModel, 0);
+            record(ctx, ob, ObligationMet::ByModel, 0);
             continue;
         }
         let (job, reminders) = if routed {
@@ -85,11 +91,77 @@ pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32
                 (job, ObligationMet::ByRuntime)
             }
         };
-        record(ctx, &ob, met, reminders);
+        record(ctx, ob, met, reminders);
         // A text-only answer cannot end a turn that owes a consultation.
         plan.fastpath = false;
         plan.jobs.push(job);
     }
+    fit(ctx, plan, &obligations);
+}
+
+/// The fan-out cap (D-9) and the turn's room (D-15) hold with obligations in the plan:
+/// the owed specialists go first, then the orchestrator's own calls, and whatever does
+/// not fit does not run. The orchestrator's calls over it are dropped as over the cap;
+/// owed specialists over it (more obligations than the cap) wait for "continue", and the
+/// turn says so.
+fn fit(ctx: &TurnCtx, plan: &mut Plan, obligations: &[Obligation]) {
+    let cap = ctx
+        .orchestrator
+        .orchestration
+        .as_ref()
+        .map_or(usize::MAX, |o| o.fanout_cap as usize);
+    let fits = cap.min(ctx.limits.max_subagents as usize);
+    if plan.jobs.len() <= fits {
+        return;
+    }
+    let owed = |id: &str| obligations.iter().any(|o| o.agent_id == id);
+    let (mut jobs, others): (Vec<_>, Vec<_>) = std::mem::take(&mut plan.jobs)
+        .into_iter()
+        .partition(|j| owed(&j.agent.id));
+    let requested = jobs.len() + others.len();
+    let deferred = if jobs.len() > fits {
+        jobs.split_off(fits)
+    } else {
+        Vec::new()
+    };
+    let room = fits - jobs.len();
+    let mut others = others.into_iter();
+    jobs.extend(others.by_ref().take(room));
+    ctx.trace(|t| {
+        t.cap_behavior = t.cap_behavior.max(CapBehavior::of(requested, cap));
+        for j in others.as_slice() {
+            t.drop_call(j.agent.ask_tool_name(), DropReason::OverCap);
+        }
+        for j in &deferred {
+            t.drop_call(j.agent.ask_tool_name(), DropReason::OverCap);
+            t.limit.get_or_insert(LimitHit::FanoutCap);
+            for r in t
+                .obligations
+                .iter_mut()
+                .filter(|r| r.agent_id == *j.agent.id)
+            {
+                r.met = ObligationMet::Deferred;
+            }
+        }
+    });
+    for j in others {
+        let args = j.executed_args(requested).to_string();
+        plan.refused.push((
+            super::model_call::RawCall {
+                id: j.call_id,
+                name: j.agent.ask_tool_name().to_owned(),
+                args,
+            },
+            "Not run: this turn had to consult other specialists first, and no more fit at once."
+                .into(),
+        ));
+    }
+    plan.pending
+        .extend(deferred.into_iter().map(|j| PendingCall {
+            agent_id: j.agent.id.to_string(),
+            query: j.query,
+        }));
+    plan.jobs = jobs;
 }
 
 /// Reminds the orchestrator, its tool choice forced to the specialist, until it calls it

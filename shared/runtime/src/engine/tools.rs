@@ -172,6 +172,14 @@ pub(crate) async fn run(
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
+    if !ctx.take_window_call() {
+        return ToolRun {
+            data: ToolData::unavailable(
+                &tool.id,
+                "This conversation has used all of its calls for the last few minutes.",
+            ),
+        };
+    }
     if !ctx.take_tool_call() {
         ctx.trace(|t| {
             t.limit.get_or_insert(LimitHit::TurnToolCalls);

@@ -39,6 +39,7 @@ pub(super) const TROUBLE: &str =
     "I'm having trouble answering right now. Please try again in a moment.";
 const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again in a moment.";
 const COMMIT_ATTEMPTS: usize = 3;
+const PAUSE: &str = "We've done a lot in the last few minutes, so I'm pausing for a moment. Ask again shortly and I'll continue.";
 
 /// Runs a claimed turn to its end. Never panics; every failure ends in plain words.
 pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
@@ -68,12 +69,11 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
 
     let mut work = Work::default();
     let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
-    if used >= ctx.limits.episode_max_calls {
+    ctx.set_window_calls(used);
+    if ctx.window_spent() {
         // D-15: the episode's sliding window is spent; say so and offer to go on later.
         ctx.trace(|t| t.limit = Some(LimitHit::EpisodeRate));
-        let text = "We've done a lot in the last few minutes, so I'm pausing for a moment. Ask again shortly and I'll continue.";
-        ctx.out.text(SOURCE_ORCHESTRATOR, text).await;
-        work.outcome = TurnOutcome::Limited;
+        pause(&ctx, &mut work).await;
         work.pending = std::mem::take(&mut state.pending);
         work.pending_plan = state.pending_plan.take();
     } else {
@@ -127,6 +127,14 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
     finish(&ctx, meta, state, work).await;
 }
 
+/// The episode's window of calls is spent (D-15): the turn says so in plain words and
+/// ends as limited; nothing it held is lost.
+async fn pause(ctx: &TurnCtx, work: &mut Work) {
+    ctx.out.paragraph().await;
+    ctx.out.text(SOURCE_ORCHESTRATOR, PAUSE).await;
+    work.outcome = TurnOutcome::Limited;
+}
+
 /// What the turn did, gathered for the record.
 pub(super) struct Work {
     pub(super) jobs: Vec<AgentJob>,
@@ -166,6 +174,10 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
                 // turn must consult are asked directly, and the answer is composed from them.
                 tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed; consulting the turn's obligations directly");
                 (Plan::default(), false)
+            }
+            Err(_) if ctx.window_spent() => {
+                pause(ctx, work).await;
+                return;
             }
             Err(e) => {
                 tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed");
@@ -290,7 +302,10 @@ async fn compose_rounds(
 
 async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut work: Work) {
     let limit = ctx.trace(|t| t.limit).flatten();
-    if let Some(why) = &limit
+    if limit == Some(LimitHit::EpisodeRate) && work.outcome != TurnOutcome::Limited {
+        // The window ran out mid-turn: the work left needs time, not a "yes".
+        pause(ctx, &mut work).await;
+    } else if let Some(why) = &limit
         && work.outcome != TurnOutcome::Limited
     {
         let done: Vec<(String, AgentStatus)> = work
@@ -321,7 +336,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
     }
 
     let consulted = consulted_record(&work);
-    record_outcomes(ctx, &consulted, &work.pending);
+    record_outcomes(ctx, &consulted);
     ctx.out.flush_all().await;
     ctx.out
         .emit(Event::AgentsConsulted {
@@ -444,9 +459,10 @@ fn consulted_record(work: &Work) -> Vec<ConsultedAgent> {
         .collect()
 }
 
-/// The routing record's part that is known only at the end: who ran, how each did, and
-/// the calls a limit left pending.
-fn record_outcomes(ctx: &TurnCtx, consulted: &[ConsultedAgent], pending: &[PendingCall]) {
+/// The routing record's part that is known only at the end: who ran and how each did.
+/// (A call a limit left pending was recorded as dropped where it was held; work carried
+/// over from an earlier turn is not this turn's.)
+fn record_outcomes(ctx: &TurnCtx, consulted: &[ConsultedAgent]) {
     ctx.trace(|t| {
         t.invoked = consulted.iter().map(|c| c.agent_id.clone()).collect();
         t.outcomes = consulted
@@ -458,11 +474,6 @@ fn record_outcomes(ctx: &TurnCtx, consulted: &[ConsultedAgent], pending: &[Pendi
                 tool_calls: c.tool_calls,
             })
             .collect();
-        for p in pending {
-            if !t.dropped.iter().any(|d| d.reason == DropReason::Limit) {
-                t.drop_call(&format!("ask_{}", p.agent_id), DropReason::Limit);
-            }
-        }
     });
 }
 
@@ -562,6 +573,9 @@ fn limit_words(limit: LimitHit) -> &'static str {
         LimitHit::TurnToolCalls => "this turn reached its limit of tool calls",
         LimitHit::TurnSubagents => "this turn reached its limit of specialists",
         LimitHit::OrchestratorIterations => "this turn reached its limit of steps",
-        LimitHit::EpisodeRate => "this turn reached one of its limits",
+        LimitHit::EpisodeRate => {
+            "this conversation reached its limit of calls for the last few minutes"
+        }
+        LimitHit::FanoutCap => "this turn had to consult more specialists than I consult at once",
     }
 }

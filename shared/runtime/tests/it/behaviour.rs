@@ -363,6 +363,29 @@ async fn the_episode_sliding_window_pauses_a_busy_conversation() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_episode_window_is_checked_on_every_call_not_only_when_a_turn_starts() {
+    // Turn 1 makes 3 calls (route, shop, compose) of a window of 4. Turn 2 starts at 3:
+    // its routing call is the 4th, and nothing after it runs.
+    let setup = TestRegistry {
+        turn_limits: "turn_limits: { episode_max_calls: 4 }",
+        ..TestRegistry::default()
+    };
+    let rig = make_rig(&setup, TWO_TURNS);
+    let (episode, _) = run(&rig, request("find coffee deals", None, "t1")).await;
+    assert_eq!(rig.model.requests().len(), 3);
+    let (_, events) = run(&rig, request("find coffee deals", Some(&episode), "t2")).await;
+    assert_eq!(rig.model.requests().len(), 4, "no call past the window");
+    assert!(answer(&events).contains("pausing"), "{}", answer(&events));
+    let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
+    assert_eq!(turns[1].routing.limit, Some(LimitHit::EpisodeRate));
+    assert_eq!(turns[1].outcome, TurnOutcome::Limited);
+    // The window counts what was really made: turn 3 pauses at once.
+    let (_, events) = run(&rig, request("find coffee deals", Some(&episode), "t3")).await;
+    assert_eq!(rig.model.requests().len(), 4);
+    assert!(answer(&events).contains("pausing"));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_failing_tool_opens_its_breaker() {
     let setup = TestRegistry {
         rewards_tool: "down_points",
