@@ -1,5 +1,5 @@
 //! `upstream_chat`: a chat service that keeps its own conversation, over HTTP, streaming
-//! its answer as JSON lines. It serves an external-wrapper specialist (the runtime keeps
+//! its answer as JSON lines. It serves the specialist whose one tool it is (the runtime keeps
 //! the conversation id and replays recent turns when a new conversation starts); it is
 //! never called as a tool.
 //!
@@ -97,7 +97,7 @@ fn timeout_of(config: &Value) -> Result<Duration, String> {
 impl Connector for UpstreamChatConnector {
     async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
         Err(ConnectorError::Config(format!(
-            "tool {} is a chat service: an external-wrapper card converses with it, it is not called as a tool",
+            "tool {} is a chat service: the card whose one tool it is converses with it; it is not called as a tool",
             request.tool_id
         )))
     }

@@ -100,7 +100,8 @@ impl RunReport {
 
     /// The summarizer's cost over the run, USD.
     pub fn cost_usd(&self) -> f64 {
-        self.episodes.iter().map(|e| e.cost_usd).sum()
+        // From +0: an empty float sum is -0.
+        self.episodes.iter().fold(0.0, |sum, e| sum + e.cost_usd)
     }
 }
 

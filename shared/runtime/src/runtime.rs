@@ -10,7 +10,7 @@ use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::{Store, StoreError};
 use baton_core::privacy::PrivacyGuard;
-use baton_core::registry::{Agent, AgentRole, ModelSpec, Registry};
+use baton_core::registry::{Agent, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
 use crate::clock::SystemClock;
@@ -175,8 +175,9 @@ impl RuntimeBuilder {
     }
 }
 
-/// A chat-service tool is served as a conversation by an external-wrapper card with that one
-/// tool; any other use of it, or a wrapper card with no such tool, cannot run.
+/// A chat-service tool (its connector kind says so) is served as a conversation by the
+/// card whose one tool it is; a card that mixes it with other tools cannot run. The
+/// card's `role` is only a label (D-1): it decides nothing here.
 fn upstream_problems(
     registry: &Registry,
     connectors: &BTreeMap<String, Arc<dyn Connector>>,
@@ -194,15 +195,9 @@ fn upstream_problems(
             .filter(|t| is_chat(&t.connector_kind))
             .map(|t| &*t.id)
             .collect();
-        let wrapper = agent.role == AgentRole::ExternalWrapper;
-        if wrapper && (chats.len() != 1 || agent.tools.len() != 1) {
+        if !chats.is_empty() && agent.tools.len() != 1 {
             problems.push(format!(
-                "agent {} is an external wrapper: it needs exactly one tool, a chat service (connector kind upstream_chat)",
-                agent.id
-            ));
-        } else if !wrapper && !chats.is_empty() {
-            problems.push(format!(
-                "agent {} uses the chat service {}: only an external-wrapper card may (role: external-wrapper)",
+                "agent {} uses the chat service {}: a card served by a chat service has exactly that one tool",
                 agent.id,
                 chats.join(", ")
             ));

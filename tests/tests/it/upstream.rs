@@ -407,7 +407,7 @@ async fn an_expired_item_still_in_dynamodb_is_treated_as_expired() {
 }
 
 #[tokio::test]
-async fn only_a_wrapper_card_with_that_one_tool_may_use_a_chat_service() {
+async fn a_chat_service_serves_the_card_whose_one_tool_it_is_whatever_its_role_label() {
     let tool = "  support_chat:\n    description: A desk.\n    connector: { kind: upstream_chat, url: \"http://127.0.0.1:9/chat\" }\n    schema: { type: object, properties: {} }\n";
     let build = |card: &str| {
         let registry = TestRegistry {
@@ -429,13 +429,13 @@ async fn only_a_wrapper_card_with_that_one_tool_may_use_a_chat_service() {
     let card = |role: &str, tools: &str| {
         format!("id: support\ndescription: Receipts.\nrole: {role}\nmodel: m1\ntools: [{tools}]\n")
     };
+    // The role is a label: the tool's connector kind decides.
     assert_eq!(build(&card("external-wrapper", "support_chat")), None);
-    let e = build(&card("native", "support_chat")).expect("refused");
-    assert!(e.contains("only an external-wrapper card may"), "{e}");
+    assert_eq!(build(&card("native", "support_chat")), None);
     let e = build(&card("external-wrapper", "support_chat, lookup_receipt")).expect("refused");
-    assert!(e.contains("exactly one tool"), "{e}");
-    let e = build(&card("external-wrapper", "lookup_receipt")).expect("refused");
-    assert!(e.contains("exactly one tool"), "{e}");
+    assert!(e.contains("exactly that one tool"), "{e}");
+    // A wrapper label on a card with ordinary tools is a native specialist.
+    assert_eq!(build(&card("external-wrapper", "lookup_receipt")), None);
 }
 
 #[tokio::test]

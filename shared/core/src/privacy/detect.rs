@@ -152,6 +152,8 @@ pub(crate) fn first_ok(kind: PiiKind, b: u8) -> bool {
 pub(crate) fn left_ok(kind: PiiKind, prev: u8) -> bool {
     match kind {
         PiiKind::Email => !is_local(prev),
+        // Two card numbers joined by a hyphen are two card numbers.
+        PiiKind::CardNumber if prev == b'-' => true,
         _ => {
             !(prev.is_ascii_alphanumeric()
                 || matches!(
@@ -219,26 +221,48 @@ fn alnums(c: Cursor<'_>, i: usize, max: usize) -> Result<(usize, usize), Stop> {
 
 fn card(c: Cursor<'_>, p: usize) -> Scan {
     let (first, mut i) = digits(c, p, 19)?;
+    let grouped = match c.at(i)? {
+        Some(sep @ (b' ' | b'-')) if first == 4 => Some(sep),
+        _ => None,
+    };
+    let Some(sep) = grouped else {
+        // Contiguous: the whole run, which may be followed by another number.
+        if !(13..=19).contains(&first) || !(right_ok(c, i)? || next_group(c, i)?) {
+            return Ok(None);
+        }
+        return Ok(luhn(c.slice(p, i)).then_some(i));
+    };
+    // Grouped: every group end where the digits so far could be a card. The longest valid
+    // one wins, so a card followed by more digit groups (a second card, a date, a
+    // reference) is still masked: for safety, a long reference is sometimes masked too.
+    let mut ends = [0usize; 5];
+    let mut found = 0usize;
     let mut total = first;
-    if first == 4
-        && let Some(sep @ (b' ' | b'-')) = c.at(i)?
-    {
-        while c.at(i)? == Some(sep) && is_digit(c.at(i + 1)?) {
-            let (group, j) = digits(c, i + 1, 6)?;
-            if !(3..=6).contains(&group) {
-                break;
-            }
-            total += group;
-            if total > 19 {
-                return Ok(None);
-            }
-            i = j;
+    while c.at(i)? == Some(sep) && is_digit(c.at(i + 1)?) {
+        let (group, j) = digits(c, i + 1, 6)?;
+        if !(3..=6).contains(&group) || total + group > 19 {
+            break;
+        }
+        total += group;
+        i = j;
+        if total >= 13
+            && let Some(slot) = ends.get_mut(found)
+        {
+            *slot = i;
+            found += 1;
         }
     }
-    if !(13..=19).contains(&total) || !right_ok(c, i)? {
-        return Ok(None);
+    for &end in ends[..found].iter().rev() {
+        if (right_ok(c, end)? || next_group(c, end)?) && luhn(c.slice(p, end)) {
+            return Ok(Some(end));
+        }
     }
-    Ok(luhn(c.slice(p, i)).then_some(i))
+    Ok(None)
+}
+
+/// Whether a space or hyphen and a digit follow `i`: another number starts there.
+fn next_group(c: Cursor<'_>, i: usize) -> Result<bool, Stop> {
+    Ok(matches!(c.at(i)?, Some(b' ' | b'-')) && is_digit(c.at(i + 1)?))
 }
 
 /// The Luhn check over the digits of `value` (separators skipped).
@@ -656,8 +680,23 @@ mod tests {
             at_start(k, "4111 1111 1111 1111 12/27"),
             Some("4111 1111 1111 1111")
         );
-        assert_eq!(at_start(k, "4111 1111 1111 1111 2027"), None);
-        assert_eq!(at_start(k, "4111-1111-1111-1111-12"), None);
+        // A card followed by more digits is still a card (for safety).
+        assert_eq!(
+            at_start(k, "4111 1111 1111 1111 2027"),
+            Some("4111 1111 1111 1111")
+        );
+        assert_eq!(
+            at_start(k, "4111-1111-1111-1111-12"),
+            Some("4111-1111-1111-1111")
+        );
+        assert_eq!(
+            at_start(k, "4111 1111 1111 1111 5555 5555 5555 4444"),
+            Some("4111 1111 1111 1111")
+        );
+        assert_eq!(
+            at_start(k, "4111111111111111-5555555555554444"),
+            Some("4111111111111111")
+        );
         assert_eq!(at_start(k, "4111 1111-1111 1111"), None);
         assert_eq!(at_start(k, "41111111111111111111"), None);
     }

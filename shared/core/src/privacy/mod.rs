@@ -35,8 +35,11 @@
 //!
 //! - **Card number**: 13–19 digits, Luhn-valid, either contiguous or grouped: a first group of
 //!   4 digits, then groups of 3–6 digits, all separated by the same single space or hyphen
-//!   (`4111 1111 1111 1111`, `3782-822463-10005`). A following group of 1–2 or 7+ digits is
-//!   not taken in; one of 3–6 digits is, so `4111 1111 1111 1111 2027` (20 digits) is none.
+//!   (`4111 1111 1111 1111`, `3782-822463-10005`). As a grouped number cannot tell where it
+//!   stops when more digit groups follow, the longest valid prefix that ends at a group
+//!   wins: two card numbers back to back are two cards, and `4111 1111 1111 1111 2027` masks
+//!   its first 16 digits (safety over the odd long reference). A card may also start right
+//!   after a hyphen, and end before a space or hyphen that starts another number.
 //! - **IBAN**: two letters, two check digits, 11–30 letters or digits (15–34 in all), letters
 //!   in either case, mod 97 = 1; either contiguous or in groups of four separated by single
 //!   spaces, the last group 1–4 long. As a grouped IBAN cannot tell where it stops when a

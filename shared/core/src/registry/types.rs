@@ -59,9 +59,10 @@ impl fmt::Display for Composition {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StatusPolicy {
-    /// Shown at once, in the card's words.
+    /// Shown at once, in the card's words exactly as written.
     Forward,
-    /// Shown at once, the card's words with `{agent}` filled with the sub-agent's label.
+    /// Shown at once, the card's words with fields of the call filled in: `{agent}` (the
+    /// sub-agent's label) and `{<argument>}` (a required argument of the tool call).
     Transform,
     /// Never shown.
     Suppress,
@@ -72,10 +73,54 @@ pub enum StatusPolicy {
 /// A status code's words and policy.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusMessage {
-    /// Words (may contain `{agent}`).
+    /// Words (with `transform`, may contain `{agent}` and `{<argument>}`).
     pub text: Arc<str>,
     /// Policy.
     pub policy: StatusPolicy,
+}
+
+impl StatusMessage {
+    /// The line shown for a code from the call by `agent_label` with `fields` (the call's
+    /// arguments): under `transform` its placeholders are filled, under any other policy
+    /// the words are shown as written.
+    pub fn line(&self, agent_label: &str, fields: &[(String, String)]) -> String {
+        if self.policy != StatusPolicy::Transform {
+            return self.text.to_string();
+        }
+        let mut out = String::with_capacity(self.text.len());
+        let mut rest = &*self.text;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                out.push_str(&rest[open..]);
+                return out;
+            };
+            let name = &after[..close];
+            match (name, fields.iter().find(|(k, _)| k == name)) {
+                ("agent", _) => out.push_str(agent_label),
+                (_, Some((_, value))) => out.push_str(value),
+                // Checked when the card was loaded; a connector's own code has no fields.
+                (_, None) => out.push_str(&rest[open..open + close + 2]),
+            }
+            rest = &after[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The `{name}` placeholders of some words.
+    pub fn placeholders(text: &str) -> Vec<&str> {
+        let mut names = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else { break };
+            names.push(&after[..close]);
+            rest = &after[close + 1..];
+        }
+        names
+    }
 }
 
 /// The orchestrator's status-event rendering (D-12).

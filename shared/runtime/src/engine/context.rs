@@ -249,6 +249,9 @@ impl TurnCtx {
 }
 
 /// Cost to a billionth of a dollar: enough for tokens, free of float noise in events.
+/// Rounded to a billionth of a dollar. No cost is `0`, never `-0` (an empty float sum is
+/// `-0.0`, which JSON would print as such).
 fn round_usd(usd: f64) -> f64 {
-    (usd * 1e9).round() / 1e9
+    let rounded = (usd * 1e9).round() / 1e9;
+    if rounded == 0.0 { 0.0 } else { rounded }
 }

@@ -26,11 +26,22 @@ struct Lane {
     done: AtomicBool,
 }
 
+/// A status code as it arrived: from which sub-agent, and the fields of the call that
+/// emitted it (its arguments, for `transform` words).
+struct Code {
+    agent: Arc<str>,
+    code: Arc<str>,
+    fields: Fields,
+}
+
+/// The arguments of a tool call as text, by name.
+pub(crate) type Fields = Arc<[(String, String)]>;
+
 /// The status board of one dispatch.
 pub(crate) struct Board {
     start: Instant,
     lanes: Vec<Lane>,
-    codes: Mutex<Vec<(Arc<str>, Arc<str>)>>,
+    codes: Mutex<Vec<Code>>,
     wake: Notify,
     closed: AtomicBool,
 }
@@ -66,11 +77,15 @@ impl Board {
         }
     }
 
-    /// A typed status code from `agent`.
-    pub(crate) fn code(&self, agent: &Arc<str>, code: &Arc<str>) {
+    /// A typed status code from `agent`'s call with `fields`.
+    pub(crate) fn code(&self, agent: &Arc<str>, code: &Arc<str>, fields: &Fields) {
         self.activity(agent);
         if let Ok(mut codes) = self.codes.lock() {
-            codes.push((agent.clone(), code.clone()));
+            codes.push(Code {
+                agent: agent.clone(),
+                code: code.clone(),
+                fields: fields.clone(),
+            });
         }
         self.wake.notify_one();
     }
@@ -112,7 +127,12 @@ pub(crate) async fn render(ctx: &TurnCtx, board: &Board) {
             .lock()
             .map(|mut c| std::mem::take(&mut *c))
             .unwrap_or_default();
-        for (agent, code) in arrived {
+        for Code {
+            agent,
+            code,
+            fields,
+        } in arrived
+        {
             let Some(m) = config.codes.get(&*code) else {
                 tracing::warn!(%agent, %code, "unknown status code dropped");
                 ctx.inner
@@ -120,7 +140,7 @@ pub(crate) async fn render(ctx: &TurnCtx, board: &Board) {
                     .count(UNKNOWN_STATUS_CODE_TOTAL, 1, &[("code", &code)]);
                 continue;
             };
-            let text = m.text.replace("{agent}", &ctx.label_of(&agent));
+            let text = m.line(&ctx.label_of(&agent), &fields);
             match m.policy {
                 StatusPolicy::Suppress => {}
                 StatusPolicy::Forward | StatusPolicy::Transform => {

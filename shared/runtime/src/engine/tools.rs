@@ -22,7 +22,7 @@ use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::model_call::RawCall;
-use super::status::Board;
+use super::status::{Board, Fields};
 
 /// A tool message as stored apart from the narration.
 #[derive(serde::Serialize)]
@@ -201,8 +201,21 @@ pub(crate) async fn run(
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
+    // The call's arguments, for status words that name them (`transform`).
+    let fields: Fields = args
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| match v {
+                    Value::String(s) => Some((k.clone(), s.clone())),
+                    Value::Number(_) | Value::Bool(_) => Some((k.clone(), v.to_string())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     if let Some(code) = &tool.status_code {
-        status.code(&agent.id, code);
+        status.code(&agent.id, code, &fields);
     }
     let call_id = format!("{}.{}", agent.id, call.id);
     // From here the call has started: `end` sends its result and end exactly once, also
@@ -244,7 +257,7 @@ pub(crate) async fn run(
     let answer = tokio::time::timeout(
         Duration::from_millis(tool.timeout_ms),
         relay_progress(call, &progress, |code| {
-            status.code(&agent.id, &Arc::from(code))
+            status.code(&agent.id, &Arc::from(code), &fields)
         }),
     )
     .await;

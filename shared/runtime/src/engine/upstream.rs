@@ -1,4 +1,4 @@
-//! An external-wrapper specialist served by an upstream chat service (seed 000): no model
+//! A specialist served by an upstream chat service (seed 000): no model
 //! call, the service's streamed answer is the specialist's.
 //!
 //! The service keeps its own conversation. Its id is kept in the store per episode and
@@ -16,7 +16,7 @@ use baton_core::ports::upstream::{
     ConversationPolicy, Exchange, UpstreamChat, UpstreamConversation, UpstreamError, UpstreamEvent,
     UpstreamRequest,
 };
-use baton_core::registry::{Agent, AgentRole, Tool};
+use baton_core::registry::{Agent, Tool};
 use baton_core::trace::GuardName;
 use baton_core::turn::AgentStatus;
 use futures::StreamExt;
@@ -25,15 +25,12 @@ use super::context::TurnCtx;
 use super::model_call::Sink;
 use super::subagent::{AgentJob, AgentResult, AgentSink, prior_context};
 
-/// The tool and service that serve `agent`, when it is an external wrapper whose one tool
-/// is a chat service.
+/// The tool and service that serve `agent`, when its one tool is a chat service (the
+/// tool's connector kind decides; the card's role is a label).
 pub(crate) fn served_by<'a>(
     ctx: &'a TurnCtx,
     agent: &'a Agent,
 ) -> Option<(&'a Arc<Tool>, &'a dyn UpstreamChat)> {
-    if agent.role != AgentRole::ExternalWrapper {
-        return None;
-    }
     let [tool] = agent.tools.as_slice() else {
         return None;
     };

@@ -360,6 +360,16 @@ async fn the_episode_sliding_window_pauses_a_busy_conversation() {
             ..
         }
     ));
+    // No model call, no cost: `0`, not `-0.0`.
+    let usage = events
+        .iter()
+        .find(|e| matches!(e.event, Event::Usage { .. }))
+        .unwrap();
+    let json = serde_json::to_string(&usage.event).unwrap();
+    assert!(
+        json.contains("\"cost_usd\":0.0") && !json.contains("-0"),
+        "{json}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

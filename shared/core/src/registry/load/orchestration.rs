@@ -165,9 +165,52 @@ impl Loader<'_> {
                 String::new()
             }
         };
+        self.status_placeholders(file, code, &text, policy);
         StatusMessage {
             text: Arc::from(text),
             policy,
+        }
+    }
+
+    /// Placeholders are filled only under `transform`, and only with what every call that
+    /// emits the code has: `{agent}`, and a required argument of each tool whose `status`
+    /// is the code.
+    fn status_placeholders(&mut self, file: &str, code: &str, text: &str, policy: StatusPolicy) {
+        let field = format!("status_messages.codes.{code}.text");
+        let names = StatusMessage::placeholders(text);
+        if names.is_empty() {
+            return;
+        }
+        if policy != StatusPolicy::Transform {
+            self.problems.add(
+                file,
+                field,
+                text,
+                "placeholders such as {agent} are filled only under policy: transform",
+            );
+            return;
+        }
+        let emitters: Vec<&Arc<crate::registry::Tool>> = self
+            .tools
+            .values()
+            .filter(|t| t.status_code.as_deref() == Some(code))
+            .collect();
+        for name in names.into_iter().filter(|n| *n != "agent") {
+            let every = !emitters.is_empty()
+                && emitters.iter().all(|t| {
+                    t.schema
+                        .get("required")
+                        .and_then(serde_json::Value::as_array)
+                        .is_some_and(|r| r.iter().any(|v| v.as_str() == Some(name)))
+                });
+            if !every {
+                self.problems.add(
+                    file,
+                    field.clone(),
+                    format!("{{{name}}}"),
+                    "can only be {agent} or a required argument of every tool with this status code",
+                );
+            }
         }
     }
 

@@ -51,3 +51,52 @@ fn a_huge_episode_window_does_not_panic_the_loader() {
         .limits;
     assert_eq!(limits.episode_window_ms, u64::MAX);
 }
+
+#[test]
+fn transform_fills_the_calls_fields_and_forward_shows_the_words_as_written() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/orchestrator.yaml",
+        "searching_offers: {text: Looking for offers…, policy: batch}",
+        "searching_offers: {text: '{agent} is looking for {query}…', policy: transform}\n    matching_receipt: {text: Finding your receipt…, policy: forward}",
+    );
+    let r = load(&s);
+    let codes = &super::fixtures::orchestration(&r).status.codes;
+    let fields = [("query".to_owned(), "coffee".to_owned())];
+    assert_eq!(
+        codes["searching_offers"].line("Shopping", &fields),
+        "Shopping is looking for coffee…"
+    );
+    assert_eq!(
+        codes["matching_receipt"].line("Support", &fields),
+        "Finding your receipt…"
+    );
+}
+
+#[test]
+fn placeholders_outside_transform_or_naming_no_required_argument_are_refused() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/orchestrator.yaml",
+        "searching_offers: {text: Looking for offers…, policy: batch}",
+        "searching_offers: {text: '{agent} is looking…', policy: forward}\n    matching_receipt: {text: 'Finding {query}…', policy: transform}",
+    );
+    let errors = load_errors(&s);
+    let e = expect_error(
+        &errors,
+        "agents/orchestrator.yaml",
+        "status_messages.codes.searching_offers.text",
+        "{agent} is looking…",
+    );
+    assert!(e.problem.contains("only under policy: transform"), "{e}");
+    // lookup_receipts' `query` is optional: a call may not have it.
+    let e = expect_error(
+        &errors,
+        "agents/orchestrator.yaml",
+        "status_messages.codes.matching_receipt.text",
+        "{query}",
+    );
+    assert!(e.problem.contains("required argument"), "{e}");
+}
