@@ -107,8 +107,8 @@ fn part(prefix: &str, n: usize) -> String {
 ///
 /// For the reference's policy that is the reference's text: the preamble, the specialists'
 /// answers one after the other (in whichever order they first spoke), then the composed
-/// answer — Baton starts the specialists' part and the composed answer on a new paragraph
-/// (`\n\n`), and adds nothing else.
+/// answer — Baton starts each specialist's answer and the composed answer on a new
+/// paragraph (`\n\n`, where the text's source changes), and adds nothing else.
 pub(crate) fn expected_texts(composition: &str, prompt: &str) -> Vec<String> {
     let agents: &[&str] = match prompt {
         MIXED_PROMPT => &["shopping", "support"],
@@ -116,8 +116,13 @@ pub(crate) fn expected_texts(composition: &str, prompt: &str) -> Vec<String> {
         _ => &["shopping"],
     };
     let pre = part("pre", PREAMBLE_CHUNKS);
-    let specialists =
-        |order: &[&str]| -> String { order.iter().map(|a| part(a, ANSWER_CHUNKS)).collect() };
+    let specialists = |order: &[&str]| -> String {
+        order
+            .iter()
+            .map(|a| part(a, ANSWER_CHUNKS))
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    };
     let mut reversed = agents.to_vec();
     reversed.reverse();
     if prompt == DIRECT_PROMPT {

@@ -38,15 +38,13 @@ impl TurnRequest {
             .direct_line_mode
             .map(|m| format!("{m:?}"))
             .unwrap_or_default();
-        request_fingerprint(
-            &self.text,
-            &[
-                self.locale.as_deref().unwrap_or_default(),
-                self.location.as_deref().unwrap_or_default(),
-                &mode,
-                &must,
-            ],
-        )
+        request_fingerprint(&[
+            ("message", &self.text),
+            ("locale", self.locale.as_deref().unwrap_or_default()),
+            ("location", self.location.as_deref().unwrap_or_default()),
+            ("Direct Line mode", &mode),
+            ("required specialists", &must),
+        ])
     }
 
     /// A turn of `text` by `principal` that starts a new episode, with nothing else set.

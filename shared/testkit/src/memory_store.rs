@@ -225,9 +225,12 @@ impl Store for MemoryStore {
 
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
         let mut inner = self.lock()?;
-        inner
-            .claims
-            .retain(|(_, t), c| !(t == turn_id && c.episode_id == episode_id));
+        // The turn id stays bound to its episode, its lease over: sent again, it runs there.
+        for ((_, t), c) in inner.claims.iter_mut() {
+            if t == turn_id && c.episode_id == episode_id {
+                c.expires_ms = 0;
+            }
+        }
         if let Some(episode) = inner.episodes.get_mut(episode_id)
             && episode.holder.as_deref() == Some(turn_id)
         {

@@ -273,8 +273,8 @@ pub(crate) fn claim_live(item: &Item, now_ms: u64) -> Result<bool, StoreError> {
 }
 
 /// Releases the claim `turn_id` holds on `episode_id`: 1 UpdateItem clearing META's lease
-/// if it is this turn's (which also returns the owner), then 1 DeleteItem of the TURN-ID
-/// item if it still claims this episode. Without the episode, nothing is sent beyond the
+/// if it is this turn's (which also returns the owner), then 1 UpdateItem ending the
+/// TURN-ID item's lease if it still claims this episode. Without the episode, nothing is sent beyond the
 /// first request. Safe to repeat: a release whose second request failed finishes on retry.
 pub(crate) async fn release(
     store: &DynamoStore,
@@ -318,22 +318,28 @@ pub(crate) async fn release(
     if !keys::fits(&principal_pk, &turn_id_sk) {
         return Ok(());
     }
-    let deleted = store
+    // The TURN-ID item stays, its lease ended: the turn id stays bound to its episode, so
+    // the same request sent again without an episode id runs there (TTL removes the item
+    // a day later, as any dead claim's).
+    let ended = store
         .dynamodb
-        .delete_item()
+        .update_item()
         .table_name(store.config.table())
         .key(keys::PK, s(principal_pk))
         .key(keys::SK, s(turn_id_sk))
+        .update_expression("SET #lease_expires_ms = :zero")
         .condition_expression("#state = :claimed AND #episode_id = :episode")
+        .expression_attribute_names("#lease_expires_ms", keys::LEASE_EXPIRES_MS)
         .expression_attribute_names("#state", keys::STATE)
         .expression_attribute_names("#episode_id", keys::EPISODE_ID)
+        .expression_attribute_values(":zero", n(0))
         .expression_attribute_values(":claimed", s(keys::CLAIMED))
         .expression_attribute_values(":episode", s(episode_id))
         .send()
         .await;
-    match deleted {
+    match ended {
         Ok(_) => Ok(()),
-        // Done, claimed elsewhere, or already gone: nothing of this claim is left.
+        // Done, claimed elsewhere, or gone: nothing of this claim is live.
         Err(err)
             if err
                 .as_service_error()

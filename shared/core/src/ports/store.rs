@@ -63,30 +63,65 @@ impl ClaimRequest {
                 episode_id: episode_id.to_owned(),
             });
         }
-        (!fingerprint.is_empty() && fingerprint != self.fingerprint)
-            .then_some(ClaimMismatch::Request)
+        (!fingerprint.is_empty() && fingerprint != self.fingerprint).then(|| {
+            ClaimMismatch::Request {
+                differs: fingerprint_differences(fingerprint, &self.fingerprint),
+            }
+        })
     }
 }
 
-/// The fingerprint of what a turn asks: its message (trimmed) and the options that change
-/// what runs. Equal requests have equal fingerprints.
-pub fn request_fingerprint(message: &str, options: &[&str]) -> String {
+/// Marks a fingerprint made of named parts.
+const PARTS_PREFIX: &str = "p1;";
+
+/// The fingerprint of what a turn asks: each named part (the message, trimmed, and every
+/// option that changes what runs) hashed on its own, so that two fingerprints tell which
+/// parts differ. Equal requests have equal fingerprints.
+pub fn request_fingerprint(parts: &[(&str, &str)]) -> String {
     use sha2::{Digest, Sha256};
     use std::fmt::Write as _;
-    let mut hash = Sha256::new();
-    hash.update(message.trim().as_bytes());
-    for option in options {
-        // A separator no message or option contains keeps the parts apart.
-        hash.update([0u8]);
-        hash.update(option.as_bytes());
+    let mut out = String::from(PARTS_PREFIX);
+    for (i, (name, value)) in parts.iter().enumerate() {
+        let digest = Sha256::digest(value.trim().as_bytes());
+        if i > 0 {
+            out.push(';');
+        }
+        out.push_str(name);
+        out.push('=');
+        // 64 bits a part: enough to tell a different request from a retry.
+        for b in &digest[..8] {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "{b:02x}");
+        }
     }
-    let digest = hash.finalize();
-    let mut hex = String::with_capacity(32);
-    for b in &digest[..16] {
-        // Writing to a String cannot fail.
-        let _ = write!(hex, "{b:02x}");
+    out
+}
+
+/// The names of the parts in which two fingerprints of [`request_fingerprint`] differ;
+/// empty when either is of another form (a turn stored by an older version).
+pub fn fingerprint_differences(a: &str, b: &str) -> Vec<String> {
+    let parts = |f: &str| -> Option<Vec<(String, String)>> {
+        f.strip_prefix(PARTS_PREFIX)?
+            .split(';')
+            .map(|p| p.split_once('=').map(|(n, h)| (n.to_owned(), h.to_owned())))
+            .collect()
+    };
+    let (Some(a), Some(b)) = (parts(a), parts(b)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = Vec::new();
+    for (name, hash) in &a {
+        let other = b.iter().find(|(n, _)| n == name).map(|(_, h)| h);
+        if other != Some(hash) {
+            names.push(name.clone());
+        }
     }
-    hex
+    for (name, _) in &b {
+        if !a.iter().any(|(n, _)| n == name) {
+            names.push(name.clone());
+        }
+    }
+    names
 }
 
 /// How a turn id sent again differs from the turn already under it.
@@ -98,7 +133,10 @@ pub enum ClaimMismatch {
         episode_id: String,
     },
     /// The message or its options differ.
-    Request,
+    Request {
+        /// The parts that differ, by name (`message`, `locale` …); empty when not known.
+        differs: Vec<String>,
+    },
 }
 
 /// The answer to a claim.
@@ -187,7 +225,10 @@ pub trait Store: Send + Sync {
     /// `NotFound` for an unknown episode or another principal's.
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError>;
 
-    /// Drops a claim without committing (the turn failed before it could commit).
+    /// Ends a claim without committing (the turn failed before it could commit, or its
+    /// commit failed): the episode is free for other turns at once, and the turn id stays
+    /// bound to its episode, so the same request sent again (with or without the episode
+    /// id) runs there instead of on a new episode.
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError>;
 
     /// Commits a claimed turn and releases its claim; returns the new version. The commit

@@ -197,7 +197,34 @@ async fn the_same_turn_id_with_another_message_is_422() {
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(code, "turn_id_reused");
-    assert!(message.contains("different message"), "{message}");
+    assert!(message.contains("different message;"), "{message}");
+    // The message names what differs, whichever it is.
+    for (body, differs) in [
+        (
+            r#"{"message":"coffee deals","turn_id":"t1","locale":"fr-FR"}"#,
+            "different locale;",
+        ),
+        (
+            r#"{"message":"coffee deals","turn_id":"t1","location":"Leeds"}"#,
+            "different location;",
+        ),
+        (
+            r#"{"message":"coffee deals","turn_id":"t1","must_consult":["support"]}"#,
+            "different required specialists;",
+        ),
+        (
+            r#"{"message":"coffee deals","turn_id":"t1","direct_line_mode":"strict"}"#,
+            "different Direct Line mode;",
+        ),
+        (
+            r#"{"message":"tea deals","turn_id":"t1","locale":"fr-FR"}"#,
+            "different message and locale;",
+        ),
+    ] {
+        let (status, _, message) = refused(&state, post_turn(body, None)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(message.contains(differs), "{body}: {message}");
+    }
     let body = r#"{"message":"coffee deals","turn_id":"t1","episode_id":"ep_elsewhere"}"#;
     let (status, code, message) = refused(&state, post_turn(body, None)).await;
     assert_eq!(

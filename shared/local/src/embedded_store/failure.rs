@@ -9,6 +9,19 @@ use rusqlite::ErrorCode;
 pub(crate) const DAMAGED: &str =
     "the local store file is damaged or is not a Baton store; it was left as it is";
 
+/// The message for a disk with no room left.
+pub(crate) const DISK_FULL: &str = "the disk holding the local store is full";
+
+/// A store with no room left.
+pub(crate) fn disk_full() -> StoreError {
+    StoreError::Unavailable(DISK_FULL.into())
+}
+
+/// Whether `err` says the disk is full.
+pub(crate) fn is_disk_full(err: &StoreError) -> bool {
+    matches!(err, StoreError::Unavailable(m) if m == DISK_FULL)
+}
+
 /// Maps a SQLite failure met while `doing` something.
 pub(crate) fn sql(doing: &str, err: rusqlite::Error) -> StoreError {
     let mapped = match &err {
@@ -19,9 +32,7 @@ pub(crate) fn sql(doing: &str, err: rusqlite::Error) -> StoreError {
             ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase => {
                 StoreError::Corrupt(DAMAGED.into())
             }
-            ErrorCode::DiskFull => {
-                StoreError::Unavailable("the disk holding the local store is full".into())
-            }
+            ErrorCode::DiskFull => disk_full(),
             ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::ReadOnly => {
                 StoreError::Unavailable(
                     "the local store cannot be opened for writing; check the folder's permissions"
@@ -44,9 +55,7 @@ pub(crate) fn sql(doing: &str, err: rusqlite::Error) -> StoreError {
 pub(crate) fn io(doing: &str, err: &std::io::Error) -> StoreError {
     tracing::warn!(error = %err, doing, "embedded store: file access failed");
     match err.kind() {
-        std::io::ErrorKind::StorageFull => {
-            StoreError::Unavailable("the disk holding the local store is full".into())
-        }
+        std::io::ErrorKind::StorageFull => disk_full(),
         std::io::ErrorKind::PermissionDenied => StoreError::Unavailable(
             "the local store's folder cannot be written; check its permissions".into(),
         ),

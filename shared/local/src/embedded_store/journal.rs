@@ -12,7 +12,7 @@ use baton_core::ports::store::{Claim, ClaimRequest, Commit, DueEpisode, EpisodeM
 use baton_core::turn::{EpisodeState, TurnRecord};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{bodies, failure};
+use super::{bodies, failure, room};
 
 /// SQLite integers are signed; times and versions past `i64::MAX` are clamped (never
 /// reached in practice, and a clamped version simply never matches).
@@ -222,18 +222,28 @@ pub(crate) fn claim(
     Ok(Claim::Claimed(meta))
 }
 
-/// Drops the claim `turn_id` holds on `episode_id`, if any.
+/// Ends the claim `turn_id` holds on `episode_id`, if any: the episode is free, and the
+/// turn id stays bound to it with its lease over, so the same request sent again runs
+/// there. The episode no longer has a holder, so the released turn saves no checkpoint.
 pub(crate) fn release(
-    conn: &Connection,
+    conn: &mut Connection,
     episode_id: &str,
     turn_id: &str,
 ) -> Result<(), StoreError> {
-    conn.execute(
-        "DELETE FROM claims WHERE episode_id = ?1 AND turn_id = ?2",
+    let doing = "releasing a claim";
+    let sql = |e| failure::sql(doing, e);
+    let tx = immediate(conn, doing)?;
+    tx.execute(
+        "UPDATE claims SET expires_ms = 0 WHERE episode_id = ?1 AND turn_id = ?2",
         params![episode_id, turn_id],
     )
-    .map_err(|e| failure::sql("releasing a claim", e))?;
-    Ok(())
+    .map_err(sql)?;
+    tx.execute(
+        "UPDATE episodes SET claimed_by = NULL WHERE episode_id = ?1 AND claimed_by = ?2",
+        params![episode_id, turn_id],
+    )
+    .map_err(sql)?;
+    tx.commit().map_err(sql)
 }
 
 /// Commits a turn: checks everything, writes the bodies, then the rows, in one transaction.
@@ -281,6 +291,13 @@ pub(crate) fn commit(
         .to_json()
         .map_err(|e| StoreError::Unavailable(e.to_string()))?;
     let state_json = encode(&commit.state, "an episode state")?;
+    // A commit the disk cannot hold is refused before it writes anything: written, it
+    // would fill the disk (the log keeps its size after the rollback) and leave no room
+    // for the small writes that follow (the release, the next turns).
+    let size: usize = record_json.len()
+        + state_json.len()
+        + commit.bodies.iter().map(|b| b.json.len()).sum::<usize>();
+    room::check(bodies_root, room::written_bytes(size))?;
 
     // Bodies go to disk before the record that references them exists.
     let dir = bodies::episode_dir(&record.episode_id, episode.row_id);

@@ -9,17 +9,27 @@
 //! its id; opening a store reclaims the claims of owners that are gone, so a turn a crash
 //! interrupted can be sent again at once and restarts on its episode.
 //!
-//! One connection serves the process, behind a mutex and used only from blocking threads
-//! (`spawn_blocking`), so SQLite never blocks the async workers. Calls queue on an async
-//! gate before taking a blocking thread: they would serialize on the connection anyway,
-//! and a thousand concurrent turns must not become a thousand parked threads. Each call runs to its end
-//! on its blocking thread even if the caller stops waiting: a dropped commit either
-//! happened or did not.
+//! One connection writes for the process, behind a mutex and used only from blocking
+//! threads (`spawn_blocking`), so SQLite never blocks the async workers. Writes queue on an
+//! async gate before taking a blocking thread: they would serialize on the connection
+//! anyway, and a thousand concurrent turns must not become a thousand parked threads. Each
+//! call runs to its end on its blocking thread even if the caller stops waiting: a dropped
+//! commit either happened or did not.
+//!
+//! Reads (an episode, its turns, a body, a checkpoint) go through a few read-only
+//! connections of their own, behind their own gate: with write-ahead logging a reader sees
+//! the last commit and never waits for a writer, so a burst of large commits does not hold
+//! up someone reading a conversation.
+//!
+//! A claim, and readiness, first check that the disk holding the store has room
+//! ([`MIN_FREE_BYTES`]): a turn that cannot be saved is refused before it runs, and a store
+//! that cannot take turns does not say it is ready.
 
 mod bodies;
 mod failure;
 mod journal;
 mod owner;
+mod room;
 mod schema;
 mod upstream;
 
@@ -48,6 +58,11 @@ pub const BODIES_DIR: &str = "bodies";
 /// The folder of the open stores' lock files inside the store folder.
 pub use owner::OWNERS_DIR;
 
+pub use room::MIN_FREE_BYTES;
+
+/// Read-only connections, and so reads that run at once.
+const READERS: usize = 2;
+
 /// How long a call waits for another process's write lock before giving up.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -59,6 +74,11 @@ pub struct EmbeddedStore {
 
 struct Shared {
     conn: Mutex<Connection>,
+    /// Read-only connections, one per read permit.
+    readers: Mutex<Vec<Connection>>,
+    read_gate: Arc<Semaphore>,
+    /// The store folder (its disk's free space decides whether turns may start).
+    dir: PathBuf,
     /// The store file.
     file: PathBuf,
     bodies: PathBuf,
@@ -109,15 +129,65 @@ impl EmbeddedStore {
                 "embedded store: turns interrupted by a previous process were reclaimed"
             );
         }
+        let readers = (0..READERS)
+            .map(|_| schema::open_reader(&file, busy_timeout))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(EmbeddedStore {
             shared: Arc::new(Shared {
                 conn: Mutex::new(conn),
+                readers: Mutex::new(readers),
+                read_gate: Arc::new(Semaphore::new(READERS)),
+                dir: dir.to_owned(),
                 file,
                 bodies,
                 gate: Arc::new(Semaphore::new(1)),
                 owner,
             }),
         })
+    }
+
+    /// Whether the disk holding the store has room for a turn ([`MIN_FREE_BYTES`]).
+    fn room(&self) -> Result<(), StoreError> {
+        room::check(&self.shared.dir, 0)
+    }
+
+    /// Runs a read on one of the read-only connections, on a blocking thread.
+    async fn read<T, F>(&self, job: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.shared.read_gate)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Unavailable("the local store is shutting down".into()))?;
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let taken = shared
+                .readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
+            // One connection per permit: the pool is never empty here; should it be, a
+            // fresh connection does the same job.
+            let mut conn = match taken {
+                Some(conn) => conn,
+                None => schema::open_reader(&shared.file, DEFAULT_BUSY_TIMEOUT)?,
+            };
+            let out = job(&mut conn);
+            shared
+                .readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(conn);
+            out
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "embedded store: blocking task failed");
+            StoreError::Unavailable("the local store could not be read or written".into())
+        })?
     }
 
     /// Waits for this call's turn at the connection.
@@ -171,6 +241,7 @@ impl EmbeddedStore {
 #[async_trait]
 impl Store for EmbeddedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
+        self.room()?;
         let owner = self.shared.owner.id.clone();
         self.run(move |conn, _| journal::claim(conn, &request, &owner))
             .await
@@ -188,7 +259,14 @@ impl Store for EmbeddedStore {
         let permit = self.admit().await?;
         let commit = commit.clone();
         self.run_admitted(permit, move |conn, bodies| {
-            journal::commit(conn, bodies, &commit)
+            let committed = journal::commit(conn, bodies, &commit);
+            if committed.as_ref().is_err_and(failure::is_disk_full) {
+                // The log grew with the rolled-back commit and keeps its size: give the
+                // room back, so that the release that follows, and the next turns once
+                // there is room again, can write.
+                schema::shrink_log(conn);
+            }
+            committed
         })
         .await
     }
@@ -219,7 +297,7 @@ impl Store for EmbeddedStore {
         turn_id: &str,
     ) -> Result<Option<String>, StoreError> {
         let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
-        self.run(move |conn, _| journal::checkpoint(conn, &episode_id, &turn_id))
+        self.read(move |conn| journal::checkpoint(conn, &episode_id, &turn_id))
             .await
     }
 
@@ -229,7 +307,7 @@ impl Store for EmbeddedStore {
         episode_id: &str,
     ) -> Result<EpisodeMeta, StoreError> {
         let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
-        self.run(move |conn, _| journal::episode(conn, &principal, &episode_id))
+        self.read(move |conn| journal::episode(conn, &principal, &episode_id))
             .await
     }
 
@@ -240,7 +318,7 @@ impl Store for EmbeddedStore {
         limit: usize,
     ) -> Result<Vec<TurnRecord>, StoreError> {
         let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
-        self.run(move |conn, _| journal::turns(conn, &principal, &episode_id, limit))
+        self.read(move |conn| journal::turns(conn, &principal, &episode_id, limit))
             .await
     }
 
@@ -252,10 +330,8 @@ impl Store for EmbeddedStore {
         limit: usize,
     ) -> Result<Vec<TurnRecord>, StoreError> {
         let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
-        self.run(move |conn, _| {
-            journal::turns_after(conn, &principal, &episode_id, after_seq, limit)
-        })
-        .await
+        self.read(move |conn| journal::turns_after(conn, &principal, &episode_id, after_seq, limit))
+            .await
     }
 
     async fn save_summary(
@@ -274,7 +350,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
-        self.run(move |conn, _| journal::due_episodes(conn, limit))
+        self.read(move |conn| journal::due_episodes(conn, limit))
             .await
     }
 
@@ -289,7 +365,7 @@ impl Store for EmbeddedStore {
             episode_id.to_owned(),
             agent_id.to_owned(),
         );
-        self.run(move |conn, _| upstream::conversation(conn, &principal, &episode_id, &agent_id))
+        self.read(move |conn| upstream::conversation(conn, &principal, &episode_id, &agent_id))
             .await
     }
 
@@ -317,7 +393,7 @@ impl Store for EmbeddedStore {
         let (principal, episode_id, key) =
             (principal.clone(), episode_id.to_owned(), key.to_owned());
         let relative = self
-            .run(move |conn, _| journal::body_path(conn, &principal, &episode_id, &key))
+            .read(move |conn| journal::body_path(conn, &principal, &episode_id, &key))
             .await?;
         let path = bodies::resolve(&self.shared.bodies, &relative)?;
         let bytes = tokio::fs::read(&path).await.map_err(|e| {
@@ -331,6 +407,7 @@ impl Store for EmbeddedStore {
     }
 
     async fn ready(&self) -> Result<(), StoreError> {
+        self.room()?;
         let file = self.shared.file.clone();
         self.run(move |conn, _| {
             journal::ready(conn)?;

@@ -226,6 +226,25 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
     Ok(conn)
 }
 
+/// Opens a read-only connection to the store file that [`open`] has set up (write-ahead
+/// logging lets it read while the writer writes).
+pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| failure::sql("opening for reading", e))?;
+    conn.busy_timeout(busy_timeout)
+        .map_err(|e| failure::sql("setting the busy timeout", e))?;
+    Ok(conn)
+}
+
+/// Checkpoints the write-ahead log and truncates it to nothing, giving its disk space
+/// back; a failure (a reader still on an old snapshot) only leaves it as it was.
+pub(crate) fn shrink_log(conn: &Connection) {
+    if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+        tracing::warn!(error = %e, "embedded store: the write-ahead log could not be truncated");
+    }
+}
+
 /// Application id, schema version and number of tables: what the file says it is.
 fn identity(conn: &Connection) -> Result<(i32, i32, i64), StoreError> {
     let read = |pragma: &str| -> Result<i32, StoreError> {

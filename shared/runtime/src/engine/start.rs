@@ -206,8 +206,9 @@ async fn launch(
                 ClaimMismatch::Episode { episode_id } => format!(
                     "Turn id {turn_id} was already used in another conversation ({episode_id}); use a new turn id for a new message."
                 ),
-                ClaimMismatch::Request => format!(
-                    "Turn id {turn_id} was already used for a different message; use a new turn id for a new message, or send the same message to retry."
+                ClaimMismatch::Request { differs } => format!(
+                    "Turn id {turn_id} was already used for a request with a different {}; use a new turn id for a new message, or send the same request to retry.",
+                    differences(&differs)
                 ),
             },
         )),
@@ -215,6 +216,15 @@ async fn launch(
             RejectionKind::Busy,
             "Another turn is in progress on this conversation; try again when it finishes.",
         )),
+    }
+}
+
+/// The parts of a request that differ, in words: "message", "locale and location" …
+fn differences(differs: &[String]) -> String {
+    match differs {
+        [] => "message or options".to_owned(),
+        [one] => one.clone(),
+        [first @ .., last] => format!("{} and {last}", first.join(", ")),
     }
 }
 

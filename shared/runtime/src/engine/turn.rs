@@ -411,10 +411,14 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
     let saved = commit_with_retry(ctx, &mut commit).await;
     let compact = saved && commit.compaction_due && ctx.inner.config.compact_after_turn;
     drop(commit);
+    // A turn that did not commit is never reported as answered. Its claim is released
+    // with the turn id still bound to this episode: the client, told this episode, can
+    // send the same turn again and it runs here.
+    let outcome = if saved { outcome } else { TurnOutcome::Failed };
     if !saved {
         let _ = ctx.inner.store.release(&ctx.episode_id, &ctx.turn_id).await;
         ctx.out
-            .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it may be missing from its history.".into() })
+            .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it is not in its history; please send it again.".into() })
             .await;
     }
     let label = outcome.as_str();

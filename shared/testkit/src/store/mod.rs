@@ -50,6 +50,7 @@ macro_rules! store_conformance {
             claim::expired_lease_can_be_taken_over,
             claim::expired_duplicate_can_be_claimed_again,
             claim::release_frees_the_episode,
+            claim::a_released_turn_sent_again_runs_on_its_own_episode,
             claim::turn_ids_are_namespaced_by_principal,
             claim::taken_new_episode_id_is_a_conflict,
             claim::reused_turn_id_with_another_request_is_a_mismatch,
