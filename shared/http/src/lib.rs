@@ -27,6 +27,7 @@
 mod agents;
 mod app;
 mod body;
+mod connections;
 mod console;
 mod episodes;
 mod error;

@@ -1,5 +1,11 @@
 //! Serving the app on a socket until told to stop, with the limits a public server needs:
 //! no connection may sit on the server forever, and no number of them may starve it.
+//!
+//! At the connection limit a new client does not wait for a slot while idle connections
+//! hold them: the oldest connection that serves no request (idle between requests, or
+//! still sending its request head) is closed for it. Connections serving requests (turn
+//! streams above all) are never shed; a new client waits for one of them only when every
+//! connection is busy.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,12 +14,12 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_io_timeout::TimeoutStream;
 
 use crate::app::app;
+use crate::connections::Connections;
 use crate::state::AppState;
 
 /// The connection limits of [`serve`].
@@ -28,7 +34,9 @@ pub struct ServerLimits {
     /// A write the client does not take within this time closes the connection (a reader
     /// that stopped reading); its turn goes on and commits.
     pub send_timeout: Duration,
-    /// Connections served at once; more wait in the listen backlog until one closes.
+    /// Connections served at once. At the limit, the oldest connection that serves no
+    /// request is closed for a new one; when all are serving, new ones wait in the listen
+    /// backlog until one closes.
     pub max_connections: usize,
 }
 
@@ -71,15 +79,9 @@ pub async fn serve(
         // What waits in a connection's write queue for a slow reader (hyper's default is
         // about 400 KB); the turn's own output queue is bounded apart.
         .max_buf_size(WRITE_QUEUE_BYTES);
+    let connections = Arc::new(Connections::default());
     tokio::pin!(shutdown);
     loop {
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break, // never closed
-            },
-            () = &mut shutdown => break,
-        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -91,6 +93,24 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // At the limit, an idle or half-sent connection makes room for this one.
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if connections.shed_oldest_idle() {
+                    tracing::info!(
+                        "at the connection limit: the oldest idle connection was closed for a new one"
+                    );
+                }
+                tokio::select! {
+                    slot = Arc::clone(&slots).acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break, // never closed
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
         // Events should leave as soon as they are made, not wait to fill a segment.
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY not set");
@@ -98,12 +118,22 @@ pub async fn serve(
         let mut stream = TimeoutStream::new(stream);
         stream.set_write_timeout(Some(limits.send_timeout));
         let io = TokioIo::new(Box::pin(stream));
-        let service = TowerToHyperService::new(router.clone());
-        let connection = graceful.watch(builder.serve_connection(io, service));
+        let registered = connections.open();
+        let connection = registered.handle();
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |request| {
+            crate::connections::marked(connection.clone(), router.clone(), request)
+        });
+        let serving = graceful.watch(builder.serve_connection(io, service));
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "connection ended with an error");
+            tokio::select! {
+                ended = serving => if let Err(e) = ended {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                },
+                // Dropping the connection closes its socket.
+                () = registered.shed() => {}
             }
+            drop(registered);
             drop(slot);
         });
     }

@@ -100,7 +100,12 @@ fn clients_that_never_read_hold_up_nobody() {
     let server = Serving::start(
         &sandbox,
         &["--registry", registry(), "--model", &model],
-        &[("BATON_STREAM_STALL_MS", "1000")],
+        // The stall limit cuts the silent readers off; the send timeout, far longer, must
+        // not close them first however slow the machine.
+        &[
+            ("BATON_STREAM_STALL_MS", "1000"),
+            ("BATON_SEND_TIMEOUT_MS", "300000"),
+        ],
     );
     let warm = server.turn("alice", r#"{"message":"coffee deals"}"#);
     assert!(warm.contains("event: completed"), "{warm}");
@@ -248,6 +253,56 @@ fn idle_connections_beyond_the_descriptor_limit_do_not_shut_out_health_checks() 
     let health = server.request("GET /healthz HTTP/1.1", "");
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     drop(idle);
+}
+
+/// A flood of idle and half-sent connections fills the server to its connection limit,
+/// with a header timeout of two minutes: a health check is answered long before any of
+/// them times out (the oldest idle one is closed for it), and a turn stream that was
+/// already running is never the one closed.
+#[test]
+fn at_the_connection_limit_idle_connections_make_room_for_new_clients() {
+    let sandbox = Sandbox::new();
+    let slow = SHOP_SCRIPT.replace(
+        "    - when: { purpose: compose }\n",
+        "    - when: { purpose: compose }\n      delay_ms: 3000\n",
+    );
+    assert_ne!(slow, SHOP_SCRIPT);
+    let model = sandbox.script(&slow);
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", &model],
+        &[
+            ("BATON_MAX_CONNECTIONS", "32"),
+            ("BATON_HEADER_TIMEOUT_MS", "120000"),
+        ],
+    );
+    // A turn streaming (its answer comes in 3 s), then the flood.
+    let mut turn = connect(&server.addr, Duration::from_secs(60));
+    let body = r#"{"message": "find coffee deals"}"#;
+    write!(
+        turn,
+        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    assert!(read_head(&mut turn).starts_with("HTTP/1.1 200"));
+    let mut flood: Vec<TcpStream> = (0..40)
+        .map(|_| connect(&server.addr, Duration::from_secs(60)))
+        .collect();
+    for half in flood.iter_mut().take(10) {
+        half.write_all(b"GET /healthz HTTP/1.1\r\nHo").unwrap();
+    }
+    // Far shorter than the header timeout: an answer here came from a shed connection.
+    let mut health = connect(&server.addr, Duration::from_secs(20));
+    health
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let answer = read_until_closed(&mut health);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // The running turn was not shed: its stream ends with the turn's completion.
+    let rest = read_until_closed(&mut turn);
+    assert!(rest.contains("\"type\":\"completed\""), "{rest}");
+    drop(flood);
 }
 
 /// `/readyz` says whether turns can run; `/healthz` only that the process answers.
