@@ -99,6 +99,9 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         let d = tempfile::tempdir()?;
         out["serve_stalled_readers"] = serve_load::stalled_readers(&baton, d.path(), 200).await?;
         let d = tempfile::tempdir()?;
+        out["serve_reads_during_commits"] =
+            serve_load::reads_during_commits(&baton, d.path(), 200).await?;
+        let d = tempfile::tempdir()?;
         out["serve_idle_connections"] =
             serve_load::idle_connections(&baton, d.path(), args.streams).await?;
     }
@@ -324,6 +327,24 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
         (
             "baton serve: another request while they sit there: ms",
             "serve_stalled_readers.another_request_meanwhile_ms",
+            "",
+            true,
+        ),
+        (
+            "baton serve: reading an episode while 200 clients commit 4.6 MB answers: p50 ms",
+            "serve_reads_during_commits.episode_read_ms.p50",
+            "",
+            true,
+        ),
+        (
+            "baton serve: the same read: p99 ms",
+            "serve_reads_during_commits.episode_read_ms.p99",
+            "",
+            true,
+        ),
+        (
+            "baton serve: /healthz meanwhile: p99 ms",
+            "serve_reads_during_commits.healthz_ms.p99",
             "",
             true,
         ),

@@ -284,6 +284,91 @@ pub(crate) async fn stalled_readers(baton: &Path, dir: &Path, n: usize) -> anyho
     }))
 }
 
+/// Another client's reads while `n` clients commit answers of about 4.6 MB each (read in
+/// full, so their turns commit together): how long `GET /v1/episodes/{id}` of a small
+/// episode and `GET /healthz` take meanwhile, in ms.
+pub(crate) async fn reads_during_commits(
+    baton: &Path,
+    dir: &Path,
+    n: usize,
+) -> anyhow::Result<Value> {
+    use crate::stats::percentile;
+    workload::write(dir, workload::FAITHFUL, Latencies::default())?;
+    std::fs::write(dir.join("script.yaml"), workload::big_answer_script(4_600))?;
+    let data = tempfile::tempdir()?;
+    let (server, _) = start(baton, dir, data.path()).await?;
+    let client = reqwest::Client::new();
+    let turns = format!("{}/v1/turns", server.base);
+    let body = json!({ "message": SINGLE_PROMPT });
+    // The reader's own episode: one turn.
+    let first = client
+        .post(&turns)
+        .header("x-baton-principal", "reader")
+        .json(&body)
+        .send()
+        .await?;
+    let episode = first
+        .headers()
+        .get("x-baton-episode-id")
+        .context("no episode id")?
+        .to_str()?
+        .to_owned();
+    first.bytes().await?;
+    let writers = {
+        let (client, turns, body) = (client.clone(), turns.clone(), body.clone());
+        tokio::spawn(async move {
+            let posts = (0..n).map(|i| {
+                let (client, turns, body) = (client.clone(), turns.clone(), body.clone());
+                async move {
+                    let response = client
+                        .post(&turns)
+                        .header("x-baton-principal", format!("writer-{i}"))
+                        .json(&body)
+                        .send()
+                        .await?;
+                    anyhow::Ok(response.bytes().await?.len())
+                }
+            });
+            futures::future::join_all(posts).await
+        })
+    };
+    let history = format!("{}/v1/episodes/{episode}", server.base);
+    let health = format!("{}/healthz", server.base);
+    let (mut reads, mut checks) = (Vec::new(), Vec::new());
+    while !writers.is_finished() {
+        let t = Instant::now();
+        let read = client
+            .get(&history)
+            .header("x-baton-principal", "reader")
+            .send()
+            .await?;
+        anyhow::ensure!(read.status().is_success(), "reading the episode failed");
+        read.bytes().await?;
+        reads.push(t.elapsed().as_secs_f64() * 1000.0);
+        let t = Instant::now();
+        client.get(&health).send().await?.bytes().await?;
+        checks.push(t.elapsed().as_secs_f64() * 1000.0);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let written = writers.await?;
+    let answered = written
+        .iter()
+        .filter(|w| matches!(w, Ok(b) if *b > 4_000_000))
+        .count();
+    anyhow::ensure!(
+        answered == n,
+        "only {answered} of {n} large answers arrived"
+    );
+    let summary = |xs: &[f64]| {
+        json!({ "samples": xs.len(), "p50": percentile(xs, 50.0), "p99": percentile(xs, 99.0),
+                "max": xs.iter().copied().fold(0.0, f64::max) })
+    };
+    Ok(json!({
+        "writers": n, "answer_bytes_each": 4_600 * 1_000,
+        "episode_read_ms": summary(&reads), "healthz_ms": summary(&checks),
+    }))
+}
+
 /// Turns the server has finished, by its own counters.
 async fn turns_done(base: &str) -> anyhow::Result<u64> {
     let metrics: Value = reqwest::get(format!("{base}/metrics"))

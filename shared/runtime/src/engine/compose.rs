@@ -22,6 +22,10 @@ impl Sink for Live<'_> {
         self.0.out.text(SOURCE_ORCHESTRATOR, text).await;
     }
     async fn reasoning(&mut self, _: &str) {}
+    /// The answer is kept once, in the narration.
+    fn keeps_text(&self) -> bool {
+        false
+    }
 }
 
 /// The plain words for a sub-agent that gave no usable answer.
@@ -115,7 +119,14 @@ pub(crate) async fn mediated(ctx: &TurnCtx, messages: Vec<Message>) -> Result<Re
         orch.prompt.system(&ctx.dynamic(), None),
     );
     request.messages = messages;
-    model_call::call(ctx, &orch, &request, &mut Live(ctx)).await
+    let mark = ctx.out.narration_len();
+    let mut reply = model_call::call(ctx, &orch, &request, &mut Live(ctx)).await?;
+    if !reply.calls.is_empty() {
+        // Another round follows: its transcript needs the text this call showed.
+        ctx.out.flush_all().await;
+        reply.text = ctx.out.narration_from(mark).trim().to_owned();
+    }
+    Ok(reply)
 }
 
 /// The runtime's own composition when the orchestrator's composition call fails: each

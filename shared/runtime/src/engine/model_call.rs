@@ -43,7 +43,10 @@ impl RawCall {
 /// What a call produced.
 #[derive(Debug, Default)]
 pub(crate) struct Reply {
+    /// The text, unless the sink keeps it itself (see [`Sink::keeps_text`]).
     pub(crate) text: String,
+    /// Whether any text other than whitespace came.
+    pub(crate) has_text: bool,
     pub(crate) calls: Vec<RawCall>,
     pub(crate) stop: Option<StopReason>,
 }
@@ -57,6 +60,12 @@ pub(crate) trait Sink: Send {
     /// A tool call is starting (lets a sink release held-back text).
     fn tool_start(&mut self) -> impl Future<Output = ()> + Send {
         async {}
+    }
+    /// Whether the reply must keep its own copy of the text. A sink whose text is already
+    /// kept elsewhere (the answer, in the turn's narration) says no: an answer of megabytes
+    /// is then held once, not twice.
+    fn keeps_text(&self) -> bool {
+        true
     }
 }
 
@@ -126,7 +135,10 @@ async fn one(
         match event {
             Ok(ModelEvent::TextDelta(t)) => {
                 *shown = true;
-                reply.text.push_str(&t);
+                reply.has_text |= !t.trim().is_empty();
+                if sink.keeps_text() {
+                    reply.text.push_str(&t);
+                }
                 sink.text(&t).await;
             }
             Ok(ModelEvent::ReasoningDelta(t)) => sink.reasoning(&t).await,

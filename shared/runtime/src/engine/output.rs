@@ -381,10 +381,28 @@ impl Output {
     }
 
     /// Everything shown so far as one text (after the privacy guard).
-    pub(crate) async fn narration(&self) -> String {
+    /// How long the narration is now (a mark for [`Output::narration_from`]).
+    pub(crate) fn narration_len(&self) -> usize {
         self.state
             .lock()
-            .map(|s| s.narration.clone())
+            .map(|s| s.narration.len())
+            .unwrap_or_default()
+    }
+
+    /// The narration after `mark`.
+    pub(crate) fn narration_from(&self, mark: usize) -> String {
+        self.state
+            .lock()
+            .map(|s| s.narration.get(mark..).unwrap_or_default().to_owned())
+            .unwrap_or_default()
+    }
+
+    /// The answer as shown, taken out of the output: the turn's record gets it without a
+    /// second copy. Only once the answer is complete.
+    pub(crate) fn take_narration(&self) -> String {
+        self.state
+            .lock()
+            .map(|mut s| std::mem::take(&mut s.narration))
             .unwrap_or_default()
     }
 
@@ -493,7 +511,7 @@ mod tests {
         };
         // Text, reasoning, status, the delegated answer (once), the note, the error.
         assert_eq!(privacy.by_kind.get(&PiiKind::Email), Some(&6));
-        let narration = out.narration().await;
+        let narration = out.narration_from(0);
         assert!(
             narration.starts_with("Write to [email] today."),
             "{narration}"

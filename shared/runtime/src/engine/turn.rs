@@ -271,7 +271,7 @@ async fn compose_rounds(
             }
         };
         if reply.calls.is_empty() {
-            if reply.text.trim().is_empty() {
+            if !reply.has_text {
                 compose::template(ctx, &work.jobs, &work.results).await;
             }
             return;
@@ -350,7 +350,12 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
     state.record_calls(now, ctx.limits.episode_window_ms, ctx.calls_made());
     state.pending = std::mem::take(&mut work.pending);
     state.pending_plan = work.pending_plan.take();
-    let mut narration = ctx.out.narration().await.trim().to_owned();
+    // Taken, not copied: an answer of megabytes is held once while it is saved.
+    let mut narration = ctx.out.take_narration();
+    let end = narration.trim_end().len();
+    narration.truncate(end);
+    let start = narration.len() - narration.trim_start().len();
+    narration.drain(..start);
     if let Some(message) = &work.error {
         narration = message.clone();
     }
