@@ -15,7 +15,7 @@ use baton_core::ports::store::Store;
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::trace::GuardName;
 use baton_core::turn::{AgentStatus, TurnRecord};
-use baton_runtime::{Runtime, TurnRequest};
+use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use baton_testkit::connector::TestConnector;
 use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::registry::TestRegistry;
@@ -60,6 +60,15 @@ struct Rig {
 }
 
 async fn rig_on(store: Arc<dyn Store>, composition: &'static str, timeout_ms: u64) -> Rig {
+    rig_with(store, composition, timeout_ms, RuntimeConfig::default()).await
+}
+
+async fn rig_with(
+    store: Arc<dyn Store>,
+    composition: &'static str,
+    timeout_ms: u64,
+    config: RuntimeConfig,
+) -> Rig {
     let upstream = FakeUpstream::start().await;
     let registry = TestRegistry {
         composition,
@@ -89,6 +98,7 @@ async fn rig_on(store: Arc<dyn Store>, composition: &'static str, timeout_ms: u6
         .connector("test", Arc::new(TestConnector))
         .connector("upstream_chat", Arc::new(UpstreamChatConnector::new()))
         .clock(clock.clone())
+        .config(config)
         .build()
         .expect("the runtime builds");
     Rig {
@@ -260,6 +270,46 @@ async fn a_conversation_continues_within_its_lifetime_and_restarts_with_replay_a
             r.messages
         );
     }
+}
+
+#[tokio::test]
+async fn a_restart_replays_six_exchanges_even_when_the_loaded_history_holds_fewer() {
+    // The orchestrator's prompt holds only the last 2 turns (as after a compaction folded
+    // the rest): the replay reads the specialist's earlier exchanges from the journal.
+    let config = RuntimeConfig {
+        history_turns: 2,
+        ..RuntimeConfig::default()
+    };
+    let rig = rig_with(Arc::new(MemoryStore::new()), "mediated", 5_000, config).await;
+    let (episode, _) = rig.turn(None, "my receipt R-1 didn't scan").await;
+    for i in 2..=8 {
+        rig.advance(MINUTE);
+        rig.turn(Some(&episode), &format!("receipt question {i}"))
+            .await;
+    }
+    rig.advance(56 * MINUTE);
+    rig.turn(Some(&episode), "and my receipt now?").await;
+    let after = rig.last(&episode).await;
+    assert!(
+        support_text(&after)
+            .0
+            .starts_with("New conversation conv-2 (replayed 6 exchange(s))"),
+        "{after:?}"
+    );
+    let start = rig.upstream.received().pop().unwrap();
+    let asked: Vec<&str> = start.body["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["user"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        asked,
+        (3..=8)
+            .map(|i| format!("receipt question {i}"))
+            .collect::<Vec<_>>(),
+        "the last six, oldest first"
+    );
 }
 
 #[tokio::test]

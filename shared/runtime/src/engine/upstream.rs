@@ -92,7 +92,7 @@ pub(crate) async fn run(
         None => {}
     }
     if request.conversation_id.is_none() {
-        request.replay = replay(ctx, &agent.id, policy.replay_turns);
+        request.replay = replay(ctx, &agent.id, policy.replay_turns).await;
     }
     let mut outcome = converse(chat, &request, sink, result).await;
     if matches!(outcome, Err(UpstreamError::UnknownConversation))
@@ -100,7 +100,7 @@ pub(crate) async fn run(
     {
         restart = Some(Restart::Forgotten);
         request.conversation_id = None;
-        request.replay = replay(ctx, &agent.id, policy.replay_turns);
+        request.replay = replay(ctx, &agent.id, policy.replay_turns).await;
         outcome = converse(chat, &request, sink, result).await;
     }
     if let Some(why) = restart {
@@ -192,10 +192,46 @@ async fn converse(
     conversation.ok_or_else(|| UpstreamError::Invalid("no conversation id".into()))
 }
 
-/// The specialist's last `n` exchanges in the loaded history, oldest first.
-fn replay(ctx: &TurnCtx, agent_id: &str, n: usize) -> Vec<Exchange> {
-    let mut all: Vec<Exchange> = ctx
-        .history
+/// Turns read back from the journal for a replay that the loaded history cannot fill: a
+/// specialist asked now and then still finds its last exchanges in them.
+const REPLAY_SCAN_TURNS: usize = 100;
+
+/// The specialist's last `n` exchanges, oldest first: from the loaded history when it holds
+/// them, else from the journal, whose turns compaction never removes (the loaded history
+/// holds only the turns after the summary, and only as many as fit the prompt).
+async fn replay(ctx: &TurnCtx, agent_id: &str, n: usize) -> Vec<Exchange> {
+    let loaded = last_exchanges(&ctx.history, agent_id, n);
+    if loaded.len() >= n {
+        return loaded;
+    }
+    match ctx
+        .inner
+        .store
+        .turns(&ctx.principal, &ctx.episode_id, REPLAY_SCAN_TURNS)
+        .await
+    {
+        Ok(turns) => {
+            let read = last_exchanges(&turns, agent_id, n);
+            if read.len() > loaded.len() {
+                read
+            } else {
+                loaded
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, agent = %agent_id, "earlier turns for the replay could not be read; replaying the loaded ones");
+            loaded
+        }
+    }
+}
+
+/// The last `n` exchanges of `agent_id` in `turns`, oldest first.
+fn last_exchanges(
+    turns: &[baton_core::turn::TurnRecord],
+    agent_id: &str,
+    n: usize,
+) -> Vec<Exchange> {
+    let mut all: Vec<Exchange> = turns
         .iter()
         .flat_map(|t| &t.segments)
         .filter(|s| s.agent_id == agent_id && !s.text.is_empty())
