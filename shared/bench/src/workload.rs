@@ -199,6 +199,14 @@ pub(crate) fn write(dir: &Path, composition: &str, lat: Latencies) -> anyhow::Re
             block("platform", "persona", true, "You are a shopping assistant."),
         ),
         (
+            "blocks/format.md",
+            block("platform", "format", true, "Answer in short sentences."),
+        ),
+        (
+            "blocks/safety.md",
+            block("platform", "safety", true, "Never guess a price."),
+        ),
+        (
             "blocks/routing.md",
             block(
                 "platform",

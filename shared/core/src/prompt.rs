@@ -101,6 +101,30 @@ pub struct DynamicContext<'a> {
     pub summary: Option<&'a str>,
 }
 
+/// The share of its model's context window a card's stable prefix may fill before loading
+/// warns (D-3).
+pub const PREFIX_WARN_SHARE: f64 = 0.25;
+
+/// The share of its model's context window a card's stable prefix may not reach: loading
+/// refuses the card (D-3).
+pub const PREFIX_MAX_SHARE: f64 = 0.5;
+
+/// The share of the orchestrator's context window one request's prompt may fill (the
+/// prefix, the summary, the unsummarised turns and the new message) before older turns are
+/// left out; the rest is for tool results, composition and the answer.
+///
+/// It bounds a different thing from [`PREFIX_MAX_SHARE`], the part of the prompt that is
+/// the same for every request, and lies above it on purpose: a card that loads always
+/// leaves at least a quarter of the window to the conversation itself.
+pub const REQUEST_PROMPT_SHARE: f64 = 0.75;
+
+// Checked when built, so the shares cannot drift apart.
+const _: () = assert!(
+    PREFIX_WARN_SHARE < PREFIX_MAX_SHARE
+        && REQUEST_PROMPT_SHARE - PREFIX_MAX_SHARE >= 0.25
+        && REQUEST_PROMPT_SHARE < 1.0
+);
+
 /// A rough token estimate (four characters a token), used only for budgets.
 pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)

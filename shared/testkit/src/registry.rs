@@ -166,6 +166,20 @@ impl TestRegistry {
                 "You are a helpful assistant.",
             ),
             block(
+                "format",
+                "platform",
+                "format",
+                true,
+                "Answer in short plain sentences.",
+            ),
+            block(
+                "safety",
+                "platform",
+                "safety",
+                true,
+                "Never promise what a tool has not confirmed.",
+            ),
+            block(
                 "routing",
                 "platform",
                 "instructions",

@@ -12,7 +12,11 @@ use crate::turn::TurnRecord;
 
 const ORCHESTRATOR_INSTRUCTIONS: &str = "You keep the running summary of a conversation \
 between a user and an assistant. Write one new summary from the previous summary and the \
-turns that follow it. Keep every name, id, number, date and amount the user will need \
+turns that follow it. Start with what the user said about themselves: their name and the \
+names of their people and pets, their goals and plans, what they own or have (such as \
+points or savings) and their budget. Keep each of those from the previous summary, however \
+long ago it was said, unless the user has said something newer about the same thing; then \
+keep only the newer. Keep every name, id, number, date and amount the user will need \
 again, what the user wants and has not got yet, and what was already done or decided. \
 Leave out greetings and small talk. Write plain sentences, no headings, and nothing the \
 turns do not say.";

@@ -179,3 +179,25 @@ fn history_tokens_count_user_text_and_narration() {
     )];
     assert_eq!(history_tokens(&turns), 3);
 }
+
+#[test]
+fn the_summarizer_is_asked_to_keep_what_the_user_said_about_themselves() {
+    let input = orchestrator_input(
+        None,
+        &[turn(1, "my dog is called Biscuit", "", &[])],
+        &guard(),
+    );
+    for asked in [
+        "about themselves",
+        "goals",
+        "budget",
+        "however long ago",
+        "newer",
+    ] {
+        assert!(
+            input.instructions.contains(asked),
+            "{asked}: {}",
+            input.instructions
+        );
+    }
+}

@@ -4,6 +4,7 @@
 //! examples, keywords) and composes by template, so that Baton runs end to end on a laptop
 //! and in tests with no model provider.
 
+mod about_user;
 mod answer;
 mod args;
 mod bm25;

@@ -1,11 +1,17 @@
 //! Summarize calls: an extractive summary, not a written one. From the previous summary and
-//! the new turns it keeps the ids and amounts, the names, what the user asked, and the last
-//! request as the open goal, each list without repeats and newest last.
+//! the new turns it keeps what the user said about themselves (see [`super::about_user`]),
+//! the ids and amounts, the names, what the user asked, and the last request as the open
+//! goal, each list without repeats and newest last.
 
 use baton_core::ports::model::ModelRequest;
 
+use super::about_user::AboutUser;
 use super::chunks::Reply;
 
+/// How the list of ids and amounts starts.
+const IDS: &str = "Ids and amounts: ";
+/// How the list of names starts.
+const NAMES: &str = "Names: ";
 /// How many requests a summary lists.
 const REQUESTS_KEPT: usize = 6;
 /// A request's length in a summary, in characters.
@@ -24,10 +30,24 @@ pub(super) fn summarise(input: &str) -> String {
     let mut names: Vec<String> = Vec::new();
     let mut requests: Vec<String> = Vec::new();
     let mut previous_requests: Vec<String> = Vec::new();
+    let mut about = AboutUser::default();
     for line in input.lines() {
         let line = line.trim();
         // Structure, not material: turn numbers and the input's tags.
         if line.starts_with("Turn ") || (line.starts_with('<') && line.ends_with('>')) {
+            continue;
+        }
+        // A previous summary's lists are carried as they were: read as prose, the first
+        // item of each would start a sentence and not count as a name.
+        if about.read_line(line) {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(IDS) {
+            list_items(rest).for_each(|i| push_unique(&mut ids, i));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix(NAMES) {
+            list_items(rest).for_each(|n| push_unique(&mut names, n));
             continue;
         }
         if let Some(rest) = line.strip_prefix("The user asked about: ") {
@@ -40,6 +60,9 @@ pub(super) fn summarise(input: &str) -> String {
             None => (false, line),
         };
         collect_tokens(text, &mut ids, &mut names);
+        if line.starts_with("User: ") {
+            about.note(text);
+        }
         if request && !text.is_empty() {
             push_unique(&mut requests, shorten(text));
         }
@@ -50,12 +73,13 @@ pub(super) fn summarise(input: &str) -> String {
         push_unique(&mut all_requests, r);
     }
     let skip = all_requests.len().saturating_sub(REQUESTS_KEPT);
-    let mut parts = Vec::new();
+    // First, so that a summary cut to its length limit keeps it.
+    let mut parts: Vec<String> = about.line().into_iter().collect();
     if !ids.is_empty() {
-        parts.push(format!("Ids and amounts: {}.", ids.join(", ")));
+        parts.push(format!("{IDS}{}.", ids.join(", ")));
     }
     if !names.is_empty() {
-        parts.push(format!("Names: {}.", names.join(", ")));
+        parts.push(format!("{NAMES}{}.", names.join(", ")));
     }
     if !all_requests.is_empty() {
         parts.push(format!(
@@ -88,11 +112,23 @@ fn collect_tokens(text: &str, ids: &mut Vec<String>, names: &mut Vec<String>) {
             && word.chars().count() > 1
             // A mask label or an acronym the model shouts is not a name.
             && !word.chars().all(|c| c.is_uppercase() || !c.is_alphabetic())
+            // Nor is "I'm" or "I'll".
+            && !word.starts_with("I'")
+            && !word.starts_with("I\u{2019}")
         {
             push_unique(names, word.to_owned());
         }
         sentence_start = raw.ends_with(['.', '!', '?', ':']);
     }
+}
+
+/// The items of a list line written by [`summarise`] ("a, b, c.").
+fn list_items(rest: &str) -> impl Iterator<Item = String> + '_ {
+    let rest = rest.trim();
+    rest.strip_suffix('.')
+        .unwrap_or(rest)
+        .split(", ")
+        .map(|i| i.trim().to_owned())
 }
 
 fn push_unique(list: &mut Vec<String>, item: String) {
@@ -144,6 +180,24 @@ mod tests {
             second.ends_with("Latest request: coffee deals."),
             "{second}"
         );
+    }
+
+    #[test]
+    fn every_fold_keeps_what_the_user_said_about_themselves_and_every_name() {
+        let mut summary = summarise(
+            "<turns>\nUser: my dog is called Biscuit\nAssistant: Hello, Biscuit!\n</turns>",
+        );
+        for i in 0..10 {
+            summary = summarise(&format!(
+                "<previous_summary>\n{summary}\n</previous_summary>\n<turns>\nUser: coffee \
+                 deals {i}\nAssistant: Roast coffee at Caribou.\n</turns>"
+            ));
+        }
+        assert!(
+            summary.starts_with("About the user, in their words: my dog is called Biscuit.\n"),
+            "{summary}"
+        );
+        assert!(summary.contains("Names: Biscuit, Caribou.\n"), "{summary}");
     }
 
     #[test]

@@ -110,10 +110,17 @@ pub(crate) fn registry() -> Arc<Registry> {
             file("agents/shop.yaml", SHOP),
             file("agents/rewards.yaml", REWARDS),
         ],
-        blocks: vec![file(
-            "blocks/persona.md",
-            "---\nowner: platform\ncategory: persona\nrequired: true\n---\nYou are a helpful assistant.\n",
-        )],
+        blocks: ["persona", "format", "safety"]
+            .into_iter()
+            .map(|category| {
+                file(
+                    &format!("blocks/{category}.md"),
+                    &format!(
+                        "---\nowner: platform\ncategory: {category}\nrequired: true\n---\nThe platform's {category}.\n"
+                    ),
+                )
+            })
+            .collect(),
         models: Some(file("models.yaml", MODELS)),
         tools: Some(file("tools.yaml", TOOLS)),
     };

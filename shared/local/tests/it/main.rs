@@ -2,5 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod about_the_user;
 mod embedded_store;
+mod shipped;
 mod small_talk;

@@ -2,49 +2,12 @@
 //! thanks and small talk take the Fastpath (a text-only answer, no specialist), and a real
 //! request that opens or closes with them still reaches one.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::events::Event;
-use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
-use baton_local::offline::OfflineModel;
-use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
 use futures::StreamExt;
 
-/// Stands in for the demo data: which specialist is asked is all these tests look at.
-struct NoData;
-
-#[async_trait]
-impl Connector for NoData {
-    async fn call(&self, _: ConnectorRequest) -> Result<Envelope, ConnectorError> {
-        Err(ConnectorError::Unavailable(
-            "no demo data in this test".into(),
-        ))
-    }
-
-    fn check_config(&self, _: &str, _: &serde_json::Value) -> Result<(), String> {
-        Ok(())
-    }
-}
-
-fn runtime() -> Runtime {
-    let root = baton_testkit::crate_dir().join("../registry");
-    let connectors: std::collections::BTreeMap<String, Arc<dyn Connector>> =
-        ["fixture", "rate_table"]
-            .into_iter()
-            .map(|kind| (kind.to_owned(), Arc::new(NoData) as Arc<dyn Connector>))
-            .collect();
-    let sources = read_sources(&root).unwrap();
-    let registry = Arc::new(load_sources(&sources, &connectors, &Default::default()).unwrap());
-    let mut builder = Runtime::builder(registry.clone())
-        .model_override(Arc::new(OfflineModel::new(registry)))
-        .store(Arc::new(MemoryStore::new()));
-    builder = builder.connectors(connectors);
-    builder.build().unwrap()
-}
+use crate::shipped::runtime;
 
 /// The specialists one new user's message consulted, and the answer's text.
 async fn turn(runtime: &Runtime, message: &str) -> (Vec<String>, String) {

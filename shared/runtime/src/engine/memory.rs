@@ -4,14 +4,10 @@
 
 use baton_core::memory::{EpisodeSummary, history_tokens};
 use baton_core::ports::store::{EpisodeMeta, StoreError};
-use baton_core::prompt::estimate_tokens;
+use baton_core::prompt::{REQUEST_PROMPT_SHARE, estimate_tokens};
 use baton_core::trace::GuardName;
 
 use super::context::TurnCtx;
-
-/// The share of the orchestrator's context window its prompt may fill before a request
-/// leaves out older turns: the rest is for tool results, composition and the answer.
-const PROMPT_SHARE: f64 = 0.75;
 
 /// Loads what the orchestrator remembers: the summary and the turns after it (at most
 /// `history_turns` of them), trimmed to fit the model's window. What is left out is
@@ -71,7 +67,7 @@ pub(crate) fn due_after(ctx: &TurnCtx, new_version: u64, user_text: &str, narrat
 
 /// The tokens the orchestrator's prompt may spend.
 fn budget(ctx: &TurnCtx) -> u64 {
-    (ctx.orchestrator.model.context_window as f64 * PROMPT_SHARE) as u64
+    (ctx.orchestrator.model.context_window as f64 * REQUEST_PROMPT_SHARE) as u64
 }
 
 /// The prompt's parts that do not shrink: the stable prefix, the summary and the user's

@@ -58,6 +58,14 @@ fn registry() -> Registry {
                 &block("platform", "persona", true, "You are a helpful assistant."),
             ),
             file(
+                "blocks/format.md",
+                &block("platform", "format", true, "Answer briefly."),
+            ),
+            file(
+                "blocks/safety.md",
+                &block("platform", "safety", true, "Never guess."),
+            ),
+            file(
                 "blocks/routing.md",
                 &block("platform", "instructions", false, "Route each request."),
             ),

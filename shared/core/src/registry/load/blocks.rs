@@ -1,4 +1,9 @@
 //! `blocks/*.md`: prompt blocks, Markdown with `---` front matter naming owner and category.
+//!
+//! Every prompt starts with the platform's required blocks, and those must say who the
+//! assistant is, how it writes and what it must never do: a registry needs a platform block
+//! of each of [`REQUIRED_CATEGORIES`] marked `required: true`. More platform blocks of those
+//! categories may stay optional, for the cards that list them.
 
 use std::sync::Arc;
 
@@ -16,6 +21,12 @@ const CATEGORIES: [&str; 6] = [
     "context",
 ];
 
+/// The categories every prompt starts with a required platform block of.
+const REQUIRED_CATEGORIES: [&str; 3] = ["persona", "format", "safety"];
+
+/// Where a registry's blocks live: the file a missing block is reported at.
+const BLOCKS_DIR: &str = "blocks/";
+
 impl Loader<'_> {
     /// Loads every block, then orders the platform-required ones as every prompt starts.
     pub(super) fn load_blocks(&mut self, files: &[SourceFile]) {
@@ -32,6 +43,51 @@ impl Loader<'_> {
             .collect();
         required.sort_by_key(|b| (category_rank(&b.category), b.id.clone()));
         self.required_blocks = required;
+        self.check_required_categories();
+    }
+
+    /// A required platform block of each of [`REQUIRED_CATEGORIES`]. Without one, the
+    /// platform blocks of that category marked not required are named (the fix is there),
+    /// or, when there are none, the category itself.
+    fn check_required_categories(&mut self) {
+        for category in REQUIRED_CATEGORIES {
+            let present = self
+                .required_blocks
+                .iter()
+                .any(|b| b.owner == BlockOwner::Platform && &*b.category == category);
+            if present {
+                continue;
+            }
+            let optional: Vec<Arc<str>> = self
+                .blocks
+                .values()
+                .filter(|b| b.owner == BlockOwner::Platform && &*b.category == category)
+                .map(|b| b.file.clone())
+                .collect();
+            if optional.is_empty() {
+                self.problems.add(
+                    BLOCKS_DIR,
+                    "category",
+                    category,
+                    format!(
+                        "no platform {category} block with required: true; every prompt \
+                         starts with the platform's persona, format and safety blocks"
+                    ),
+                );
+            }
+            for file in optional {
+                self.problems.add(
+                    &file,
+                    "required",
+                    "false",
+                    format!(
+                        "the registry has no required platform {category} block; every \
+                         prompt starts with the platform's persona, format and safety \
+                         blocks, so one {category} block must be required: true"
+                    ),
+                );
+            }
+        }
     }
 
     /// One block; `None` when its front matter, owner or id leave nothing to keep.

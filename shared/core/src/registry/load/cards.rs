@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::Loader;
 use super::problems::Problems;
-use crate::prompt::PromptPlan;
+use crate::prompt::{PREFIX_MAX_SHARE, PREFIX_WARN_SHARE, PromptPlan};
 use crate::registry::raw::RawCard;
 use crate::registry::{
     Agent, AgentRole, Block, BlockOwner, ModelSpec, OrchestrationMode, Routing, SourceFile, Tool,
@@ -342,7 +342,8 @@ impl Loader<'_> {
     }
 
     /// The prompt's stable prefix: the required blocks, then the card's in declared order.
-    /// Past half the model's context window it is an error, past a quarter a warning.
+    /// Past half the model's context window it is an error, past a quarter a warning; what
+    /// a request adds on top is bounded per request (`REQUEST_PROMPT_SHARE`).
     fn card_prompt(
         &mut self,
         card: Card<'_>,
@@ -359,23 +360,25 @@ impl Loader<'_> {
             return prompt;
         };
         let share = prompt.estimated_tokens as f64 / model.context_window as f64;
-        if share >= 0.5 {
+        if share >= PREFIX_MAX_SHARE {
             self.problems.add(
                 card.file,
                 "prompt_blocks",
                 format!("~{} tokens", prompt.estimated_tokens),
                 format!(
-                    "the prompt uses {:.0}% of {}'s context window; the limit is 50%",
+                    "the prompt uses {:.0}% of {}'s context window; the limit is {:.0}%",
                     share * 100.0,
-                    model.key
+                    model.key,
+                    PREFIX_MAX_SHARE * 100.0
                 ),
             );
-        } else if share >= 0.25 {
+        } else if share >= PREFIX_WARN_SHARE {
             self.warnings.push(format!(
-                "{}: the prompt uses {:.0}% of {}'s context window (warning at 25%)",
+                "{}: the prompt uses {:.0}% of {}'s context window (warning at {:.0}%)",
                 card.file,
                 share * 100.0,
-                model.key
+                model.key,
+                PREFIX_WARN_SHARE * 100.0
             ));
         }
         prompt

@@ -57,6 +57,72 @@ fn a_required_block_cannot_be_listed() {
     assert!(e.problem.contains("automatically"), "{e}");
 }
 
+#[test]
+fn a_registry_without_a_safety_block_names_the_missing_category() {
+    let mut s = sources();
+    s.blocks.retain(|f| f.path != "blocks/a-safety.md");
+    let e = expect_error(&load_errors(&s), "blocks/", "category", "safety");
+    assert!(
+        e.problem.contains("safety") && e.problem.contains("required: true"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_platform_format_block_marked_not_required_is_an_error() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "blocks/b-format.md",
+        "required: true",
+        "required: false",
+    );
+    let e = expect_error(&load_errors(&s), "blocks/b-format.md", "required", "false");
+    assert!(e.problem.contains("format"), "{e}");
+}
+
+#[test]
+fn a_persona_block_that_does_not_say_required_is_not_required_and_is_named() {
+    let mut s = sources();
+    edit(&mut s, "blocks/c-persona.md", "required: true\n", "");
+    let e = expect_error(&load_errors(&s), "blocks/c-persona.md", "required", "false");
+    assert!(e.problem.contains("persona"), "{e}");
+}
+
+#[test]
+fn a_vertical_block_cannot_stand_in_for_the_platforms_safety_block() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "blocks/a-safety.md",
+        "owner: platform",
+        "owner: vertical",
+    );
+    let errors = load_errors(&s);
+    expect_error(&errors, "blocks/a-safety.md", "required", "true");
+    expect_error(&errors, "blocks/", "category", "safety");
+}
+
+#[test]
+fn more_platform_blocks_of_a_required_category_may_stay_optional() {
+    let mut s = sources();
+    s.blocks.push(file(
+        "blocks/safety-points.md",
+        &block("platform", "safety", false, "POINTS SAFETY"),
+    ));
+    edit(
+        &mut s,
+        "agents/orchestrator.yaml",
+        "prompt_blocks: [routing]",
+        "prompt_blocks: [routing, safety-points]",
+    );
+    let r = load(&s);
+    assert_eq!(
+        &*r.agent("orchestrator").unwrap().prompt.prefix,
+        "PERSONA\n\nFORMAT\n\nSAFETY\n\nROUTING\n\nPOINTS SAFETY"
+    );
+}
+
 /// Shop's prompt grows to ~1,000 estimated tokens; the model's window decides.
 fn with_big_shop_prompt(context_window: u64) -> RegistrySources {
     let mut s = sources();

@@ -1,0 +1,50 @@
+//! The shipped registry with the offline model, as a new user gets it, over an in-memory
+//! store.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
+use baton_local::offline::OfflineModel;
+use baton_runtime::Runtime;
+use baton_runtime::registry_files::{load_sources, read_sources};
+use baton_testkit::memory_store::MemoryStore;
+
+/// Stands in for the demo data: these tests look at routing and memory, not at results.
+struct NoData;
+
+#[async_trait]
+impl Connector for NoData {
+    async fn call(&self, _: ConnectorRequest) -> Result<Envelope, ConnectorError> {
+        Err(ConnectorError::Unavailable(
+            "no demo data in this test".into(),
+        ))
+    }
+
+    fn check_config(&self, _: &str, _: &serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// The runtime over the shipped registry, every call answered by the offline model.
+pub(crate) fn runtime() -> Runtime {
+    runtime_over(Arc::new(MemoryStore::new()))
+}
+
+/// [`runtime`] over `store`, which the test keeps to read the journal.
+pub(crate) fn runtime_over(store: Arc<MemoryStore>) -> Runtime {
+    let root = baton_testkit::crate_dir().join("../registry");
+    let connectors: BTreeMap<String, Arc<dyn Connector>> = ["fixture", "rate_table"]
+        .into_iter()
+        .map(|kind| (kind.to_owned(), Arc::new(NoData) as Arc<dyn Connector>))
+        .collect();
+    let sources = read_sources(&root).unwrap();
+    let registry = Arc::new(load_sources(&sources, &connectors, &Default::default()).unwrap());
+    Runtime::builder(registry.clone())
+        .model_override(Arc::new(OfflineModel::new(registry)))
+        .store(store)
+        .connectors(connectors)
+        .build()
+        .unwrap()
+}
