@@ -42,8 +42,8 @@ CASES = [
     ),
     (
         "DeleteItem on any key",
-        "dynamodb:LeadingKeys: ['PR#*']",
-        "dynamodb:LeadingKeys: ['*']",
+        "                - dynamodb:ConditionCheckItem\n",
+        "                - dynamodb:ConditionCheckItem\n                - dynamodb:DeleteItem\n",
         "transform",
         "beyond the idempotency claims",
     ),
@@ -106,11 +106,11 @@ CASES = [
         "the dashboard does not show interventions_total",
     ),
     (
-        "a role without the DeleteItem that releases claims",
-        "Action: dynamodb:DeleteItem",
-        "Action: dynamodb:ConditionCheckItem",
+        "a role without the ConditionCheckItem its claims and checkpoints hold",
+        "                - dynamodb:ConditionCheckItem\n",
+        "",
         "code",
-        "the code calls ['dynamodb:DeleteItem'], which the role does not allow",
+        "the code calls ['dynamodb:ConditionCheckItem'], which the role does not allow",
     ),
     (
         "a read the history writer never makes",
