@@ -188,6 +188,13 @@ pub struct AgentOutcome {
     pub latency_ms: u64,
     /// Tool calls made.
     pub tool_calls: u32,
+    /// When it started, in ms after the turn started: with `ended_ms`, shows which
+    /// sub-agents ran at the same time (D-10).
+    #[serde(default)]
+    pub started_ms: u64,
+    /// When it ended, in ms after the turn started.
+    #[serde(default)]
+    pub ended_ms: u64,
 }
 
 /// The routing record of one turn.

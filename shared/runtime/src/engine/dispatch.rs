@@ -39,13 +39,14 @@ pub(crate) async fn dispatch(
 
 async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> AgentResult {
     let agent = &job.agent;
+    let started = tokio::time::Instant::now();
     let mut result = AgentResult {
         status: AgentStatus::Error,
         text: String::new(),
         tool_calls: 0,
         duration_ms: 0,
+        started_ms: started.duration_since(ctx.started).as_millis() as u64,
     };
-    let started = tokio::time::Instant::now();
     if let Some(brief) = &job.worker {
         ctx.out
             .emit(Event::NodeStart {

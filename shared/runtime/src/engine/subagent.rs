@@ -58,6 +58,8 @@ pub(crate) struct AgentResult {
     pub(crate) text: String,
     pub(crate) tool_calls: u32,
     pub(crate) duration_ms: u64,
+    /// When it started, in ms after the turn started.
+    pub(crate) started_ms: u64,
 }
 
 /// Where a sub-agent's text goes while it streams (D-13).

@@ -336,7 +336,7 @@ async fn finish(ctx: &TurnCtx, meta: EpisodeMeta, mut state: EpisodeState, mut w
     }
 
     let consulted = consulted_record(&work);
-    record_outcomes(ctx, &consulted);
+    record_outcomes(ctx, &work);
     ctx.out.flush_all().await;
     ctx.out
         .emit(Event::AgentsConsulted {
@@ -468,19 +468,23 @@ fn consulted_record(work: &Work) -> Vec<ConsultedAgent> {
         .collect()
 }
 
-/// The routing record's part that is known only at the end: who ran and how each did.
-/// (A call a limit left pending was recorded as dropped where it was held; work carried
-/// over from an earlier turn is not this turn's.)
-fn record_outcomes(ctx: &TurnCtx, consulted: &[ConsultedAgent]) {
+/// The routing record's part that is known only at the end: who ran, how each did and
+/// when. (A call a limit left pending was recorded as dropped where it was held; work
+/// carried over from an earlier turn is not this turn's.)
+fn record_outcomes(ctx: &TurnCtx, work: &Work) {
     ctx.trace(|t| {
-        t.invoked = consulted.iter().map(|c| c.agent_id.clone()).collect();
-        t.outcomes = consulted
+        t.invoked = work.jobs.iter().map(|j| j.agent.id.to_string()).collect();
+        t.outcomes = work
+            .jobs
             .iter()
-            .map(|c| AgentOutcome {
-                agent_id: c.agent_id.clone(),
-                status: c.status,
-                latency_ms: c.duration_ms,
-                tool_calls: c.tool_calls,
+            .zip(&work.results)
+            .map(|(j, r)| AgentOutcome {
+                agent_id: j.agent.id.to_string(),
+                status: r.status,
+                latency_ms: r.duration_ms,
+                tool_calls: r.tool_calls,
+                started_ms: r.started_ms,
+                ended_ms: r.started_ms + r.duration_ms,
             })
             .collect();
     });

@@ -334,13 +334,22 @@ agents:
 "#;
     let rig = make_rig(&TestRegistry::default(), script);
     let start = tokio::time::Instant::now();
-    run(
+    let (episode, _) = run(
         &rig,
         request("coffee deals and my receipt didn't scan", None, "t1"),
     )
     .await;
     // 50 (route) + max(200, 600) + 50 (compose): the sub-agents overlapped.
     assert_eq!(start.elapsed().as_millis(), 700);
+    // The record shows it: both started after the routing call, and ran at once.
+    let turns = rig.store.turns(&alice(), &episode, 1).await.unwrap();
+    let spans: Vec<(&str, u64, u64)> = turns[0]
+        .routing
+        .outcomes
+        .iter()
+        .map(|o| (o.agent_id.as_str(), o.started_ms, o.ended_ms))
+        .collect();
+    assert_eq!(spans, [("shop", 50, 250), ("support", 50, 650)]);
 }
 
 #[tokio::test(start_paused = true)]

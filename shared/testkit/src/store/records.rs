@@ -55,6 +55,8 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
             status: AgentStatus::Ok,
             latency_ms: 420,
             tool_calls: 2,
+            started_ms: 10,
+            ended_ms: 430,
         }],
         ..RoutingRecord::default()
     };

@@ -350,11 +350,21 @@ impl Loader<'_> {
         blocks: &[Arc<Block>],
         model: Option<&ModelSpec>,
     ) -> PromptPlan {
+        // A routing orchestrator is told its fan-out cap (the runtime's, not the card
+        // author's, words: a card cannot forget it).
+        let cap_note = (!card.raw.sub_agents.is_empty()).then(|| {
+            super::orchestration::fanout_note(
+                card.raw
+                    .fanout_cap
+                    .unwrap_or(super::orchestration::DEFAULT_FANOUT_CAP),
+            )
+        });
         let prompt = PromptPlan::from_blocks(
             self.required_blocks
                 .iter()
                 .chain(blocks.iter())
-                .map(|b| &*b.text),
+                .map(|b| &*b.text)
+                .chain(cap_note.as_deref()),
         );
         let Some(model) = model else {
             return prompt;

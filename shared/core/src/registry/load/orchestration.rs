@@ -13,6 +13,24 @@ use crate::registry::{
     StatusMessages, StatusPolicy, TurnLimits,
 };
 
+/// Specialists one routing step consults when the card does not say (D-9).
+pub(super) const DEFAULT_FANOUT_CAP: u32 = 3;
+
+/// What a routing orchestrator is told of its fan-out cap (002 FR-7), in its stable prompt:
+/// how many specialists one message may consult, and to choose the most relevant.
+pub(super) fn fanout_note(cap: u32) -> String {
+    let specialists = if cap == 1 {
+        "specialist"
+    } else {
+        "specialists"
+    };
+    format!(
+        "You can consult at most {cap} {specialists} for one message. When a message needs more \
+         than that, call the {cap} most relevant to what the user asked, most important first; \
+         calls beyond {cap} are not run."
+    )
+}
+
 /// The fastpath categories an orchestrator may allow.
 const FASTPATH_CATEGORIES: [&str; 3] = ["greeting", "acknowledgement", "chitchat"];
 
@@ -70,7 +88,7 @@ impl Loader<'_> {
 
     /// How many sub-agents one turn may ask at once; 3 when unset.
     fn fanout_cap(&mut self, card: Card<'_>) -> u32 {
-        let fanout_cap = card.raw.fanout_cap.unwrap_or(3);
+        let fanout_cap = card.raw.fanout_cap.unwrap_or(DEFAULT_FANOUT_CAP);
         if fanout_cap == 0 {
             self.problems
                 .add(card.file, "fanout_cap", "0", "must be at least 1");

@@ -117,9 +117,10 @@ fn more_platform_blocks_of_a_required_category_may_stay_optional() {
         "prompt_blocks: [routing, safety-points]",
     );
     let r = load(&s);
-    assert_eq!(
-        &*r.agent("orchestrator").unwrap().prompt.prefix,
-        "PERSONA\n\nFORMAT\n\nSAFETY\n\nROUTING\n\nPOINTS SAFETY"
+    let prefix = &*r.agent("orchestrator").unwrap().prompt.prefix;
+    assert!(
+        prefix.starts_with("PERSONA\n\nFORMAT\n\nSAFETY\n\nROUTING\n\nPOINTS SAFETY\n\n"),
+        "{prefix}"
     );
 }
 
@@ -195,8 +196,10 @@ fn required_blocks_lead_the_prompt_then_the_cards_blocks_in_declared_order() {
         &*r.agent("shop").unwrap().prompt.prefix,
         "PERSONA\n\nFORMAT\n\nSAFETY\n\nSHOP RULES\n\nSHOP PERSONA"
     );
-    assert_eq!(
-        &*r.agent("orchestrator").unwrap().prompt.prefix,
-        "PERSONA\n\nFORMAT\n\nSAFETY\n\nROUTING"
+    // An orchestrator's prompt ends with the runtime's note of its fan-out cap.
+    let prefix = &*r.agent("orchestrator").unwrap().prompt.prefix;
+    assert!(
+        prefix.starts_with("PERSONA\n\nFORMAT\n\nSAFETY\n\nROUTING\n\nYou can consult at most 3"),
+        "{prefix}"
     );
 }

@@ -100,3 +100,23 @@ fn placeholders_outside_transform_or_naming_no_required_argument_are_refused() {
     );
     assert!(e.problem.contains("required argument"), "{e}");
 }
+
+#[test]
+fn a_routing_orchestrator_is_told_its_fanout_cap_and_to_choose_the_most_relevant() {
+    let r = load(&sources());
+    let prefix = &r.agent("orchestrator").unwrap().prompt.prefix;
+    assert!(prefix.contains("at most 3 specialists"), "{prefix}");
+    assert!(prefix.contains("most relevant"), "{prefix}");
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/orchestrator.yaml",
+        "fastpath:",
+        "fanout_cap: 1\nfastpath:",
+    );
+    let r = load(&s);
+    let prefix = &r.agent("orchestrator").unwrap().prompt.prefix;
+    assert!(prefix.contains("at most 1 specialist for"), "{prefix}");
+    // A specialist is told nothing of it.
+    assert!(!r.agent("shop").unwrap().prompt.prefix.contains("at most"));
+}

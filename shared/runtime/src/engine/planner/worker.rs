@@ -198,5 +198,7 @@ pub(crate) fn ran_before(r: &NodeResult) -> AgentResult {
         },
         tool_calls: r.tool_calls,
         duration_ms: r.duration_ms,
+        // It ran in a run of the turn that was cut short: not on this run's clock.
+        started_ms: 0,
     }
 }
