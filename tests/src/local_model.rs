@@ -96,6 +96,8 @@ impl LocalModelServer {
     async fn wait_ready(&mut self) {
         let started = Instant::now();
         let url = format!("{}/models", self.base_url());
+        // reqwest has no crypto provider of its own in this workspace.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::new();
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {

@@ -105,6 +105,8 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
+    // The load generator's own reqwest clients need the process's crypto provider.
+    baton_connectors::install_tls_provider();
     let args = Args::parse();
     let rt = if args.current_thread {
         tokio::runtime::Builder::new_current_thread()

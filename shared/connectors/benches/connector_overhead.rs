@@ -533,6 +533,8 @@ fn criterion_median(group: &str, function: &str, since: SystemTime) -> Option<f6
 }
 
 fn main() {
+    // The bare reqwest clients below need the process's crypto provider.
+    baton_connectors::install_tls_provider();
     let test_mode = std::env::args().any(|a| a == "--test");
     let mut criterion = Criterion::default()
         .sample_size(50)

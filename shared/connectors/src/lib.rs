@@ -3,7 +3,8 @@
 //! Every connector answers one call with one envelope (D-28) whose `principal` is the
 //! request's principal (D-29), and checks each tool's settings at load time so that a bad
 //! registry fails before serving. This crate depends on `baton-core` only (plus tokio for
-//! timers and file reads, and reqwest for HTTP); it never talks to a model or a store.
+//! timers and file reads, and reqwest with rustls for HTTP); it never talks to a model or
+//! a store.
 //!
 //! Shipped kinds:
 //! - [`FixtureConnector`] (`fixture`): demo data files under the registry's `fixtures/`,
@@ -67,4 +68,13 @@ pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Conn
         Arc::new(UpstreamChatConnector::new()),
     );
     connectors
+}
+
+/// Installs ring as the process's rustls crypto provider, unless one is installed already.
+/// reqwest is built without a provider of its own and panics when it builds a client with
+/// none installed; every client of this crate calls this first, and so can a program's
+/// `main` or a test building its own reqwest client.
+pub fn install_tls_provider() {
+    // An error only says that a provider is installed already: that one serves.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

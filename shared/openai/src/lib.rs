@@ -171,6 +171,9 @@ impl OpenAiCompatible {
 }
 
 fn client() -> Result<reqwest::Client, SetupError> {
+    // reqwest has no crypto provider of its own here: ring, unless the program installed
+    // one first (an error only says so).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     // One client per process: its connection pool serves every call.
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(5))

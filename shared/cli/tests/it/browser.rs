@@ -140,6 +140,9 @@ where
             ],
         }),
     );
+    // rustls has two providers in this test build (ring, and aws-lc-rs through the
+    // WebDriver client's defaults): the process default decides.
+    baton_connectors::install_tls_provider();
     let client = ClientBuilder::rustls()
         .unwrap_or_else(|e| {
             panic!("the WebDriver client found no CA certificates ({e}); install ca-certificates")

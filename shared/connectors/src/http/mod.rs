@@ -188,6 +188,7 @@ impl HttpConnector {
 }
 
 fn build_client(settings: &ClientSettings) -> Result<reqwest::Client, String> {
+    crate::install_tls_provider();
     let mut builder = reqwest::Client::builder()
         .connect_timeout(settings.connect_timeout)
         .redirect(reqwest::redirect::Policy::none())

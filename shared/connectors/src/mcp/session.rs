@@ -81,6 +81,7 @@ pub(crate) struct Pool {
 impl Pool {
     /// An empty pool; commands start in `root` (the registry root).
     pub(crate) fn new(root: &Path) -> Self {
+        crate::install_tls_provider();
         Pool {
             root: root.to_path_buf(),
             // Kept as an error (not a panic) when no client can be built: only HTTP

@@ -752,7 +752,7 @@ async fn tls_server() -> (SocketAddr, tempfile::NamedTempFile) {
     let ca_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(ca_file.path(), ca.pem()).unwrap();
 
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

@@ -34,8 +34,14 @@ async fn start(state: AppState) -> Server {
     Server { base, stop, task }
 }
 
-fn post(server: &Server, body: &str) -> reqwest::RequestBuilder {
+/// A reqwest client; reqwest has no crypto provider of its own in this workspace.
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
+}
+
+fn post(server: &Server, body: &str) -> reqwest::RequestBuilder {
+    client()
         .post(format!("{}/v1/turns", server.base))
         .header("content-type", "application/json")
         .header(PRINCIPAL_HEADER, "alice")
@@ -116,7 +122,7 @@ async fn a_client_that_leaves_mid_stream_still_gets_its_turn_committed() {
     assert!(matches!(first.event, Event::Thinking {}), "{first:?}");
     drop(body);
 
-    let client = reqwest::Client::new();
+    let client = client();
     let url = format!("{}/v1/episodes/{episode}", server.base);
     let mut history = Value::Null;
     for _ in 0..100 {
