@@ -34,6 +34,16 @@ impl LocalMetrics {
             .sum()
     }
 
+    /// How many measurements of `name` were made and their sum, over every dimension set.
+    pub fn measured(&self, name: &str) -> (u64, f64) {
+        let Ok(s) = self.sums.lock() else {
+            return (0, 0.0);
+        };
+        s.iter()
+            .filter(|(k, _)| k.split(',').next() == Some(name))
+            .fold((0, 0.0), |(n, sum), (_, (c, v))| (n + c, sum + v))
+    }
+
     /// Every counter, `name,dim=value` → count.
     pub fn snapshot(&self) -> BTreeMap<String, u64> {
         self.counters.lock().map(|c| c.clone()).unwrap_or_default()

@@ -33,8 +33,21 @@ impl Metrics for NoMetrics {
     fn measure(&self, _: &'static str, _: f64, _: &[(&'static str, &str)]) {}
 }
 
-/// Counter: envelopes suppressed because their principal differed (D-29).
+/// Counter: envelopes suppressed because their principal differed (D-29), by `tool`, with
+/// the `consumer` (the specialist that called it) and the `enricher` (the producer the
+/// envelope names) as properties.
 pub const PRINCIPAL_MISMATCH_TOTAL: &str = "principal_mismatch_total";
+/// Measurement: the largest `intent_count` the orchestrator reported in a routed turn
+/// (002 §10.2): how many requests messages carry.
+pub const INTENT_COUNT: &str = "intent_count";
+/// Measurement: what a fan-out took beyond its slowest sub-agent, ms (D-10): the
+/// runtime's own dispatch overhead, whose p95 the dashboard can read.
+pub const DISPATCH_OVERHEAD_MS: &str = "dispatch_overhead_ms";
+/// Measurement: status events a turn sent (D-12).
+pub const STATUS_EVENTS_PER_TURN: &str = "status_events_per_turn";
+/// Counter: failures by `axis` (`tool`, `specialist`, `model`) and `name` (the tool, the
+/// specialist or the model that failed; all come from the registry, so they stay few).
+pub const FAILURES_TOTAL: &str = "failures_total";
 /// Counter: data tool calls, by `tool` and `outcome` (`ok`, `partial`, `unavailable`): a
 /// backend that is down, slow or answers garbage shows here.
 pub const TOOL_CALLS_TOTAL: &str = "tool_calls_total";

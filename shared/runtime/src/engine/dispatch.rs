@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use baton_core::events::Event;
 use baton_core::plan::NodeStatus;
-use baton_core::ports::metrics::{FANOUT_WIDTH, SUBAGENT_INVOCATIONS_TOTAL, SUBAGENT_LATENCY_MS};
+use baton_core::ports::metrics::{
+    DISPATCH_OVERHEAD_MS, FAILURES_TOTAL, FANOUT_WIDTH, SUBAGENT_INVOCATIONS_TOTAL,
+    SUBAGENT_LATENCY_MS,
+};
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
 use tracing::Instrument as _;
@@ -30,7 +33,14 @@ pub(crate) async fn dispatch(
         board.close(); // Ends the renderer once every sub-agent is done.
         results
     };
+    let started = tokio::time::Instant::now();
     let (results, ()) = tokio::join!(runs, status::render(ctx, &board));
+    // D-10: the fan-out takes its slowest sub-agent plus this.
+    let slowest = results.iter().map(|r| r.duration_ms).max().unwrap_or(0);
+    let wall = started.elapsed().as_secs_f64() * 1000.0;
+    ctx.inner
+        .metrics
+        .measure(DISPATCH_OVERHEAD_MS, (wall - slowest as f64).max(0.0), &[]);
     if let TextMode::Slot(slot) = mode {
         slot.finish(ctx).await;
     }
@@ -86,6 +96,13 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         slot.done(ctx, &agent.id).await;
     }
     let outcome = result.status.as_str();
+    if !result.status.answered() {
+        ctx.inner.metrics.count(
+            FAILURES_TOTAL,
+            1,
+            &[("axis", "specialist"), ("name", &agent.metrics_name)],
+        );
+    }
     ctx.inner.metrics.count(
         SUBAGENT_INVOCATIONS_TOTAL,
         1,

@@ -7,7 +7,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_core::ports::metrics::MODEL_CALLS_TOTAL;
+use baton_core::ports::metrics::{FAILURES_TOTAL, MODEL_CALLS_TOTAL};
 use baton_core::ports::model::{ModelError, ModelEvent, ModelRequest, StopReason, TokenUsage};
 use baton_core::registry::Agent;
 use futures::StreamExt;
@@ -180,6 +180,13 @@ async fn one(
         &[("agent", &agent.metrics_name)],
         &[("cohort", &agent.prompt.cohort)],
     );
+    if outcome.is_err() {
+        ctx.inner.metrics.count(
+            FAILURES_TOTAL,
+            1,
+            &[("axis", "model"), ("name", &agent.model.key)],
+        );
+    }
     outcome.map(|()| reply)
 }
 

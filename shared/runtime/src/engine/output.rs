@@ -27,6 +27,8 @@ struct State {
     paragraph: bool,
     /// The source of the last answer text sent: a new source starts a new paragraph.
     last_source: Option<String>,
+    /// Status events sent (a metric per turn).
+    status_events: u32,
     /// The answer text being streamed now: its source and masker.
     text: Option<(String, StreamMasker)>,
     /// Texts streaming beside the answer, each with its masker.
@@ -79,6 +81,7 @@ impl Output {
                 client_gone: false,
                 paragraph: false,
                 last_source: None,
+                status_events: 0,
                 text: None,
                 side: Vec::new(),
                 receipt: PrivacyReceipt::default(),
@@ -249,6 +252,9 @@ impl Output {
 
     fn send(&self, state: &mut State, event: Event) {
         state.seq += 1;
+        if matches!(event, Event::Status { .. }) {
+            state.status_events += 1;
+        }
         if state.client_gone {
             return;
         }
@@ -381,6 +387,14 @@ impl Output {
     }
 
     /// Everything shown so far as one text (after the privacy guard).
+    /// Status events sent so far.
+    pub(crate) fn status_events(&self) -> u32 {
+        self.state
+            .lock()
+            .map(|s| s.status_events)
+            .unwrap_or_default()
+    }
+
     /// How long the narration is now (a mark for [`Output::narration_from`]).
     pub(crate) fn narration_len(&self) -> usize {
         self.state

@@ -8,7 +8,7 @@ use std::time::Duration;
 use baton_core::events::{Event, ToolOutcome};
 use baton_core::ports::connector::{ConnectorRequest, ProgressSink};
 use baton_core::ports::metrics::{
-    ENVELOPE_VERSION_MISMATCH_TOTAL, PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
+    ENVELOPE_VERSION_MISMATCH_TOTAL, FAILURES_TOTAL, PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
 };
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
@@ -120,6 +120,10 @@ impl Drop for CallEnd<'_> {
             1,
             &[("tool", &self.tool), ("outcome", "cancelled")],
         );
+        self.ctx
+            .inner
+            .metrics
+            .count(FAILURES_TOTAL, 1, &[("axis", "tool"), ("name", &self.tool)]);
         for event in self.events(ToolOutcome::Unavailable) {
             self.ctx.out.emit_now(event);
         }
@@ -280,9 +284,12 @@ pub(crate) async fn run(
             match &verdict {
                 EnvelopeVerdict::PrincipalMismatch { enricher } => {
                     // A security boundary, not a quality issue: suppress, count, alert; no retry.
-                    ctx.inner
-                        .metrics
-                        .count(PRINCIPAL_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
+                    ctx.inner.metrics.count_with(
+                        PRINCIPAL_MISMATCH_TOTAL,
+                        1,
+                        &[("tool", &tool.id)],
+                        &[("consumer", &agent.metrics_name), ("enricher", enricher)],
+                    );
                     ctx.trace(|t| t.principal_mismatches += 1);
                     tracing::error!(
                         alert = true,
@@ -308,6 +315,11 @@ pub(crate) async fn run(
     // Only usable data is a success: an error envelope, another principal's envelope or
     // an incompatible one is a failure of the tool, as a timeout is.
     permit.record(data.status != DataStatus::Unavailable);
+    if data.status == DataStatus::Unavailable {
+        ctx.inner
+            .metrics
+            .count(FAILURES_TOTAL, 1, &[("axis", "tool"), ("name", &tool.id)]);
+    }
     let (outcome, word) = match data.status {
         DataStatus::Ok => (ToolOutcome::Ok, "ok"),
         DataStatus::Partial => (ToolOutcome::Partial, "partial"),

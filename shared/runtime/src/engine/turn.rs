@@ -9,9 +9,9 @@ use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
 use baton_core::message::Message;
 use baton_core::plan::PendingPlan;
 use baton_core::ports::metrics::{
-    CALLS_DROPPED_TOTAL, DIRECT_LINE_TURNS_TOTAL, GUARD_FIRINGS_TOTAL, INTERVENTIONS_TOTAL,
-    MODEL_RETRIES_TOTAL, MODEL_TOKENS_TOTAL, PRIVACY_MASKED_TOTAL, TURN_COST_USD, TURN_LATENCY_MS,
-    TURNS_TOTAL,
+    CALLS_DROPPED_TOTAL, DIRECT_LINE_TURNS_TOTAL, GUARD_FIRINGS_TOTAL, INTENT_COUNT,
+    INTERVENTIONS_TOTAL, MODEL_RETRIES_TOTAL, MODEL_TOKENS_TOTAL, PRIVACY_MASKED_TOTAL,
+    STATUS_EVENTS_PER_TURN, TURN_COST_USD, TURN_LATENCY_MS, TURNS_TOTAL,
 };
 use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::privacy::PrivacyReceipt;
@@ -520,16 +520,31 @@ async fn commit_with_retry(ctx: &TurnCtx, commit: &mut Commit) -> bool {
 /// The turn's measurements from its routing record and usage (D-31, D-32).
 fn report(ctx: &TurnCtx, outcome: &str, usage: &[ModelUsage], privacy: &PrivacyReceipt) {
     let metrics = &ctx.inner.metrics;
-    let (guards, dropped, retries, direct, interventions) = ctx
+    let (guards, dropped, retries, direct, interventions, intent_count) = ctx
         .trace(|t| {
             let guards: Vec<GuardName> = t.guards.iter().map(|g| g.guard).collect();
             let dropped: Vec<DropReason> = t.dropped.iter().map(|d| d.reason).collect();
             let interventions: Vec<InterventionKind> =
                 t.interventions.iter().map(|i| i.kind).collect();
             let direct = t.direct_line.as_ref().map(|d| (d.mode, d.sticky));
-            (guards, dropped, t.retries, direct, interventions)
+            (
+                guards,
+                dropped,
+                t.retries,
+                direct,
+                interventions,
+                t.intent_count,
+            )
         })
         .unwrap_or_default();
+    if intent_count > 0 {
+        metrics.measure(INTENT_COUNT, f64::from(intent_count), &[]);
+    }
+    metrics.measure(
+        STATUS_EVENTS_PER_TURN,
+        f64::from(ctx.out.status_events()),
+        &[],
+    );
     if let Some((mode, sticky)) = direct {
         let state = if sticky { "sticky" } else { "single" };
         metrics.count(

@@ -148,3 +148,49 @@ async fn every_model_call_carries_its_prompt_cohort() {
     );
     assert_eq!(rig.metrics.counter("model_calls_total"), 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn intent_counts_dispatch_overhead_status_events_and_failures_by_axis_are_measured() {
+    let setup = TestRegistry {
+        rewards_tool: "foreign_points",
+        ..TestRegistry::default()
+    };
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route, user_contains: "points" }
+      tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }]
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Done."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: foreign_points, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Unavailable."] }
+  shop:
+    - error: invalid
+"#;
+    let rig = make_rig(&setup, script);
+    let (episode, _) = run(&rig, request("my points", None, "t1")).await;
+    let m = &rig.metrics;
+    assert_eq!(m.measured("intent_count"), (1, 1.0));
+    assert_eq!(m.measured("dispatch_overhead_ms").0, 1);
+    assert_eq!(m.measured("status_events_per_turn").0, 1);
+    // The envelope answered for someone else: the tool failed, and the mismatch names
+    // the specialist that consumed it and the producer that sent it.
+    let counted = |key: &str| m.snapshot().get(key).copied().unwrap_or_default();
+    assert_eq!(
+        counted("failures_total,axis=tool,name=foreign_points"),
+        1,
+        "{:?}",
+        m.snapshot()
+    );
+    assert_eq!(
+        m.properties("principal_mismatch_total,tool=foreign_points"),
+        ["consumer=rewards", "enricher=foreign_points"]
+    );
+    // A model that fails fails its specialist too.
+    run(&rig, request("coffee deals", Some(&episode), "t2")).await;
+    assert_eq!(counted("failures_total,axis=model,name=m1"), 1);
+    assert_eq!(counted("failures_total,axis=specialist,name=shop"), 1);
+}
