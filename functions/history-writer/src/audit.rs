@@ -1,4 +1,5 @@
-//! The audit trail: one `AUDIT` item per sub-agent execution.
+//! The audit trail: one `AUDIT` item per sub-agent execution, with its mission when the
+//! planner made it and one child record per data tool (skill) call it made (003 §12).
 //!
 //! Items are written with plain puts of content derived from the turn alone (no clock),
 //! so a redelivered turn rewrites identical items.
@@ -8,6 +9,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::try_join_all;
+
+use baton_core::Principal;
 
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
@@ -33,10 +36,25 @@ pub struct AuditEntry {
     pub duration_ms: u64,
     /// Tool calls it made.
     pub tool_calls: u64,
-    /// The principal the turn ran for.
-    pub principal: String,
+    /// What the planner asked of it (planned sub-agents only).
+    pub mission: Option<String>,
+    /// Each data tool call it made, in the order they ended.
+    pub calls: Vec<AuditCall>,
+    /// The principal the turn ran for (`None` if the item holds no valid principal id).
+    pub principal: Option<Principal>,
     /// Commit time of the turn, epoch ms.
     pub created_ms: u64,
+}
+
+/// One data tool (skill) call of a sub-agent: the audit item's child record.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuditCall {
+    /// The tool.
+    pub tool: String,
+    /// `ok`, `partial` or `unavailable`.
+    pub outcome: String,
+    /// Wall time, ms.
+    pub duration_ms: u64,
 }
 
 impl AuditEntry {
@@ -82,7 +100,20 @@ impl AuditEntry {
             status: string("status"),
             duration_ms: whole("duration_ms"),
             tool_calls: whole("tool_calls"),
-            principal: string("principal"),
+            mission: item.get("mission").and_then(|v| v.as_s().ok()).cloned(),
+            calls: item
+                .get("calls")
+                .and_then(|v| v.as_l().ok())
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c.as_m().ok())
+                .map(|c| AuditCall {
+                    tool: read::string(c, "tool"),
+                    outcome: read::string(c, "outcome"),
+                    duration_ms: read::number::<u64>(c.get("duration_ms")),
+                })
+                .collect(),
+            principal: Principal::new(&string("principal")).ok(),
             created_ms: whole(keys::CREATED_MS),
         }
     }
@@ -98,8 +129,40 @@ impl AuditEntry {
 /// [`Error::Dynamo`] when a put fails (the others may have landed; redelivery rewrites them).
 pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) -> Result<usize> {
     let record = &turn.record;
+    let mission = |agent: &str| {
+        record
+            .routing
+            .plan
+            .as_ref()
+            .and_then(|p| p.nodes.iter().find(|n| n.id == agent))
+            .map(|n| n.mission.clone())
+    };
+    let calls = |agent: &str| -> Vec<AttributeValue> {
+        record
+            .routing
+            .tool_calls
+            .iter()
+            .filter(|c| c.agent_id == agent)
+            .map(|c| {
+                let outcome = serde_json::to_value(c.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                AttributeValue::M(HashMap::from([
+                    ("tool".to_owned(), AttributeValue::S(c.tool.clone())),
+                    ("outcome".to_owned(), AttributeValue::S(outcome)),
+                    (
+                        "duration_ms".to_owned(),
+                        AttributeValue::N(c.duration_ms.to_string()),
+                    ),
+                ]))
+            })
+            .collect()
+    };
     let puts = record.consulted.iter().map(|agent| {
-        ddb.put_item()
+        let calls = calls(&agent.agent_id);
+        let put = ddb
+            .put_item()
             .table_name(table)
             .item(
                 keys::PK,
@@ -129,12 +192,24 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
                 "tool_calls",
                 AttributeValue::N(agent.tool_calls.to_string()),
             )
-            .item("principal", AttributeValue::S(turn.owner.clone()))
+            .item(
+                "principal",
+                AttributeValue::S(turn.owner.as_str().to_owned()),
+            )
             .item(
                 keys::CREATED_MS,
                 AttributeValue::N(record.created_ms.to_string()),
-            )
-            .send()
+            );
+        let put = match mission(&agent.agent_id) {
+            Some(mission) => put.item("mission", AttributeValue::S(mission)),
+            None => put,
+        };
+        let put = if calls.is_empty() {
+            put
+        } else {
+            put.item("calls", AttributeValue::L(calls))
+        };
+        put.send()
     });
     let written = try_join_all(puts).await.map_err(|e| {
         Error::dynamo(

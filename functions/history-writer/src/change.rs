@@ -3,6 +3,7 @@
 
 use aws_lambda_events::event::dynamodb::StreamRecord;
 use baton_aws::journal::keys as journal;
+use baton_core::Principal;
 use baton_core::turn::TurnRecord;
 use serde::Deserialize;
 
@@ -22,8 +23,8 @@ pub(crate) enum Change {
 /// A committed turn and who owns its episode.
 #[derive(Debug)]
 pub(crate) struct TurnChange {
-    /// The episode's owner principal (the TURN item's `owner`).
-    pub(crate) owner: String,
+    /// The episode's owner principal (the TURN item's `owner`), checked to be one.
+    pub(crate) owner: Principal,
     /// The turn itself.
     pub(crate) record: TurnRecord,
 }
@@ -96,10 +97,9 @@ pub(crate) fn classify(event_name: &str, change: StreamRecord) -> Result<Change>
         if record.episode_id != episode_id || seq.parse::<u64>().ok() != Some(record.seq) {
             return Err(Error::MismatchedTurn { key });
         }
-        return Ok(Change::Turn(Box::new(TurnChange {
-            owner: image.owner,
-            record,
-        })));
+        // The principal is kept as the principal it is, never as whatever text was there.
+        let owner = Principal::new(&image.owner).map_err(|_| Error::BadOwner { key })?;
+        return Ok(Change::Turn(Box::new(TurnChange { owner, record })));
     }
     if let Some(body_key) = keys.sk.strip_prefix(journal::BODY_PREFIX) {
         let image: BodyImage =
@@ -174,7 +174,7 @@ mod tests {
         let Change::Turn(turn) = change else {
             panic!("expected a turn, got {change:?}")
         };
-        assert_eq!(turn.owner, "alice");
+        assert_eq!(turn.owner.as_str(), "alice");
         assert_eq!(turn.record.seq, 3);
     }
 

@@ -37,6 +37,12 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A TURN item whose `owner` is not a principal id.
+    #[error("the owner of {key} is not a principal id")]
+    BadOwner {
+        /// `pk/sk` of the item.
+        key: String,
+    },
     /// A TURN item whose record names another episode or sequence number than its key.
     #[error("the turn record of {key} does not match its key")]
     MismatchedTurn {
@@ -78,6 +84,7 @@ impl Error {
             Error::BadKeys(_) => "BadKeys",
             Error::BadImage { .. } => "BadImage",
             Error::BadTurnRecord { .. } => "BadTurnRecord",
+            Error::BadOwner { .. } => "BadOwner",
             Error::MismatchedTurn { .. } => "MismatchedTurn",
             Error::EmptyBody { .. } => "EmptyBody",
             Error::Dynamo { .. } => "DynamoDb",

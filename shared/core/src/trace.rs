@@ -197,6 +197,19 @@ pub struct AgentOutcome {
     pub ended_ms: u64,
 }
 
+/// One data tool call of a sub-agent, as the audit trail keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    /// The sub-agent that made it.
+    pub agent_id: String,
+    /// The tool (a skill, for a planned sub-agent).
+    pub tool: String,
+    /// `ok`, `partial` or `unavailable`.
+    pub outcome: crate::events::ToolOutcome,
+    /// Wall time, ms.
+    pub duration_ms: u64,
+}
+
 /// The routing record of one turn.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RoutingRecord {
@@ -244,6 +257,10 @@ pub struct RoutingRecord {
     /// A planner's plan: its nodes and waves, how each node ended, refused steps (D-16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::plan::PlanRecord>,
+    /// Every data tool call the turn's sub-agents made, in the order they ended: the
+    /// audit trail's child records (003 §12).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRecord>,
 }
 
 /// One executed `ask_<id>` call.

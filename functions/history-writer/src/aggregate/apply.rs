@@ -113,7 +113,7 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
     let episode_name = expr.name(attr::EPISODE_ID);
     let episode_value = expr.value(AttributeValue::S(record.episode_id.clone()));
     let owner_name = expr.name(attr::OWNER);
-    let owner_value = expr.value(AttributeValue::S(turn.owner.clone()));
+    let owner_value = expr.value(AttributeValue::S(turn.owner.as_str().to_owned()));
     let update = format!(
         "ADD {} SET {episode_name} = if_not_exists({episode_name}, {episode_value}), \
          {owner_name} = if_not_exists({owner_name}, {owner_value})",

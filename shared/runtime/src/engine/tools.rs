@@ -15,7 +15,7 @@ use baton_core::registry::Agent;
 use baton_core::tool_result::{
     DataStatus, EnvelopeVerdict, ToolData, UNAVAILABLE_NOTE, judge_envelope,
 };
-use baton_core::trace::{GuardName, LimitHit};
+use baton_core::trace::{GuardName, LimitHit, ToolCallRecord};
 use serde_json::Value;
 use tokio::time::Instant;
 use tracing::Instrument as _;
@@ -100,8 +100,22 @@ impl CallEnd<'_> {
         ]
     }
 
+    /// Keeps the call in the routing record (the audit trail's child record).
+    fn record(&self, outcome: ToolOutcome) {
+        let duration_ms = self.started.elapsed().as_millis() as u64;
+        self.ctx.trace(|t| {
+            t.tool_calls.push(ToolCallRecord {
+                agent_id: self.agent.clone(),
+                tool: self.tool.clone(),
+                outcome,
+                duration_ms,
+            })
+        });
+    }
+
     async fn send(mut self, status: ToolOutcome) {
         self.sent = true;
+        self.record(status);
         // Both are handed over before the only wait (for the reader), so a drop while
         // waiting cannot split them.
         let [result, end] = self.events(status);
@@ -124,6 +138,7 @@ impl Drop for CallEnd<'_> {
             .inner
             .metrics
             .count(FAILURES_TOTAL, 1, &[("axis", "tool"), ("name", &self.tool)]);
+        self.record(ToolOutcome::Unavailable);
         for event in self.events(ToolOutcome::Unavailable) {
             self.ctx.out.emit_now(event);
         }

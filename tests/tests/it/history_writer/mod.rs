@@ -69,7 +69,21 @@ async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
     assert_eq!(found, expected);
     for entry in &audit {
         let record = records.iter().find(|r| r.seq == entry.seq).unwrap();
-        assert_eq!(entry.principal, "alice");
+        assert_eq!(
+            entry.principal.as_ref().map(baton_core::Principal::as_str),
+            Some("alice")
+        );
+        // One child record per tool call, and a planned sub-agent's mission.
+        assert_eq!(entry.calls.len() as u64, entry.tool_calls, "{entry:?}");
+        assert!(
+            entry
+                .calls
+                .iter()
+                .all(|c| c.tool == format!("lookup_{}", entry.agent_id) && c.outcome == "ok"),
+            "{entry:?}"
+        );
+        let mission = (entry.seq == 2).then(|| format!("find out about {}", entry.agent_id));
+        assert_eq!(entry.mission, mission);
         assert_eq!(entry.turn_id, record.turn_id);
         assert_eq!(entry.created_ms, record.created_ms);
         assert_eq!(entry.episode_id, "ep-1");

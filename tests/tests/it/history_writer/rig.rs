@@ -273,8 +273,8 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
         user_text: format!("question {seq}"),
         narration: format!("answer {seq}"),
         segments: Vec::new(),
+        routing: sample_routing(seq, &consulted),
         consulted,
-        routing: RoutingRecord::default(),
         usage,
         cost_usd,
         body_keys: bodies.iter().map(|b| b.key.clone()).collect(),
@@ -288,6 +288,39 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
         fingerprint: String::new(),
     };
     (record, bodies)
+}
+
+/// Each consulted agent's tool calls (`lookup_<agent>`, as many as it made); turn 2 was
+/// planned, each agent a sub-agent with a mission.
+fn sample_routing(seq: u64, consulted: &[ConsultedAgent]) -> RoutingRecord {
+    let tool_calls = consulted
+        .iter()
+        .flat_map(|a| {
+            (0..a.tool_calls).map(move |i| baton_core::trace::ToolCallRecord {
+                agent_id: a.agent_id.clone(),
+                tool: format!("lookup_{}", a.agent_id),
+                outcome: baton_core::events::ToolOutcome::Ok,
+                duration_ms: 40 + u64::from(i),
+            })
+        })
+        .collect();
+    let plan = (seq == 2).then(|| {
+        let nodes: Vec<serde_json::Value> = consulted
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "id": a.agent_id, "mission": format!("find out about {}", a.agent_id),
+                    "skills": [], "max_tool_calls": 5, "wave": 1, "call_id": "c"
+                })
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({ "nodes": nodes, "outcomes": [] })).unwrap()
+    });
+    RoutingRecord {
+        tool_calls,
+        plan,
+        ..RoutingRecord::default()
+    }
 }
 
 /// What the aggregates of `records` must say, folded here independently of the writer.
