@@ -202,6 +202,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         interventions,
         calls,
         plan,
+        tool_calls,
     } = r;
     let mut facts = Vec::new();
     if !invoked.is_empty() {
@@ -248,6 +249,17 @@ fn routing(out: &mut String, r: &RoutingRecord) {
     let _ = writeln!(out, "Routing: {}", facts.join(" · "));
     for c in calls {
         let _ = writeln!(out, "  asked {} with {}", c.agent_id, c.args);
+    }
+    for c in tool_calls {
+        let outcome = serde_json::to_value(c.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {} called {}: {outcome}, {} ms",
+            c.agent_id, c.tool, c.duration_ms
+        );
     }
     for g in guards {
         let _ = writeln!(out, "  guard {}: {}", g.guard.as_str(), g.detail);
