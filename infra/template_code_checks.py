@@ -332,14 +332,19 @@ def rust_consts(path):
 
 def emitted_metrics(source, names):
     """metric name -> {"kind": count|measure, "dims": set of frozensets}, from the
-    `.count(NAME, value, &[("dim", ..)])` and `.measure(..)` calls; and the string literals of
-    the code (dimension values are among them)."""
+    `.count(NAME, value, &[("dim", ..)])`, `.count_with(NAME, value, &[dims], &[properties])`
+    and `.measure(..)` calls; and the string literals of the code (dimension values are
+    among them)."""
     emitted, problems, literals = {}, [], set()
     for rel, code in source.files.items():
         literals.update(m.group(0)[1:-1] for m in STRING.finditer(code))
-        for m in re.finditer(r"\.\s*(count|measure)\s*\(", code):
+        for m in re.finditer(r"\.\s*(count_with|count|measure)\s*\(", code):
             start = m.end() - 1
             args = split_args(code[start + 1 : closing(code, start) - 1])
+            # count_with's properties are no dimensions: only its first three arguments count.
+            kind = "count" if m.group(1) == "count_with" else m.group(1)
+            if m.group(1) == "count_with" and len(args) == 4:
+                args = args[:3]
             if len(args) != 3:
                 continue
             first = args[0].split("::")[-1].strip()
@@ -359,8 +364,8 @@ def emitted_metrics(source, names):
                     problems.append(f"{rel}: {name} has a dimension {pair!r} the check cannot read")
                     continue
                 keys.append(parts[0][1:-1])
-            entry = emitted.setdefault(name, {"kind": m.group(1), "dims": set()})
-            if entry["kind"] != m.group(1):
+            entry = emitted.setdefault(name, {"kind": kind, "dims": set()})
+            if entry["kind"] != kind:
                 problems.append(f"{name} is reported both as a count and as a measure")
             entry["dims"].add(frozenset(keys))
     return emitted, problems, literals
