@@ -120,37 +120,33 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
     };
 
     if reply.calls.is_empty() {
-        if let Some(agent) = echo {
-            ctx.trace(|t| {
-                t.guard(
-                    GuardName::Echo,
-                    format!(
-                        "short reply echoes {}'s question; the text-only answer was routed to it",
-                        agent.id
-                    ),
-                )
-            });
-            plan.text.clear();
-            plan.jobs.push(verbatim_job(ctx, agent, "echo"));
-            return Ok(plan);
-        }
-        if let Some(category) = category.filter(|_| !reply.text.trim().is_empty()) {
-            ctx.trace(|t| t.fastpath = Some(category.to_owned()));
-            plan.fastpath = true;
-            return Ok(plan);
-        }
-        let fallback = fallback_agent(ctx);
-        ctx.trace(|t| {
-            t.guard(
-                GuardName::Fastpath,
-                format!(
+        // A text-only answer stands only on the Fastpath, and never for an echoing reply;
+        // otherwise the user's words go to the specialist that asked, or the fallback.
+        let (agent, guard, detail, why) = match echo {
+            Some(agent) => {
+                let detail = format!(
+                    "short reply echoes {}'s question; the text-only answer was routed to it",
+                    agent.id
+                );
+                (agent, GuardName::Echo, detail, "echo")
+            }
+            None => {
+                if let Some(category) = category.filter(|_| !reply.text.trim().is_empty()) {
+                    ctx.trace(|t| t.fastpath = Some(category.to_owned()));
+                    plan.fastpath = true;
+                    return Ok(plan);
+                }
+                let fallback = fallback_agent(ctx);
+                let detail = format!(
                     "text-only answer to a message outside the allowlist; rerouted to {}",
                     fallback.id
-                ),
-            )
-        });
+                );
+                (fallback, GuardName::Fastpath, detail, "fastpath")
+            }
+        };
+        ctx.trace(|t| t.guard(guard, detail));
         plan.text.clear();
-        plan.jobs.push(verbatim_job(ctx, fallback, "fastpath"));
+        plan.jobs.push(verbatim_job(ctx, agent, why));
         return Ok(plan);
     }
 
