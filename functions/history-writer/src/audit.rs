@@ -144,13 +144,12 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             .iter()
             .filter(|c| c.agent_id == agent)
             .map(|c| {
-                let outcome = serde_json::to_value(c.outcome)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
                 AttributeValue::M(HashMap::from([
                     ("tool".to_owned(), AttributeValue::S(c.tool.clone())),
-                    ("outcome".to_owned(), AttributeValue::S(outcome)),
+                    (
+                        "outcome".to_owned(),
+                        AttributeValue::S(c.outcome.as_str().to_owned()),
+                    ),
                     (
                         "duration_ms".to_owned(),
                         AttributeValue::N(c.duration_ms.to_string()),

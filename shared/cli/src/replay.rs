@@ -251,14 +251,13 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         let _ = writeln!(out, "  asked {} with {}", c.agent_id, c.args);
     }
     for c in tool_calls {
-        let outcome = serde_json::to_value(c.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {} called {}: {outcome}, {} ms",
-            c.agent_id, c.tool, c.duration_ms
+            "  {} called {}: {}, {} ms",
+            c.agent_id,
+            c.tool,
+            c.outcome.as_str(),
+            c.duration_ms
         );
     }
     for g in guards {

@@ -33,6 +33,17 @@ pub enum ToolOutcome {
     Unavailable,
 }
 
+impl ToolOutcome {
+    /// The name it is serialized as (and counted and audited under).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::Partial => "partial",
+            ToolOutcome::Unavailable => "unavailable",
+        }
+    }
+}
+
 /// Where a Direct Line turn stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

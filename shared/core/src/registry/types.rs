@@ -80,10 +80,10 @@ pub struct StatusMessage {
 }
 
 impl StatusMessage {
-    /// The line shown for a code from the call by `agent_label` with `fields` (the call's
+    /// The line shown for a code from the call by `agent_label` with `args` (the call's
     /// arguments): under `transform` its placeholders are filled, under any other policy
     /// the words are shown as written.
-    pub fn line(&self, agent_label: &str, fields: &[(String, String)]) -> String {
+    pub fn line(&self, agent_label: &str, args: &serde_json::Value) -> String {
         if self.policy != StatusPolicy::Transform {
             return self.text.to_string();
         }
@@ -97,11 +97,14 @@ impl StatusMessage {
                 return out;
             };
             let name = &after[..close];
-            match (name, fields.iter().find(|(k, _)| k == name)) {
+            match (name, args.get(name)) {
                 ("agent", _) => out.push_str(agent_label),
-                (_, Some((_, value))) => out.push_str(value),
+                (_, Some(serde_json::Value::String(value))) => out.push_str(value),
+                (_, Some(value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)))) => {
+                    out.push_str(&value.to_string());
+                }
                 // Checked when the card was loaded; a connector's own code has no fields.
-                (_, None) => out.push_str(&rest[open..open + close + 2]),
+                _ => out.push_str(&rest[open..open + close + 2]),
             }
             rest = &after[close + 1..];
         }

@@ -34,8 +34,8 @@ struct Code {
     fields: Fields,
 }
 
-/// The arguments of a tool call as text, by name.
-pub(crate) type Fields = Arc<[(String, String)]>;
+/// The arguments of the tool call that emitted a code (an object).
+pub(crate) type Fields = Arc<serde_json::Value>;
 
 /// The status board of one dispatch.
 pub(crate) struct Board {

@@ -220,21 +220,10 @@ pub(crate) async fn run(
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
-    // The call's arguments, for status words that name them (`transform`).
-    let fields: Fields = args
-        .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| match v {
-                    Value::String(s) => Some((k.clone(), s.clone())),
-                    Value::Number(_) | Value::Bool(_) => Some((k.clone(), v.to_string())),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    // Shared with the status board, whose `transform` words may name an argument.
+    let args: Fields = Arc::new(args);
     if let Some(code) = &tool.status_code {
-        status.code(&agent.id, code, &fields);
+        status.code(&agent.id, code, &args);
     }
     let call_id = format!("{}.{}", agent.id, call.id);
     // From here the call has started: `end` sends its result and end exactly once, also
@@ -258,7 +247,7 @@ pub(crate) async fn run(
     let request = ConnectorRequest {
         tool_id: tool.id.clone(),
         config: tool.connector_config.clone(),
-        args: args.clone(),
+        args: Value::clone(&args),
         principal: ctx.principal.clone(),
         episode_id: ctx.episode_id.clone(),
         agent_id: agent.id.clone(),
@@ -276,7 +265,7 @@ pub(crate) async fn run(
     let answer = tokio::time::timeout(
         Duration::from_millis(tool.timeout_ms),
         relay_progress(call, &progress, |code| {
-            status.code(&agent.id, &Arc::from(code), &fields)
+            status.code(&agent.id, &Arc::from(code), &args)
         }),
     )
     .await;
@@ -335,15 +324,15 @@ pub(crate) async fn run(
             .metrics
             .count(FAILURES_TOTAL, 1, &[("axis", "tool"), ("name", &tool.id)]);
     }
-    let (outcome, word) = match data.status {
-        DataStatus::Ok => (ToolOutcome::Ok, "ok"),
-        DataStatus::Partial => (ToolOutcome::Partial, "partial"),
-        DataStatus::Unavailable => (ToolOutcome::Unavailable, "unavailable"),
+    let outcome = match data.status {
+        DataStatus::Ok => ToolOutcome::Ok,
+        DataStatus::Partial => ToolOutcome::Partial,
+        DataStatus::Unavailable => ToolOutcome::Unavailable,
     };
     ctx.inner.metrics.count(
         TOOL_CALLS_TOTAL,
         1,
-        &[("tool", &tool.id), ("outcome", word)],
+        &[("tool", &tool.id), ("outcome", outcome.as_str())],
     );
     end.send(outcome).await;
     // The tool message is kept apart from the narration (D-19), as compact JSON text.

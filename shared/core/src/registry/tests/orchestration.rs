@@ -63,7 +63,7 @@ fn transform_fills_the_calls_fields_and_forward_shows_the_words_as_written() {
     );
     let r = load(&s);
     let codes = &super::fixtures::orchestration(&r).status.codes;
-    let fields = [("query".to_owned(), "coffee".to_owned())];
+    let fields = serde_json::json!({ "query": "coffee" });
     assert_eq!(
         codes["searching_offers"].line("Shopping", &fields),
         "Shopping is looking for coffee…"
