@@ -10,9 +10,8 @@ use baton_core::events::Event;
 use baton_core::ports::store::Store;
 use baton_runtime::{Runtime, TurnRequest};
 use baton_testkit::memory_store::MemoryStore;
-use futures::StreamExt;
 
-use crate::shipped::runtime_over;
+use crate::shipped::{runtime_over, turn_events};
 
 /// Requests that have nothing to do with the user's own facts, with the ids, amounts and
 /// names that fill a summary's other lists.
@@ -31,16 +30,9 @@ const UNRELATED: &[&str] = &[
 async fn turn(runtime: &Runtime, user: &Principal, episode: Option<&str>, text: &str) -> String {
     let request = TurnRequest {
         episode_id: episode.map(str::to_owned),
-        locale: Some("en-US".into()),
         ..TurnRequest::new(user.clone(), text)
     };
-    let events: Vec<Event> = runtime
-        .run_turn(request)
-        .await
-        .unwrap()
-        .map(|e| e.event)
-        .collect()
-        .await;
+    let events = turn_events(runtime, request).await;
     events
         .iter()
         .find_map(|e| match e {

@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use baton_core::events::Event;
 use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
 use baton_local::offline::OfflineModel;
-use baton_runtime::Runtime;
 use baton_runtime::registry_files::{load_sources, read_sources};
+use baton_runtime::{Runtime, TurnRequest};
 use baton_testkit::memory_store::MemoryStore;
+use futures::StreamExt;
 
 /// Stands in for the demo data: these tests look at routing and memory, not at results.
 struct NoData;
@@ -47,4 +49,19 @@ pub(crate) fn runtime_over(store: Arc<MemoryStore>) -> Runtime {
         .connectors(connectors)
         .build()
         .unwrap()
+}
+
+/// Runs one turn of `request` in English to its end; its events.
+pub(crate) async fn turn_events(runtime: &Runtime, request: TurnRequest) -> Vec<Event> {
+    let request = TurnRequest {
+        locale: Some("en-US".into()),
+        ..request
+    };
+    runtime
+        .run_turn(request)
+        .await
+        .unwrap()
+        .map(|e| e.event)
+        .collect()
+        .await
 }

@@ -5,23 +5,13 @@
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_runtime::{Runtime, TurnRequest};
-use futures::StreamExt;
 
-use crate::shipped::runtime;
+use crate::shipped::{runtime, turn_events};
 
 /// The specialists one new user's message consulted, and the answer's text.
 async fn turn(runtime: &Runtime, message: &str) -> (Vec<String>, String) {
-    let request = TurnRequest {
-        locale: Some("en-US".into()),
-        ..TurnRequest::new(Principal::new("new-user").unwrap(), message)
-    };
-    let events: Vec<Event> = runtime
-        .run_turn(request)
-        .await
-        .unwrap()
-        .map(|e| e.event)
-        .collect()
-        .await;
+    let request = TurnRequest::new(Principal::new("new-user").unwrap(), message);
+    let events = turn_events(runtime, request).await;
     let consulted = events
         .iter()
         .find_map(|e| match e {

@@ -248,6 +248,16 @@ async fn verbatim_override_sends_the_users_words() {
     insta::assert_snapshot!(transcript(&rig, &episode, &events).await);
 }
 
+/// Support asks a question the user can answer in a word; shop answers anything. The
+/// end of the echo tests' scripts.
+const SUPPORT_ASKS: &str = r#"  support:
+    - when: { user_contains: "points" }
+      text: ["I can help. Is it from a Fetch Shop purchase?"]
+    - text: ["Thanks, I have filed the missing points claim."]
+  shop:
+    - text: ["Roast coffee earns 500 points."]
+"#;
+
 #[tokio::test(start_paused = true)]
 async fn echo_and_overlap_guards() {
     // Turn 1: support asks a question. Turn 2: a short echo the orchestrator sends to shop.
@@ -266,16 +276,10 @@ agents:
         - { name: ask_rewards, args: { query: "weather tomorrow", intent_count: 2 } }
     - when: { purpose: compose }
       text: ["Done."]
-  support:
-    - when: { user_contains: "points" }
-      text: ["I can help. Is it from a Fetch Shop purchase?"]
-    - text: ["Thanks, I have filed the missing points claim."]
-  shop:
-    - text: ["Roast coffee earns 500 points."]
   rewards:
     - text: ["Sunny."]
 "#;
-    let rig = make_rig(&TestRegistry::default(), script);
+    let rig = make_rig(&TestRegistry::default(), &format!("{script}{SUPPORT_ASKS}"));
     let (episode, _) = run(&rig, request("I am missing points", None, "t1")).await;
     let (_, events) = run(&rig, request("fetch shop", Some(&episode), "t2")).await;
     let echo = transcript(&rig, &episode, &events).await;
@@ -309,14 +313,8 @@ agents:
       text: ["Great, glad to hear it!"]
     - when: { purpose: compose }
       text: ["Done."]
-  support:
-    - when: { user_contains: "points" }
-      text: ["I can help. Is it from a Fetch Shop purchase?"]
-    - text: ["Thanks, I have filed the missing points claim."]
-  shop:
-    - text: ["Roast coffee earns 500 points."]
 "#;
-    let rig = make_rig(&TestRegistry::default(), script);
+    let rig = make_rig(&TestRegistry::default(), &format!("{script}{SUPPORT_ASKS}"));
     let (episode, _) = run(&rig, request("I am missing points", None, "t1")).await;
     let (_, events) = run(&rig, request("fetch shop", Some(&episode), "t2")).await;
     let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
