@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::store::Store;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
 use baton_tests::dynamodb_local::LocalJournal;
 use baton_tests::fixtures::{SHOP_SCRIPT, registry_dir};
 use futures::StreamExt;
@@ -102,7 +102,7 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let journal = Arc::new(LocalJournal::start().await);
-        let memory = runtime(Arc::new(MemoryStore::new()));
+        let memory = runtime(Arc::new(HeapStore::new()));
         let dynamo = runtime(Arc::new(journal.store.clone()));
         // Warm both (connections, allocator, caches).
         run(&memory, 20).await;

@@ -14,14 +14,14 @@ use baton_aws::bedrock::BedrockModel;
 use baton_aws::emf::EmfMetrics;
 use baton_aws::sdk::Clients;
 use baton_aws::settings::Env;
-use baton_core::eval::{Baseline, gate};
 use baton_core::ports::metrics::Metrics as _;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
-use baton_runtime::eval::{SuiteRun, read_suites, run_suite, specialists};
+use baton_evals::{Baseline, gate};
+use baton_evals::{SuiteRun, read_suites, run_suite, specialists};
+use baton_inproc::HeapStore;
 use baton_runtime::registry_files::{DeployedRegistryError, load_deployed};
 use baton_runtime::{BuildError, Runtime, RuntimeConfig};
-use baton_testkit::memory_store::MemoryStore;
 use lambda_runtime::LambdaEvent;
 use serde::{Deserialize, Serialize};
 
@@ -156,7 +156,7 @@ impl EvalRunner {
         ));
         let metrics = Arc::new(EmfMetrics::new(&config.metrics_namespace));
         let build = |routing_only: bool| -> Result<(Runtime, Arc<dyn Store>), InitError> {
-            let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+            let store: Arc<dyn Store> = Arc::new(HeapStore::new());
             let runtime = Runtime::builder(registry.clone())
                 .provider(BEDROCK_PROVIDER, model.clone())
                 .connectors(connectors.clone())
@@ -260,7 +260,7 @@ impl EvalRunner {
         }
         let prefix = format!("evals/{request_id}");
         let json = serde_json::to_string_pretty(&runs)?;
-        let html = baton_runtime::eval::html::render(&suites, &runs);
+        let html = baton_evals::html::render(&suites, &runs);
         let report_json = format!("{prefix}/report.json");
         let report_html = format!("{prefix}/report.html");
         self.put(&report_json, json.into_bytes(), "application/json")

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use baton_core::Principal;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::TurnRequest;
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
 use baton_tests::fixtures::{SHOP_SCRIPT, event, registry_dir};
 use baton_turn::{Adapters, Config, Function, LambdaPrincipal, ModelServing};
 use futures::StreamExt;
@@ -49,7 +49,7 @@ async fn function() -> Function {
         &config,
         Adapters {
             model: ModelServing::Override(model),
-            store: Arc::new(MemoryStore::new()),
+            store: Arc::new(HeapStore::new()),
             principals: Arc::new(LambdaPrincipal),
         },
     )

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use baton_core::Principal;
 use baton_core::events::Event;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -34,7 +34,7 @@ pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
     let model = ScriptedModel::from_file(&dir.join("script.yaml")).context("reading the script")?;
     let mut builder = Runtime::builder(Arc::new(registry))
         .model_override(Arc::new(model))
-        .store(Arc::new(MemoryStore::new()))
+        .store(Arc::new(HeapStore::new()))
         .config(RuntimeConfig {
             history_turns: 0,
             // The reference flushes a buffered specialist at once; so does this run.

@@ -18,12 +18,12 @@ use anyhow::{Context as _, bail};
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::model::{CallPurpose, Model, ModelRequest};
+use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-use baton_testkit::connector::TestConnector;
-use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -87,8 +87,8 @@ fn planner_runtime(script: &str) -> anyhow::Result<(Runtime, Arc<ScriptedModel>)
     let model = Arc::new(ScriptedModel::from_yaml(script).map_err(|e| anyhow::anyhow!("{e}"))?);
     let runtime = Runtime::builder(Arc::new(registry))
         .model_override(model.clone())
-        .store(Arc::new(MemoryStore::new()))
-        .connector("test", Arc::new(TestConnector))
+        .store(Arc::new(HeapStore::new()))
+        .connector("test", Arc::new(ConfiguredConnector))
         .config(RuntimeConfig {
             orchestrator: Some("planner".into()),
             history_turns: 0,
@@ -284,7 +284,7 @@ fn shipped(dir: &Path, entry: &str) -> anyhow::Result<Runtime> {
     let model = baton_local::offline::OfflineModel::new(registry.clone());
     Ok(Runtime::builder(registry)
         .model_override(Arc::new(model))
-        .store(Arc::new(MemoryStore::new()))
+        .store(Arc::new(HeapStore::new()))
         .connectors(connectors)
         .config(RuntimeConfig {
             orchestrator: Some(entry.into()),

@@ -18,13 +18,13 @@ use baton_core::ports::connector::Connector;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
 use baton_openai::OpenAiCompatible;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
 
 use crate::config::{ModelChoice, Settings, StoreChoice};
 
@@ -165,7 +165,7 @@ pub(crate) async fn assemble_for(
         }
     };
     let store: Arc<dyn Store> = match &settings.store {
-        _ if matches!(purpose, Purpose::Eval { .. }) => Arc::new(MemoryStore::new()),
+        _ if matches!(purpose, Purpose::Eval { .. }) => Arc::new(HeapStore::new()),
         StoreChoice::Embedded => {
             Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
                 format!(

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context as _, anyhow};
-use baton_core::eval::coverage;
 use baton_core::registry::{ModelSpec, Registry};
+use baton_evals::coverage;
 use baton_openai::{OpenAiCompatible, ProbeVerdict};
 
 use crate::cli::ValidateArgs;

@@ -1,6 +1,53 @@
-//! The plain footer of who was consulted (D-20), for text-only channels.
+//! The consulted record (D-20): who was consulted and how each ended, built from the runtime
+//! trace only, and its plain footer for text-only channels.
 
-use crate::turn::{AgentStatus, ConsultedAgent};
+use serde::{Deserialize, Serialize};
+
+/// How one consulted sub-agent ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    /// Answered.
+    Ok,
+    /// Answered with degraded data.
+    Partial,
+    /// Failed (error, malformed output, unavailable data).
+    Error,
+    /// Ran out of time.
+    Timeout,
+}
+
+impl AgentStatus {
+    /// The wire name (as serialized), for metric dimensions and stored counters.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentStatus::Ok => "ok",
+            AgentStatus::Partial => "partial",
+            AgentStatus::Error => "error",
+            AgentStatus::Timeout => "timeout",
+        }
+    }
+
+    /// Whether the sub-agent produced a usable answer.
+    pub fn answered(self) -> bool {
+        matches!(self, AgentStatus::Ok | AgentStatus::Partial)
+    }
+}
+
+/// One entry of `agents_consulted` (D-20): built from the runtime trace only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsultedAgent {
+    /// Card id.
+    pub agent_id: String,
+    /// Display label.
+    pub label: String,
+    /// Outcome.
+    pub status: AgentStatus,
+    /// Wall time of the invocation.
+    pub duration_ms: u64,
+    /// Tool calls the sub-agent made.
+    pub tool_calls: u32,
+}
 
 /// `Consulted: Shop, Support (unavailable)` — or an empty string when nobody was.
 pub fn footer(agents: &[ConsultedAgent]) -> String {

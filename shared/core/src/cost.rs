@@ -1,7 +1,6 @@
 //! Cost of tokens (D-32): tokens by model times the price table.
 
-use crate::ports::model::TokenUsage;
-use crate::registry::Prices;
+use crate::model::{Prices, TokenUsage};
 
 /// USD for `usage` at `prices` (USD per million tokens).
 pub fn cost_usd(usage: &TokenUsage, prices: &Prices) -> f64 {

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::directive::DirectMode;
 use crate::plan::NodeStatus;
 use crate::privacy::PrivacyReceipt;
+pub use crate::trace::ToolOutcome;
 use crate::turn::{AgentStatus, ConsultedAgent, ModelUsage, TurnOutcome};
 
 /// Version of the event protocol carried in every event (`v`).
@@ -20,29 +21,6 @@ pub const PROTOCOL_VERSION: u32 = 1;
 pub const SOURCE_ORCHESTRATOR: &str = "orchestrator";
 /// `source` of an attributed note that follows a delegated answer.
 pub const SOURCE_NOTE: &str = "note";
-
-/// Outcome of one tool call as shown to clients (no payloads, no error text).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolOutcome {
-    /// The tool answered.
-    Ok,
-    /// Degraded data.
-    Partial,
-    /// No usable data.
-    Unavailable,
-}
-
-impl ToolOutcome {
-    /// The name it is serialized as (and counted and audited under).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolOutcome::Ok => "ok",
-            ToolOutcome::Partial => "partial",
-            ToolOutcome::Unavailable => "unavailable",
-        }
-    }
-}
 
 /// Where a Direct Line turn stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

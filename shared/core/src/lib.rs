@@ -9,14 +9,16 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod composition;
 pub mod consulted;
 pub mod cost;
 pub mod directive;
-pub mod eval;
 pub mod events;
 pub mod guard;
+pub mod limits;
 pub mod memory;
 pub mod message;
+pub mod model;
 pub mod obligation;
 pub mod plan;
 pub mod ports;
@@ -24,6 +26,7 @@ pub mod principal;
 pub mod privacy;
 pub mod prompt;
 pub mod registry;
+pub mod tool;
 pub mod tool_result;
 pub mod trace;
 pub mod turn;

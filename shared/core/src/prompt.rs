@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use crate::ports::model::SystemBlock;
+use crate::model::SystemBlock;
 
 /// The stable part of a card's system prompt.
 #[derive(Debug, Clone, PartialEq)]

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::consulted::AgentStatus;
 use crate::ports::connector::{Envelope, EnvelopeStatus};
-use crate::turn::AgentStatus;
 
 /// Result of an `ask_<id>` call, given to the orchestrator for composition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,31 +2,32 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::composition::Composition;
+use crate::consulted::AgentStatus;
 use crate::directive::DirectMode;
+pub use crate::guard::CapBehavior;
+pub use crate::limits::LimitHit;
 use crate::obligation::ObligationSource;
-use crate::registry::Composition;
-use crate::turn::AgentStatus;
 
-/// Fan-out relative to the cap (D-9), ordered from within to over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+/// Outcome of one tool call as shown to clients (no payloads, no error text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CapBehavior {
-    /// Fewer calls than the cap.
-    #[default]
-    Within,
-    /// Exactly the cap.
-    At,
-    /// More calls than the cap: the extra ones were dropped.
-    Over,
+pub enum ToolOutcome {
+    /// The tool answered.
+    Ok,
+    /// Degraded data.
+    Partial,
+    /// No usable data.
+    Unavailable,
 }
 
-impl CapBehavior {
-    /// Classifies `calls` against `cap`.
-    pub fn of(calls: usize, cap: usize) -> Self {
-        match calls.cmp(&cap) {
-            std::cmp::Ordering::Less => CapBehavior::Within,
-            std::cmp::Ordering::Equal => CapBehavior::At,
-            std::cmp::Ordering::Greater => CapBehavior::Over,
+impl ToolOutcome {
+    /// The name it is serialized as (and counted and audited under).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolOutcome::Ok => "ok",
+            ToolOutcome::Partial => "partial",
+            ToolOutcome::Unavailable => "unavailable",
         }
     }
 }
@@ -139,35 +140,6 @@ impl GuardName {
     }
 }
 
-/// The limits of a turn that can trip, by their recorded names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitHit {
-    /// The episode took too many turns in its window.
-    EpisodeRate,
-    /// The turn consulted as many specialists as it may.
-    TurnSubagents,
-    /// The turn made as many tool calls as it may.
-    TurnToolCalls,
-    /// The orchestrator took as many steps as it may.
-    OrchestratorIterations,
-    /// The turn had to consult more specialists than its fan-out cap lets run at once.
-    FanoutCap,
-}
-
-impl LimitHit {
-    /// The recorded name (as serialized).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitHit::EpisodeRate => "episode_rate",
-            LimitHit::TurnSubagents => "turn_subagents",
-            LimitHit::TurnToolCalls => "turn_tool_calls",
-            LimitHit::OrchestratorIterations => "orchestrator_iterations",
-            LimitHit::FanoutCap => "fanout_cap",
-        }
-    }
-}
-
 /// A guard that changed something.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GuardFired {
@@ -205,7 +177,7 @@ pub struct ToolCallRecord {
     /// The tool (a skill, for a planned sub-agent).
     pub tool: String,
     /// `ok`, `partial` or `unavailable`.
-    pub outcome: crate::events::ToolOutcome,
+    pub outcome: ToolOutcome,
     /// Wall time, ms.
     pub duration_ms: u64,
 }
@@ -379,7 +351,7 @@ impl RoutingRecord {
 mod composition_or_empty {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-    use crate::registry::Composition;
+    use crate::composition::Composition;
 
     pub(super) fn serialize<S: Serializer>(
         value: &Option<Composition>,

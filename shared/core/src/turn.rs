@@ -2,55 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ports::model::TokenUsage;
+pub use crate::consulted::{AgentStatus, ConsultedAgent};
+use crate::model::TokenUsage;
 use crate::privacy::PrivacyReceipt;
 use crate::trace::RoutingRecord;
-
-/// How one consulted sub-agent ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentStatus {
-    /// Answered.
-    Ok,
-    /// Answered with degraded data.
-    Partial,
-    /// Failed (error, malformed output, unavailable data).
-    Error,
-    /// Ran out of time.
-    Timeout,
-}
-
-impl AgentStatus {
-    /// The wire name (as serialized), for metric dimensions and stored counters.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentStatus::Ok => "ok",
-            AgentStatus::Partial => "partial",
-            AgentStatus::Error => "error",
-            AgentStatus::Timeout => "timeout",
-        }
-    }
-
-    /// Whether the sub-agent produced a usable answer.
-    pub fn answered(self) -> bool {
-        matches!(self, AgentStatus::Ok | AgentStatus::Partial)
-    }
-}
-
-/// One entry of `agents_consulted` (D-20): built from the runtime trace only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConsultedAgent {
-    /// Card id.
-    pub agent_id: String,
-    /// Display label.
-    pub label: String,
-    /// Outcome.
-    pub status: AgentStatus,
-    /// Wall time of the invocation.
-    pub duration_ms: u64,
-    /// Tool calls the sub-agent made.
-    pub tool_calls: u32,
-}
 
 /// Tokens and cost of one model within a turn (D-32).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -96,11 +96,11 @@ pub(crate) mod tests {
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use baton_core::Principal;
+    use baton_inproc::ConfiguredConnector;
+    use baton_inproc::HeapStore;
+    use baton_inproc::scripted::ScriptedModel;
     use baton_runtime::Runtime;
-    use baton_testkit::connector::TestConnector;
-    use baton_testkit::memory_store::MemoryStore;
     use baton_testkit::registry::TestRegistry;
-    use baton_testkit::scripted::ScriptedModel;
     use serde_json::json;
     use tower::ServiceExt;
 
@@ -120,8 +120,8 @@ pub(crate) mod tests {
         let model = ScriptedModel::from_yaml("agents: {}").unwrap();
         let runtime = Runtime::builder(Arc::new(registry("")))
             .model_override(Arc::new(model))
-            .store(Arc::new(MemoryStore::new()))
-            .connector("test", Arc::new(TestConnector))
+            .store(Arc::new(HeapStore::new()))
+            .connector("test", Arc::new(ConfiguredConnector))
             .build()
             .unwrap();
         let default = default.map(|p| Principal::new(p).unwrap());

@@ -23,7 +23,7 @@ use baton_core::ports::store::StoreError;
 use futures::StreamExt;
 use serde::Serialize;
 
-use crate::engine::services::Inner;
+use crate::services::Inner;
 
 /// Times one episode is read again after a turn committed under a compaction.
 const ATTEMPTS: usize = 2;

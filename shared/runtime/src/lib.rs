@@ -20,13 +20,13 @@ pub mod clock;
 pub mod compaction;
 pub mod config;
 mod engine;
-pub mod eval;
 pub mod history;
 pub mod metrics;
 pub mod registry_files;
 pub mod replay;
 pub mod request;
 mod runtime;
+mod services;
 pub mod stream;
 
 pub use config::RuntimeConfig;

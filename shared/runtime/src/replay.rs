@@ -105,10 +105,10 @@ mod tests {
 
     use baton_core::memory::EpisodeSummary;
     use baton_core::ports::store::Store;
-    use baton_testkit::connector::TestConnector;
-    use baton_testkit::memory_store::MemoryStore;
+    use baton_inproc::ConfiguredConnector;
+    use baton_inproc::HeapStore;
+    use baton_inproc::scripted::ScriptedModel;
     use baton_testkit::registry::TestRegistry;
-    use baton_testkit::scripted::ScriptedModel;
 
     use super::*;
     use crate::{RejectionKind, TurnRequest};
@@ -127,12 +127,12 @@ agents:
       text: ["Roast coffee earns 500 points."]
 "#;
 
-    fn rig() -> (Runtime, Arc<MemoryStore>) {
-        let store = Arc::new(MemoryStore::new());
+    fn rig() -> (Runtime, Arc<HeapStore>) {
+        let store = Arc::new(HeapStore::new());
         let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
             .model_override(Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap()))
             .store(store.clone())
-            .connector("test", Arc::new(TestConnector))
+            .connector("test", Arc::new(ConfiguredConnector))
             .build()
             .unwrap();
         (runtime, store)

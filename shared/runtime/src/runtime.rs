@@ -16,8 +16,8 @@ use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
-use crate::engine::services::Inner;
 use crate::request::{TurnRejection, TurnRequest, store_rejection};
+use crate::services::Inner;
 use crate::stream::TurnStream;
 
 /// Why a runtime could not be built.

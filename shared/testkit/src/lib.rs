@@ -1,19 +1,14 @@
-//! Baton's test doubles, built on the core's ports only, for every crate's tests and for
-//! `baton --model scripted:FILE`:
+//! Baton's test doubles, built on the core's ports only, for every crate's tests (and only
+//! as a dev-dependency; the scripted model, the heap journal and the configured connector are
+//! product adapters in `baton-inproc`):
 //!
-//! - [`scripted`]: a model that plays a YAML script, matched on each request;
-//! - [`connector`]: a connector that answers each tool from its own configuration;
-//! - [`memory_store`]: an in-memory journal;
 //! - [`registry`]: the test registry the engine's and the HTTP edge's tests share;
 //! - [`store`]: the store conformance suite every journal adapter runs
 //!   ([`store_conformance!`]).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-pub mod connector;
-pub mod memory_store;
 pub mod registry;
-pub mod scripted;
 pub mod store;
 
 pub use store::StoreFixture;

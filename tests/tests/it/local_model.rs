@@ -229,7 +229,7 @@ async fn a_failing_model_server_gets_the_plain_acknowledgement() {
                 .await
                 .unwrap();
         let metrics = Arc::new(LocalMetrics::default());
-        let store: Arc<dyn Store> = Arc::new(baton_testkit::memory_store::MemoryStore::new());
+        let store: Arc<dyn Store> = Arc::new(baton_inproc::HeapStore::new());
         let runtime = Runtime::builder(Arc::new(registry))
             .model_override(Arc::new(
                 OpenAiCompatible::serving_every_card(&spec).unwrap(),

@@ -4,10 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod bedrock;
+mod design_refs;
 mod history_writer;
 mod journal;
 mod layering;
 mod local_model;
+mod module_circles;
 mod planner;
 mod real_tools;
 mod secrets;

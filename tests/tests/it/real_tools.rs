@@ -14,13 +14,13 @@ use baton_core::events::{Event, WireEvent};
 use baton_core::message::Content;
 use baton_core::ports::connector::Connector;
 use baton_core::registry::Registry;
+use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::registry_files::{discover_tools, load_discovered};
 use baton_runtime::{Runtime, TurnRequest};
-use baton_testkit::connector::TestConnector;
-use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use baton_tests::local_model::installed;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -130,14 +130,17 @@ async fn rig(
     );
     let root = baton_testkit::workspace_root();
     let mut connectors = baton_connectors::default_connectors(&root);
-    connectors.insert("test".into(), Arc::new(TestConnector) as Arc<dyn Connector>);
+    connectors.insert(
+        "test".into(),
+        Arc::new(ConfiguredConnector) as Arc<dyn Connector>,
+    );
     let sources = registry.sources();
     let discovered = discover_tools(&sources, &connectors).await.unwrap();
     let registry = load_discovered(&sources, &connectors, &Default::default(), discovered).unwrap();
     let model = Arc::new(ScriptedModel::from_yaml(script).unwrap().recording());
     let runtime = Runtime::builder(Arc::new(registry.clone()))
         .model_override(model.clone())
-        .store(Arc::new(MemoryStore::new()))
+        .store(Arc::new(HeapStore::new()))
         .metrics(metrics)
         .connectors(connectors)
         .build()

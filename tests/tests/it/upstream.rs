@@ -15,11 +15,11 @@ use baton_core::ports::store::Store;
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::trace::GuardName;
 use baton_core::turn::{AgentStatus, TurnRecord};
+use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-use baton_testkit::connector::TestConnector;
-use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use baton_tests::dynamodb_local::LocalJournal;
 use baton_tests::upstream_chat::{Behaviour, FakeUpstream};
 use futures::StreamExt;
@@ -95,7 +95,7 @@ async fn rig_with(
     let runtime = Runtime::builder(Arc::new(registry))
         .model_override(model.clone())
         .store(store.clone())
-        .connector("test", Arc::new(TestConnector))
+        .connector("test", Arc::new(ConfiguredConnector))
         .connector("upstream_chat", Arc::new(UpstreamChatConnector::new()))
         .clock(clock.clone())
         .config(config)
@@ -170,7 +170,7 @@ fn shown(events: &[WireEvent]) -> String {
 
 #[tokio::test]
 async fn a_conversation_continues_within_its_lifetime_and_restarts_with_replay_after_it() {
-    let rig = rig_on(Arc::new(MemoryStore::new()), "mediated", 5_000).await;
+    let rig = rig_on(Arc::new(HeapStore::new()), "mediated", 5_000).await;
     let (episode, _) = rig.turn(None, "my receipt R-1 didn't scan").await;
     let first = rig.last(&episode).await;
     assert!(
@@ -280,7 +280,7 @@ async fn a_restart_replays_six_exchanges_even_when_the_loaded_history_holds_fewe
         history_turns: 2,
         ..RuntimeConfig::default()
     };
-    let rig = rig_with(Arc::new(MemoryStore::new()), "mediated", 5_000, config).await;
+    let rig = rig_with(Arc::new(HeapStore::new()), "mediated", 5_000, config).await;
     let (episode, _) = rig.turn(None, "my receipt R-1 didn't scan").await;
     for i in 2..=8 {
         rig.advance(MINUTE);
@@ -314,7 +314,7 @@ async fn a_restart_replays_six_exchanges_even_when_the_loaded_history_holds_fewe
 
 #[tokio::test]
 async fn a_service_that_forgot_the_conversation_gets_a_new_one_with_the_replay() {
-    let rig = rig_on(Arc::new(MemoryStore::new()), "mediated", 5_000).await;
+    let rig = rig_on(Arc::new(HeapStore::new()), "mediated", 5_000).await;
     let (episode, _) = rig.turn(None, "my receipt R-1").await;
     rig.upstream.forget_all();
     rig.advance(MINUTE);
@@ -348,7 +348,7 @@ async fn a_broken_service_gets_a_plain_acknowledgement_and_never_its_error_text(
         Behaviour::Garbage,
         Behaviour::Slow(std::time::Duration::from_secs(3)),
     ] {
-        let rig = rig_on(Arc::new(MemoryStore::new()), "passthrough", 1_000).await;
+        let rig = rig_on(Arc::new(HeapStore::new()), "passthrough", 1_000).await;
         let (episode, _) = rig.turn(None, "my receipt R-1").await;
         let before = rig
             .store
@@ -469,8 +469,8 @@ async fn a_chat_service_serves_the_card_whose_one_tool_it_is_whatever_its_role_l
         .expect("the registry loads");
         Runtime::builder(Arc::new(registry))
             .model_override(Arc::new(ScriptedModel::from_yaml("agents: {}").unwrap()))
-            .store(Arc::new(MemoryStore::new()))
-            .connector("test", Arc::new(TestConnector))
+            .store(Arc::new(HeapStore::new()))
+            .connector("test", Arc::new(ConfiguredConnector))
             .connector("upstream_chat", Arc::new(UpstreamChatConnector::new()))
             .build()
             .err()
@@ -490,7 +490,7 @@ async fn a_chat_service_serves_the_card_whose_one_tool_it_is_whatever_its_role_l
 
 #[tokio::test]
 async fn in_direct_composition_the_services_answer_stays_its_own_segment() {
-    let rig = rig_on(Arc::new(MemoryStore::new()), "direct", 5_000).await;
+    let rig = rig_on(Arc::new(HeapStore::new()), "direct", 5_000).await;
     let (episode, events) = rig.turn(None, "my receipt and coffee deals").await;
     let record = rig.last(&episode).await;
     assert_eq!(record.segments.len(), 2, "{record:?}");

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::registry_files::DeployedRegistryError;
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
 use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelServing};
 
 use baton_tests::fixtures::copy_dir;
@@ -14,7 +14,7 @@ use crate::support::*;
 fn bedrock_stand_in() -> Adapters {
     Adapters {
         model: ModelServing::Bedrock(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
-        store: Arc::new(MemoryStore::new()),
+        store: Arc::new(HeapStore::new()),
         principals: Arc::new(LambdaPrincipal),
     }
 }

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use baton_core::Principal;
 use baton_http::sse::{SseFrame, decode};
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_turn::{Adapters, Config, Function, LambdaPrincipal, MetricsSink, ModelServing};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -59,7 +59,7 @@ pub(crate) async fn function_with(script: &str, extra: &[(&str, &str)]) -> Funct
         &config(extra),
         Adapters {
             model: ModelServing::Override(model),
-            store: Arc::new(MemoryStore::new()),
+            store: Arc::new(HeapStore::new()),
             principals: Arc::new(LambdaPrincipal),
         },
     )

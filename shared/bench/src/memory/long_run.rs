@@ -21,10 +21,10 @@ use baton_core::ports::store::Store;
 use baton_core::prompt::estimate_tokens;
 use baton_core::registry::{ModelSpec, Registry, RegistrySources};
 use baton_core::trace::GuardName;
+use baton_inproc::HeapStore;
 use baton_local::offline::OfflineModel;
 use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
 use futures::StreamExt;
 use serde::Serialize;
 
@@ -233,7 +233,7 @@ pub(crate) async fn run(
         .to_string();
     let recorder = RecordingModel::new(Arc::new(OfflineModel::new(registry.clone())), PROBE_EMAIL);
     let metrics = Arc::new(BenchMetrics::default());
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(HeapStore::new());
     let defaults = RuntimeConfig::default();
     let config = match compaction {
         Compaction::Off => RuntimeConfig {

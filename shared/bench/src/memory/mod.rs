@@ -102,7 +102,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
             "episodes": 1,
             "registry": root.display().to_string(),
             "model": "offline (baton_local::offline::OfflineModel), every card",
-            "store": "memory (baton_testkit::memory_store::MemoryStore)",
+            "store": "memory (baton_inproc::HeapStore)",
             "messages_in_cycle": MESSAGES.len(),
             "prompt_tokens": "estimated by baton_core::prompt::estimate_tokens over the system blocks and the messages of each request, recorded by a wrapping Model",
             "usage_tokens": "what the model reported for each call (the offline model: about four characters a token of its input and output)",

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use baton_core::eval::capture;
+use baton_evals::capture;
 
 use crate::cli::CaptureArgs;
 use crate::config::Settings;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
-use baton_runtime::eval::{SuiteRun, percent, run_suite};
+use baton_evals::{SuiteRun, percent, run_suite};
 
 use crate::cli::EvalArgs;
 use crate::config::{Settings, model_choice};

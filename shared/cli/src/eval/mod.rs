@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
-use baton_core::eval::{Baseline, Stability, Suite, SuiteBaseline, Verdict, gate, repeated};
-use baton_runtime::eval::{SuiteRun, run_suite};
+use baton_evals::{Baseline, Stability, Suite, SuiteBaseline, Verdict, gate, repeated};
+use baton_evals::{SuiteRun, run_suite};
 
 use crate::cli::{EvalAction, EvalArgs};
 use crate::config::Settings;
@@ -67,11 +67,11 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         runs.push(first);
     }
     if let Some(path) = &args.junit {
-        std::fs::write(path, baton_runtime::eval::junit::render(&suites, &runs))
+        std::fs::write(path, baton_evals::junit::render(&suites, &runs))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, baton_runtime::eval::html::render(&suites, &runs))
+        std::fs::write(path, baton_evals::html::render(&suites, &runs))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.json {
@@ -160,26 +160,15 @@ pub(crate) fn load_suites(
     entry: &str,
     specialists: &BTreeSet<String>,
 ) -> anyhow::Result<Vec<Suite>> {
-    baton_runtime::eval::read_suite_files(files, entry, specialists).map_err(|e| anyhow!(e))
+    baton_evals::read_suite_files(files, entry, specialists).map_err(|e| anyhow!(e))
 }
 
 /// The registry's `evals/*.yaml`, sorted.
 pub(crate) fn suite_files(registry: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let dir = registry.join("evals");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("there is no evals folder at {}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(anyhow!("no suites (*.yaml) in {}", dir.display()));
-    }
-    Ok(files)
+    baton_evals::suite_files(registry).map_err(|e| anyhow!(e))
 }
 
-use baton_runtime::eval::percent;
+use baton_evals::percent;
 
 /// The terminal report of one suite's run.
 fn report(suite: &Suite, run: &SuiteRun) -> String {
@@ -191,8 +180,8 @@ fn report(suite: &Suite, run: &SuiteRun) -> String {
         run.suite,
         suite.file,
         match run.mode {
-            baton_runtime::eval::EvalMode::Routing => "routing",
-            baton_runtime::eval::EvalMode::EndToEnd => "end-to-end",
+            baton_evals::EvalMode::Routing => "routing",
+            baton_evals::EvalMode::EndToEnd => "end-to-end",
         },
         m.cases,
         m.passed,

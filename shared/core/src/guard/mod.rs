@@ -12,3 +12,5 @@ pub mod words;
 
 #[cfg(test)]
 mod props;
+
+pub use fanout::CapBehavior;

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::ModelSpec;
 use crate::prompt::estimate_tokens;
-use crate::registry::ModelSpec;
 use crate::turn::TurnRecord;
 
 pub use summarize::{SummaryInput, agent_inputs, finish_summary, orchestrator_input};

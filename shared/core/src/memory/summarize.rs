@@ -5,9 +5,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::message::Message;
-use crate::ports::model::{CallPurpose, Inference, ModelRequest, SystemBlock};
+use crate::model::{CallPurpose, Inference, ModelRequest, ModelSpec, SystemBlock};
 use crate::privacy::{PrivacyGuard, PrivacyReceipt};
-use crate::registry::ModelSpec;
 use crate::turn::TurnRecord;
 
 const ORCHESTRATOR_INSTRUCTIONS: &str = "You keep the running summary of a conversation \

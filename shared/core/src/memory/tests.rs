@@ -162,7 +162,7 @@ fn the_request_is_a_summarize_call_without_tools() {
     let spec = spec();
     let input = orchestrator_input(None, &[turn(1, "hi", "Hello!", &[])], &guard());
     let req = input.request(&std::sync::Arc::from("orchestrator"), &spec, 2_400);
-    assert_eq!(req.purpose, crate::ports::model::CallPurpose::Summarize);
+    assert_eq!(req.purpose, crate::model::CallPurpose::Summarize);
     assert!(req.tools.is_empty());
     assert_eq!(req.model_id.as_ref(), "test-model-1");
     assert_eq!(req.latest_user_text(), Some(input.text.as_str()));

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::registry::SkillCatalog;
+use super::skills::SkillCatalog;
 
 /// The longest mission or context a dispatch may carry, in characters.
 pub const MAX_MISSION_CHARS: usize = 4_000;

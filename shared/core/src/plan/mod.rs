@@ -10,6 +10,7 @@
 pub mod graph;
 pub mod outcome;
 pub mod record;
+pub mod skills;
 pub mod tools;
 
 #[cfg(test)]
@@ -18,6 +19,7 @@ mod tests;
 pub use graph::{Dispatch, PlanNode, StepProblem, accept_step};
 pub use outcome::{NodeResult, NodeStatus};
 pub use record::{PendingPlan, PlanCheckpoint, PlanRecord};
+pub use skills::{Skill, SkillCatalog, SkillDomain};
 
 /// The planner's tool that describes the skills of one domain.
 pub const GET_SKILL: &str = "get_skill";

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::graph::PlanNode;
-use crate::turn::AgentStatus;
+use crate::consulted::AgentStatus;
 
 /// How a node ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -124,7 +124,7 @@ pub struct PlanCheckpoint {
     pub record: PlanRecord,
     /// A turn limit that had tripped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<crate::trace::LimitHit>,
+    pub limit: Option<crate::limits::LimitHit>,
 }
 
 impl PlanCheckpoint {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::skills::{Skill, SkillCatalog};
 use super::{DISPATCH_AGENT, GET_AGENT_RESULTS, GET_SKILL, USE_SKILL};
-use crate::ports::model::ToolDef;
-use crate::registry::{Skill, SkillCatalog};
+use crate::model::ToolDef;
 
 fn tool(name: &str, description: String, schema: Value) -> ToolDef {
     ToolDef {

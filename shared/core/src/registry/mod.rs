@@ -14,11 +14,16 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use types::{
-    Agent, AgentLimits, AgentRole, Block, BlockOwner, Composition, Fastpath, ModelCapabilities,
-    ModelEndpoint, ModelSpec, Orchestration, OrchestrationMode, Planner, Prices, ReasoningSupport,
-    Routing, Skill, SkillCatalog, SkillDomain, StatusMessage, StatusMessages, StatusPolicy, Tool,
-    Tuning, TurnLimits,
+    Agent, AgentLimits, AgentRole, Block, BlockOwner, Fastpath, Orchestration, OrchestrationMode,
+    Planner, Routing, StatusMessage, StatusMessages, StatusPolicy, Tuning,
 };
+// The registry resolves these, and they are known by their registry names; each lives with
+// the lower module it belongs to.
+pub use crate::composition::Composition;
+pub use crate::limits::TurnLimits;
+pub use crate::model::{ModelCapabilities, ModelEndpoint, ModelSpec, Prices, ReasoningSupport};
+pub use crate::plan::{Skill, SkillCatalog, SkillDomain};
+pub use crate::tool::Tool;
 
 /// One file's text.
 #[derive(Debug, Clone)]

@@ -221,7 +221,7 @@ pub(crate) struct RawCapabilities {
     #[serde(default)]
     pub(crate) parallel_tool_calls: bool,
     #[serde(default)]
-    pub(crate) reasoning_effort: Option<super::types::ReasoningSupport>,
+    pub(crate) reasoning_effort: Option<crate::model::ReasoningSupport>,
     #[serde(default)]
     pub(crate) text_verbosity: bool,
 }

@@ -1,17 +1,20 @@
 //! Validated registry entries: only these reach the runtime.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::composition::Composition;
 use crate::directive::{Addressable, DirectLinePolicy};
+use crate::limits::TurnLimits;
 use crate::memory::MemoryPolicy;
+use crate::model::{Inference, ModelRequest, ModelSpec, SystemBlock, ToolDef};
 use crate::obligation::ObligationRule;
-use crate::ports::model::{Inference, ModelRequest, SystemBlock, ToolDef};
+use crate::plan::SkillCatalog;
 use crate::privacy::PrivacyPolicy;
 use crate::prompt::PromptPlan;
+use crate::tool::{Tool, check_with};
 
 /// A card's role: a documentation label, not a switch (D-1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,34 +28,6 @@ pub enum AgentRole {
     ExternalWrapper,
     /// A helper not meant for users.
     InternalHelper,
-}
-
-/// How the orchestrator turns sub-agent answers into the final response (D-13).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Composition {
-    /// One more orchestrator call composes from the tool results.
-    #[default]
-    Mediated,
-    /// Single intent: the sub-agent's text streams through the output pipeline.
-    Passthrough,
-    /// First sub-agent to produce text streams live; others buffer and flush, paced.
-    Direct,
-    /// As `Direct`, then one more orchestrator call composes a summary from the results:
-    /// the user watches the specialists work, then reads one answer in the assistant's
-    /// voice.
-    DirectThenCompose,
-}
-
-impl fmt::Display for Composition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Composition::Mediated => "mediated",
-            Composition::Passthrough => "passthrough",
-            Composition::Direct => "direct",
-            Composition::DirectThenCompose => "direct_then_compose",
-        })
-    }
 }
 
 /// What happens to a status code (D-12).
@@ -159,39 +134,6 @@ pub struct Fastpath {
     pub fallback: Arc<str>,
 }
 
-/// Turn and episode limits (D-15).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TurnLimits {
-    /// Sub-agents dispatched per turn.
-    pub max_subagents: u32,
-    /// Tool calls per turn, across all sub-agents.
-    pub max_tool_calls: u32,
-    /// Orchestrator model calls per turn.
-    pub max_iterations: u32,
-    /// Model and tool calls per episode within the window.
-    pub episode_max_calls: u32,
-    /// The episode window.
-    pub episode_window_ms: u64,
-    /// Consecutive failures that open a tool's circuit.
-    pub breaker_failures: u32,
-    /// Time an open circuit waits before a trial call.
-    pub breaker_cooldown_ms: u64,
-}
-
-impl Default for TurnLimits {
-    fn default() -> Self {
-        TurnLimits {
-            max_subagents: 8,
-            max_tool_calls: 30,
-            max_iterations: 6,
-            episode_max_calls: 50,
-            episode_window_ms: 300_000,
-            breaker_failures: 5,
-            breaker_cooldown_ms: 30_000,
-        }
-    }
-}
-
 /// How an orchestrator gets its work done (D-16): a card option.
 #[derive(Debug, Clone, Default)]
 pub enum OrchestrationMode {
@@ -209,67 +151,6 @@ impl OrchestrationMode {
             OrchestrationMode::Routing => None,
             OrchestrationMode::Planner(p) => Some(p),
         }
-    }
-}
-
-/// One tool as a planner's sub-agents use it: `<domain>.<tool id>`, where the domain is a
-/// specialist card that lists the tool (D-16).
-#[derive(Debug, Clone)]
-pub struct Skill {
-    /// `<domain>.<tool id>`, what `dispatch_agent` grants and `use_skill` names.
-    pub name: Arc<str>,
-    /// The domain: the id of the card the skill comes from.
-    pub domain: Arc<str>,
-    /// The tool it runs.
-    pub tool: Arc<Tool>,
-}
-
-/// The skills of one domain, sorted by name.
-#[derive(Debug, Clone)]
-pub struct SkillDomain {
-    /// The domain (a card id).
-    pub id: Arc<str>,
-    /// What the domain covers: its card's description.
-    pub description: Arc<str>,
-    /// Its skills, sorted by name.
-    pub skills: Vec<Arc<Skill>>,
-}
-
-/// The skills a planner may grant, by domain; domains and skills sorted by name, so every
-/// text built from it is byte-stable for the prompt cache.
-#[derive(Debug, Clone, Default)]
-pub struct SkillCatalog {
-    /// The domains, sorted by id.
-    pub domains: Vec<SkillDomain>,
-}
-
-impl SkillCatalog {
-    /// A domain by id.
-    pub fn domain(&self, id: &str) -> Option<&SkillDomain> {
-        self.domains.iter().find(|d| &*d.id == id)
-    }
-
-    /// A skill by name.
-    pub fn skill(&self, name: &str) -> Option<&Arc<Skill>> {
-        let (domain, _) = name.split_once('.')?;
-        self.domain(domain)?
-            .skills
-            .iter()
-            .find(|s| &*s.name == name)
-    }
-
-    /// Every skill, in name order.
-    pub fn skills(&self) -> impl Iterator<Item = &Arc<Skill>> {
-        self.domains.iter().flat_map(|d| d.skills.iter())
-    }
-
-    /// The domains' ids, comma-separated: what a message naming a wrong one lists.
-    pub fn domain_list(&self) -> String {
-        self.domains
-            .iter()
-            .map(|d| &*d.id)
-            .collect::<Vec<_>>()
-            .join(", ")
     }
 }
 
@@ -350,139 +231,6 @@ pub struct Routing {
     pub examples: Vec<String>,
     /// Keywords.
     pub keywords: Vec<String>,
-}
-
-/// A model entry of `models.yaml` (D-4).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModelSpec {
-    /// Registry key.
-    pub key: Arc<str>,
-    /// Provider name (`bedrock`, `offline`, ...).
-    pub provider: Arc<str>,
-    /// The provider's model id.
-    pub model_id: Arc<str>,
-    /// Context window in tokens.
-    pub context_window: u64,
-    /// USD per million tokens.
-    pub prices: Prices,
-    /// What the model supports.
-    pub capabilities: ModelCapabilities,
-    /// Where the model is served, for providers reached over HTTP; `None` for the others.
-    pub endpoint: Option<ModelEndpoint>,
-}
-
-/// Where a model served over HTTP answers (`base_url` and `api_key_env` in models.yaml).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelEndpoint {
-    /// The API's base URL, e.g. `http://127.0.0.1:11434/v1`.
-    pub base_url: Arc<str>,
-    /// The environment variable that holds the API key; `None`: the server takes none.
-    pub api_key_env: Option<Arc<str>>,
-}
-
-/// USD per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Prices {
-    /// Input.
-    pub input: f64,
-    /// Output.
-    pub output: f64,
-    /// Cache read.
-    pub cache_read: f64,
-    /// Cache write.
-    pub cache_write: f64,
-}
-
-/// Model capabilities: data, not callbacks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ModelCapabilities {
-    /// Can be forced to call a named tool.
-    pub tool_choice: bool,
-    /// Honours cache points.
-    pub cache_points: bool,
-    /// Emits several tool calls in one message.
-    pub parallel_tool_calls: bool,
-    /// How the model takes a card's `tuning.reasoning_effort`; `None`: it takes none.
-    pub reasoning_effort: Option<ReasoningSupport>,
-    /// Takes a card's `tuning.text_verbosity`.
-    pub text_verbosity: bool,
-}
-
-/// How a model takes a reasoning effort (`capabilities.reasoning_effort` in models.yaml).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasoningSupport {
-    /// Claude's extended thinking: a token budget per effort level. It runs at the
-    /// model's own temperature and cannot be combined with a forced tool choice.
-    Thinking,
-}
-
-/// A tool entry of `tools.yaml` (D-5).
-#[derive(Clone)]
-pub struct Tool {
-    /// Registry id (also the name the model sees).
-    pub id: Arc<str>,
-    /// What it does.
-    pub description: Arc<str>,
-    /// Connector kind.
-    pub connector_kind: Arc<str>,
-    /// Connector configuration.
-    pub connector_config: Arc<serde_json::Value>,
-    /// Argument schema.
-    pub schema: Arc<serde_json::Value>,
-    /// Compiled argument schema.
-    pub validator: Arc<jsonschema::Validator>,
-    /// Timeout of one call.
-    pub timeout_ms: u64,
-    /// Status code emitted while the tool runs.
-    pub status_code: Option<Arc<str>>,
-    /// How a deterministic model may phrase one record of the result.
-    pub result_template: Option<Arc<str>>,
-    /// Major envelope version expected; any other is a failure and a metric (D-28).
-    pub envelope_major: Option<u64>,
-}
-
-impl fmt::Debug for Tool {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tool")
-            .field("id", &self.id)
-            .field("connector_kind", &self.connector_kind)
-            .field("timeout_ms", &self.timeout_ms)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Tool {
-    /// Checks arguments against the schema; the error lists what failed, in plain words.
-    ///
-    /// # Errors
-    /// The arguments do not satisfy the schema.
-    pub fn check_args(&self, args: &serde_json::Value) -> Result<(), String> {
-        check_with(&self.validator, args)
-    }
-}
-
-/// Validates a value and joins the failures into one message.
-pub(crate) fn check_with(
-    validator: &jsonschema::Validator,
-    value: &serde_json::Value,
-) -> Result<(), String> {
-    if validator.is_valid(value) {
-        return Ok(());
-    }
-    let problems: Vec<String> = validator
-        .iter_errors(value)
-        .take(3)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("{at}: {e}")
-            }
-        })
-        .collect();
-    Err(problems.join("; "))
 }
 
 /// A prompt block (D-3).
@@ -582,7 +330,7 @@ impl Agent {
     /// A request skeleton for this agent: system prompt, tools and tuning filled in.
     pub fn request(
         &self,
-        purpose: crate::ports::model::CallPurpose,
+        purpose: crate::model::CallPurpose,
         system: Vec<SystemBlock>,
     ) -> ModelRequest {
         ModelRequest {

@@ -80,9 +80,9 @@ async fn history_says_how_far_the_summary_reaches() {
     use baton_core::Principal;
     use baton_core::memory::EpisodeSummary;
     use baton_core::ports::store::Store;
-    use baton_testkit::memory_store::MemoryStore;
+    use baton_inproc::HeapStore;
 
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(HeapStore::new());
     let state = Rig {
         store: store.clone(),
         ..Rig::default()

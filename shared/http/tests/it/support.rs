@@ -14,12 +14,12 @@ use baton_core::ports::store::{
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
+pub(crate) use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
-pub(crate) use baton_testkit::connector::TestConnector;
-use baton_testkit::memory_store::MemoryStore;
 use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -138,7 +138,7 @@ impl Default for Rig {
     fn default() -> Self {
         Rig {
             script: script(0, 0),
-            store: Arc::new(MemoryStore::new()),
+            store: Arc::new(HeapStore::new()),
             default_principal: Some("alice"),
             max_body_bytes: None,
             max_message_chars: 4_000,
@@ -156,7 +156,7 @@ impl Rig {
         ))
         .model_override(model)
         .store(self.store)
-        .connector("test", Arc::new(TestConnector))
+        .connector("test", Arc::new(ConfiguredConnector))
         .metrics(metrics.clone())
         .config(RuntimeConfig {
             max_message_chars: self.max_message_chars,

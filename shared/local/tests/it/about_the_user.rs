@@ -8,8 +8,8 @@ use std::sync::Arc;
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::store::Store;
+use baton_inproc::HeapStore;
 use baton_runtime::{Runtime, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
 
 use crate::shipped::{runtime_over, turn_events};
 
@@ -44,7 +44,7 @@ async fn turn(runtime: &Runtime, user: &Principal, episode: Option<&str>, text: 
 
 #[tokio::test]
 async fn sixty_turns_later_the_summary_still_knows_who_the_user_is() {
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(HeapStore::new());
     let runtime = runtime_over(store.clone());
     let user = Principal::new("long-talker").unwrap();
     let mut messages: Vec<String> = vec![

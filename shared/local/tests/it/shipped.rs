@@ -7,10 +7,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use baton_core::events::Event;
 use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
+use baton_inproc::HeapStore;
 use baton_local::offline::OfflineModel;
 use baton_runtime::registry_files::{load_sources, read_sources};
 use baton_runtime::{Runtime, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
 use futures::StreamExt;
 
 /// Stands in for the demo data: these tests look at routing and memory, not at results.
@@ -31,11 +31,11 @@ impl Connector for NoData {
 
 /// The runtime over the shipped registry, every call answered by the offline model.
 pub(crate) fn runtime() -> Runtime {
-    runtime_over(Arc::new(MemoryStore::new()))
+    runtime_over(Arc::new(HeapStore::new()))
 }
 
 /// [`runtime`] over `store`, which the test keeps to read the journal.
-pub(crate) fn runtime_over(store: Arc<MemoryStore>) -> Runtime {
+pub(crate) fn runtime_over(store: Arc<HeapStore>) -> Runtime {
     let root = baton_testkit::crate_dir().join("../registry");
     let connectors: BTreeMap<String, Arc<dyn Connector>> = ["fixture", "rate_table"]
         .into_iter()

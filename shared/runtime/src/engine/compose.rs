@@ -12,7 +12,8 @@ use serde_json::Value;
 
 use super::context::TurnCtx;
 use super::model_call::{self, RawCall, Reply, Sink};
-use super::subagent::{AgentJob, AgentResult, as_json_text};
+use super::subagent::as_json_text;
+use super::work::{AgentJob, AgentResult};
 
 /// Streams the composed answer as the orchestrator.
 struct Live<'a>(&'a TurnCtx);

@@ -16,8 +16,8 @@ use baton_core::trace::RoutingRecord;
 use baton_core::turn::{ModelUsage, TurnRecord};
 
 use super::output::Output;
-use super::services::Inner;
 use crate::request::TurnRequest;
+use crate::services::Inner;
 
 /// Calls and tokens of one model within a turn.
 type ModelTally = (Arc<ModelSpec>, u32, TokenUsage);

@@ -21,7 +21,7 @@ use super::context::TurnCtx;
 use super::dispatch::dispatch;
 use super::model_call::{self, Quiet};
 use super::route;
-use super::subagent::{AgentJob, AgentResult, TextMode};
+use super::work::{AgentJob, AgentResult, TextMode};
 
 /// What the user's text asks of this turn.
 pub(crate) enum Decision {

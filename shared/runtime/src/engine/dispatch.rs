@@ -16,7 +16,8 @@ use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::status::{self, Board};
-use super::subagent::{self, AgentJob, AgentResult, TextMode};
+use super::subagent;
+use super::work::{AgentJob, AgentResult, TextMode};
 
 /// Runs `jobs` concurrently; results come back in job order.
 pub(crate) async fn dispatch(

@@ -1,27 +1,31 @@
 //! The turn engine: checks and claims a turn (`start`), then runs it on its own task.
 //!
-//! `route` (routing call and guards) → `dispatch` (concurrent sub-agents, each in
-//! `subagent` with its `tools`) → `compose` → commit, all in `turn`; events leave through
-//! `output`, progress lines through `status`, and `direct` composition shares a
-//! `live_slot`.
+//! `turn` drives it: `route` (routing call and guards) → `dispatch` (concurrent sub-agents,
+//! each in `subagent` with its `tools`, or `upstream` for a remote one) → `compose`, or a
+//! `planner`'s waves instead; `finish` records, commits and closes it. The jobs and results
+//! they pass around are in `work` (a planned job carries its `brief`). Events leave through
+//! `output`, progress lines through `status`, and `direct` composition shares a `live_slot`.
 
+mod brief;
 mod compose;
 mod context;
 mod direct_line;
 mod dispatch;
+mod finish;
 mod live_slot;
 mod memory;
 mod model_call;
 mod obligations;
 mod output;
 mod planner;
+mod prior_context;
 mod route;
-pub(crate) mod services;
 mod start;
 mod status;
 mod subagent;
 mod tools;
 mod turn;
 mod upstream;
+mod work;
 
 pub(crate) use start::start;

@@ -16,7 +16,7 @@ use baton_core::turn::PendingCall;
 use super::context::TurnCtx;
 use super::model_call::{self, Quiet};
 use super::route::{self, Plan};
-use super::subagent::AgentJob;
+use super::work::AgentJob;
 
 /// Reminders with a forced tool choice per obligation before the runtime steps in.
 const MAX_REMINDERS: u32 = 2;

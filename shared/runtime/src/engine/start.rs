@@ -11,9 +11,9 @@ use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::output::Output;
-use super::services::Inner;
 use super::turn;
 use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
+use crate::services::Inner;
 use crate::stream::{FinishOnDrop, Outbox, TurnStream};
 
 const MAX_ID_CHARS: usize = 128;

@@ -2,7 +2,6 @@
 //! its own prior turns (D-17), running its own tool loop within its limits.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::ports::model::CallPurpose;
@@ -14,96 +13,14 @@ use futures::future::join_all;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::brief::Resolved;
 use super::context::TurnCtx;
-use super::live_slot::LiveSlot;
-use super::model_call::{self, RawCall, Sink};
-use super::planner::worker::{self, Resolved, WorkerBrief};
+use super::model_call::{self, RawCall};
+use super::prior_context::prior_context;
 use super::status::Board;
 use super::tools::{self, ToolRun};
 use super::upstream;
-
-/// What the orchestrator asked one sub-agent.
-#[derive(Debug, Clone)]
-pub(crate) struct AgentJob {
-    pub(crate) agent: Arc<Agent>,
-    /// The orchestrator's tool-use id.
-    pub(crate) call_id: String,
-    /// The query after verbatim protection.
-    pub(crate) query: String,
-    pub(crate) prior_context: Option<String>,
-    /// Card-declared extra arguments (e.g. a support category).
-    pub(crate) extra: serde_json::Map<String, Value>,
-    /// A planned sub-agent's brief (D-16); `None` for a specialist.
-    pub(crate) worker: Option<Arc<WorkerBrief>>,
-}
-
-impl AgentJob {
-    /// The call as it was executed, for the orchestrator's transcript: derived rather than
-    /// kept, so an open turn does not hold a second copy of every call's arguments.
-    pub(crate) fn executed_args(&self, calls: usize) -> Value {
-        let mut args = self.extra.clone();
-        args.insert("query".into(), Value::String(self.query.clone()));
-        args.insert("intent_count".into(), Value::from(calls));
-        if let Some(prior) = &self.prior_context {
-            args.insert("prior_context".into(), Value::String(prior.clone()));
-        }
-        Value::Object(args)
-    }
-}
-
-/// How it went.
-#[derive(Debug, Clone)]
-pub(crate) struct AgentResult {
-    pub(crate) status: AgentStatus,
-    pub(crate) text: String,
-    pub(crate) tool_calls: u32,
-    pub(crate) duration_ms: u64,
-    /// When it started, in ms after the turn started.
-    pub(crate) started_ms: u64,
-}
-
-/// Where a sub-agent's text goes while it streams (D-13).
-#[derive(Clone)]
-pub(crate) enum TextMode {
-    /// Collected for the orchestrator's composition call.
-    Collect,
-    /// Streamed through the output pipeline as it comes (passthrough).
-    Live,
-    /// Competing for the live slot (direct).
-    Slot(Arc<LiveSlot>),
-    /// Streamed as the specialist's own Direct Line answer.
-    Delegated,
-}
-
-pub(crate) struct AgentSink<'a> {
-    pub(crate) ctx: &'a TurnCtx,
-    pub(crate) agent_id: &'a str,
-    pub(crate) label: &'a str,
-    pub(crate) mode: &'a TextMode,
-    pub(crate) status: &'a Board,
-}
-
-impl Sink for AgentSink<'_> {
-    async fn text(&mut self, text: &str) {
-        self.status.activity(self.agent_id);
-        match self.mode {
-            TextMode::Collect => {}
-            TextMode::Live => self.ctx.out.text(self.agent_id, text).await,
-            TextMode::Slot(slot) => slot.text(self.ctx, self.agent_id, text).await,
-            TextMode::Delegated => {
-                self.ctx
-                    .out
-                    .delegated_text(self.agent_id, self.label, text)
-                    .await
-            }
-        }
-    }
-
-    async fn reasoning(&mut self, _: &str) {
-        // A specialist's reasoning is never shown; it only proves the agent is alive.
-        self.status.activity(self.agent_id);
-    }
-}
+use super::work::{AgentJob, AgentResult, AgentSink, TextMode};
 
 /// Runs the sub-agent to its answer (the caller bounds it with the card's timeout).
 pub(crate) async fn run(
@@ -129,7 +46,7 @@ pub(crate) async fn run(
     }
     // A planned sub-agent sees its mission and brief only: no summary, no history.
     let (context, extra, history) = match &job.worker {
-        Some(brief) => (ctx.dynamic_for(None), worker::brief_text(brief), Vec::new()),
+        Some(brief) => (ctx.dynamic_for(None), brief.text(), Vec::new()),
         None => (
             ctx.dynamic_for(Some(&agent.id)),
             inherited(ctx, job),
@@ -256,7 +173,7 @@ async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board)
     let Some(brief) = &job.worker else {
         return tools::run(ctx, &job.agent, call, status).await;
     };
-    match worker::resolve(ctx, job, brief, call) {
+    match brief.resolve(ctx, &job.agent.id, call) {
         Resolved::Run(call) => tools::run(ctx, &job.agent, &call, status).await,
         Resolved::Refused(data) => ToolRun { data },
     }
@@ -276,15 +193,6 @@ fn own_history(ctx: &TurnCtx, agent: &Agent) -> Vec<Message> {
         }
     }
     messages
-}
-
-/// The job's prior context: the orchestrator's, or filled by the runtime on an intent
-/// switch when the orchestrator gave none (D-18).
-pub(crate) fn prior_context(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
-    job.prior_context
-        .clone()
-        .filter(|p| !p.trim().is_empty())
-        .or_else(|| fill_prior_context(ctx, &job.agent))
 }
 
 /// The inherited context that goes after the cache point: prior context and extra
@@ -310,44 +218,6 @@ fn inherited(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
         out.push_str("</request_details>");
     }
     (!out.is_empty()).then_some(out)
-}
-
-const PRIOR_CONTEXT_CHARS: usize = 600;
-
-fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
-    let last = ctx.history.last()?;
-    if last.segments.iter().any(|s| s.agent_id == *agent.id) {
-        return None; // Not a switch: it already has its own history.
-    }
-    // The last turn first: it is what the switch is about, and the summary only gets what
-    // room is left, so a long summary never pushes it out.
-    let mut text = format!(
-        "Last turn, the user said: {:?}. The assistant answered: {}",
-        last.user_text, last.narration
-    );
-    if text.chars().count() > PRIOR_CONTEXT_CHARS {
-        text = text.chars().take(PRIOR_CONTEXT_CHARS).collect::<String>() + "…";
-    } else if let Some(summary) = ctx.summary.as_ref().filter(|s| !s.text.is_empty()) {
-        let room = PRIOR_CONTEXT_CHARS - text.chars().count();
-        let label = "\nEarlier: ";
-        if room > label.len() + 40 {
-            let budget = room - label.len();
-            let earlier: String = if summary.text.chars().count() > budget {
-                summary.text.chars().take(budget - 1).collect::<String>() + "…"
-            } else {
-                summary.text.clone()
-            };
-            text.push_str(label);
-            text.push_str(&earlier);
-        }
-    }
-    ctx.trace(|t| {
-        t.guard(
-            GuardName::PriorContext,
-            format!("filled for {} from the last turn", agent.id),
-        )
-    });
-    Some(text)
 }
 
 /// A document as models receive it: compact JSON text, what a language model reads anyway,

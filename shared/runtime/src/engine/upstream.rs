@@ -23,7 +23,8 @@ use futures::StreamExt;
 
 use super::context::TurnCtx;
 use super::model_call::Sink;
-use super::subagent::{AgentJob, AgentResult, AgentSink, prior_context};
+use super::prior_context::prior_context;
+use super::work::{AgentJob, AgentResult, AgentSink};
 
 /// The tool and service that serve `agent`, when its one tool is a chat service (the
 /// tool's connector kind decides; the card's role is a label).

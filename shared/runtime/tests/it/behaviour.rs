@@ -642,7 +642,7 @@ agents:
     assert_eq!(turn.outcome, TurnOutcome::Limited);
 }
 
-/// Records the time each connector call was made at, then answers like [`TestConnector`].
+/// Records the time each connector call was made at, then answers like [`ConfiguredConnector`].
 struct ClockedConnector(std::sync::Mutex<Vec<u64>>);
 
 #[async_trait::async_trait]
@@ -653,7 +653,7 @@ impl baton_core::ports::connector::Connector for ClockedConnector {
     ) -> Result<baton_core::ports::connector::Envelope, baton_core::ports::connector::ConnectorError>
     {
         self.0.lock().unwrap().push(request.now_ms);
-        TestConnector.call(request).await
+        ConfiguredConnector.call(request).await
     }
 }
 
@@ -662,9 +662,9 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
     use std::sync::Arc;
 
     use baton_core::ports::clock::FixedClock;
+    use baton_inproc::HeapStore;
+    use baton_inproc::scripted::ScriptedModel;
     use baton_runtime::Runtime;
-    use baton_testkit::memory_store::MemoryStore;
-    use baton_testkit::scripted::ScriptedModel;
 
     let script = ONE_SHOP_TURN;
     // A day far from the test's own: connectors see the runtime's clock, not the machine's.
@@ -672,7 +672,7 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
     let calls = Arc::new(ClockedConnector(Default::default()));
     let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
         .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
-        .store(Arc::new(MemoryStore::new()))
+        .store(Arc::new(HeapStore::new()))
         .connector("test", calls.clone())
         .clock(Arc::new(FixedClock(JUNE_1_2031)))
         .build()
@@ -686,7 +686,7 @@ async fn connectors_answer_as_of_the_runtimes_clock() {
 }
 
 /// A store whose claims take a while, as a busy store's do.
-struct SlowClaims(baton_testkit::memory_store::MemoryStore);
+struct SlowClaims(baton_inproc::HeapStore);
 
 #[async_trait::async_trait]
 impl baton_core::ports::store::Store for SlowClaims {
@@ -812,16 +812,16 @@ async fn a_caller_that_leaves_during_the_claim_leaves_no_orphan_claim() {
     use std::sync::Arc;
     use std::time::Duration;
 
+    use baton_inproc::HeapStore;
+    use baton_inproc::scripted::ScriptedModel;
     use baton_runtime::Runtime;
-    use baton_testkit::memory_store::MemoryStore;
-    use baton_testkit::scripted::ScriptedModel;
 
     let script = ONE_SHOP_TURN;
-    let store = Arc::new(SlowClaims(MemoryStore::new()));
+    let store = Arc::new(SlowClaims(HeapStore::new()));
     let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
         .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
         .store(store.clone())
-        .connector("test", Arc::new(TestConnector))
+        .connector("test", Arc::new(ConfiguredConnector))
         .build()
         .unwrap();
     let gave_up = tokio::time::timeout(

@@ -9,7 +9,6 @@
 )]
 
 mod behaviour;
-mod eval;
 mod golden;
 mod memory;
 mod observability;

@@ -472,7 +472,7 @@ mod planner_resume;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_cut_after_each_wave_resumes_without_running_a_node_twice() {
     for cut in [1, 2, 3] {
-        let store = std::sync::Arc::new(baton_testkit::memory_store::MemoryStore::new());
+        let store = std::sync::Arc::new(baton_inproc::HeapStore::new());
         planner_resume::cut_after_wave_and_resume(store, cut).await;
     }
 }

@@ -7,12 +7,12 @@ use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::ports::clock::FixedClock;
 use baton_core::ports::store::Store;
+pub use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-pub use baton_testkit::connector::TestConnector;
-use baton_testkit::memory_store::MemoryStore;
 pub use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -20,7 +20,7 @@ use serde_json::Value;
 pub struct Rig {
     pub runtime: Runtime,
     pub model: Arc<ScriptedModel>,
-    pub store: Arc<MemoryStore>,
+    pub store: Arc<HeapStore>,
     pub metrics: Arc<LocalMetrics>,
 }
 
@@ -30,12 +30,12 @@ pub fn make_rig(setup: &TestRegistry, script: &str) -> Rig {
 
 pub fn make_rig_with(setup: &TestRegistry, script: &str, config: RuntimeConfig) -> Rig {
     let model = Arc::new(ScriptedModel::from_yaml(script).unwrap().recording());
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(HeapStore::new());
     let metrics = Arc::new(LocalMetrics::default());
     let runtime = Runtime::builder(Arc::new(setup.load().expect("test registry loads")))
         .model_override(model.clone())
         .store(store.clone())
-        .connector("test", Arc::new(TestConnector))
+        .connector("test", Arc::new(ConfiguredConnector))
         .clock(Arc::new(FixedClock(1_795_305_600_000)))
         .metrics(metrics.clone())
         .config(config)

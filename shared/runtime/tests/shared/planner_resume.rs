@@ -15,10 +15,10 @@ use baton_core::events::{Event, WireEvent};
 use baton_core::plan::PlanCheckpoint;
 use baton_core::ports::clock::FixedClock;
 use baton_core::ports::store::Store;
+use baton_inproc::ConfiguredConnector;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-use baton_testkit::connector::TestConnector;
 use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 
 const T0: u64 = 1_795_305_600_000;
@@ -78,7 +78,7 @@ fn runtime(store: Arc<dyn Store>, model: Arc<ScriptedModel>, now_ms: u64) -> Run
     Runtime::builder(Arc::new(registry.load().expect("the test registry loads")))
         .model_override(model)
         .store(store)
-        .connector("test", Arc::new(TestConnector))
+        .connector("test", Arc::new(ConfiguredConnector))
         .clock(Arc::new(FixedClock(now_ms)))
         .config(RuntimeConfig {
             orchestrator: Some("planner".into()),

@@ -8,8 +8,8 @@ use baton_core::ports::store::Store;
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::trace::{ObligationMet, ObligationRecord};
 use baton_core::turn::{TurnOutcome, TurnRecord};
+use baton_inproc::HeapStore;
 use baton_runtime::{Runtime, TurnRequest};
-use baton_testkit::memory_store::MemoryStore;
 use baton_tests::fake_bedrock::{SystemPart, WireToolChoice};
 
 const ENGINE_MODEL: &str = "fake.claude-v1";
@@ -95,7 +95,7 @@ async fn turn_over(fake: &FakeBedrock, text: &str) -> Vec<Event> {
 async fn turn_and_record(fake: &FakeBedrock, text: &str) -> (Vec<Event>, TurnRecord) {
     let registry = Arc::new(registry());
     let model = fake.bedrock_model(registry.models()).await;
-    let store = Arc::new(MemoryStore::new());
+    let store = Arc::new(HeapStore::new());
     let runtime = Runtime::builder(registry)
         .provider("bedrock", Arc::new(model))
         .store(store.clone())

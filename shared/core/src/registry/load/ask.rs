@@ -7,9 +7,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::Loader;
-use super::cards::Card;
+use super::card::Card;
 use super::tools::tool_def;
-use crate::ports::model::ToolDef;
+use crate::model::ToolDef;
 use crate::registry::Agent;
 use crate::registry::raw::RawCard;
 

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::Loader;
+use super::card::{Card, Cards, ParsedCard, capitalise};
 use super::problems::Problems;
 use crate::prompt::{PREFIX_MAX_SHARE, PREFIX_WARN_SHARE, PromptPlan};
 use crate::registry::raw::RawCard;
@@ -15,28 +16,6 @@ use crate::registry::{
 
 /// Ids event sources use, so no card can be a sub-agent under them.
 const RESERVED_SUBAGENT_IDS: [&str; 2] = ["orchestrator", "note"];
-
-/// A card as parsed, with the file it came from.
-pub(super) struct ParsedCard {
-    /// The card as written.
-    pub(super) raw: RawCard,
-    /// Its file.
-    pub(super) file: String,
-}
-
-/// Every parsed card, by id.
-pub(super) type Cards = BTreeMap<String, ParsedCard>;
-
-/// The card being built: its text, its file, and every card its references may name.
-#[derive(Clone, Copy)]
-pub(super) struct Card<'c> {
-    /// The card as written.
-    pub(super) raw: &'c RawCard,
-    /// Its file.
-    pub(super) file: &'c str,
-    /// Every parsed card.
-    pub(super) cards: &'c Cards,
-}
 
 impl Loader<'_> {
     /// Parses every card; one that does not parse, repeats an id or has a bad id is left
@@ -406,21 +385,6 @@ fn valid_id(id: &str) -> bool {
     matches!(chars.next(), Some(c) if c.is_ascii_lowercase())
         && id.len() <= 40
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
-}
-
-/// A card's default label: its id's words, each capitalised.
-pub(super) fn capitalise(id: &str) -> String {
-    id.split(['-', '_'])
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut c = w.chars();
-            match c.next() {
-                Some(f) => f.to_uppercase().chain(c).collect::<String>(),
-                None => String::new(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The field (and value, when known) a YAML error is about: serde names unknown and

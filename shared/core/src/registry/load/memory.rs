@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::Loader;
-use super::cards::Card;
+use super::card::Card;
 use crate::memory::MemoryPolicy;
 use crate::registry::ModelSpec;
 

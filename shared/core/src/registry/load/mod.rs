@@ -7,6 +7,7 @@
 
 mod ask;
 mod blocks;
+mod card;
 mod cards;
 mod keyed;
 mod memory;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::Loader;
-use super::cards::Card;
+use super::card::Card;
 use super::problems::Problems;
 use crate::registry::raw::{RawStatusCode, RawTurnLimits};
 use crate::registry::{

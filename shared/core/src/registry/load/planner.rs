@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Loader;
-use super::cards::{Card, capitalise};
+use super::card::{Card, capitalise};
+use crate::model::{Inference, ToolDef};
 use crate::plan::tools::planner_tools;
-use crate::ports::model::{Inference, ToolDef};
 use crate::prompt::PromptPlan;
 use crate::registry::{
     Agent, AgentLimits, AgentRole, ModelSpec, Planner, Routing, Skill, SkillCatalog, SkillDomain,

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Loader;
-use crate::ports::model::ToolDef;
+use crate::model::ToolDef;
 use crate::registry::raw::{RawTool, RawTools};
 use crate::registry::{SourceFile, Tool};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Loader;
-use super::cards::{Card, capitalise};
+use super::card::{Card, capitalise};
 use crate::directive::{self, DirectLinePolicy};
 use crate::obligation::{CategoryRule, ObligationRule};
 use crate::privacy::{PiiKind, PrivacyPolicy};

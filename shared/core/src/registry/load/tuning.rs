@@ -1,8 +1,8 @@
 //! A card's tuning and limits, each setting checked against what its model takes.
 
 use super::Loader;
-use super::cards::Card;
-use crate::ports::model::{Inference, LEVELS, ReasoningEffort, TextVerbosity};
+use super::card::Card;
+use crate::model::{Inference, LEVELS, ReasoningEffort, TextVerbosity};
 use crate::registry::raw::RawTuning;
 use crate::registry::{AgentLimits, ModelSpec, ReasoningSupport};
 

@@ -3,7 +3,7 @@
 
 use super::fixtures::{block, edit, file};
 use crate::directive::DirectLinePolicy;
-use crate::ports::model::ReasoningEffort;
+use crate::model::ReasoningEffort;
 use crate::privacy::{MaskStyle, PiiKind};
 use crate::registry::{Agent, LoadOptions, Registry, RegistrySources, SourceFile};
 

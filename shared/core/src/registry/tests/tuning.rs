@@ -2,7 +2,7 @@
 //! temperature.
 
 use super::fixtures::{edit, expect_error, load, load_errors, sources};
-use crate::ports::model::ReasoningEffort;
+use crate::model::ReasoningEffort;
 use crate::registry::{ReasoningSupport, RegistrySources};
 
 /// The test registry with a second model, `thinker`, that takes a reasoning effort.
@@ -34,7 +34,7 @@ fn a_reasoning_effort_the_model_takes_is_typed_onto_its_requests() {
         shop.model.capabilities.reasoning_effort,
         Some(ReasoningSupport::Thinking)
     );
-    let request = shop.request(crate::ports::model::CallPurpose::Agent, Vec::new());
+    let request = shop.request(crate::model::CallPurpose::Agent, Vec::new());
     assert_eq!(
         request.inference.reasoning_effort,
         Some(ReasoningEffort::High)

@@ -5,6 +5,7 @@
 //! short goes on from it ([`checkpoint`]). Limits answer with what was done and "continue?".
 
 mod checkpoint;
+mod resume;
 mod step;
 mod waves;
 pub(crate) mod worker;
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use baton_core::events::{Event, PlanNodeView, SOURCE_ORCHESTRATOR};
 use baton_core::guard::fastpath;
 use baton_core::message::Message;
+use baton_core::plan::record::StepCall;
 use baton_core::plan::{NodeResult, NodeStatus, PendingPlan, PlanNode, PlanRecord};
 use baton_core::ports::model::{CallPurpose, ToolChoice};
 use baton_core::registry::Planner;
@@ -24,7 +26,7 @@ use super::compose;
 use super::context::TurnCtx;
 use super::model_call;
 use super::route::{self, PreambleSink};
-use super::turn::{TROUBLE, Work};
+use super::work::{TROUBLE, Work};
 
 /// Said when the planner will not consult anyone for a request that needs it.
 const CANNOT: &str =
@@ -33,6 +35,13 @@ const CANNOT: &str =
 const REMIND: &str = "<reminder>Do not answer from memory. Use get_skill to see what the skills \
                       can do, then dispatch_agent to have sub-agents do the work, and answer from \
                       their results.</reminder>";
+
+/// The reply a step answers, as its checkpoint keeps it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Step {
+    pub(crate) text: String,
+    pub(crate) calls: Vec<StepCall>,
+}
 
 /// A planned turn as it goes.
 #[derive(Debug, Default)]
@@ -79,7 +88,7 @@ pub(super) async fn orchestrate(
         ..PlanRun::default()
     };
     if let Some(saved) = checkpoint::load(ctx).await {
-        checkpoint::resume(ctx, planner, saved, &mut run, work).await;
+        resume::resume(ctx, planner, saved, &mut run, work).await;
     } else if let Some(pending) = previous.filter(|_| route::is_continue(&ctx.user_text)) {
         waves::continue_pending(ctx, planner, *pending, &mut run, work).await;
     }

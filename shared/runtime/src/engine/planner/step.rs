@@ -16,11 +16,11 @@ use baton_core::registry::Planner;
 use baton_core::trace::{GuardName, LimitHit};
 use serde_json::Value;
 
-use super::{PlanRun, announce, hold, waves};
+use super::{PlanRun, Step, announce, hold, waves};
 use crate::engine::context::TurnCtx;
 use crate::engine::model_call::{RawCall, Reply};
 use crate::engine::subagent::as_json_text;
-use crate::engine::turn::Work;
+use crate::engine::work::Work;
 
 /// Runs one reply's calls and appends the step to the planner's conversation.
 pub(super) async fn run(
@@ -93,13 +93,6 @@ async fn dispatch(
     };
     waves::run(ctx, planner, run, &go, &step, work).await;
     None
-}
-
-/// The reply a step answers, as its checkpoint keeps it.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Step {
-    pub(super) text: String,
-    pub(super) calls: Vec<StepCall>,
 }
 
 fn step_call(c: &RawCall) -> StepCall {

@@ -13,12 +13,12 @@ use baton_core::registry::Planner;
 use baton_core::trace::{GuardName, LimitHit};
 use serde_json::Value;
 
-use super::step::Step;
+use super::Step;
 use super::{PlanRun, announce, checkpoint, hold, not_run, over_limit, worker};
 use crate::engine::context::TurnCtx;
 use crate::engine::dispatch::dispatch;
-use crate::engine::subagent::{TextMode, as_json_text};
-use crate::engine::turn::Work;
+use crate::engine::subagent::as_json_text;
+use crate::engine::work::{TextMode, Work};
 
 /// Runs `nodes` (accepted, within the budget) wave by wave, skipping waves already done.
 pub(super) async fn run(

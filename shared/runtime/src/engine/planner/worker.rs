@@ -2,33 +2,15 @@
 //! id, its granted skills' tools and a `use_skill` scoped to them. It sees its mission, the
 //! planner's context and its dependencies' results, never the conversation (D-16).
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use baton_core::plan::tools::use_skill_tool;
-use baton_core::plan::{NodeResult, NodeStatus, PlanNode, USE_SKILL};
+use baton_core::plan::{NodeResult, NodeStatus, PlanNode};
 use baton_core::registry::{Agent, AgentLimits, Planner, Skill};
-use baton_core::tool_result::ToolData;
-use baton_core::trace::GuardName;
 use baton_core::turn::AgentStatus;
-use serde_json::Value;
 
-use crate::engine::context::TurnCtx;
-use crate::engine::model_call::RawCall;
-use crate::engine::subagent::{AgentJob, AgentResult};
-
-/// What a node gets besides its mission.
-#[derive(Debug)]
-pub(crate) struct WorkerBrief {
-    /// Its wave.
-    pub(crate) wave: u32,
-    /// Its granted skills, sorted.
-    pub(crate) skills: Vec<Arc<Skill>>,
-    /// The planner's extra context.
-    pub(crate) context: Option<String>,
-    /// What its dependencies came to, in the order it names them.
-    pub(crate) inputs: Vec<NodeResult>,
-}
+use crate::engine::brief::WorkerBrief;
+use crate::engine::work::{AgentJob, AgentResult};
 
 /// The job that runs `node` with the results of its dependencies.
 pub(crate) fn job(planner: &Planner, node: &PlanNode, inputs: Vec<NodeResult>) -> AgentJob {
@@ -71,95 +53,6 @@ pub(crate) fn job(planner: &Planner, node: &PlanNode, inputs: Vec<NodeResult>) -
             inputs,
         })),
     }
-}
-
-/// The part of a node's system prompt after the cache point: the planner's context and
-/// its dependencies' results (the mission is its user message).
-pub(crate) fn brief_text(brief: &WorkerBrief) -> Option<String> {
-    let mut out = String::new();
-    if let Some(context) = &brief.context {
-        let _ = write!(out, "<planner_context>\n{context}\n</planner_context>");
-    }
-    if !brief.inputs.is_empty() {
-        if !out.is_empty() {
-            out.push_str("\n\n");
-        }
-        out.push_str("<results_from_prior_agents>");
-        for r in &brief.inputs {
-            let _ = write!(
-                out,
-                "\n<result agent=\"{}\" status=\"{}\">\n{}\n</result>",
-                r.id,
-                r.status.as_str(),
-                r.result.trim()
-            );
-        }
-        out.push_str("\n</results_from_prior_agents>");
-    }
-    (!out.is_empty()).then_some(out)
-}
-
-/// A node's call resolved: the tool call to run, or the refusal it gets instead.
-pub(crate) enum Resolved {
-    /// Run this call of a granted skill's tool.
-    Run(RawCall),
-    /// Refused: this is its result.
-    Refused(ToolData),
-}
-
-/// Resolves a node's `use_skill` call to its skill's tool. A skill outside the grant is
-/// refused here, whatever the model was shown (the enum is the first fence, this the
-/// second).
-pub(crate) fn resolve(
-    ctx: &TurnCtx,
-    job: &AgentJob,
-    brief: &WorkerBrief,
-    call: &RawCall,
-) -> Resolved {
-    if call.name != USE_SKILL {
-        return Resolved::Refused(ToolData::unavailable(
-            &call.name,
-            "There is no such tool; use use_skill.",
-        ));
-    }
-    let args = match call.parse() {
-        Ok(a) => a,
-        Err(problem) => {
-            ctx.trace(|t| t.guard(GuardName::InvalidArgs, format!("{}: {problem}", USE_SKILL)));
-            return Resolved::Refused(ToolData::unavailable(
-                USE_SKILL,
-                &format!("The arguments were invalid: {problem}"),
-            ));
-        }
-    };
-    let name = args
-        .get("skill")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let Some(skill) = brief.skills.iter().find(|s| &*s.name == name) else {
-        ctx.trace(|t| {
-            t.guard(
-                GuardName::SkillNotGranted,
-                format!(
-                    "{} asked for {name:?}, which it was not granted",
-                    job.agent.id
-                ),
-            )
-        });
-        return Resolved::Refused(ToolData::unavailable(
-            USE_SKILL,
-            &format!("The skill {name:?} is not available to this agent."),
-        ));
-    };
-    let arguments = args
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| Value::Object(Default::default()));
-    Resolved::Run(RawCall {
-        id: call.id.clone(),
-        name: skill.tool.id.to_string(),
-        args: arguments.to_string(),
-    })
 }
 
 /// What a node that ran came to, as the planner and its dependents read it.

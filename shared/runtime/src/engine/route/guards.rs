@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::Plan;
 use crate::engine::context::TurnCtx;
 use crate::engine::model_call::{self, Quiet, RawCall};
-use crate::engine::subagent::AgentJob;
+use crate::engine::work::AgentJob;
 
 /// A candidate call to a sub-agent, before the guards are done with it.
 struct Candidate {

@@ -13,7 +13,7 @@ use baton_core::turn::PendingCall;
 
 use super::context::TurnCtx;
 use super::model_call::{self, RawCall, Sink};
-use super::subagent::AgentJob;
+use super::work::AgentJob;
 
 pub(crate) use conversation::conversation;
 pub(crate) use guards::follow_up;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use baton_core::Principal;
 use baton_core::events::Event;
-use baton_testkit::connector::TestConnector;
-use baton_testkit::memory_store::MemoryStore;
+use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_testkit::registry::TestRegistry;
-use baton_testkit::scripted::ScriptedModel;
 use futures::StreamExt;
 
 use crate::{Runtime, TurnRequest};
@@ -30,14 +30,14 @@ agents:
 async fn a_missing_connector_starts_no_call_and_the_turn_answers() {
     let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
         .model_override(Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap()))
-        .store(Arc::new(MemoryStore::new()))
-        .connector("test", Arc::new(TestConnector))
+        .store(Arc::new(HeapStore::new()))
+        .connector("test", Arc::new(ConfiguredConnector))
         .build()
         .unwrap();
     let Ok(inner) = Arc::try_unwrap(runtime.inner) else {
         panic!("the runtime is not shared yet");
     };
-    let inner = crate::engine::services::Inner {
+    let inner = crate::services::Inner {
         connectors: BTreeMap::new(),
         ..inner
     };

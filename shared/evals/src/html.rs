@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::{EvalMode, SuiteRun};
-use baton_core::eval::{Case, CaseResult, NOBODY, Suite, Verdict};
+use crate::{Case, CaseResult, NOBODY, Suite, Verdict};
 
 use super::{money, percent};
 
@@ -469,7 +469,7 @@ fn escape(text: &str) -> String {
 mod tests {
     use std::collections::BTreeSet;
 
-    use baton_core::eval::{Observation, judge, load_suite, metrics};
+    use crate::{Observation, judge, load_suite, metrics};
     use serde_json::json;
 
     use super::*;
@@ -663,7 +663,7 @@ cases:
     fn switch_pairs_below_full_accuracy_are_listed() {
         let (suites, mut runs) = fixture();
         let pairs = &mut runs[0].metrics.switch_pairs;
-        let figures = |routed: usize, cases: usize| baton_core::eval::TagFigures {
+        let figures = |routed: usize, cases: usize| crate::TagFigures {
             cases,
             routed,
             accuracy: routed as f64 / cases as f64,

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use super::{EvalMode, SuiteRun};
-use baton_core::eval::{Case, CaseResult, Suite, Verdict};
+use crate::{Case, CaseResult, Suite, Verdict};
 
 /// JUnit XML of `runs` (one per suite, in the order of `suites`).
 pub fn render(suites: &[Suite], runs: &[SuiteRun]) -> String {
@@ -219,7 +219,7 @@ fn escape_xml(text: &str, attribute: bool) -> String {
 mod tests {
     use std::collections::BTreeSet;
 
-    use baton_core::eval::{Observation, judge, load_suite, metrics};
+    use crate::{Observation, judge, load_suite, metrics};
     use serde_json::json;
 
     use super::*;

@@ -1,4 +1,4 @@
-//! An in-memory store with the same contracts as the durable ones.
+//! A journal on the heap, with the same contracts as the durable ones.
 //!
 //! Used by tests and by runs that need no history across restarts. Everything sits behind
 //! one `std::sync::Mutex`: every method locks, works on plain maps and unlocks without
@@ -18,7 +18,7 @@ use baton_core::turn::TurnRecord;
 
 /// A [`Store`] that keeps episodes, turns, claims and bodies in memory.
 #[derive(Debug, Default)]
-pub struct MemoryStore {
+pub struct HeapStore {
     inner: Mutex<Inner>,
 }
 
@@ -64,7 +64,7 @@ impl ClaimEntry {
     }
 }
 
-impl MemoryStore {
+impl HeapStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -218,7 +218,7 @@ impl Inner {
 }
 
 #[async_trait]
-impl Store for MemoryStore {
+impl Store for HeapStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         self.lock()?.claim(request)
     }
@@ -401,7 +401,7 @@ impl Store for MemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use super::MemoryStore;
+    use super::HeapStore;
 
-    crate::store_conformance!(MemoryStore::new());
+    baton_testkit::store_conformance!(HeapStore::new());
 }

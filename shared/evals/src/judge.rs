@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::plan::record::describe_waves;
+use baton_core::plan::record::describe_waves;
 
 use super::{
     AnswerExpect, Case, CaseResult, MatchMode, Observation, RouteExpect, TrustExpect, Verdict,

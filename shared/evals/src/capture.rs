@@ -2,7 +2,7 @@
 //! routing record says the orchestrator did, as a case that expects the same again.
 
 use super::{Case, Expect, MatchMode, PastTurn, RouteExpect};
-use crate::turn::TurnRecord;
+use baton_core::turn::TurnRecord;
 
 /// The case of `turns[at]`, with up to `history` turns before it as its conversation.
 /// The route expected is the one the turn took (`routing.calls`, or `routing.invoked` for

@@ -1,4 +1,6 @@
-//! A connector for tests: answers every tool from its own `tools.yaml` config.
+//! A connector that needs no service: each tool answers with what its own `tools.yaml`
+//! entry says, including the faults to rehearse (a delay, a failure, a degraded or a
+//! foreign answer). For trying cards before their backends exist, and for tests.
 
 use async_trait::async_trait;
 use baton_core::ports::connector::{
@@ -9,10 +11,10 @@ use serde_json::Value;
 /// Answers every tool from its `tools.yaml` config: `payload`, and optionally `status`
 /// (`partial`, `error`), `principal` (to simulate a foreign principal), `delay_ms`, and
 /// `fail: true` (a connector error).
-pub struct TestConnector;
+pub struct ConfiguredConnector;
 
 #[async_trait]
-impl Connector for TestConnector {
+impl Connector for ConfiguredConnector {
     async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
         let cfg = &*request.config;
         if let Some(ms) = cfg.get("delay_ms").and_then(Value::as_u64) {

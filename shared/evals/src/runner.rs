@@ -1,23 +1,18 @@
 //! The eval runner: each case of a suite through the real engine, its history seeded into
 //! a fresh episode, then what the turn did — read back from the journal's routing record —
-//! judged against the case (`baton_core::eval`).
+//! judged against the case ([`crate::judge`]).
 //!
 //! Two modes, set when the runtime is built: `routing` (`RuntimeConfig::routing_only`: the
 //! orchestrator decides, nobody is consulted — cheap) and `end-to-end` (the specialists and
 //! their connectors run, and the answer is checked too). The runtime should be over a store
 //! of its own (an in-memory one): every case writes an episode.
 
-pub mod html;
-pub mod junit;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::{Case, CaseResult, Metrics, Observation, PastTurn, Repeated, Suite, judge, metrics};
 use baton_core::Principal;
-use baton_core::eval::{
-    Case, CaseResult, Metrics, Observation, PastTurn, Repeated, Suite, judge, metrics,
-};
 use baton_core::events::Event;
 use baton_core::ports::store::{Claim, ClaimRequest, Commit, Store};
 use baton_core::trace::{GuardName, ObligationMet, RoutingRecord};
@@ -26,7 +21,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use crate::{Runtime, TurnRequest};
+use baton_runtime::{Runtime, TurnRequest};
 
 /// Which part of a turn runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -283,70 +278,6 @@ pub fn percent(x: f64) -> String {
 }
 
 pub use baton_core::cost::display_usd as money;
-
-/// The suites under a registry's `evals/` (`*.yaml`, sorted) for the orchestrator `entry`
-/// (those naming another orchestrator are left out), checked against `specialists`.
-///
-/// # Errors
-/// No suite, an unreadable file, or every problem of the malformed ones, in plain words.
-pub fn read_suites(
-    registry: &std::path::Path,
-    entry: &str,
-    specialists: &BTreeSet<String>,
-) -> Result<Vec<Suite>, String> {
-    let dir = registry.join("evals");
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("there is no evals folder at {}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("no suites (*.yaml) in {}", dir.display()));
-    }
-    read_suite_files(&files, entry, specialists)
-}
-
-/// The suites in `files` for the orchestrator `entry`, checked against `specialists`.
-///
-/// # Errors
-/// An unreadable file, or every problem of the malformed ones.
-pub fn read_suite_files(
-    files: &[std::path::PathBuf],
-    entry: &str,
-    specialists: &BTreeSet<String>,
-) -> Result<Vec<Suite>, String> {
-    let mut suites = Vec::new();
-    let mut problems = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("reading the suite {}: {e}", file.display()))?;
-        match baton_core::eval::load_suite_for(
-            &file.display().to_string(),
-            &text,
-            entry,
-            specialists,
-        ) {
-            Ok(Some(s)) => suites.push(s),
-            // A suite of another orchestrator.
-            Ok(None) => {}
-            Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),
-        }
-    }
-    if problems.is_empty() && suites.is_empty() {
-        Err(format!(
-            "none of the suites is for the orchestrator {entry} (a suite's `orchestrator:` names the one it is for)"
-        ))
-    } else if problems.is_empty() {
-        Ok(suites)
-    } else {
-        Err(format!(
-            "the eval suites are not valid:\n  {}",
-            problems.join("\n  ")
-        ))
-    }
-}
 
 /// The entry orchestrator's specialists.
 pub fn specialists(runtime: &Runtime) -> BTreeSet<String> {

@@ -1,34 +1,8 @@
-//! Evals (DESIGN §13): routing cases as data, each checked against what a run observed,
-//! and the metrics a suite's run reports.
-//!
-//! A suite is one YAML file under the registry's `evals/` (format in `docs/evals.md`): an
-//! optional conversation so far, the user's turn, and expectations on the route, the
-//! `ask_<id>` arguments, the answer and the trust layers, with tags to slice the report by.
-//! Everything here is pure: the runner (`baton_runtime::eval`) drives the engine and hands
-//! each case's [`Observation`] to [`judge`].
-
-mod baseline;
-mod capture;
-mod coverage;
-mod judge;
-mod load;
-mod metrics;
-mod repeat;
-
-#[cfg(test)]
-mod tests;
+//! A suite as data: its cases, what each expects, its thresholds, and what a run observed.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-
-pub use baseline::{Baseline, SWITCH_PAIR_FLOOR, SuiteBaseline, gate};
-pub use capture::capture;
-pub use coverage::{MIN_SINGLE_CASES, coverage};
-pub use judge::judge;
-pub use load::{EvalLoadError, load_suite, load_suite_for};
-pub use metrics::{Confusion, Metrics, NOBODY, SpecialistFigures, TagFigures, metrics};
-pub use repeat::{CaseStability, Repeated, Stability, repeated};
 
 /// A suite: its cases and thresholds.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +36,7 @@ pub struct Thresholds {
 }
 
 fn default_switch_floor() -> f64 {
-    baseline::SWITCH_PAIR_FLOOR
+    crate::baseline::SWITCH_PAIR_FLOOR
 }
 
 impl Default for Thresholds {

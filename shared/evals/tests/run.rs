@@ -2,17 +2,18 @@
 //! that drops a second call or misroutes fails with the right figures, the history makes a
 //! switch, end-to-end mode checks answers, and a model that fails marks cases errored.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use baton_core::eval::{Verdict, load_suite};
 use baton_core::ports::store::Store;
-use baton_runtime::eval::{EvalMode, run_suite};
+use baton_evals::{EvalMode, Verdict, load_suite, run_suite};
+use baton_inproc::ConfiguredConnector;
+use baton_inproc::HeapStore;
+use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig};
-use baton_testkit::memory_store::MemoryStore;
-use baton_testkit::scripted::ScriptedModel;
-
-use crate::support::*;
+use baton_testkit::registry::TestRegistry;
 
 const SUITE: &str = r#"
 cases:
@@ -76,11 +77,11 @@ agents:
 }
 
 fn runtime(script: &str, routing_only: bool) -> (Runtime, Arc<dyn Store>) {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let store: Arc<dyn Store> = Arc::new(HeapStore::new());
     let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
         .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
         .store(store.clone())
-        .connector("test", Arc::new(TestConnector))
+        .connector("test", Arc::new(ConfiguredConnector))
         .config(RuntimeConfig {
             routing_only,
             ..RuntimeConfig::default()
