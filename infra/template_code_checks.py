@@ -175,10 +175,12 @@ SHARED = {
         "baton_aws::journal::DynamoStore": [
             ("shared/aws/src/journal/read.rs", "get_item"),
             ("shared/aws/src/journal/read.rs", "turns_after"),
+            ("shared/aws/src/journal/read.rs", "turn_page"),
             ("shared/aws/src/journal/memory.rs", "save_summary"),
             ("shared/aws/src/journal/memory.rs", "due_episodes"),
         ],
         "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
+        "baton_aws::bedrock::PROVIDER": [("shared/aws/src/bedrock/mod.rs", None)],
     },
     # The eval runner: Bedrock for the models, its own PutObject for the reports; the
     # cases run on a store in memory.
@@ -189,6 +191,7 @@ SHARED = {
         "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "from_env")],
         "baton_aws::emf::EmfMetrics": [("shared/aws/src/emf.rs", None)],
         "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
+        "baton_aws::bedrock::PROVIDER": [("shared/aws/src/bedrock/mod.rs", None)],
     },
 }
 

@@ -1,4 +1,4 @@
-//! The compaction function (DESIGN §4): on an EventBridge schedule, it folds the older
+//! The compaction function (design.md §4): on an EventBridge schedule, it folds the older
 //! turns of every episode marked due into its summary with the summarizer model on
 //! Bedrock, a bounded batch of episodes per run and none started too close to the
 //! invocation's deadline. The work itself is the runtime's (`baton_runtime::compaction`),
@@ -21,26 +21,15 @@ use baton_core::ports::connector::Connector;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_runtime::compaction::{Outcome, RunReport};
-use baton_runtime::registry_files::{DeployedRegistryError, load_deployed};
-use baton_runtime::{BuildError, Runtime, RuntimeConfig};
+use baton_runtime::registry_files::load_deployed;
+use baton_runtime::{Runtime, RuntimeConfig};
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
 
 pub use config::{Config, ConfigError};
 
-/// The provider name whose models Bedrock serves.
-const BEDROCK_PROVIDER: &str = "bedrock";
-
-/// Why Init failed. Each message says what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum InitError {
-    /// The registry is missing, invalid, or does not fit `BATON_MODEL_IDS`.
-    #[error(transparent)]
-    Registry(#[from] DeployedRegistryError),
-    /// The runtime refused the registry and adapters (a model no adapter serves).
-    #[error("{0}")]
-    Runtime(#[from] BuildError),
-}
+/// Why Init failed: the registry or the runtime, as for every function.
+pub use baton_runtime::registry_files::DeployError as InitError;
 
 /// The function after Init.
 pub struct Compaction {
@@ -131,7 +120,7 @@ impl Compaction {
     ) -> Result<Compaction, InitError> {
         let metrics = Arc::new(EmfMetrics::new(&config.metrics_namespace));
         let runtime = Runtime::builder(registry.clone())
-            .provider(BEDROCK_PROVIDER, bedrock)
+            .provider(baton_aws::bedrock::PROVIDER, bedrock)
             .connectors(connectors)
             .store(store)
             .metrics(metrics.clone())

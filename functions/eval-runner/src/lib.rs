@@ -1,4 +1,4 @@
-//! The eval-runner function (DESIGN §13): runs the registry's eval suites with the same
+//! The eval-runner function (design.md §13): runs the registry's eval suites with the same
 //! runner as `baton eval` against the deployed models (Bedrock), writes the JSON and HTML
 //! reports to S3, reports EMF metrics, and answers pass or fail — the baseline gate's
 //! verdict — with a summary, so a CI step can fail on a routing regression.
@@ -20,13 +20,11 @@ use baton_core::ports::store::Store;
 use baton_evals::{Baseline, gate};
 use baton_evals::{SuiteRun, read_suites, run_suite, specialists};
 use baton_inproc::HeapStore;
-use baton_runtime::registry_files::{DeployedRegistryError, load_deployed};
-use baton_runtime::{BuildError, Runtime, RuntimeConfig};
+use baton_runtime::registry_files::load_deployed;
+use baton_runtime::{Runtime, RuntimeConfig};
 use lambda_runtime::LambdaEvent;
 use serde::{Deserialize, Serialize};
 
-/// The provider name whose models Bedrock serves.
-const BEDROCK_PROVIDER: &str = "bedrock";
 /// Counter: cases run, by suite and outcome.
 pub const EVAL_CASES_TOTAL: &str = "eval_cases_total";
 /// Measurement: a suite's routing accuracy.
@@ -74,16 +72,8 @@ impl Config {
     }
 }
 
-/// Why Init failed.
-#[derive(Debug, thiserror::Error)]
-pub enum InitError {
-    /// The registry is missing, invalid, or does not fit `BATON_MODEL_IDS`.
-    #[error(transparent)]
-    Registry(#[from] DeployedRegistryError),
-    /// The runtime refused the registry and adapters.
-    #[error("{0}")]
-    Runtime(#[from] BuildError),
-}
+/// Why Init failed: the registry or the runtime, as for every function.
+pub use baton_runtime::registry_files::DeployError as InitError;
 
 /// What CI asks for.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -158,7 +148,7 @@ impl EvalRunner {
         let build = |routing_only: bool| -> Result<(Runtime, Arc<dyn Store>), InitError> {
             let store: Arc<dyn Store> = Arc::new(HeapStore::new());
             let runtime = Runtime::builder(registry.clone())
-                .provider(BEDROCK_PROVIDER, model.clone())
+                .provider(baton_aws::bedrock::PROVIDER, model.clone())
                 .connectors(connectors.clone())
                 .store(store.clone())
                 .metrics(metrics.clone())

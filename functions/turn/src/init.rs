@@ -16,30 +16,24 @@ use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AppState, PrincipalSource};
 use baton_runtime::Runtime;
-use baton_runtime::registry_files::DeployedRegistryError;
+use baton_runtime::registry_files::{DeployError, DeployedRegistryError};
 
 use crate::config::Config;
 use crate::registry::{self, Connectors};
 use crate::tracker::{TrackedStore, TurnTracker};
 use crate::{incoming, outgoing};
 
-/// The provider name whose models Bedrock serves.
-pub const BEDROCK_PROVIDER: &str = "bedrock";
-
 /// Why Init failed. Each message says what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum InitError {
-    /// The registry is missing, invalid, or does not fit `BATON_MODEL_IDS`.
+    /// The registry or the runtime, as for every function.
     #[error(transparent)]
-    Registry(#[from] DeployedRegistryError),
+    Deploy(#[from] DeployError),
     /// A card names a model this function cannot serve (only Bedrock models run on Lambda).
     #[error(
         "these cards name models that are not served on AWS Lambda (only provider \"bedrock\" is): {0}; point them at a Bedrock model in models.yaml"
     )]
     ModelNotServed(String),
-    /// The runtime refused the registry and adapters.
-    #[error("{0}")]
-    Runtime(#[from] baton_runtime::BuildError),
     /// A header secret of an `http` tool, named by ARN in `tools.yaml`, could not be read.
     #[error("a header secret of tools.yaml cannot be read: {0}")]
     Secrets(#[from] SecretsError),
@@ -150,7 +144,7 @@ fn build(
         ModelServing::Bedrock(model) => {
             let unserved: Vec<String> = registry
                 .agents()
-                .filter(|a| &*a.model.provider != BEDROCK_PROVIDER)
+                .filter(|a| &*a.model.provider != baton_aws::bedrock::PROVIDER)
                 .map(|a| {
                     format!(
                         "{} (model {}, provider {})",
@@ -161,7 +155,7 @@ fn build(
             if !unserved.is_empty() {
                 return Err(InitError::ModelNotServed(unserved.join(", ")));
             }
-            builder = builder.provider(BEDROCK_PROVIDER, model);
+            builder = builder.provider(baton_aws::bedrock::PROVIDER, model);
         }
     }
     builder = builder.connectors(connectors);
@@ -178,4 +172,16 @@ fn build(
         metrics,
         tracker,
     })
+}
+
+impl From<DeployedRegistryError> for InitError {
+    fn from(e: DeployedRegistryError) -> Self {
+        InitError::Deploy(e.into())
+    }
+}
+
+impl From<baton_runtime::BuildError> for InitError {
+    fn from(e: baton_runtime::BuildError) -> Self {
+        InitError::Deploy(e.into())
+    }
 }

@@ -30,9 +30,7 @@ mod tracker;
 
 pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES};
 pub use host::under_lambda;
-pub use init::{
-    Adapters, BEDROCK_PROVIDER, Function, InitError, ModelServing, assemble, init, init_with,
-};
+pub use init::{Adapters, Function, InitError, ModelServing, assemble, init, init_with};
 pub use invocation::{InvocationLayer, InvocationService, MetricsSink};
 pub use principal::LambdaPrincipal;
 pub use tracker::{TrackedStore, TurnTracker};

@@ -6,7 +6,7 @@
 //! settings), so tests and users point the clients elsewhere without code. Clients are
 //! cheap to clone and share one connection pool per service: build them once per process.
 //!
-//! The warm-up exists so that the first turn does not pay a TLS handshake (DESIGN §11). It
+//! The warm-up exists so that the first turn does not pay a TLS handshake (design.md §11). It
 //! sends one request per service that least-privilege IAM allows (or that IAM never sees),
 //! all at once, under one short timeout, and never fails: a failed warm-up only means the
 //! first turn opens its own connection.

@@ -1,4 +1,4 @@
-//! The stream protocol's events (DESIGN §5).
+//! The stream protocol's events (design.md §5).
 //!
 //! [`Event`] is everything that may reach a client; [`WireEvent`] adds the protocol
 //! version, the turn id and the sequence number. Nothing internal is an `Event`: how the

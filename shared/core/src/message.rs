@@ -60,6 +60,56 @@ pub struct Message {
     pub content: Vec<Content>,
 }
 
+/// One tool call with its answer: what the model asked, and what it got back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnsweredCall {
+    /// The call's id.
+    pub id: String,
+    /// Tool name.
+    pub name: String,
+    /// Arguments, as the call was run.
+    pub input: serde_json::Value,
+    /// Outcome.
+    pub status: ToolResultStatus,
+    /// Result content.
+    pub content: serde_json::Value,
+}
+
+/// The pair every tool loop appends after a reply: the assistant's message (what it said,
+/// then its calls) and the user's message of the calls' results, in the order they were
+/// made.
+pub fn tool_exchange(text: &str, calls: Vec<AnsweredCall>) -> [Message; 2] {
+    let mut uses = Vec::with_capacity(calls.len() + 1);
+    if !text.is_empty() {
+        uses.push(Content::Text {
+            text: text.to_owned(),
+        });
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    for call in calls {
+        uses.push(Content::ToolUse {
+            id: call.id.clone(),
+            name: call.name,
+            input: call.input,
+        });
+        results.push(Content::ToolResult {
+            id: call.id,
+            status: call.status,
+            content: call.content,
+        });
+    }
+    [
+        Message {
+            role: Role::Assistant,
+            content: uses,
+        },
+        Message {
+            role: Role::User,
+            content: results,
+        },
+    ]
+}
+
 impl Message {
     /// A user text message.
     pub fn user(text: impl Into<String>) -> Self {

@@ -3,7 +3,7 @@
 //!
 //! Adding an adapter: implement the port from `baton_core::ports`, map every failure
 //! into the port's error (never panic on bad data), and run the port's conformance suite
-//! from `baton_runtime::testkit` against it.
+//! from `baton_testkit` against it.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 

@@ -1,4 +1,4 @@
-//! Compaction (DESIGN §4): folds an episode's older turns into its summary with the
+//! Compaction (design.md §4): folds an episode's older turns into its summary with the
 //! summarizer model, writes it under the episode's version, and clears the due mark.
 //!
 //! The same code runs in the scheduled compaction function, in `baton compact`, and after a

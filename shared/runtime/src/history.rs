@@ -2,6 +2,7 @@
 
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
+use baton_core::ports::store::EpisodeMeta;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::{ConsultedAgent, DirectExchange, TurnOutcome, TurnRecord};
 use serde::{Deserialize, Serialize};
@@ -89,9 +90,32 @@ impl Runtime {
         principal: &Principal,
         episode_id: &str,
     ) -> Result<EpisodeHistory, TurnRejection> {
+        let (meta, turns) = self.stored_episode(principal, episode_id).await?;
+        Ok(EpisodeHistory {
+            episode_id: episode_id.to_owned(),
+            turns: turns.iter().map(HistoryTurn::from).collect(),
+            summary: meta.summary.as_ref().map(SummaryReach::from),
+        })
+    }
+}
+
+impl Runtime {
+    /// One of `principal`'s episodes as stored: its meta (with the summary) and every
+    /// committed turn, oldest first. What the history and the replay both read.
+    ///
+    /// Two reads, not one snapshot, the summary first: a compaction in between then only
+    /// makes the summary's reach look shorter than it is, and a turn committed in between
+    /// shows up in the turns only; neither ever reaches past the turns returned.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode or another principal's (D-30); the store
+    /// unavailable.
+    pub(crate) async fn stored_episode(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<(EpisodeMeta, Vec<TurnRecord>), TurnRejection> {
         let store = &self.inner.store;
-        // The summary first: a compaction between the two reads then only makes the
-        // reach look shorter than it is, never past the turns shown.
         let meta = store
             .episode(principal, episode_id)
             .await
@@ -100,10 +124,6 @@ impl Runtime {
             .turns(principal, episode_id, usize::MAX)
             .await
             .map_err(store_rejection)?;
-        Ok(EpisodeHistory {
-            episode_id: episode_id.to_owned(),
-            turns: turns.iter().map(HistoryTurn::from).collect(),
-            summary: meta.summary.as_ref().map(SummaryReach::from),
-        })
+        Ok((meta, turns))
     }
 }

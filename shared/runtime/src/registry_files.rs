@@ -212,6 +212,18 @@ fn connector_configs(sources: &RegistrySources) -> Vec<ToolSettings> {
         .collect()
 }
 
+/// Why a deployed function's Init failed, in the ways every function shares: its registry,
+/// or the runtime built over it. Each message says what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    /// The registry is missing, invalid, or does not fit `BATON_MODEL_IDS`.
+    #[error(transparent)]
+    Registry(#[from] DeployedRegistryError),
+    /// The runtime refused the registry and adapters (a model no adapter serves).
+    #[error("{0}")]
+    Runtime(#[from] crate::BuildError),
+}
+
 /// Why a deployed function cannot use its registry. Each message says what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployedRegistryError {

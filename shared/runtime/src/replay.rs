@@ -49,16 +49,7 @@ impl Runtime {
         bodies: bool,
     ) -> Result<EpisodeReplay, TurnRejection> {
         let store = &self.inner.store;
-        // Two reads, not one snapshot: a turn committed in between shows up in `turns`
-        // only, which a replay can live with (the summary never reaches past the turns).
-        let meta = store
-            .episode(principal, episode_id)
-            .await
-            .map_err(store_rejection)?;
-        let turns = store
-            .turns(principal, episode_id, usize::MAX)
-            .await
-            .map_err(store_rejection)?;
+        let (meta, turns) = self.stored_episode(principal, episode_id).await?;
         let mut replay = EpisodeReplay {
             meta,
             turns,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
-use baton_runtime::registry_files::DeployedRegistryError;
+use baton_runtime::registry_files::{DeployError, DeployedRegistryError};
 use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelServing};
 
 use baton_tests::fixtures::copy_dir;
@@ -92,7 +92,7 @@ async fn an_invalid_registry_lists_its_problems() {
     };
     assert!(matches!(
         error,
-        InitError::Registry(DeployedRegistryError::Invalid { .. })
+        InitError::Deploy(DeployError::Registry(DeployedRegistryError::Invalid { .. }))
     ));
     assert!(error.to_string().contains("no-such-model"), "{error}");
 }
@@ -131,7 +131,9 @@ async fn a_deployed_model_id_for_an_unknown_model_fails_init_by_name() {
     };
     assert!(matches!(
         error,
-        InitError::Registry(DeployedRegistryError::UnknownModelKey(_))
+        InitError::Deploy(DeployError::Registry(
+            DeployedRegistryError::UnknownModelKey(_)
+        ))
     ));
     let text = error.to_string();
     assert!(

@@ -11,6 +11,9 @@
 //! transient failures with jittered backoff inside the turn's deadline, and a second retry
 //! loop underneath would spend that deadline twice.
 
+/// The provider name (`provider:` in `models.yaml`) whose models Bedrock serves.
+pub const PROVIDER: &str = "bedrock";
+
 mod document;
 mod errors;
 mod request;

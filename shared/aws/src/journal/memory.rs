@@ -1,4 +1,4 @@
-//! Episode memory (DESIGN §4): saving a compaction's summary and listing the episodes due.
+//! Episode memory (design.md §4): saving a compaction's summary and listing the episodes due.
 //!
 //! A commit marks its episode due (`due_pk` = `DUE`, `compaction_due` = when) on META,
 //! which puts it in the sparse index `compaction-due`; the index projects `owner`, so the

@@ -2,6 +2,9 @@
 //! strongly consistent (read-your-writes, D-24) and checks ownership: another principal's
 //! episode is "not found" (D-30).
 
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
 use baton_core::Principal;
 use baton_core::ports::store::{EpisodeMeta, StoreError};
@@ -80,23 +83,7 @@ pub(crate) async fn turns(
     let mut owner_checked = false;
     let mut start = None;
     loop {
-        let output = store
-            .dynamodb
-            .query()
-            .table_name(store.config.table())
-            .key_condition_expression("#pk = :pk AND #sk BETWEEN :meta AND :turn_max")
-            .expression_attribute_names("#pk", keys::PK)
-            .expression_attribute_names("#sk", keys::SK)
-            .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-            .expression_attribute_values(":meta", items::s(keys::META))
-            .expression_attribute_values(":turn_max", items::s(keys::TURN_MAX))
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .limit(page_limit)
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(|e| errors::sdk("reading turns", &e))?;
+        let output = turn_page(store, &pk, keys::META, false, page_limit, start.take()).await?;
         for item in output.items.unwrap_or_default() {
             if !items::owned_by(&item, principal) {
                 // Items of one episode share their owner: the first decides.
@@ -151,23 +138,8 @@ pub(crate) async fn turns_after(
         let page_limit = i32::try_from(limit).unwrap_or(i32::MAX);
         let mut start = None;
         loop {
-            let output = store
-                .dynamodb
-                .query()
-                .table_name(store.config.table())
-                .key_condition_expression("#pk = :pk AND #sk BETWEEN :first AND :turn_max")
-                .expression_attribute_names("#pk", keys::PK)
-                .expression_attribute_names("#sk", keys::SK)
-                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                .expression_attribute_values(":first", items::s(keys::turn_sk(first)))
-                .expression_attribute_values(":turn_max", items::s(keys::TURN_MAX))
-                .scan_index_forward(true)
-                .consistent_read(true)
-                .limit(page_limit)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| errors::sdk("reading turns", &e))?;
+            let first_sk = keys::turn_sk(first);
+            let output = turn_page(store, &pk, &first_sk, true, page_limit, start.take()).await?;
             for item in output.items.unwrap_or_default() {
                 if !items::owned_by(&item, principal) {
                     // Items of one episode share their owner.
@@ -191,6 +163,35 @@ pub(crate) async fn turns_after(
         }
     }
     Ok(records)
+}
+
+/// One page of an episode's items from sort key `low` to the last turn, consistent,
+/// ascending (`forward`) or descending: the one Query both turn reads page through.
+async fn turn_page(
+    store: &DynamoStore,
+    pk: &str,
+    low: &str,
+    forward: bool,
+    page_limit: i32,
+    start: Option<HashMap<String, AttributeValue>>,
+) -> Result<QueryOutput, StoreError> {
+    store
+        .dynamodb
+        .query()
+        .table_name(store.config.table())
+        .key_condition_expression("#pk = :pk AND #sk BETWEEN :low AND :turn_max")
+        .expression_attribute_names("#pk", keys::PK)
+        .expression_attribute_names("#sk", keys::SK)
+        .expression_attribute_values(":pk", AttributeValue::S(pk.to_owned()))
+        .expression_attribute_values(":low", items::s(low))
+        .expression_attribute_values(":turn_max", items::s(keys::TURN_MAX))
+        .scan_index_forward(forward)
+        .consistent_read(true)
+        .limit(page_limit)
+        .set_exclusive_start_key(start)
+        .send()
+        .await
+        .map_err(|e| errors::sdk("reading turns", &e))
 }
 
 /// One body (1 GetItem, plus 1 S3 GetObject when it was stored in S3).

@@ -294,7 +294,8 @@ async fn secret_headers_come_from_the_environment_and_are_never_shown() {
     // Neither the connector's Debug nor an error of a call holding the secret shows it.
     assert!(!format!("{connector:?}").contains(&secret));
     let mut down = config.clone();
-    down["url"] = json!(format!("http://{}/offers", closed_port().await));
+    let (closed, _held) = closed_port();
+    down["url"] = json!(format!("http://{closed}/offers"));
     let err = connector.call(request(down, json!({}))).await.unwrap_err();
     assert!(!format!("{err} {err:?}").contains(&secret), "{err:?}");
 }
@@ -546,15 +547,18 @@ async fn retries_stop_before_the_deadline() {
 
 // ---- faults -------------------------------------------------------------------------
 
-/// An address where nothing listens.
-async fn closed_port() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    listener.local_addr().unwrap()
+/// An address where nothing listens, held for as long as the returned socket lives: bound
+/// but never listening, so connecting is refused, and no other test's listener can be
+/// given the same port meanwhile (a listener bound and dropped would free it).
+fn closed_port() -> (SocketAddr, tokio::net::TcpSocket) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    (socket.local_addr().unwrap(), socket)
 }
 
 #[tokio::test]
 async fn a_server_that_is_down_is_unavailable_even_with_retries() {
-    let addr = closed_port().await;
+    let (addr, _held) = closed_port();
     let config =
         json!({"url": format!("http://{addr}/x"), "retry": {"attempts": 3, "backoff_ms": 1}});
     let detail = unavailable(call(config, json!({})).await);

@@ -1,4 +1,4 @@
-//! Episode memory (DESIGN §4): the summary compaction writes, when an episode is due, which
+//! Episode memory (design.md §4): the summary compaction writes, when an episode is due, which
 //! turns one compaction folds, and what the summarizer is asked.
 //!
 //! Compaction folds: new summary = summarise(previous summary, the turns since it), so its

@@ -27,7 +27,7 @@ pub struct EpisodeMeta {
     pub created_ms: u64,
     /// Last commit time, epoch ms.
     pub updated_ms: u64,
-    /// The summary compaction wrote, if any (DESIGN §4).
+    /// The summary compaction wrote, if any (design.md §4).
     pub summary: Option<EpisodeSummary>,
     /// Mutable runtime state carried between turns.
     pub state: EpisodeState,

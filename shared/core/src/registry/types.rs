@@ -193,7 +193,7 @@ pub struct Orchestration {
     /// Privacy guard settings (D-23); the defaults (every kind, labels) when the card has
     /// none.
     pub privacy: PrivacyPolicy,
-    /// When episodes are compacted and by which model (DESIGN §4); `None` only when the
+    /// When episodes are compacted and by which model (design.md §4); `None` only when the
     /// card's model did not resolve (a load error).
     pub memory: Option<MemoryPolicy>,
 }

@@ -410,22 +410,14 @@ pub(crate) fn turns(
     episode_id: &str,
     limit: usize,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    let doing = "reading turns";
-    let sql = |e| failure::sql(doing, e);
-    // One read transaction: the ownership check and the rows come from the same snapshot.
-    let tx = conn.transaction().map_err(sql)?;
-    owned(&tx, principal, episode_id)?;
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut stmt = tx
-        .prepare("SELECT record FROM turns WHERE episode_id = ?1 ORDER BY seq DESC LIMIT ?2")
-        .map_err(sql)?;
-    let rows = stmt
-        .query_map(params![episode_id, limit], |row| row.get::<_, String>(0))
-        .map_err(sql)?;
-    let mut records = Vec::new();
-    for json in rows {
-        records.push(decode_record(&json.map_err(sql)?)?);
-    }
+    let mut records = owned_turns(
+        conn,
+        principal,
+        episode_id,
+        "SELECT record FROM turns WHERE episode_id = ?1 ORDER BY seq DESC LIMIT ?2",
+        params![episode_id, limit],
+    )?;
     records.reverse();
     Ok(records)
 }
@@ -438,22 +430,31 @@ pub(crate) fn turns_after(
     after_seq: u64,
     limit: usize,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    let doing = "reading turns";
-    let sql = |e| failure::sql(doing, e);
-    // One read transaction: the ownership check and the rows come from the same snapshot.
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    owned_turns(
+        conn,
+        principal,
+        episode_id,
+        "SELECT record FROM turns WHERE episode_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        params![episode_id, int(after_seq), limit],
+    )
+}
+
+/// The turn records `query` selects from one of `principal`'s episodes, in its order. One
+/// read transaction: the ownership check and the rows come from the same snapshot.
+fn owned_turns(
+    conn: &mut Connection,
+    principal: &Principal,
+    episode_id: &str,
+    query: &str,
+    params: impl rusqlite::Params,
+) -> Result<Vec<TurnRecord>, StoreError> {
+    let sql = |e| failure::sql("reading turns", e);
     let tx = conn.transaction().map_err(sql)?;
     owned(&tx, principal, episode_id)?;
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut stmt = tx
-        .prepare(
-            "SELECT record FROM turns WHERE episode_id = ?1 AND seq > ?2
-             ORDER BY seq LIMIT ?3",
-        )
-        .map_err(sql)?;
+    let mut stmt = tx.prepare(query).map_err(sql)?;
     let rows = stmt
-        .query_map(params![episode_id, int(after_seq), limit], |row| {
-            row.get::<_, String>(0)
-        })
+        .query_map(params, |row| row.get::<_, String>(0))
         .map_err(sql)?;
     let mut records = Vec::new();
     for json in rows {

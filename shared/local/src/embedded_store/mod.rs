@@ -3,7 +3,7 @@
 //! `<dir>/baton.sqlite` (WAL, `synchronous=NORMAL`, a busy timeout) holds episodes, claims,
 //! turn records and where each body is; `<dir>/bodies/` holds the bodies, each written
 //! atomically before the record that references it is committed. It keeps the same
-//! contracts as every other store (the conformance suite in `baton_runtime::testkit`).
+//! contracts as every other store (the conformance suite in `baton_testkit`).
 //!
 //! Each open store is an owner (a locked file under `owners/`) and marks its claims with
 //! its id; opening a store reclaims the claims of owners that are gone, so a turn a crash

@@ -4,7 +4,7 @@
 //! limits). Failures are acknowledged in plain words, never with error text (D-11).
 
 use baton_core::events::SOURCE_ORCHESTRATOR;
-use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::tool_result::AgentAnswer;
 use baton_core::turn::AgentStatus;
@@ -63,53 +63,31 @@ pub(crate) fn round_messages(
     results: &[AgentResult],
     refused: &[(RawCall, String)],
 ) -> [Message; 2] {
-    let mut uses = Vec::new();
-    if !preamble.is_empty() {
-        uses.push(Content::Text {
-            text: preamble.to_owned(),
-        });
-    }
-    let mut outcomes = Vec::new();
+    let mut calls = Vec::with_capacity(jobs.len() + refused.len());
     for (job, result) in jobs.iter().zip(results) {
-        uses.push(Content::ToolUse {
+        let a = answer(job, result);
+        calls.push(AnsweredCall {
             id: job.call_id.clone(),
             name: job.agent.ask_tool_name().to_owned(),
             input: job.executed_args(jobs.len()),
-        });
-        let a = answer(job, result);
-        let status = if a.unavailable.is_some() {
-            ToolResultStatus::Error
-        } else {
-            ToolResultStatus::Ok
-        };
-        outcomes.push(Content::ToolResult {
-            id: job.call_id.clone(),
-            status,
+            status: if a.unavailable.is_some() {
+                ToolResultStatus::Error
+            } else {
+                ToolResultStatus::Ok
+            },
             content: as_json_text(&a),
         });
     }
     for (raw, why) in refused {
-        uses.push(Content::ToolUse {
+        calls.push(AnsweredCall {
             id: raw.id.clone(),
             name: raw.name.clone(),
             input: raw.parse().unwrap_or(Value::Object(Default::default())),
-        });
-        outcomes.push(Content::ToolResult {
-            id: raw.id.clone(),
             status: ToolResultStatus::Error,
             content: Value::String(why.clone()),
         });
     }
-    [
-        Message {
-            role: Role::Assistant,
-            content: uses,
-        },
-        Message {
-            role: Role::User,
-            content: outcomes,
-        },
-    ]
+    tool_exchange(preamble, calls)
 }
 
 /// One composition call of the orchestrator, streamed live.

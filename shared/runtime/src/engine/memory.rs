@@ -1,4 +1,4 @@
-//! A turn's view of the episode's memory (DESIGN §4): the summary and the turns after it,
+//! A turn's view of the episode's memory (design.md §4): the summary and the turns after it,
 //! trimmed when the prompt would not fit, and whether the turn leaves the episode due for
 //! compaction.
 

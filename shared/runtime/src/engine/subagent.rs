@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::CallPurpose;
 use baton_core::registry::Agent;
 use baton_core::tool_result::DataStatus;
@@ -101,24 +101,13 @@ pub(crate) async fn run(
         )
         .await;
         result.tool_calls += runs.len() as u32;
-        let mut uses = Vec::new();
-        if !reply.text.is_empty() {
-            uses.push(Content::Text {
-                text: reply.text.clone(),
-            });
-        }
-        let mut results = Vec::new();
+        let mut answered = Vec::with_capacity(reply.calls.len());
         for (call, run) in reply
             .calls
             .iter()
             .zip(runs.iter().map(Some).chain(std::iter::repeat(None)))
         {
-            uses.push(Content::ToolUse {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                input: call.parse().unwrap_or(Value::Object(Default::default())),
-            });
-            let (st, content) = match run {
+            let (status, content) = match run {
                 Some(run) => {
                     data_outcomes.push(run.data.status);
                     let st = if run.data.status == DataStatus::Unavailable {
@@ -135,20 +124,17 @@ pub(crate) async fn run(
                     )),
                 ),
             };
-            results.push(Content::ToolResult {
+            answered.push(AnsweredCall {
                 id: call.id.clone(),
-                status: st,
+                name: call.name.clone(),
+                input: call.parse().unwrap_or(Value::Object(Default::default())),
+                status,
                 content,
             });
         }
-        request.messages.push(Message {
-            role: Role::Assistant,
-            content: uses,
-        });
-        request.messages.push(Message {
-            role: Role::User,
-            content: results,
-        });
+        request
+            .messages
+            .extend(tool_exchange(&reply.text, answered));
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
     let unavailable = data_outcomes

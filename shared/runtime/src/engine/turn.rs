@@ -1,4 +1,4 @@
-//! The turn driver (DESIGN §3): history, routing, fan-out, composition, the consulted
+//! The turn driver (design.md §3): history, routing, fan-out, composition, the consulted
 //! record, the journal commit, usage and completion — in that order.
 
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! Memory scenarios (DESIGN §4): the turns a compaction folds, its summary written under the
+//! Memory scenarios (design.md §4): the turns a compaction folds, its summary written under the
 //! episode's version, and the due marks a commit leaves.
 
 use std::collections::BTreeMap;

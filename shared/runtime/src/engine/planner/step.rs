@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::message::{AnsweredCall, ToolResultStatus, tool_exchange};
 use baton_core::plan::graph::{StepLimits, split_at_room};
 use baton_core::plan::outcome::{dispatch_document, results_document};
 use baton_core::plan::record::StepCall;
@@ -111,13 +111,7 @@ pub(super) fn answer(
     calls: &[RawCall],
     refused: Option<&[StepProblem]>,
 ) {
-    let mut uses = Vec::new();
-    if !text.is_empty() {
-        uses.push(Content::Text {
-            text: text.to_owned(),
-        });
-    }
-    let mut results = Vec::new();
+    let mut answered = Vec::with_capacity(calls.len());
     for call in calls {
         let args = call.parse();
         let (status, content) = match args
@@ -128,25 +122,15 @@ pub(super) fn answer(
             Ok(doc) => (ToolResultStatus::Ok, as_json_text(&doc)),
             Err(message) => (ToolResultStatus::Error, Value::String(message)),
         };
-        uses.push(Content::ToolUse {
+        answered.push(AnsweredCall {
             id: call.id.clone(),
             name: call.name.clone(),
             input: args.unwrap_or_else(|_| Value::Object(Default::default())),
-        });
-        results.push(Content::ToolResult {
-            id: call.id.clone(),
             status,
             content,
         });
     }
-    run.messages.push(Message {
-        role: Role::Assistant,
-        content: uses,
-    });
-    run.messages.push(Message {
-        role: Role::User,
-        content: results,
-    });
+    run.messages.extend(tool_exchange(text, answered));
 }
 
 /// One call's result: a document, or what went wrong in words the planner can act on.

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::message::{AnsweredCall, ToolResultStatus, tool_exchange};
 use baton_core::plan::outcome::{blocked, inputs, results_document};
 use baton_core::plan::{GET_AGENT_RESULTS, NodeResult, NodeStatus, PendingPlan, PlanNode};
 use baton_core::registry::Planner;
@@ -139,20 +139,14 @@ pub(super) async fn continue_pending(
     };
     self::run(ctx, planner, run, &go, &step, work).await;
     let document = results_document(&run.nodes, &run.results, None).unwrap_or(Value::Null);
-    run.messages.push(Message {
-        role: Role::Assistant,
-        content: vec![Content::ToolUse {
-            id: call_id.clone(),
+    run.messages.extend(tool_exchange(
+        "",
+        vec![AnsweredCall {
+            id: call_id,
             name: GET_AGENT_RESULTS.to_owned(),
             input: Value::Object(Default::default()),
-        }],
-    });
-    run.messages.push(Message {
-        role: Role::User,
-        content: vec![Content::ToolResult {
-            id: call_id,
             status: ToolResultStatus::Ok,
             content: as_json_text(&document),
         }],
-    });
+    ));
 }

@@ -1,4 +1,4 @@
-//! The guards between the orchestrator's tool calls and their execution (DESIGN §3 step
+//! The guards between the orchestrator's tool calls and their execution (design.md §3 step
 //! 5): unknown tool or invalid arguments, the `intent_count` failsafe (D-7), the echo
 //! guard and the overlap guard (D-8), the fan-out cap (D-9), the turn's sub-agent limit
 //! (D-15), then verbatim protection (D-8).

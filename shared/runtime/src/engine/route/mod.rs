@@ -1,4 +1,4 @@
-//! The orchestrator's routing call (DESIGN §3 step 5). Text-only answers pass only for the
+//! The orchestrator's routing call (design.md §3 step 5). Text-only answers pass only for the
 //! Fastpath allowlist (D-14); tool calls go through the guards in [`guards`] before they
 //! run. The conversation the orchestrator sees is built in [`conversation`].
 
