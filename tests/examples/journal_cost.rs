@@ -32,9 +32,9 @@ const TURNS_PER_EPISODE: usize = 5;
 fn runtime(store: Arc<dyn Store>) -> Runtime {
     let root = registry_dir();
     let connectors = baton_connectors::default_connectors(&root);
-    let sources = baton_runtime::registry_files::read_sources(&root).unwrap();
+    let sources = baton_runtime::registry_folder::read_sources(&root).unwrap();
     let registry =
-        baton_runtime::registry_files::load_sources(&sources, &connectors, &Default::default())
+        baton_runtime::registry_folder::load_sources(&sources, &connectors, &Default::default())
             .unwrap();
     let mut builder = Runtime::builder(Arc::new(registry))
         .model_override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap()))

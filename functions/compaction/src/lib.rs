@@ -21,7 +21,7 @@ use baton_core::ports::connector::Connector;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_runtime::compaction::{Outcome, RunReport};
-use baton_runtime::registry_files::load_deployed;
+use baton_runtime::registry_folder::load_deployed;
 use baton_runtime::{Runtime, RuntimeConfig};
 use lambda_runtime::LambdaEvent;
 use serde::Serialize;
@@ -29,7 +29,7 @@ use serde::Serialize;
 pub use config::{Config, ConfigError};
 
 /// Why Init failed: the registry or the runtime, as for every function.
-pub use baton_runtime::registry_files::DeployError as InitError;
+pub use baton_runtime::registry_folder::DeployError as InitError;
 
 /// The function after Init.
 pub struct Compaction {

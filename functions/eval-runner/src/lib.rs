@@ -20,7 +20,7 @@ use baton_core::ports::store::Store;
 use baton_evals::{Baseline, gate};
 use baton_evals::{SuiteRun, read_suites, run_suite, specialists};
 use baton_inproc::HeapStore;
-use baton_runtime::registry_files::load_deployed;
+use baton_runtime::registry_folder::load_deployed;
 use baton_runtime::{Runtime, RuntimeConfig};
 use lambda_runtime::LambdaEvent;
 use serde::{Deserialize, Serialize};
@@ -73,7 +73,7 @@ impl Config {
 }
 
 /// Why Init failed: the registry or the runtime, as for every function.
-pub use baton_runtime::registry_files::DeployError as InitError;
+pub use baton_runtime::registry_folder::DeployError as InitError;
 
 /// What CI asks for.
 #[derive(Debug, Clone, Default, Deserialize)]

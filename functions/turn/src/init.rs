@@ -16,10 +16,10 @@ use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AppState, PrincipalSource};
 use baton_runtime::Runtime;
-use baton_runtime::registry_files::{DeployError, DeployedRegistryError};
+use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
 
 use crate::config::Config;
-use crate::registry::{self, Connectors};
+use crate::deployed::{self, Connectors};
 use crate::tracker::{TrackedStore, TurnTracker};
 use crate::{incoming, outgoing};
 
@@ -99,8 +99,8 @@ pub async fn init_with(
     clients: &Clients,
     principals: Arc<dyn PrincipalSource>,
 ) -> Result<Function, InitError> {
-    let secrets = registry::secret_source(config, &clients.config).await?;
-    let (registry, connectors) = registry::load(config, secrets).await?;
+    let secrets = deployed::secret_source(config, &clients.config).await?;
+    let (registry, connectors) = deployed::load(config, secrets).await?;
     let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
     let store = DynamoStore::new(
         clients.dynamodb.clone(),
@@ -122,7 +122,7 @@ pub async fn init_with(
 /// # Errors
 /// See [`InitError`].
 pub async fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
-    let (registry, connectors) = registry::load(config, Arc::new(EnvSecretSource)).await?;
+    let (registry, connectors) = deployed::load(config, Arc::new(EnvSecretSource)).await?;
     build(config, registry, connectors, adapters)
 }
 

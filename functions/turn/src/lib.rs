@@ -19,13 +19,13 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod config;
+mod deployed;
 mod host;
 mod incoming;
 mod init;
 mod invocation;
 pub mod outgoing;
 mod principal;
-mod registry;
 mod tracker;
 
 pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES};

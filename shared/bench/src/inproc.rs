@@ -11,7 +11,7 @@ use baton_core::Principal;
 use baton_core::events::Event;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
-use baton_runtime::registry_files::{load_sources, read_sources};
+use baton_runtime::registry_folder::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use futures::StreamExt;
 use serde::Serialize;
@@ -362,7 +362,7 @@ pub(crate) async fn latency_phase(
 
 /// Resident memory of this process while it holds `n` turns open in process (no HTTP):
 /// the engine's share of the server's memory under many streams.
-pub(crate) async fn held_turns_memory(dir: &Path, n: usize) -> anyhow::Result<Value> {
+pub(crate) async fn held_turns_resident_set(dir: &Path, n: usize) -> anyhow::Result<Value> {
     let hold = Latencies {
         orchestrator: 500,
         shopping: 1000,

@@ -21,7 +21,7 @@ use baton_core::ports::model::{CallPurpose, Model, ModelRequest};
 use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
-use baton_runtime::registry_files::{load_sources, read_sources};
+use baton_runtime::registry_folder::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use baton_testkit::registry::TestRegistry;
 use futures::StreamExt;

@@ -24,13 +24,14 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         "version": env!("CARGO_PKG_VERSION"),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "config": { "runtime": if args.current_thread { "tokio current_thread" } else { "tokio multi_thread, 2 workers" }, "turns": turns, "sequential_reps": seq_reps, "warmup": warmup, "concurrency": 100, "conc_reps": conc_reps, "latency_reps": args.reps,
-                    "store": "memory", "model": "scripted, zero cost" },
+                    "store": "heap", "model": "scripted, zero cost" },
     });
 
     // First, while the heap is fresh: memory held per open turn.
     if !args.smoke {
         let d = tempfile::tempdir()?;
-        out["held_turns_in_process"] = inproc::held_turns_memory(d.path(), args.streams).await?;
+        out["held_turns_in_process"] =
+            inproc::held_turns_resident_set(d.path(), args.streams).await?;
     }
     // Registry load + validation + runtime build, in process.
     workload::write(dir.path(), workload::FAITHFUL, Latencies::default())?;

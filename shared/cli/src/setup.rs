@@ -68,7 +68,7 @@ pub(crate) async fn load(root: &Path) -> anyhow::Result<Loaded> {
     }
     let connectors = baton_connectors::default_connectors(root);
     let registry =
-        baton_runtime::registry_files::load_registry(root, &connectors, &Default::default())
+        baton_runtime::registry_folder::load_registry(root, &connectors, &Default::default())
             .await
             .with_context(|| format!("the registry {} is not valid", root.display()))?;
     Ok(Loaded {

@@ -22,7 +22,7 @@ pub mod config;
 mod engine;
 pub mod history;
 pub mod metrics;
-pub mod registry_files;
+pub mod registry_folder;
 pub mod replay;
 pub mod request;
 mod runtime;

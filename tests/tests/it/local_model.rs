@@ -30,7 +30,7 @@ async fn runtime(server: &LocalModelServer, store: Arc<dyn Store>) -> Runtime {
     let root = registry_dir();
     let connectors = baton_connectors::default_connectors(&root);
     let registry =
-        baton_runtime::registry_files::load_registry(&root, &connectors, &Default::default())
+        baton_runtime::registry_folder::load_registry(&root, &connectors, &Default::default())
             .await
             .unwrap();
     let spec = ModelSpec {
@@ -225,7 +225,7 @@ async fn a_failing_model_server_gets_the_plain_acknowledgement() {
         let root = registry_dir();
         let connectors = baton_connectors::default_connectors(&root);
         let registry =
-            baton_runtime::registry_files::load_registry(&root, &connectors, &Default::default())
+            baton_runtime::registry_folder::load_registry(&root, &connectors, &Default::default())
                 .await
                 .unwrap();
         let metrics = Arc::new(LocalMetrics::default());

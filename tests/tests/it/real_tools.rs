@@ -18,7 +18,7 @@ use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;
-use baton_runtime::registry_files::{discover_tools, load_discovered};
+use baton_runtime::registry_folder::{discover_tools, load_discovered};
 use baton_runtime::{Runtime, TurnRequest};
 use baton_testkit::registry::TestRegistry;
 use baton_tests::local_model::installed;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
-use baton_runtime::registry_files::{DeployError, DeployedRegistryError};
+use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
 use baton_turn::{Adapters, InitError, LambdaPrincipal, ModelServing};
 
 use baton_tests::fixtures::copy_dir;

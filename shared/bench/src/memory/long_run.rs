@@ -23,7 +23,7 @@ use baton_core::registry::{ModelSpec, Registry, RegistrySources};
 use baton_core::trace::GuardName;
 use baton_inproc::HeapStore;
 use baton_local::offline::OfflineModel;
-use baton_runtime::registry_files::{load_sources, read_sources};
+use baton_runtime::registry_folder::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use futures::StreamExt;
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //!
 //! One episode of `--memory-turns` turns (300 by default) through the real engine
 //! (`Runtime::run_turn`), with the shipped registry, the deterministic offline model and
-//! the in-memory journal, run twice: without compaction (history covers every turn, the
+//! the heap journal, run twice: without compaction (history covers every turn, the
 //! orchestrator card's memory never due) and with the shipped defaults (compaction right
 //! after the turn that makes the episode due, as `baton chat` and `baton serve` do). A
 //! recording model notes each request's prompt size and the usage the model reports. With
@@ -102,7 +102,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
             "episodes": 1,
             "registry": root.display().to_string(),
             "model": "offline (baton_local::offline::OfflineModel), every card",
-            "store": "memory (baton_inproc::HeapStore)",
+            "store": "heap (baton_inproc::HeapStore)",
             "messages_in_cycle": MESSAGES.len(),
             "prompt_tokens": "estimated by baton_core::prompt::estimate_tokens over the system blocks and the messages of each request, recorded by a wrapping Model",
             "usage_tokens": "what the model reported for each call (the offline model: about four characters a token of its input and output)",

@@ -9,7 +9,7 @@ use baton_core::events::Event;
 use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
 use baton_inproc::HeapStore;
 use baton_local::offline::OfflineModel;
-use baton_runtime::registry_files::{load_sources, read_sources};
+use baton_runtime::registry_folder::{load_sources, read_sources};
 use baton_runtime::{Runtime, TurnRequest};
 use futures::StreamExt;
 
