@@ -15,7 +15,7 @@
 
 // The allocator the `baton` binary runs on, so that the in-process figures are its figures.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 mod inproc;
 mod local_model;

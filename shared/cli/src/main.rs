@@ -23,10 +23,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-// mimalloc gives memory back to the system soon after a burst of large answers; glibc's
+// jemalloc gives memory back to the system soon after a burst of large answers; glibc's
 // allocator kept hundreds of MiB after the turns that used it were gone.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

@@ -21,6 +21,11 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         "info",
         logging::server_wants_json(args.log_json),
     )?;
+    // Freed memory goes back to the system a few seconds after a burst of large answers,
+    // whether or not more turns come.
+    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+        tracing::warn!(error = %e, "the allocator's background purging could not start");
+    }
     let setup::Assembled {
         runtime, metrics, ..
     } = setup::assemble(settings).await?;
