@@ -33,6 +33,38 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Every file under `dir` with one of `extensions`, in path order, skipping build output
+/// (`target*`) and git's own folder. Symbolic links are not followed, so a loop cannot trap
+/// the walk.
+///
+/// # Panics
+/// When a folder cannot be listed.
+pub fn files_under(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry"))
+        .collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry.path();
+        let kind = entry.file_type().expect("a file type");
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if kind.is_dir() && name != ".git" && !name.starts_with("target") {
+            files.extend(files_under(&path, extensions));
+        } else if kind.is_file()
+            && path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| extensions.contains(&e))
+        {
+            files.push(path);
+        }
+    }
+    files
+}
+
 /// A sample invocation event from `events/`.
 ///
 /// # Panics

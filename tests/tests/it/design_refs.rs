@@ -125,52 +125,32 @@ fn check(files: &[SourceFile], design: &str) -> Findings {
     findings
 }
 
-/// Whether the walk skips a folder: build output and git's own.
-fn skipped(name: &str) -> bool {
-    name == ".git" || name.starts_with("target")
-}
-
 /// Whether `relative` is this file, whose fixtures cite missing decisions on purpose.
 fn is_this_file(relative: &Path) -> bool {
     Path::new(file!()).ends_with(relative)
 }
 
-/// The searched files under `dir`, in path order, with paths relative to `root`.
-fn collect(root: &Path, dir: &Path, files: &mut Vec<SourceFile>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|entry| entry.expect("a directory entry"))
-        .collect();
-    entries.sort_by_key(std::fs::DirEntry::file_name);
-    for entry in entries {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // Not followed through symbolic links, which could loop.
-        let kind = entry.file_type().expect("a file type");
-        if kind.is_dir() {
-            if !skipped(&name) {
-                collect(root, &path, files);
+/// The searched files under `root`, in path order, with paths relative to it.
+fn collect(root: &Path) -> Vec<SourceFile> {
+    baton_tests::fixtures::files_under(root, EXTENSIONS)
+        .into_iter()
+        .filter_map(|path| {
+            let relative = path.strip_prefix(root).expect("under the root");
+            if is_this_file(relative) {
+                return None;
             }
-        } else if kind.is_file()
-            && !is_this_file(path.strip_prefix(root).expect("under the root"))
-            && path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| EXTENSIONS.contains(&e))
-        {
             let bytes = std::fs::read(&path)
                 .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-            let relative = path.strip_prefix(root).expect("under the root");
-            files.push(SourceFile {
+            Some(SourceFile {
                 path: relative
                     .components()
                     .map(|c| c.as_os_str().to_string_lossy())
                     .collect::<Vec<_>>()
                     .join("/"),
                 text: String::from_utf8_lossy(&bytes).into_owned(),
-            });
-        }
-    }
+            })
+        })
+        .collect()
 }
 
 #[test]
@@ -178,8 +158,7 @@ fn every_design_reference_has_a_heading() {
     let root = baton_testkit::workspace_root();
     let design = std::fs::read_to_string(root.join(DESIGN))
         .unwrap_or_else(|e| panic!("cannot read {DESIGN}: {e}"));
-    let mut files = Vec::new();
-    collect(&root, &root, &mut files);
+    let files = collect(&root);
     let findings = check(&files, &design);
     assert!(
         findings.dangling.is_empty(),

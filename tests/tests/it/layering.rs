@@ -2,6 +2,7 @@
 //! only ever dev-dependencies; and the lower layers stay free of the I/O crates. Read from
 //! `cargo metadata`, so a dependency added against these rules fails here, naming it.
 
+use std::collections::BTreeMap;
 use std::process::Command;
 
 use serde_json::Value;
@@ -154,60 +155,53 @@ fn violations(metadata: &Value) -> Vec<String> {
 /// Every forbidden external crate a guarded crate reaches through normal dependencies, as
 /// the chain that reaches it (`baton-core → futures → tokio`).
 fn forbidden_reached(metadata: &Value) -> Vec<String> {
-    let nodes = metadata["resolve"]["nodes"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let name_of = |id: &str| -> String {
-        metadata["packages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["id"] == id)
-            .and_then(|p| p["name"].as_str())
-            .unwrap_or(id)
-            .to_owned()
-    };
+    let packages = metadata["packages"].as_array().into_iter().flatten();
+    let names: BTreeMap<&str, &str> = packages
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let name_of = |id: &str| names.get(id).copied().unwrap_or(id).to_owned();
     // Each package's normal (linked) dependencies, by id.
-    let normal = |id: &str| -> Vec<String> {
-        nodes
-            .iter()
-            .find(|n| n["id"] == id)
-            .and_then(|n| n["deps"].as_array())
-            .into_iter()
-            .flatten()
-            .filter(|d| {
-                d["dep_kinds"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|k| k["kind"].is_null())
-            })
-            .filter_map(|d| d["pkg"].as_str().map(str::to_owned))
-            .collect()
-    };
+    let normal: BTreeMap<&str, Vec<String>> = metadata["resolve"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| {
+            let deps = n["deps"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|d| {
+                    d["dep_kinds"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|k| k["kind"].is_null())
+                })
+                .filter_map(|d| d["pkg"].as_str().map(str::to_owned))
+                .collect();
+            Some((n["id"].as_str()?, deps))
+        })
+        .collect();
     let matches = |rule: &str, name: &str| match rule.strip_suffix('*') {
         Some(prefix) => name.starts_with(prefix),
         None => rule == name,
     };
     let mut found = Vec::new();
     for (guarded, rules) in FORBIDDEN {
-        let Some(start) = metadata["packages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["name"] == *guarded)
-            .and_then(|p| p["id"].as_str())
+        let Some(start) = names
+            .iter()
+            .find(|(_, name)| *name == guarded)
+            .map(|(id, _)| *id)
         else {
             found.push(format!("{guarded} is not in the workspace"));
             continue;
         };
         // Breadth-first, remembering how each crate was reached.
-        let mut came_from: std::collections::BTreeMap<String, String> = Default::default();
+        let mut came_from: BTreeMap<String, String> = BTreeMap::new();
         let mut queue = std::collections::VecDeque::from([start.to_owned()]);
         let mut named = std::collections::BTreeSet::new();
         while let Some(id) = queue.pop_front() {
-            for dep in normal(&id) {
+            for dep in normal.get(id.as_str()).into_iter().flatten().cloned() {
                 if dep == start || came_from.contains_key(&dep) {
                     continue;
                 }
@@ -260,6 +254,20 @@ fn metadata(extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON")
 }
 
+/// `from` given a normal dependency on `to`, as a careless edit would add it.
+fn add_normal_dependency(metadata: &mut Value, from: &str, to: &str) {
+    let package = metadata["packages"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|p| p["name"] == from)
+        .unwrap();
+    package["dependencies"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({ "name": to, "kind": null }));
+}
+
 #[test]
 fn the_workspace_depends_only_downwards() {
     let metadata = workspace_metadata();
@@ -273,16 +281,7 @@ fn the_workspace_depends_only_downwards() {
 fn a_dependency_against_the_layers_is_named() {
     let mut metadata = workspace_metadata();
     // The core reaching up into the runtime, as a careless edit would make it.
-    let core = metadata["packages"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|p| p["name"] == "baton-core")
-        .unwrap();
-    core["dependencies"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({ "name": "baton-runtime", "kind": null }));
+    add_normal_dependency(&mut metadata, "baton-core", "baton-runtime");
     assert_eq!(
         violations(&metadata),
         [
@@ -307,16 +306,7 @@ fn a_crate_outside_the_table_is_named() {
 #[test]
 fn a_normal_dependency_on_a_test_kit_is_named() {
     let mut metadata = workspace_metadata();
-    let cli = metadata["packages"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|p| p["name"] == "baton-cli")
-        .unwrap();
-    cli["dependencies"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({ "name": "baton-testkit", "kind": null }));
+    add_normal_dependency(&mut metadata, "baton-cli", "baton-testkit");
     assert_eq!(
         violations(&metadata),
         ["baton-cli depends on baton-testkit, which serves tests only: make it a dev-dependency"]

@@ -38,31 +38,21 @@ fn is_test_file(module: &[String]) -> bool {
 }
 
 fn read_sources(src: &Path) -> Vec<Source> {
-    let mut found = Vec::new();
-    let mut stack = vec![src.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let module = module_of(src, &path);
-                if is_test_file(&module) {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
-                let text = match text.find("#[cfg(test)]") {
-                    Some(at) => text[..at].to_owned(),
-                    None => text,
-                };
-                found.push(Source { module, text });
+    baton_tests::fixtures::files_under(src, &["rs"])
+        .into_iter()
+        .filter_map(|path| {
+            let module = module_of(src, &path);
+            if is_test_file(&module) {
+                return None;
             }
-        }
-    }
-    found
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let text = match text.find("#[cfg(test)]") {
+                Some(at) => text[..at].to_owned(),
+                None => text,
+            };
+            Some(Source { module, text })
+        })
+        .collect()
 }
 
 /// Every path that starts at `crate::`, `super::` or `self::` in `text`, with `use` groups
