@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Baton's benchmark of the reference turn: builds release binaries, runs the in-process
+# Baton's benchmark of the reference turn: builds the server build (profile `dist`, feature
+# `jemalloc`) of `baton` and the benchmark, runs the in-process
 # figures on both tokio schedulers, then the figures against a real `baton serve`
 # (cold start, memory idle and under 1,000 concurrent streaming turns).
 #
@@ -19,11 +20,13 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target}"
 out="${OUT:-${TMPDIR:-/tmp}/baton-bench}"
 mkdir -p "$out"
-bench="$CARGO_TARGET_DIR/release/baton-bench"
+bench="$CARGO_TARGET_DIR/dist/baton-bench"
+# The build that is deployed and measured: thin-local LTO and jemalloc (see the README).
+build() { cargo build --profile dist --locked -q "$@"; }
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 if [ "${1:-}" = local-model ]; then
   shift
-  cargo build --release --locked -q -p baton-bench
+  build -p baton-bench --features baton-bench/jemalloc
   port=18089
   ./infra/local-model.sh serve "$port" >"$out/llama-server.log" 2>&1 &
   server=$!
@@ -40,13 +43,16 @@ fi
 if [ "${1:-}" = memory ]; then
   shift
   ./infra/emulators.sh install >&2
-  # The `dynamodb` feature adds the AWS SDK and DynamoDB Local's launcher to the benchmark.
-  cargo build --release --locked -q -p baton-bench --features dynamodb
-  "$bench" --memory --dynamodb --out "$out/baton-memory-$stamp.json" "$@" >/dev/null
+  build -p baton-bench --features baton-bench/jemalloc
+  "$bench" --memory --out "$out/baton-memory-$stamp.json" "$@" >/dev/null
+  # Compaction's time per episode on DynamoDB Local: an example of the test crate, whose
+  # launcher starts the emulator.
+  cargo run --release --locked -q -p baton-tests --example compaction_cost \
+    >"$out/baton-compaction-dynamodb-$stamp.json"
   echo "results in $out" >&2
   exit 0
 fi
-cargo build --release --locked -q -p baton-cli -p baton-bench
+build -p baton-cli -p baton-bench --features baton-cli/jemalloc,baton-bench/jemalloc
 # 1,000 streams need 2,000+ descriptors between the client and the server.
 ulimit -n 8192 2>/dev/null || true
 "$bench" --current-thread --out "$out/baton-current-thread-$stamp.json" "$@" >/dev/null

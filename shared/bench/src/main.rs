@@ -8,12 +8,12 @@
 //!
 //! `--memory` runs the long-conversation memory benchmark instead (see `memory`): prompt
 //! sizes over a 300-turn conversation with and without compaction, compaction's tokens and
-//! cost, and (`--dynamodb`, feature `dynamodb`) compaction's time per episode on DynamoDB
-//! Local.
+//! cost.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-// The allocator the `baton` binary runs on, so that the in-process figures are its figures.
+// The allocator of `baton`'s server build, so that the in-process figures are its figures.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -70,17 +70,6 @@ struct Args {
     /// Turns of the memory benchmark's conversation (`--smoke`: 30).
     #[arg(long, default_value_t = 300, requires = "memory")]
     memory_turns: usize,
-    /// With `--memory`: also time compaction per episode on the DynamoDB + S3 journal
-    /// against DynamoDB Local (needs the `dynamodb` feature and DynamoDB Local installed by
-    /// `./infra/emulators.sh install`, or BATON_TEST_DYNAMODB).
-    #[arg(long, requires = "memory")]
-    dynamodb: bool,
-    /// Episodes compacted on DynamoDB Local.
-    #[arg(long, default_value_t = 20, requires = "dynamodb")]
-    episodes: usize,
-    /// Turns of each of those episodes.
-    #[arg(long, default_value_t = 12, requires = "dynamodb")]
-    episode_turns: usize,
     /// The registry of the memory benchmark (default: shared/registry).
     #[arg(long, requires = "memory")]
     registry: Option<PathBuf>,

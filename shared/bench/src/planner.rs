@@ -10,6 +10,7 @@
 //! 3. The same request answered by routing and by the planner on the shipped registry and
 //!    the offline model: model calls, tokens and wall time, side by side.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,13 +18,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use baton_core::Principal;
 use baton_core::events::Event;
+use baton_core::ports::connector::Connector;
 use baton_core::ports::model::{CallPurpose, Model, ModelRequest};
 use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::registry_folder::{load_sources, read_sources};
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
-use baton_testkit::registry::TestRegistry;
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -78,17 +79,24 @@ agents:
     out
 }
 
-/// A runtime over the test registry with the planner as its entry.
+/// The registry of the engine figures: a planner over three specialists whose tools answer
+/// from `tools.yaml`.
+const PLANNER_REGISTRY: &str = "shared/bench/planner-registry";
+
+/// A runtime over [`PLANNER_REGISTRY`] with the planner as its entry.
 fn planner_runtime(script: &str) -> anyhow::Result<(Runtime, Arc<ScriptedModel>)> {
-    let registry = TestRegistry::default()
-        .with_planner("")
-        .load()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let connectors = BTreeMap::from([(
+        "configured".to_owned(),
+        Arc::new(ConfiguredConnector) as Arc<dyn Connector>,
+    )]);
+    let registry = read_sources(Path::new(PLANNER_REGISTRY))
+        .and_then(|s| load_sources(&s, &connectors, &Default::default()))
+        .map_err(|e| anyhow::anyhow!("the registry {PLANNER_REGISTRY}: {e}"))?;
     let model = Arc::new(ScriptedModel::from_yaml(script).map_err(|e| anyhow::anyhow!("{e}"))?);
     let runtime = Runtime::builder(Arc::new(registry))
         .model_override(model.clone())
         .store(Arc::new(HeapStore::new()))
-        .connector("test", Arc::new(ConfiguredConnector))
+        .connectors(connectors)
         .config(RuntimeConfig {
             orchestrator: Some("planner".into()),
             history_turns: 0,

@@ -25,6 +25,7 @@ use clap::Parser;
 
 // jemalloc gives memory back to the system soon after a burst of large answers; glibc's
 // allocator kept hundreds of MiB after the turns that used it were gone.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

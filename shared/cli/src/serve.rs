@@ -23,6 +23,7 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
     )?;
     // Freed memory goes back to the system a few seconds after a burst of large answers,
     // whether or not more turns come.
+    #[cfg(feature = "jemalloc")]
     if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
         tracing::warn!(error = %e, "the allocator's background purging could not start");
     }

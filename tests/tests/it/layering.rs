@@ -47,11 +47,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// the test support above the kit) as a normal one, so that no binary links them.
 const TEST_ONLY: &[&str] = &["baton-testkit", "baton-tests"];
 
-/// Crates that are never shipped and still link test support: the benchmark's planner turn
-/// runs on the test registry, and its DynamoDB timing on the tests' emulator launcher (the
-/// README's "not done yet" says so).
-const UNSHIPPED_WITH_TEST_SUPPORT: &[&str] = &["baton-bench"];
-
 /// External crates a layer may not reach, directly or through any other crate: the core is
 /// pure (no async runtime, network, HTTP, database or AWS), the runtime adds tokio but no
 /// SDK, HTTP server or database. A name ending in `*` is a prefix.
@@ -132,10 +127,7 @@ fn violations(metadata: &Value) -> Vec<String> {
             if dep["kind"].as_str() == Some("dev") || !members.contains(&dep_name) {
                 continue;
             }
-            if TEST_ONLY.contains(&dep_name)
-                && !TEST_ONLY.contains(&name)
-                && !UNSHIPPED_WITH_TEST_SUPPORT.contains(&name)
-            {
+            if TEST_ONLY.contains(&dep_name) && !TEST_ONLY.contains(&name) {
                 found.push(format!(
                     "{name} depends on {dep_name}, which serves tests only: make it a dev-dependency"
                 ));

@@ -5,16 +5,14 @@
 //! the heap journal, run twice: without compaction (history covers every turn, the
 //! orchestrator card's memory never due) and with the shipped defaults (compaction right
 //! after the turn that makes the episode due, as `baton chat` and `baton serve` do). A
-//! recording model notes each request's prompt size and the usage the model reports. With
-//! `--dynamodb` (feature `dynamodb`) it also times compaction per episode on the DynamoDB +
-//! S3 journal against DynamoDB Local.
+//! recording model notes each request's prompt size and the usage the model reports.
+//! Compaction's time per episode on the DynamoDB + S3 journal is `baton-tests`' example
+//! `compaction_cost` (it needs DynamoDB Local's launcher, a test harness).
 //!
 //! Targets are reported, never asserted: the orchestrator's prompt after turn 20 at most
 //! 1.2× its size at turn 20, and compaction under 10% of the conversation's model tokens.
 
 mod conversation;
-#[cfg(feature = "dynamodb")]
-mod dynamo;
 mod long_run;
 mod recorder;
 
@@ -67,13 +65,6 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         args.memory_turns
     };
     anyhow::ensure!(turns > 0, "--memory-turns must be positive");
-    #[cfg(not(feature = "dynamodb"))]
-    anyhow::ensure!(
-        !args.dynamodb,
-        "--dynamodb needs the benchmark built with the `dynamodb` feature \
-         (cargo run --release -p baton-bench --features dynamodb -- --memory --dynamodb, \
-         or ./infra/bench.sh memory)"
-    );
     let root = registry_root(args);
     let (registry, _) = long_run::registry(&root, Compaction::AfterTurn)?;
     let specialists: Vec<String> = registry
@@ -115,26 +106,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         "with_compaction": run_json(&on, &checkpoints, &specialists),
     });
     out["targets"] = targets(&out, &on);
-    out["dynamodb_compaction"] = dynamodb(args, &root).await?;
     Ok(out)
-}
-
-#[cfg(feature = "dynamodb")]
-async fn dynamodb(args: &Args, root: &Path) -> anyhow::Result<Value> {
-    if !args.dynamodb {
-        return Ok(json!({ "skipped": "not asked for (--dynamodb)" }));
-    }
-    let (episodes, turns) = if args.smoke {
-        (3, args.episode_turns.min(9))
-    } else {
-        (args.episodes, args.episode_turns)
-    };
-    dynamo::compaction_timing(root, episodes, turns).await
-}
-
-#[cfg(not(feature = "dynamodb"))]
-async fn dynamodb(_: &Args, _: &Path) -> anyhow::Result<Value> {
-    Ok(json!({ "skipped": "not asked for (--dynamodb, with the `dynamodb` feature)" }))
 }
 
 /// A specialist's first-call prompt at its last consultation at or before `turn`.
@@ -599,54 +571,5 @@ pub(crate) fn table(b: &Value) -> String {
         on["turn_wall_ms"]["median"].as_f64().unwrap_or(0.0),
         on["turn_wall_ms"]["p95"].as_f64().unwrap_or(0.0),
     );
-
-    let d = &b["dynamodb_compaction"];
-    if d.get("compact_episode_ms").is_some() {
-        let ms = &d["compact_episode_ms"];
-        let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-        let _ = writeln!(
-            t,
-            "\nCompaction on the DynamoDB + S3 journal (DynamoDB Local, in-process S3), {} episodes of {} turns, offline summarizer:\n",
-            d["episodes"], d["turns_per_episode"]
-        );
-        let _ = writeln!(t, "| figure | median | p95 | min | max |");
-        let _ = writeln!(t, "|---|---:|---:|---:|---:|");
-        let _ = writeln!(
-            t,
-            "| `Runtime::compact_episode`, ms per episode | {:.1} | {:.1} | {:.1} | {:.1} |",
-            f(&ms["median"]),
-            f(&ms["p95"]),
-            f(&ms["min"]),
-            f(&ms["max"])
-        );
-        let r = &d["requests_per_episode"];
-        let _ = writeln!(
-            t,
-            "| store requests per episode | {} | {} | {} | {} |",
-            r["median"], r["p95"], r["min"], r["max"]
-        );
-        let s = &d["summarizer_calls_per_episode"];
-        let _ = writeln!(
-            t,
-            "| summarizer calls per episode | {} | {} | {} | {} |",
-            s["median"], s["p95"], s["min"], s["max"]
-        );
-        let tm = &d["turn_ms"];
-        let _ = writeln!(
-            t,
-            "| a turn on the same journal, ms (for scale) | {:.1} | {:.1} | {:.1} | {:.1} |",
-            f(&tm["median"]),
-            f(&tm["p95"]),
-            f(&tm["min"]),
-            f(&tm["max"])
-        );
-        let _ = writeln!(
-            t,
-            "\ndue before / after: {} / {}; outcomes: {}; requests by operation per episode: {}",
-            d["due_before"], d["due_after"], d["outcomes"], d["requests_per_episode_by_operation"]
-        );
-    } else if let Some(skipped) = d.get("skipped") {
-        let _ = writeln!(t, "\nDynamoDB compaction timing: skipped ({skipped}).");
-    }
     t
 }
