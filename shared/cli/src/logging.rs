@@ -4,9 +4,13 @@
 use std::io::IsTerminal;
 
 use anyhow::Context;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{EnvFilter, Layer as _};
 
-/// Starts logging with the configured filter, or `default` when none is set.
+/// Starts logging with the configured filter, or `default` when none is set, and trace
+/// export when the OTEL_* variables turned it on (its own filter: every span at `info`,
+/// whatever the log level).
 ///
 /// # Errors
 /// The filter does not parse.
@@ -14,18 +18,27 @@ pub(crate) fn init(filter: Option<&str>, default: &str, json: bool) -> anyhow::R
     let text = filter.unwrap_or(default);
     let filter = EnvFilter::try_new(text)
         .with_context(|| format!("invalid configuration: key \"log\" = {text:?}"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // A second start (never expected) keeps the first subscriber.
-    if json {
-        let _ = builder.json().with_current_span(false).try_init();
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = if json {
+        fmt.json().with_current_span(false).boxed()
     } else {
-        let _ = builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init();
-    }
+        fmt.with_ansi(std::io::stderr().is_terminal()).boxed()
+    };
+    // A second start (never expected) keeps the first subscriber.
+    let _ = tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(baton_otel::layer().map(|otel| otel.with_filter(spans_only())))
+        .try_init();
     Ok(())
+}
+
+/// What goes to the trace exporter: the engine's spans at `info` and above, and no log
+/// event, since events can carry what the user wrote (the routing record holds each
+/// specialist's query) and content is not exported.
+fn spans_only<S>() -> impl tracing_subscriber::layer::Filter<S> {
+    tracing_subscriber::filter::filter_fn(|meta| {
+        meta.is_span() && *meta.level() <= tracing::Level::INFO
+    })
 }
 
 /// Whether a server should log JSON: when asked, or when nobody is watching a terminal.

@@ -31,6 +31,17 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // https everywhere (connectors, models, the trace exporter) runs on one crypto provider.
+    baton_connectors::install_tls_provider();
+    // Traces go to an OTLP receiver when the OTEL_* variables name one. Built before the
+    // async runtime and shut down after it: the exporter's client blocks.
+    let telemetry = match baton_otel::Telemetry::from_env("baton") {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("warning: traces are not exported: {e}");
+            None
+        }
+    };
     // One thread serves every turn: a turn is microseconds of CPU between waits, so a
     // single thread carries thousands of turns a second without hand-offs between cores;
     // SQLite work and the line editor run on the blocking pool.
@@ -39,6 +50,11 @@ fn main() -> ExitCode {
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|rt| rt.block_on(cli.run()));
+    if let Some(telemetry) = telemetry
+        && let Err(e) = telemetry.shutdown()
+    {
+        eprintln!("warning: {e}");
+    }
     match outcome {
         Ok(code) => code,
         // The reader went away (`baton chat ... | head`): nothing left to say.

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "baton-http",
             "baton-aws",
             "baton-openai",
+            "baton-otel",
         ],
     ),
     ("test support", &["baton-tests"]),

@@ -19,4 +19,5 @@ mod planner;
 mod replay;
 mod serve;
 mod support;
+mod traces;
 mod validate;

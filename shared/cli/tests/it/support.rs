@@ -30,6 +30,13 @@ const VARIABLES: &[&str] = &[
     "BATON_HISTORY_TURNS",
     "BATON_COMPACT_AFTER_TURN",
     "BATON_LOG",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_SDK_DISABLED",
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_SERVICE_NAME",
 ];
 
 /// A working folder (no `baton.toml` unless a test writes one) with a data folder inside.

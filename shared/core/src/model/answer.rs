@@ -17,6 +17,18 @@ pub enum StopReason {
     Other,
 }
 
+impl StopReason {
+    /// The finish reason as OpenTelemetry's GenAI conventions spell the common ones.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "stop",
+            StopReason::ToolUse => "tool_call",
+            StopReason::MaxTokens => "length",
+            StopReason::Other => "other",
+        }
+    }
+}
+
 /// Tokens a call consumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TokenUsage {

@@ -10,7 +10,9 @@ use baton_core::ports::metrics::{
 };
 use baton_core::ports::store::{Commit, EpisodeMeta, StoreError};
 use baton_core::privacy::PrivacyReceipt;
-use baton_core::trace::{AgentOutcome, DropReason, GuardName, InterventionKind, LimitHit};
+use baton_core::trace::{
+    AgentOutcome, DropReason, GuardName, InterventionKind, LimitHit, RoutingRecord,
+};
 use baton_core::turn::{
     AgentStatus, ConsultedAgent, EpisodeState, ModelUsage, Segment, TurnOutcome, TurnRecord,
 };
@@ -91,6 +93,7 @@ pub(super) async fn finish(
         narration = message.clone();
     }
     let routing = ctx.trace(|t| t.clone()).unwrap_or_default();
+    record_on_span(&routing, &consulted);
     tracing::info!(
         target: "baton::routing",
         turn_id = %ctx.turn_id,
@@ -158,6 +161,7 @@ pub(super) async fn finish(
             .await;
     }
     let label = outcome.as_str();
+    tracing::Span::current().record("baton.outcome", label);
     ctx.inner
         .metrics
         .count(TURNS_TOTAL, 1, &[("outcome", label)]);
@@ -181,6 +185,28 @@ pub(super) async fn finish(
             }
         }
     }
+}
+
+/// What the turn came to, on the turn's `invoke_agent` span (D-33): who was consulted
+/// (from the runtime's record, as the footer is), how their answers were composed, which
+/// guards fired and how many intents the router saw.
+fn record_on_span(routing: &RoutingRecord, consulted: &[ConsultedAgent]) {
+    let span = tracing::Span::current();
+    if span.is_disabled() {
+        return;
+    }
+    let ids: Vec<&str> = consulted.iter().map(|c| c.agent_id.as_str()).collect();
+    span.record("baton.consulted", ids.join(","));
+    if let Some(composition) = routing
+        .composition
+        .and_then(|c| serde_json::to_value(c).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+    {
+        span.record("baton.composition", composition);
+    }
+    let guards: Vec<&str> = routing.guards.iter().map(|g| g.guard.as_str()).collect();
+    span.record("baton.guards", guards.join(","));
+    span.record("baton.intent_count", routing.intent_count);
 }
 
 /// Who was consulted and how it went (D-24), from the runtime's own jobs, never the model's

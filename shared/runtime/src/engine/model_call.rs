@@ -99,8 +99,12 @@ pub(crate) async fn call(
             gen_ai.request.model = %agent.model.model_id,
             gen_ai.agent.name = %agent.id,
             baton.prompt.cohort = %agent.prompt.cohort,
+            gen_ai.provider.name = %agent.model.provider,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
+            gen_ai.usage.cache_creation.input_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
         );
         let result = one(ctx, agent, &model, request, sink, &mut shown)
             .instrument(span)
@@ -173,6 +177,14 @@ async fn one(
     let span = tracing::Span::current();
     span.record("gen_ai.usage.input_tokens", usage.input);
     span.record("gen_ai.usage.output_tokens", usage.output);
+    span.record("gen_ai.usage.cache_read.input_tokens", usage.cache_read);
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        usage.cache_write,
+    );
+    if let Some(stop) = reply.stop {
+        span.record("gen_ai.response.finish_reasons", stop.as_str());
+    }
     ctx.add_usage(&agent.model, &usage);
     ctx.inner.metrics.count_with(
         MODEL_CALLS_TOTAL,

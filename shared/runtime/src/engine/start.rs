@@ -160,12 +160,21 @@ async fn launch(
             );
             ctx.fingerprint = fingerprint;
             // The orchestrator's own `invoke_agent` span covers the whole turn.
+            // The conversation is the episode; the principal appears only as a pseudonym.
+            // What the turn came to is recorded at its end (`finish`).
             let span = tracing::info_span!(
                 "invoke_agent",
                 gen_ai.operation.name = "invoke_agent",
                 gen_ai.agent.name = %inner.entry.id,
+                gen_ai.conversation.id = %episode_id,
                 turn_id = %turn_id,
                 episode_id = %episode_id,
+                baton.principal = %ctx.principal.pseudonym(),
+                baton.outcome = tracing::field::Empty,
+                baton.consulted = tracing::field::Empty,
+                baton.composition = tracing::field::Empty,
+                baton.guards = tracing::field::Empty,
+                baton.intent_count = tracing::field::Empty,
             );
             // The turn runs on its own task, so it goes on (and commits) however its
             // reader behaves: reading slowly, not at all, or leaving.

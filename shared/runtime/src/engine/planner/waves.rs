@@ -6,6 +6,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use tracing::Instrument as _;
+
 use baton_core::message::{AnsweredCall, ToolResultStatus, tool_exchange};
 use baton_core::plan::outcome::{blocked, inputs, results_document};
 use baton_core::plan::{GET_AGENT_RESULTS, NodeResult, NodeStatus, PendingPlan, PlanNode};
@@ -83,7 +85,15 @@ pub(super) async fn run(
         let results = if jobs.is_empty() {
             Vec::new()
         } else {
-            dispatch(ctx, &jobs, &TextMode::Collect).await
+            // One span a wave, over its sub-agents' `invoke_agent` spans (D-33).
+            let span = tracing::info_span!(
+                "plan_wave",
+                baton.plan.wave = wave,
+                baton.plan.nodes = jobs.len()
+            );
+            dispatch(ctx, &jobs, &TextMode::Collect)
+                .instrument(span)
+                .await
         };
         for (job, result) in jobs.into_iter().zip(results) {
             let node = worker::node_result(&job, &result);

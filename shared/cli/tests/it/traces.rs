@@ -1,0 +1,356 @@
+//! Trace export (D-33) end to end: `baton chat` with the OTEL_* variables pointing at a real
+//! OTLP receiver (Arize Phoenix, installed by `./infra/phoenix.sh`), and the spans read
+//! back from the receiver's own API: one tree per turn, shaped as OpenTelemetry's GenAI
+//! conventions say.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The `phoenix` command: `BATON_PHOENIX`, else where `./infra/phoenix.sh` installs it.
+fn phoenix_command() -> PathBuf {
+    if let Some(path) = std::env::var_os("BATON_PHOENIX") {
+        return PathBuf::from(path);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap();
+    let path = cache.join("baton/phoenix/venv/bin/phoenix");
+    assert!(
+        path.exists(),
+        "Arize Phoenix is not installed ({} is missing): run ./infra/phoenix.sh, or set BATON_PHOENIX",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A Phoenix server on free ports, stopped when dropped.
+struct Phoenix {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Phoenix {
+    fn start() -> Phoenix {
+        let dir = tempfile::tempdir().unwrap();
+        let (http, grpc) = (free_port(), free_port());
+        let child = Command::new(phoenix_command())
+            .arg("serve")
+            .env("PHOENIX_WORKING_DIR", dir.path())
+            .env("PHOENIX_HOST", "127.0.0.1")
+            .env("PHOENIX_PORT", http.to_string())
+            .env("PHOENIX_GRPC_PORT", grpc.to_string())
+            .env("PHOENIX_TELEMETRY_ENABLED", "false")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("phoenix.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let phoenix = Phoenix {
+            child,
+            base: format!("http://127.0.0.1:{http}"),
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while get(&format!("{}/healthz", phoenix.base)).is_none() {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "Phoenix did not answer /healthz within 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        phoenix
+    }
+
+    /// Every span the receiver holds.
+    fn spans(&self) -> Vec<Value> {
+        get(&format!(
+            "{}/v1/projects/default/spans?limit=1000",
+            self.base
+        ))
+        .and_then(|body| serde_json::from_str::<Value>(&body).ok())
+        .and_then(|v| v["data"].as_array().cloned())
+        .unwrap_or_default()
+    }
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A GET over plain HTTP/1.1; `None` unless it answered 200.
+fn get(url: &str) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest.split_once('/').map(|(h, p)| (h, format!("/{p}")))?;
+    let mut stream = std::net::TcpStream::connect(host).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    if !head.starts_with("HTTP/1.1 200") {
+        return None;
+    }
+    // The API answers in chunks.
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        return Some(dechunk(body));
+    }
+    Some(body.to_owned())
+}
+
+fn dechunk(mut body: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = body.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        body = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// An attribute, whether the receiver nests dotted names or keeps them flat.
+fn attr<'a>(span: &'a Value, name: &str) -> Option<&'a Value> {
+    let attributes = &span["attributes"];
+    if let Some(v) = attributes.get(name) {
+        return Some(v);
+    }
+    name.split('.')
+        .try_fold(attributes, |v, part| v.get(part))
+        .filter(|v| !v.is_null())
+}
+
+fn attr_str<'a>(span: &'a Value, name: &str) -> Option<&'a str> {
+    attr(span, name).and_then(Value::as_str)
+}
+
+fn attr_u64(span: &Value, name: &str) -> Option<u64> {
+    attr(span, name).and_then(|v| {
+        v.as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    })
+}
+
+fn id(span: &Value) -> &str {
+    span["context"]["span_id"].as_str().unwrap_or_default()
+}
+
+fn parent(span: &Value) -> Option<&str> {
+    span["parent_id"].as_str()
+}
+
+#[test]
+fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
+    let phoenix = Phoenix::start();
+    let sandbox = Sandbox::new();
+    let endpoint = phoenix.base.clone();
+    let run: Run = sandbox
+        .baton()
+        .args([
+            "--principal",
+            "alice@example.com",
+            "chat",
+            "--registry",
+            registry(),
+            "--model",
+            "offline",
+            "my receipt didn't scan and find me coffee deals",
+        ])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_SERVICE_NAME", "baton-test")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let episode = run
+        .stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("ep_"))
+        .unwrap()
+        .to_owned();
+
+    // `baton` flushed before it exited; the receiver may still be writing.
+    let started = Instant::now();
+    let (root, spans) = loop {
+        let spans = phoenix.spans();
+        let root = spans
+            .iter()
+            .find(|s| {
+                s["name"] == "invoke_agent"
+                    && attr_str(s, "gen_ai.agent.name") == Some("orchestrator")
+            })
+            .cloned();
+        let tools = spans.iter().filter(|s| s["name"] == "execute_tool").count();
+        if let Some(root) = root
+            && tools >= 2
+        {
+            break (root, spans);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the turn's spans did not arrive: {spans:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+
+    // The turn: a root span for the orchestrator, the episode as the conversation, the
+    // consulted record and the principal only as a pseudonym.
+    assert_eq!(parent(&root), None, "{root:#}");
+    assert_eq!(
+        attr_str(&root, "gen_ai.operation.name"),
+        Some("invoke_agent")
+    );
+    assert_eq!(
+        attr_str(&root, "gen_ai.conversation.id"),
+        Some(episode.as_str())
+    );
+    let mut consulted: Vec<&str> = attr_str(&root, "baton.consulted")
+        .unwrap_or_default()
+        .split(',')
+        .collect();
+    consulted.sort_unstable();
+    assert_eq!(consulted, ["shop", "support"], "{root:#}");
+    assert_eq!(attr_str(&root, "baton.outcome"), Some("answered"));
+    let pseudonym = attr_str(&root, "baton.principal").unwrap_or_default();
+    assert_eq!(pseudonym.len(), 16, "{root:#}");
+    let trace = root["context"]["trace_id"].as_str().unwrap();
+    let text = serde_json::to_string(&spans).unwrap();
+    assert!(
+        !text.contains("alice@example.com"),
+        "the raw principal was exported"
+    );
+    // Content is not exported: neither the message nor the specialists' queries.
+    assert!(
+        !text.contains("coffee deals"),
+        "the user's words were exported"
+    );
+
+    let of_turn: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["context"]["trace_id"] == trace)
+        .collect();
+    let children = |parent_id: &str| -> Vec<&Value> {
+        of_turn
+            .iter()
+            .copied()
+            .filter(|s| parent(s) == Some(parent_id))
+            .collect()
+    };
+
+    // The routing call is a `chat` span of the turn, with its tokens.
+    let turn_children = children(id(&root));
+    let routing = turn_children
+        .iter()
+        .find(|s| s["name"] == "chat" && attr_str(s, "gen_ai.agent.name") == Some("orchestrator"))
+        .unwrap_or_else(|| panic!("no routing `chat` span under the turn: {turn_children:#?}"));
+    assert!(
+        attr_u64(routing, "gen_ai.usage.input_tokens").unwrap_or(0) > 0,
+        "{routing:#}"
+    );
+    assert!(
+        attr_u64(routing, "gen_ai.usage.output_tokens").unwrap_or(0) > 0,
+        "{routing:#}"
+    );
+    assert!(
+        attr_str(routing, "gen_ai.response.finish_reasons").is_some(),
+        "{routing:#}"
+    );
+
+    // Each consulted specialist is an `invoke_agent` span under the turn, with its own
+    // model call and its tool call under it.
+    for agent in ["shop", "support"] {
+        let specialist = turn_children
+            .iter()
+            .find(|s| {
+                s["name"] == "invoke_agent" && attr_str(s, "gen_ai.agent.name") == Some(agent)
+            })
+            .unwrap_or_else(|| {
+                panic!("no `invoke_agent` span for {agent} under the turn: {turn_children:#?}")
+            });
+        let under = children(id(specialist));
+        assert!(
+            under.iter().any(|s| s["name"] == "chat"
+                && attr_u64(s, "gen_ai.usage.input_tokens").unwrap_or(0) > 0),
+            "{agent}: {under:#?}"
+        );
+        assert!(
+            under
+                .iter()
+                .any(|s| s["name"] == "execute_tool" && attr_str(s, "gen_ai.tool.name").is_some()),
+            "{agent}: {under:#?}"
+        );
+    }
+}
+
+#[test]
+fn without_an_endpoint_nothing_is_exported_and_a_bad_protocol_is_named() {
+    let sandbox = Sandbox::new();
+    let run: Run = sandbox
+        .baton()
+        .args(["chat", "--registry", registry(), "--model", "offline", "hi"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .output()
+        .unwrap()
+        .into();
+    // The turn is answered; export is refused with a plain reason.
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("traces are not exported")
+            && run
+                .stderr
+                .contains("OTEL_EXPORTER_OTLP_PROTOCOL = \"grpc\""),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn a_receiver_that_is_down_does_not_fail_the_turn() {
+    let sandbox = Sandbox::new();
+    let port = free_port();
+    let run: Run = sandbox
+        .baton()
+        .args(["chat", "--registry", registry(), "--model", "offline", "hi"])
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(!run.stdout.trim().is_empty(), "{run:?}");
+}

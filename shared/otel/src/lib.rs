@@ -1,0 +1,207 @@
+//! Baton's traces over OTLP (see `docs/design.md`, D-33).
+//!
+//! The engine already describes a turn as `tracing` spans shaped by OpenTelemetry's GenAI
+//! conventions (`invoke_agent`, `chat`, `execute_tool`, the planner's waves). This crate
+//! exports them: when the standard `OTEL_*` variables name an OTLP endpoint,
+//! [`Telemetry::from_env`] builds an exporter (OTLP over HTTP with protobuf) behind a
+//! bounded batch queue, and [`layer`] gives the `tracing` layer that feeds it. With no
+//! endpoint set, nothing is built and spans cost what they cost without it.
+//!
+//! Export never waits on the turn: spans go to a queue that a background thread drains
+//! (`OTEL_BSP_MAX_QUEUE_SIZE`, 2,048 by default); when the receiver is down or slow and the
+//! queue is full, new spans are dropped, and the exporter logs how many.
+
+use std::sync::OnceLock;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, Tracer};
+use tracing::Subscriber;
+use tracing_opentelemetry::OpenTelemetryLayer;
+use tracing_subscriber::registry::LookupSpan;
+
+/// Variables that name where traces go; export is on when one is set and not empty.
+const ENDPOINT_VARIABLES: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+];
+
+/// Variables that choose the wire protocol, the traces' own first.
+const PROTOCOL_VARIABLES: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+];
+
+/// The one protocol this build speaks.
+const HTTP_PROTOBUF: &str = "http/protobuf";
+
+/// Why traces cannot be exported as configured.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// A protocol other than OTLP over HTTP with protobuf was asked for.
+    #[error(
+        "{variable} = {value:?} is not supported: set it to \"http/protobuf\" (or leave it unset)"
+    )]
+    Protocol {
+        /// The variable that asked.
+        variable: &'static str,
+        /// What it asked for.
+        value: String,
+    },
+    /// The exporter could not be built from the configuration.
+    #[error("the OTLP exporter could not be built: {0}")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// Spans still queued could not be sent at shutdown.
+    #[error("the last traces could not be sent: {0}")]
+    Shutdown(String),
+}
+
+/// The process's tracer, set once by [`Telemetry::from_env`].
+static TRACER: OnceLock<Tracer> = OnceLock::new();
+
+/// Trace export for the life of the process; [`Telemetry::shutdown`] sends what is queued.
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+}
+
+/// Whether the variables `get` reads turn export on: an endpoint is named, and the SDK is
+/// not disabled (`OTEL_SDK_DISABLED=true`) nor the traces exporter `none`.
+fn enabled(get: impl Fn(&str) -> Option<String>) -> bool {
+    let set = |name: &str| get(name).is_some_and(|v| !v.trim().is_empty());
+    let is =
+        |name: &str, value: &str| get(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value));
+    ENDPOINT_VARIABLES.iter().any(|v| set(v))
+        && !is("OTEL_SDK_DISABLED", "true")
+        && !is("OTEL_TRACES_EXPORTER", "none")
+}
+
+/// The protocol asked for, when it is not the one this build speaks.
+fn unsupported_protocol(get: impl Fn(&str) -> Option<String>) -> Option<TelemetryError> {
+    let (variable, value) = PROTOCOL_VARIABLES
+        .iter()
+        .find_map(|v| get(v).filter(|x| !x.trim().is_empty()).map(|x| (*v, x)))?;
+    (value.trim() != HTTP_PROTOBUF).then_some(TelemetryError::Protocol { variable, value })
+}
+
+impl Telemetry {
+    /// Builds trace export from the `OTEL_*` variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, its
+    /// `_TRACES_` form, `_HEADERS`, `_TIMEOUT`, `OTEL_SERVICE_NAME`,
+    /// `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_BSP_*`), or `None` when they name no endpoint.
+    /// `service` names the process when `OTEL_SERVICE_NAME` does not. The process's
+    /// rustls crypto provider must be installed first (the workspace's reqwest has none of
+    /// its own).
+    ///
+    /// # Errors
+    /// An unsupported protocol, or an exporter that cannot be built (a malformed endpoint
+    /// or header).
+    pub fn from_env(service: &str) -> Result<Option<Telemetry>, TelemetryError> {
+        let get = |name: &str| std::env::var(name).ok();
+        if !enabled(get) {
+            return Ok(None);
+        }
+        if let Some(e) = unsupported_protocol(get) {
+            return Err(e);
+        }
+        let exporter = SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .build()?;
+        let mut resource = Resource::builder();
+        if get("OTEL_SERVICE_NAME").is_none_or(|v| v.trim().is_empty()) {
+            resource = resource.with_service_name(service.to_owned());
+        }
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(BatchSpanProcessor::builder(exporter).build())
+            .with_resource(resource.build())
+            .build();
+        // A second call (never expected) keeps the first tracer.
+        let _ = TRACER.set(provider.tracer("baton"));
+        Ok(Some(Telemetry { provider }))
+    }
+
+    /// Sends the spans still queued and stops export. Call it outside any async runtime:
+    /// the exporter's HTTP client blocks.
+    ///
+    /// # Errors
+    /// The receiver could not take the last spans.
+    pub fn shutdown(self) -> Result<(), TelemetryError> {
+        self.provider
+            .shutdown()
+            .map_err(|e| TelemetryError::Shutdown(e.to_string()))
+    }
+}
+
+/// The `tracing` layer that turns spans into exported ones, when export is on.
+pub fn layer<S>() -> Option<OpenTelemetryLayer<S, Tracer>>
+where
+    S: Subscriber + for<'span> LookupSpan<'span>,
+{
+    TRACER.get().map(|tracer| {
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer.clone())
+            // Source locations and thread names add bytes to every span and say nothing
+            // a reader of a turn's tree needs.
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn export_is_off_without_an_endpoint() {
+        assert!(!enabled(vars(&[])));
+        assert!(!enabled(vars(&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")])));
+        assert!(!enabled(vars(&[("OTEL_SERVICE_NAME", "baton")])));
+    }
+
+    #[test]
+    fn an_endpoint_turns_export_on_unless_disabled() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318");
+        assert!(enabled(vars(&[endpoint])));
+        assert!(enabled(vars(&[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://127.0.0.1:4318/v1/traces"
+        )])));
+        assert!(!enabled(vars(&[endpoint, ("OTEL_SDK_DISABLED", "TRUE")])));
+        assert!(!enabled(vars(&[
+            endpoint,
+            ("OTEL_TRACES_EXPORTER", "none")
+        ])));
+        assert!(enabled(vars(&[endpoint, ("OTEL_SDK_DISABLED", "false")])));
+    }
+
+    #[test]
+    fn only_http_protobuf_is_accepted() {
+        assert!(unsupported_protocol(vars(&[])).is_none());
+        assert!(
+            unsupported_protocol(vars(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")]))
+                .is_none()
+        );
+        let e = unsupported_protocol(vars(&[
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc"),
+        ]))
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            e.contains("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL = \"grpc\""),
+            "{e}"
+        );
+    }
+}
