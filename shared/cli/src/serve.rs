@@ -35,6 +35,12 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         .with_metrics(metrics)
         .with_max_body_bytes(settings.max_body_bytes)
         .with_console();
+    // A request's `traceparent` continues the caller's trace (D-33).
+    let state = if baton_otel::exporting() {
+        state.with_trace_continuation(baton_otel::continuing)
+    } else {
+        state
+    };
     let listener = TcpListener::bind(settings.addr)
         .await
         .with_context(|| format!("listening on {}", settings.addr))?;

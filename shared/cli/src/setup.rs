@@ -189,6 +189,10 @@ pub(crate) async fn assemble_for(
     };
     builder = builder.store(store.clone());
     builder = builder.connectors(connectors);
+    if baton_otel::exporting() {
+        // Tool calls pass the trace on (D-33).
+        builder = builder.trace_context(baton_otel::traceparent);
+    }
     let runtime = builder.build()?;
     Ok(Assembled {
         runtime,

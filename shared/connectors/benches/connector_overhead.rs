@@ -254,6 +254,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
         agent_id: Arc::from("bench"),
         now_ms: 0,
         progress: None,
+        traceparent: None,
     }
 }
 

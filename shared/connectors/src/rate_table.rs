@@ -188,6 +188,7 @@ mod tests {
             agent_id: Arc::from("rewards"),
             now_ms: 0,
             progress: None,
+            traceparent: None,
         }
     }
 

@@ -43,4 +43,4 @@ pub use body::TurnBody;
 pub use error::{Error, Result};
 pub use principal::{AuthError, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
 pub use serve::{ServerLimits, serve};
-pub use state::{AppState, DEFAULT_MAX_BODY_BYTES};
+pub use state::{AppState, DEFAULT_MAX_BODY_BYTES, TraceContinuation};

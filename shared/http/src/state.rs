@@ -28,7 +28,13 @@ pub struct AppState {
     pub console: bool,
     /// How long a request body may take to arrive (none: as long as the host allows).
     pub body_timeout: Option<Duration>,
+    /// Makes the span that continues a caller's trace from its W3C `traceparent` (D-33);
+    /// unset, a turn's trace starts with the turn.
+    pub trace_continuation: Option<TraceContinuation>,
 }
+
+/// Given a request's name and its `traceparent`, the span under which it runs.
+pub type TraceContinuation = fn(&'static str, &str) -> tracing::Span;
 
 impl AppState {
     /// State with no metrics route and the default body limit.
@@ -40,6 +46,7 @@ impl AppState {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             console: false,
             body_timeout: None,
+            trace_continuation: None,
         }
     }
 
@@ -59,6 +66,12 @@ impl AppState {
     /// cloud turn function leaves it off).
     pub fn with_console(mut self) -> Self {
         self.console = true;
+        self
+    }
+
+    /// Continues callers' traces with `continuation` (D-33).
+    pub fn with_trace_continuation(mut self, continuation: TraceContinuation) -> Self {
+        self.trace_continuation = Some(continuation);
         self
     }
 

@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use baton_core::events::PROTOCOL_VERSION;
 use baton_runtime::TurnRequest;
 use futures::StreamExt;
+use tracing::Instrument as _;
 
 use crate::body;
 use crate::error::Error;
@@ -25,6 +26,8 @@ const TURN_HEADER: HeaderName = HeaderName::from_static("x-baton-turn-id");
 const EPISODE_HEADER: HeaderName = HeaderName::from_static("x-baton-episode-id");
 /// Present when a completed turn is replayed rather than run (D-25).
 const REPLAY_HEADER: HeaderName = HeaderName::from_static("x-baton-replay");
+/// The caller's W3C trace context (D-33).
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 /// Asks buffering proxies (nginx) to pass frames through as they come.
 const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buffering");
 
@@ -71,7 +74,15 @@ pub(crate) async fn post_turn(
         direct_line_mode: body.direct_line_mode,
         must_consult: body.must_consult,
     };
-    let stream = state.runtime.run_turn(request).await.map_err(|r| {
+    let run = state.runtime.run_turn(request);
+    let traceparent = headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
+    let ran = match (state.trace_continuation, traceparent) {
+        (Some(continuing), Some(parent)) => {
+            run.instrument(continuing("POST /v1/turns", parent)).await
+        }
+        _ => run.await,
+    };
+    let stream = ran.map_err(|r| {
         tracing::info!(kind = ?r.kind, message = %r.message, "turn refused");
         Error::Rejected(r)
     })?;

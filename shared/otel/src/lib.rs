@@ -11,14 +11,17 @@
 //! (`OTEL_BSP_MAX_QUEUE_SIZE`, 2,048 by default); when the receiver is down or slow and the
 //! queue is full, new spans are dropped, and the exporter logs how many.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use opentelemetry::trace::TracerProvider as _;
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig as _};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, Tracer};
 use tracing::Subscriber;
-use tracing_opentelemetry::OpenTelemetryLayer;
+use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt as _};
 use tracing_subscriber::registry::LookupSpan;
 
 /// Variables that name where traces go; export is on when one is set and not empty.
@@ -131,6 +134,39 @@ impl Telemetry {
             .shutdown()
             .map_err(|e| TelemetryError::Shutdown(e.to_string()))
     }
+}
+
+/// Whether [`Telemetry::from_env`] turned export on.
+pub fn exporting() -> bool {
+    TRACER.get().is_some()
+}
+
+/// The W3C `traceparent` of the current span, for a call that leaves the process; `None`
+/// when the span is not exported.
+pub fn traceparent() -> Option<String> {
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let span = span.span_context();
+    span.is_valid().then(|| {
+        format!(
+            "00-{}-{}-{:02x}",
+            span.trace_id(),
+            span.span_id(),
+            span.trace_flags().to_u8()
+        )
+    })
+}
+
+/// A span for a request that came with a W3C `traceparent`: a child of the caller's span,
+/// so that what runs under it continues the caller's trace. A malformed header starts a
+/// trace of its own.
+pub fn continuing(name: &'static str, traceparent: &str) -> tracing::Span {
+    let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    let parent = TraceContextPropagator::new().extract(&carrier);
+    let span = tracing::info_span!("request", otel.name = name, otel.kind = "server");
+    // Fails only when the span is not exported; then there is no trace to continue.
+    let _ = span.set_parent(parent);
+    span
 }
 
 /// The `tracing` layer that turns spans into exported ones, when export is on.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use baton_core::Principal;
 use baton_core::ports::clock::Clock;
-use baton_core::ports::connector::Connector;
+use baton_core::ports::connector::{Connector, TraceContext};
 use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::{Store, StoreError};
@@ -41,6 +41,7 @@ pub struct RuntimeBuilder {
     clock: Arc<dyn Clock>,
     metrics: Arc<dyn Metrics>,
     config: RuntimeConfig,
+    trace_context: Option<TraceContext>,
 }
 
 impl RuntimeBuilder {
@@ -87,6 +88,13 @@ impl RuntimeBuilder {
     /// Metrics sink (defaults to none).
     pub fn metrics(mut self, metrics: Arc<dyn Metrics>) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// Where tool calls read the trace context they pass on (D-33); without it they pass
+    /// none.
+    pub fn trace_context(mut self, trace_context: TraceContext) -> Self {
+        self.trace_context = Some(trace_context);
         self
     }
 
@@ -170,6 +178,7 @@ impl RuntimeBuilder {
                 config: self.config,
                 breakers: Breakers::default(),
                 privacy,
+                trace_context: self.trace_context,
             }),
         })
     }
@@ -218,6 +227,7 @@ impl Runtime {
             clock: Arc::new(SystemClock),
             metrics: Arc::new(NoMetrics),
             config: RuntimeConfig::default(),
+            trace_context: None,
         }
     }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::ports::clock::Clock;
-use baton_core::ports::connector::Connector;
+use baton_core::ports::connector::{Connector, TraceContext};
 use baton_core::ports::metrics::Metrics;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
@@ -28,6 +28,8 @@ pub(crate) struct Inner {
     pub(crate) breakers: Breakers,
     /// The privacy guard of the entry orchestrator (D-23).
     pub(crate) privacy: Arc<PrivacyGuard>,
+    /// Where a tool call's trace context comes from, when traces are exported (D-33).
+    pub(crate) trace_context: Option<TraceContext>,
 }
 
 impl Inner {

@@ -171,6 +171,22 @@ fn parent(span: &Value) -> Option<&str> {
     span["parent_id"].as_str()
 }
 
+/// Polls the receiver until `done` holds for the spans it has (60 s at most).
+fn wait_for(phoenix: &Phoenix, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let spans = phoenix.spans();
+        if done(&spans) {
+            return spans;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the spans did not arrive: {spans:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 #[test]
 fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
     let phoenix = Phoenix::start();
@@ -202,28 +218,14 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
         .to_owned();
 
     // `baton` flushed before it exited; the receiver may still be writing.
-    let started = Instant::now();
-    let (root, spans) = loop {
-        let spans = phoenix.spans();
-        let root = spans
-            .iter()
-            .find(|s| {
-                s["name"] == "invoke_agent"
-                    && attr_str(s, "gen_ai.agent.name") == Some("orchestrator")
-            })
-            .cloned();
-        let tools = spans.iter().filter(|s| s["name"] == "execute_tool").count();
-        if let Some(root) = root
-            && tools >= 2
-        {
-            break (root, spans);
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the turn's spans did not arrive: {spans:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(500));
+    let is_root = |s: &Value| {
+        s["name"] == "invoke_agent" && attr_str(s, "gen_ai.agent.name") == Some("orchestrator")
     };
+    let spans = wait_for(&phoenix, |spans| {
+        spans.iter().any(is_root)
+            && spans.iter().filter(|s| s["name"] == "execute_tool").count() >= 2
+    });
+    let root = spans.iter().find(|s| is_root(s)).cloned().unwrap();
 
     // The turn: a root span for the orchestrator, the episode as the conversation, the
     // consulted record and the principal only as a pseudonym.
@@ -312,6 +314,48 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
             "{agent}: {under:#?}"
         );
     }
+
+    // `baton serve`: a request carrying a W3C `traceparent` continues the caller's trace.
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", "offline"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let (caller_trace, caller_span) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let response = serving.request(
+        &format!(
+            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json\r\ntraceparent: 00-{caller_trace}-{caller_span}-01"
+        ),
+        r#"{"message":"find me coffee deals"}"#,
+    );
+    assert!(response.contains("\"completed\""), "{response}");
+    let spans = wait_for(&phoenix, |spans| {
+        spans.iter().any(|s| {
+            s["context"]["trace_id"] == caller_trace
+                && s["name"] == "invoke_agent"
+                && attr_str(s, "gen_ai.agent.name") == Some("orchestrator")
+        })
+    });
+    let of_caller: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["context"]["trace_id"] == caller_trace)
+        .collect();
+    let request = of_caller
+        .iter()
+        .find(|s| parent(s) == Some(caller_span))
+        .unwrap_or_else(|| panic!("no span under the caller's: {of_caller:#?}"));
+    assert_eq!(request["name"], "POST /v1/turns", "{request:#}");
+    let turn = of_caller
+        .iter()
+        .find(|s| {
+            s["name"] == "invoke_agent" && attr_str(s, "gen_ai.agent.name") == Some("orchestrator")
+        })
+        .unwrap();
+    assert_eq!(parent(turn), Some(id(request)), "{of_caller:#?}");
+    serving.kill();
 }
 
 #[test]

@@ -63,6 +63,9 @@ pub use secrets::{EnvSecretSource, SecretRef, SecretSource, arns_in};
 /// The header that carries the principal to the service (D-29).
 const PRINCIPAL_HEADER: &str = "x-baton-principal";
 
+/// The W3C trace-context header.
+const TRACEPARENT: &str = "traceparent";
+
 /// The `http` connector kind: tools answered by HTTP services.
 pub struct HttpConnector {
     secrets: Arc<dyn SecretSource>,
@@ -243,7 +246,15 @@ impl Connector for HttpConnector {
         let deadline = started + config.deadline;
         let principal = request.principal.as_str();
         let client = self.client(&config.client)?;
-        let headers = self.headers(&config, principal)?;
+        let mut headers = self.headers(&config, principal)?;
+        // The service's own spans join the turn's trace (D-33).
+        if let Some(value) = request
+            .traceparent
+            .as_deref()
+            .and_then(|t| HeaderValue::from_str(t).ok())
+        {
+            headers.insert(TRACEPARENT, value);
+        }
         let url = config
             .url
             .fill(&request.args, !config.method.has_body())

@@ -151,6 +151,7 @@ fn request(config: Value, args: Value) -> ConnectorRequest {
         agent_id: Arc::from("shop"),
         now_ms: 0,
         progress: None,
+        traceparent: None,
     }
 }
 
@@ -206,6 +207,30 @@ async fn a_get_fills_the_template_sends_the_rest_as_query_and_passes_the_envelop
     assert_eq!(seen[0].header("x-baton-principal"), Some(PRINCIPAL));
     assert_eq!(seen[0].header("accept"), Some("application/json"));
     assert!(seen[0].body.is_empty());
+}
+
+#[tokio::test]
+async fn a_call_with_a_trace_context_sends_it_as_traceparent() {
+    let s = server(|_, seen| {
+        let principal = seen.header("x-baton-principal").unwrap_or("none");
+        json_response(StatusCode::OK, envelope_for(principal))
+    })
+    .await;
+    let config = json!({"url": s.url("/offers")});
+    let connector = HttpConnector::new();
+    connector.check_config("search_offers", &config).unwrap();
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    connector
+        .call(ConnectorRequest {
+            traceparent: Some(Arc::from(traceparent)),
+            ..request(config.clone(), json!({}))
+        })
+        .await
+        .unwrap();
+    connector.call(request(config, json!({}))).await.unwrap();
+    let seen = s.seen();
+    assert_eq!(seen[0].header("traceparent"), Some(traceparent));
+    assert_eq!(seen[1].header("traceparent"), None, "none without a trace");
 }
 
 #[tokio::test]

@@ -204,6 +204,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
         agent_id: Arc::from("rewards"),
         now_ms: 0,
         progress: None,
+        traceparent: None,
     }
 }
 

@@ -76,6 +76,7 @@ async fn call_at(registry: &Registry, tool: &str, args: Value, now_ms: u64) -> E
             agent_id: Arc::from("test"),
             now_ms,
             progress: None,
+            traceparent: None,
         })
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", tool.id))

@@ -103,7 +103,15 @@ pub struct ConnectorRequest {
     /// Where the connector reports progress while the call runs, as status codes (D-12);
     /// `None` when nobody listens.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// The W3C `traceparent` of the call's `execute_tool` span (D-33), for a connector to
+    /// send on so that the remote side's spans join the turn's trace; `None` when traces
+    /// are not exported.
+    pub traceparent: Option<Arc<str>>,
 }
+
+/// Reads the W3C `traceparent` of the span the caller runs under, or `None` (D-33): how
+/// the engine learns what to pass on without knowing the tracing backend.
+pub type TraceContext = fn() -> Option<String>;
 
 /// Receives a connector's progress while one call runs: each report is a typed status
 /// code (D-12) that the orchestrator's card gives words to. Reports must not block.

@@ -119,15 +119,20 @@ pub(crate) async fn start(
     })?;
     // Claimed and launched on a task of its own: a caller that leaves while the claim is
     // being made must not leave behind a claim that no turn will ever finish.
-    let launched = tasks.spawn(launch(
-        inner,
-        claim,
-        TurnRequest { text, ..request },
-        turn_id,
-        fingerprint,
-        outbox,
-        tasks.clone(),
-    ));
+    // The caller's span, if any (a request continuing a remote trace, D-33), becomes the
+    // parent of the turn's.
+    let launched = tasks.spawn(
+        launch(
+            inner,
+            claim,
+            TurnRequest { text, ..request },
+            turn_id,
+            fingerprint,
+            outbox,
+            tasks.clone(),
+        )
+        .instrument(tracing::Span::current()),
+    );
     launched.await.map_err(|e| {
         tracing::error!(error = %e, "launching a turn failed");
         TurnRejection::new(

@@ -244,6 +244,19 @@ pub(crate) async fn run(
         })
         .await;
     let progress = Arc::new(Progress::default());
+    // OpenTelemetry GenAI conventions: one `execute_tool` span per tool call.
+    let span = tracing::info_span!(
+        "execute_tool",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool.id,
+        gen_ai.agent.name = %agent.id,
+    );
+    // The remote side continues the trace under this call's span.
+    let traceparent = ctx
+        .inner
+        .trace_context
+        .and_then(|read| span.in_scope(read))
+        .map(Arc::from);
     let request = ConnectorRequest {
         tool_id: tool.id.clone(),
         config: tool.connector_config.clone(),
@@ -253,14 +266,8 @@ pub(crate) async fn run(
         agent_id: agent.id.clone(),
         now_ms: ctx.inner.clock.now_ms(),
         progress: Some(progress.clone()),
+        traceparent,
     };
-    // OpenTelemetry GenAI conventions: one `execute_tool` span per tool call.
-    let span = tracing::info_span!(
-        "execute_tool",
-        gen_ai.operation.name = "execute_tool",
-        gen_ai.tool.name = %tool.id,
-        gen_ai.agent.name = %agent.id,
-    );
     let call = connector.call(request).instrument(span);
     let answer = tokio::time::timeout(
         Duration::from_millis(tool.timeout_ms),

@@ -59,3 +59,49 @@ async fn a_missing_connector_starts_no_call_and_the_turn_answers() {
         Some(Event::Completed { .. })
     ));
 }
+
+/// Records the trace context each call carries, and answers as the configured connector.
+#[derive(Debug, Default)]
+struct Recording(std::sync::Mutex<Vec<Option<Arc<str>>>>);
+
+#[async_trait::async_trait]
+impl baton_core::ports::connector::Connector for Recording {
+    async fn call(
+        &self,
+        request: baton_core::ports::connector::ConnectorRequest,
+    ) -> Result<baton_core::ports::connector::Envelope, baton_core::ports::connector::ConnectorError>
+    {
+        self.0.lock().unwrap().push(request.traceparent.clone());
+        ConfiguredConnector.call(request).await
+    }
+}
+
+fn traceparent() -> Option<String> {
+    Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_tool_call_carries_the_trace_context_when_traces_are_exported() {
+    for exported in [true, false] {
+        let recording = Arc::new(Recording::default());
+        let mut builder = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
+            .model_override(Arc::new(ScriptedModel::from_yaml(SCRIPT).unwrap()))
+            .store(Arc::new(HeapStore::new()))
+            .connector("test", recording.clone());
+        if exported {
+            builder = builder.trace_context(traceparent);
+        }
+        let runtime = builder.build().unwrap();
+        let stream = runtime
+            .run_turn(TurnRequest::new(
+                Principal::new("alice").unwrap(),
+                "my points",
+            ))
+            .await
+            .unwrap();
+        let _: Vec<_> = stream.collect().await;
+        let seen = recording.0.lock().unwrap().clone();
+        let want: Option<Arc<str>> = exported.then(|| Arc::from(traceparent().unwrap()));
+        assert_eq!(seen, vec![want], "exported: {exported}");
+    }
+}
