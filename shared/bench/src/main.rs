@@ -88,6 +88,10 @@ struct Args {
     /// diamond against its critical path, and one request by routing and by the planner.
     #[arg(long)]
     planner: bool,
+    /// Export the engine's spans over OTLP to this receiver (its root, e.g.
+    /// http://127.0.0.1:6006) while measuring: what trace export costs a turn.
+    #[arg(long, value_name = "URL")]
+    otlp: Option<String>,
     /// Rounds of the `--local-model` comparison.
     #[arg(long, default_value_t = 20, requires = "local_model")]
     rounds: usize,
@@ -97,6 +101,10 @@ fn main() -> anyhow::Result<()> {
     // The load generator's own reqwest clients need the process's crypto provider.
     baton_connectors::install_tls_provider();
     let args = Args::parse();
+    let telemetry = match &args.otlp {
+        Some(url) => Some(trace_export(url)?),
+        None => None,
+    };
     let rt = if args.current_thread {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -142,7 +150,36 @@ fn main() -> anyhow::Result<()> {
             async move { tokio::spawn(async move { report::run(&task_args).await }).await },
         )??;
     let table = report::table(&results, args.reference.as_deref())?;
-    finish(&args, &results, table, started)
+    let finished = finish(&args, &results, table, started);
+    if let Some(telemetry) = telemetry {
+        // Outside the runtime: the exporter's client blocks. Its log says how many spans
+        // the full queue dropped, if any.
+        drop(rt);
+        telemetry.shutdown()?;
+    }
+    finished
+}
+
+/// Turns trace export on for the whole process, as `baton` does when the OTEL_* variables
+/// name a receiver, with the exporter's own warnings (dropped spans) on stderr.
+fn trace_export(url: &str) -> anyhow::Result<baton_otel::Telemetry> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let telemetry = baton_otel::Telemetry::to_endpoint("baton-bench", url)?;
+    let warnings = tracing_subscriber::filter::Targets::new()
+        .with_target("opentelemetry_sdk", tracing::Level::WARN)
+        .with_target("opentelemetry_otlp", tracing::Level::WARN);
+    tracing_subscriber::registry()
+        .with(baton_otel::layer().map(|otel| otel.with_filter(baton_otel::spans_only())))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(warnings),
+        )
+        .try_init()?;
+    eprintln!("trace export: on, to {url}");
+    Ok(telemetry)
 }
 
 /// Prints the JSON results (and writes them to `--out`), then the table on stderr.

@@ -27,18 +27,9 @@ pub(crate) fn init(filter: Option<&str>, default: &str, json: bool) -> anyhow::R
     // A second start (never expected) keeps the first subscriber.
     let _ = tracing_subscriber::registry()
         .with(fmt.with_filter(filter))
-        .with(baton_otel::layer().map(|otel| otel.with_filter(spans_only())))
+        .with(baton_otel::layer().map(|otel| otel.with_filter(baton_otel::spans_only())))
         .try_init();
     Ok(())
-}
-
-/// What goes to the trace exporter: the engine's spans at `info` and above, and no log
-/// event, since events can carry what the user wrote (the routing record holds each
-/// specialist's query) and content is not exported.
-fn spans_only<S>() -> impl tracing_subscriber::layer::Filter<S> {
-    tracing_subscriber::filter::filter_fn(|meta| {
-        meta.is_span() && *meta.level() <= tracing::Level::INFO
-    })
 }
 
 /// Whether a server should log JSON: when asked, or when nobody is watching a terminal.

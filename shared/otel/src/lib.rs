@@ -111,8 +111,29 @@ impl Telemetry {
             .with_http()
             .with_protocol(Protocol::HttpBinary)
             .build()?;
+        let named = get("OTEL_SERVICE_NAME").is_some_and(|v| !v.trim().is_empty());
+        Ok(Some(Self::start(exporter, (!named).then_some(service))))
+    }
+
+    /// Builds trace export to the OTLP receiver at `endpoint` (its root, e.g.
+    /// `http://127.0.0.1:4318`), whatever the `OTEL_*` variables say: for a program that
+    /// is told where to send in its own flags (the benchmark).
+    ///
+    /// # Errors
+    /// An exporter that cannot be built (a malformed endpoint).
+    pub fn to_endpoint(service: &str, endpoint: &str) -> Result<Telemetry, TelemetryError> {
+        let exporter = SpanExporter::builder()
+            .with_http()
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')))
+            .build()?;
+        Ok(Self::start(exporter, Some(service)))
+    }
+
+    /// Starts the batch processor over `exporter`; `service` names the process when set.
+    fn start(exporter: SpanExporter, service: Option<&str>) -> Telemetry {
         let mut resource = Resource::builder();
-        if get("OTEL_SERVICE_NAME").is_none_or(|v| v.trim().is_empty()) {
+        if let Some(service) = service {
             resource = resource.with_service_name(service.to_owned());
         }
         let provider = SdkTracerProvider::builder()
@@ -121,7 +142,7 @@ impl Telemetry {
             .build();
         // A second call (never expected) keeps the first tracer.
         let _ = TRACER.set(provider.tracer("baton"));
-        Ok(Some(Telemetry { provider }))
+        Telemetry { provider }
     }
 
     /// Sends the spans still queued and stops export. Call it outside any async runtime:
@@ -167,6 +188,15 @@ pub fn continuing(name: &'static str, traceparent: &str) -> tracing::Span {
     // Fails only when the span is not exported; then there is no trace to continue.
     let _ = span.set_parent(parent);
     span
+}
+
+/// Which spans and events go to the exporter: the engine's spans at `info` and above, and
+/// no log event, since events can carry what the user wrote (the routing record holds each
+/// specialist's query) and content is not exported (D-33).
+pub fn spans_only<S>() -> impl tracing_subscriber::layer::Filter<S> {
+    tracing_subscriber::filter::filter_fn(|meta| {
+        meta.is_span() && *meta.level() <= tracing::Level::INFO
+    })
 }
 
 /// The `tracing` layer that turns spans into exported ones, when export is on.
