@@ -6,35 +6,11 @@
 #
 #   phoenix="$(./infra/phoenix.sh)"
 #
-# The venv lives in ${BATON_PHOENIX_DIR:-~/.cache/baton/phoenix}/venv (about 800 MB). pip
-# runs only when infra/phoenix.txt changed since the last install.
+# The venv lives in ${BATON_PHOENIX_DIR:-~/.cache/baton/phoenix}/venv (about 800 MB; see
+# infra/venv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir="${BATON_PHOENIX_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/phoenix}"
-venv="$dir/venv"
-requirements="infra/phoenix.txt"
-stamp="$venv/.baton-requirements.sha256"
-
-fail() { echo "error: $*" >&2; exit 1; }
-
-python="${PYTHON:-python3}"
-command -v "$python" >/dev/null 2>&1 \
-  || fail "python3 is not installed; install Python 3.10 or later (or set PYTHON)"
-
-want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-if [[ -x "$venv/bin/phoenix" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-  echo "$venv/bin/phoenix"
-  exit 0
-fi
-
-mkdir -p "$dir"
-if [[ ! -x "$venv/bin/python" ]]; then
-  "$python" -m venv "$venv" >&2 \
-    || fail "could not create a Python virtual environment in $venv (on Debian/Ubuntu: apt-get install python3-venv)"
-fi
-echo "installing Arize Phoenix into $venv (once; about three minutes)" >&2
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2 \
-  || fail "pip could not install $requirements into $venv; check the network or the proxy settings and retry"
-echo "$want" >"$stamp"
-echo "$venv/bin/phoenix"
+bin="$(./infra/venv.sh "$dir/venv" infra/phoenix.txt "Arize Phoenix (about three minutes)")"
+echo "$bin/phoenix"
