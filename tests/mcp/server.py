@@ -18,7 +18,7 @@ from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 
 PAGE_SIZE = 3
-BATON_KEYS = ("baton/principal", "baton/episode", "baton/agent")
+BATON_KEYS = ("baton/principal", "baton/episode", "baton/agent", "traceparent")
 
 args = sys.argv[1:]
 bad_schema = "--bad-schema" in args

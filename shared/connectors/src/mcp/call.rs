@@ -24,8 +24,12 @@ pub(crate) const META_PRINCIPAL: &str = "baton/principal";
 pub(crate) const META_EPISODE: &str = "baton/episode";
 /// `_meta` key carrying the agent id.
 pub(crate) const META_AGENT: &str = "baton/agent";
+/// `_meta` key carrying the W3C trace context of the call's span (D-33), as MCP servers that
+/// trace read it.
+pub(crate) const META_TRACEPARENT: &str = "traceparent";
 
-/// The request metadata of one call: who it is for, in which episode, by which agent.
+/// The request metadata of one call: who it is for, in which episode, by which agent, and
+/// the trace it belongs to when traces are exported.
 pub(crate) fn baton_meta(request: &ConnectorRequest) -> RequestMetaObject {
     let mut meta = RequestMetaObject::new();
     meta.insert(
@@ -40,6 +44,12 @@ pub(crate) fn baton_meta(request: &ConnectorRequest) -> RequestMetaObject {
         META_AGENT.to_owned(),
         Value::String(request.agent_id.to_string()),
     );
+    if let Some(traceparent) = &request.traceparent {
+        meta.insert(
+            META_TRACEPARENT.to_owned(),
+            Value::String(traceparent.to_string()),
+        );
+    }
     meta
 }
 
