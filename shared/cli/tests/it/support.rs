@@ -39,6 +39,15 @@ const VARIABLES: &[&str] = &[
     "OTEL_SERVICE_NAME",
 ];
 
+/// A local port that was free a moment ago.
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A working folder (no `baton.toml` unless a test writes one) with a data folder inside.
 pub(crate) struct Sandbox {
     pub(crate) dir: TempDir,

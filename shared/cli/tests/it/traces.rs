@@ -3,7 +3,6 @@
 //! back from the receiver's own API: one tree per turn, shaped as OpenTelemetry's GenAI
 //! conventions say.
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,14 +27,6 @@ fn phoenix_command() -> PathBuf {
         path.display()
     );
     path
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A Phoenix server on free ports, stopped when dropped.

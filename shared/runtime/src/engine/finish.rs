@@ -197,12 +197,8 @@ fn record_on_span(routing: &RoutingRecord, consulted: &[ConsultedAgent]) {
     }
     let ids: Vec<&str> = consulted.iter().map(|c| c.agent_id.as_str()).collect();
     span.record("baton.consulted", ids.join(","));
-    if let Some(composition) = routing
-        .composition
-        .and_then(|c| serde_json::to_value(c).ok())
-        .and_then(|v| v.as_str().map(str::to_owned))
-    {
-        span.record("baton.composition", composition);
+    if let Some(composition) = routing.composition {
+        span.record("baton.composition", tracing::field::display(composition));
     }
     let guards: Vec<&str> = routing.guards.iter().map(|g| g.guard.as_str()).collect();
     span.record("baton.guards", guards.join(","));
