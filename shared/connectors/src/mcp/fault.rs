@@ -5,6 +5,8 @@ use std::time::Duration;
 use rmcp::ServiceError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
+use crate::oauth::AuthFault;
+
 /// Longest error text kept from a library or a server: enough to act on, never a dump.
 const MAX_DETAIL: usize = 400;
 
@@ -58,10 +60,10 @@ impl From<ServiceError> for Fault {
 /// An error and its sources, `: `-joined (libraries often keep the useful part, such as
 /// "connection refused", in a source), clipped.
 pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
+    let mut text = text_of(e);
     let mut source = source_of(e);
     while let Some(s) = source {
-        let next = s.to_string();
+        let next = text_of(s);
         if !text.contains(&next) {
             text.push_str(": ");
             text.push_str(&next);
@@ -69,6 +71,20 @@ pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         source = source_of(s);
     }
     clip(text)
+}
+
+/// An error's own words; an authorization failure carried through rmcp's transport as an
+/// I/O error is shown as itself, without the transport's "Io error" wording.
+fn text_of(e: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(StreamableHttpError::Io(io)) =
+        e.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+        && let Some(fault) = io
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<AuthFault>())
+    {
+        return fault.to_string();
+    }
+    e.to_string()
 }
 
 fn source_of<'a>(

@@ -22,9 +22,10 @@
 //! The principal, episode and agent travel as the request's `_meta` (`baton/principal`,
 //! `baton/episode`, `baton/agent`). See `docs/connectors-mcp.md`.
 
+mod authorized;
 mod call;
 mod config;
-mod fault;
+pub(crate) mod fault;
 mod progress;
 mod session;
 
@@ -37,6 +38,7 @@ use baton_core::ports::connector::{
 };
 use serde_json::{Map, Value};
 
+use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
 use call::{Origin, baton_meta, call_tool, envelope_of};
 use config::{EnvValue, McpConfig, Server};
 use fault::Fault;
@@ -60,10 +62,18 @@ impl McpConnector {
     pub const KIND: &'static str = "mcp";
 
     /// A connector whose stdio servers run in `registry_root` (relative paths in their
-    /// commands are the registry's). Nothing starts until a tool is discovered or called.
+    /// commands are the registry's), and whose HTTP servers' secrets (headers, OAuth
+    /// client credentials) come from environment variables. Nothing starts until a tool
+    /// is discovered or called.
     pub fn new(registry_root: &Path) -> Self {
+        Self::with_secret_source(registry_root, Arc::new(EnvSecretSource))
+    }
+
+    /// As [`McpConnector::new`], with the secrets from `source` (on Lambda: Secrets
+    /// Manager and SSM by ARN).
+    pub fn with_secret_source(registry_root: &Path, source: Arc<dyn SecretSource>) -> Self {
         McpConnector {
-            pool: Pool::new(registry_root),
+            pool: Pool::new(registry_root, Arc::new(Secrets::new(source))),
         }
     }
 }
@@ -124,15 +134,28 @@ impl Connector for McpConnector {
 
     fn check_config(&self, _tool_id: &str, config: &Value) -> Result<(), String> {
         let config = McpConfig::parse(config)?;
-        // A variable the server needs is checked now, so a bad setup fails at load time.
-        if let Server::Command { env, .. } = &config.server {
-            for (name, value) in env {
-                if let EnvValue::FromEnv(from) = value
-                    && std::env::var_os(from).is_none()
-                {
-                    return Err(format!(
-                        "server.env.{name}: the environment variable {from} is not set"
-                    ));
+        // What the server needs is checked now, so a bad setup fails at load time.
+        match &config.server {
+            Server::Command { env, .. } => {
+                for (name, value) in env {
+                    if let EnvValue::FromEnv(from) = value
+                        && std::env::var_os(from).is_none()
+                    {
+                        return Err(format!(
+                            "server.env.{name}: the environment variable {from} is not set"
+                        ));
+                    }
+                }
+            }
+            Server::Url(http) => {
+                self.pool
+                    .secrets()
+                    .header_map(&http.headers)
+                    .map_err(|e| format!("server.{e}"))?;
+                if let Some(oauth) = &http.oauth {
+                    oauth
+                        .check(self.pool.secrets())
+                        .map_err(|e| format!("server.oauth: {e}"))?;
                 }
             }
         }

@@ -8,6 +8,7 @@ use baton_core::ports::connector::ProgressSink;
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RoleClient};
 
@@ -126,10 +127,13 @@ impl ClientHandler for ProgressRouter {
     }
 
     fn get_info(&self) -> ClientConfig {
+        // The newest version with an `initialize` handshake, which servers of today
+        // speak; a server answering with an older version Baton knows is accepted.
         ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("baton", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 

@@ -20,9 +20,12 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{Peer, ServiceExt};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 
-use super::config::{EnvValue, Server};
+use super::authorized::Authorized;
+use super::config::{EnvValue, HttpServer, Server};
 use super::fault::{Fault, chain, clip};
 use super::progress::ProgressRouter;
+use crate::oauth::TokenSource;
+use crate::secrets::Secrets;
 
 /// What a stdio server inherits of Baton's environment (as the official MCP SDKs do):
 /// enough to run, and none of Baton's credentials. `server.env` adds the rest.
@@ -57,11 +60,13 @@ impl Session {
     }
 }
 
-/// A server's session and the gate that lets one task at a time start it.
+/// A server's session, the gate that lets one task at a time start it, and (for a
+/// server requiring OAuth) its tokens, which outlive sessions.
 #[derive(Default)]
 struct Slot {
     current: Mutex<Option<Arc<Session>>>,
     starting: tokio::sync::Mutex<()>,
+    tokens: std::sync::OnceLock<Arc<TokenSource>>,
 }
 
 impl Slot {
@@ -75,20 +80,27 @@ impl Slot {
 pub(crate) struct Pool {
     root: PathBuf,
     http: Result<reqwest::Client, String>,
+    secrets: Arc<Secrets>,
     slots: Mutex<HashMap<Server, Arc<Slot>>>,
 }
 
 impl Pool {
     /// An empty pool; commands start in `root` (the registry root).
-    pub(crate) fn new(root: &Path) -> Self {
+    pub(crate) fn new(root: &Path, secrets: Arc<Secrets>) -> Self {
         crate::install_tls_provider();
         Pool {
             root: root.to_path_buf(),
             // Kept as an error (not a panic) when no client can be built: only HTTP
             // servers need one, and their calls then report why.
             http: reqwest::Client::builder().build().map_err(|e| chain(&e)),
+            secrets,
             slots: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The secrets of the HTTP servers' headers and OAuth credentials.
+    pub(crate) fn secrets(&self) -> &Secrets {
+        &self.secrets
     }
 
     fn slot(&self, server: &Server) -> Arc<Slot> {
@@ -112,7 +124,7 @@ impl Pool {
             if let Some(session) = slot.live() {
                 return Ok(session);
             }
-            let session = Arc::new(self.start(server).await?);
+            let session = Arc::new(self.start(server, &slot).await?);
             let old = slot
                 .current
                 .lock()
@@ -140,7 +152,7 @@ impl Pool {
         drop(old);
     }
 
-    async fn start(&self, server: &Server) -> Result<Session, Fault> {
+    async fn start(&self, server: &Server, slot: &Slot) -> Result<Session, Fault> {
         let router = Arc::new(ProgressRouter::default());
         let service = match server {
             Server::Command { command, env } => {
@@ -193,19 +205,61 @@ impl Pool {
                     }
                 }
             }
-            Server::Url(url) => {
+            Server::Url(http) => {
                 let client = self.http.clone().map_err(Fault::Start)?;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut config = StreamableHttpClientTransportConfig::with_uri(http.url.as_str());
                 config.retry_config = Arc::new(BoundedRetry);
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                router
-                    .clone()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| Fault::Start(start_error(&e)))?
+                let headers = self
+                    .secrets
+                    .header_map(&http.headers)
+                    .map_err(|e| Fault::Start(format!("server.{e}")))?;
+                config.custom_headers = headers
+                    .iter()
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect();
+                let started = match self.tokens(http, slot, &client)? {
+                    None => {
+                        let transport = StreamableHttpClientTransport::with_client(client, config);
+                        router.clone().serve(transport).await
+                    }
+                    Some(tokens) => {
+                        let client = Authorized {
+                            http: client,
+                            tokens,
+                        };
+                        let transport = StreamableHttpClientTransport::with_client(client, config);
+                        router.clone().serve(transport).await
+                    }
+                };
+                started.map_err(|e| Fault::Start(start_error(&e)))?
             }
         };
         Ok(Session { service, router })
+    }
+
+    /// The server's token source when it requires OAuth: one per server for the life of
+    /// the pool, so that a token outlives the session that fetched it.
+    fn tokens(
+        &self,
+        http: &HttpServer,
+        slot: &Slot,
+        client: &reqwest::Client,
+    ) -> Result<Option<Arc<TokenSource>>, Fault> {
+        let Some(spec) = &http.oauth else {
+            return Ok(None);
+        };
+        if let Some(tokens) = slot.tokens.get() {
+            return Ok(Some(tokens.clone()));
+        }
+        let resource = reqwest::Url::parse(&http.url)
+            .map_err(|e| Fault::Start(format!("server.url is not a URL: {e}")))?;
+        let tokens = Arc::new(TokenSource::new(
+            spec.clone(),
+            resource,
+            client.clone(),
+            self.secrets.clone(),
+        ));
+        Ok(Some(slot.tokens.get_or_init(|| tokens).clone()))
     }
 
     /// The program to run: a relative path (one with a `/`) is the registry root's; a

@@ -871,7 +871,7 @@ fn check_config_names_what_is_wrong() {
         (
             "headers",
             json!({"x-a": {"env": "PATH", "suffix": "x"}}),
-            "unknown field `suffix`",
+            "unknown key \"suffix\"",
         ),
         (
             "headers",

@@ -3,5 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod http_connector;
+mod mcp_conformance;
 mod mcp_connector;
+mod mcp_oauth;
 mod shipped_registry;

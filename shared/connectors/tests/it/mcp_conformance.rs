@@ -1,0 +1,75 @@
+//! The official MCP conformance suite (`@modelcontextprotocol/conformance`, npm) drives the
+//! `mcp` connector as the client under test: every client scenario runs against the
+//! suite's own test servers, and every one outside `tests/conformance/mcp-baseline.yml`
+//! must pass (a listed one that passes fails the run too, so the baseline only shrinks).
+//!
+//! The suite is installed by `./infra/mcp-conformance.sh` (npm; cached), which this test
+//! runs. The client is the `mcp_conformance_client` example, which `cargo test` builds.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The example program the suite runs, beside this test binary's build.
+fn client() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).unwrap();
+    let client = profile_dir.join("examples/mcp_conformance_client");
+    assert!(
+        client.exists(),
+        "{} is missing: `cargo test -p baton-connectors` builds it (a run of one test target alone does not)",
+        client.display()
+    );
+    client
+}
+
+#[test]
+fn the_connector_passes_the_mcp_conformance_suite_outside_its_baseline() {
+    let root = baton_testkit::crate_dir().join("../..");
+    let install = Command::new(root.join("infra/mcp-conformance.sh"))
+        .output()
+        .expect("run infra/mcp-conformance.sh");
+    assert!(
+        install.status.success(),
+        "installing the MCP conformance suite failed: {}",
+        String::from_utf8_lossy(&install.stderr)
+    );
+    let line = String::from_utf8(install.stdout).unwrap();
+    let mut suite = line.split_whitespace();
+    let (node, script) = (suite.next().unwrap(), suite.next().unwrap());
+    let work = tempfile::tempdir().unwrap();
+    let baseline = baton_testkit::crate_dir().join("tests/conformance/mcp-baseline.yml");
+    let run = Command::new(node)
+        .arg(script)
+        .args(["client", "--suite", "all", "--command"])
+        .arg(client())
+        .arg("--expected-failures")
+        .arg(&baseline)
+        .arg("-o")
+        .arg(work.path().join("results"))
+        .current_dir(work.path())
+        .output()
+        .expect("run the MCP conformance suite");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "the MCP conformance suite failed outside its baseline:\n{stdout}\n{stderr}"
+    );
+    // The suite itself says so; and the scenarios this connector must pass did run.
+    let said = format!("{stdout}{stderr}");
+    assert!(said.contains("Baseline check passed"), "{said}");
+    for scenario in [
+        "initialize",
+        "tools_call",
+        "sse-retry",
+        "auth/pre-registration",
+        "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
+        "auth/resource-mismatch",
+    ] {
+        assert!(
+            said.contains(&format!("✓ {scenario}:")),
+            "{scenario} did not pass:\n{said}"
+        );
+    }
+}
