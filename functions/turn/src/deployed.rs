@@ -1,7 +1,7 @@
 //! The deployed registry, read at Init: the same checks as `baton validate`, with the
 //! deployment's Bedrock model ids (`BATON_MODEL_IDS`) in place of those in `models.yaml`
 //! (see `baton_runtime::registry_folder::load_deployed`), and the connectors' secrets
-//! (the `http` and `mcp` tools' header values and OAuth client credentials).
+//! (the `http`, `mcp` and `a2a` tools' header values and OAuth client credentials).
 //!
 //! Secrets: `tools.yaml` names them as environment variables (`{env: VAR}`) or by ARN
 //! (`{arn: ...}`, a Secrets Manager secret or an SSM parameter). On AWS
@@ -15,7 +15,9 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 use baton_aws::secrets::{PrefetchedSecrets, prefetch};
-use baton_connectors::{EnvSecretSource, HttpConnector, McpConnector, SecretRef, SecretSource};
+use baton_connectors::{
+    A2aConnector, EnvSecretSource, HttpConnector, McpConnector, SecretRef, SecretSource,
+};
 use baton_core::ports::connector::Connector;
 use baton_core::registry::Registry;
 use baton_runtime::registry_folder::load_deployed;
@@ -26,8 +28,8 @@ use crate::init::InitError;
 /// The connectors by kind.
 pub(crate) type Connectors = BTreeMap<String, Arc<dyn Connector>>;
 
-/// Reads and checks the registry named by the settings; the `http` and `mcp` tools'
-/// secrets come from `secrets`.
+/// Reads and checks the registry named by the settings; the `http`, `mcp` and `a2a`
+/// tools' secrets come from `secrets`.
 pub(crate) async fn load(
     config: &Config,
     secrets: Arc<dyn SecretSource>,
@@ -39,7 +41,14 @@ pub(crate) async fn load(
     );
     connectors.insert(
         McpConnector::KIND.to_owned(),
-        Arc::new(McpConnector::with_secret_source(&config.registry, secrets)),
+        Arc::new(McpConnector::with_secret_source(
+            &config.registry,
+            secrets.clone(),
+        )),
+    );
+    connectors.insert(
+        A2aConnector::KIND.to_owned(),
+        Arc::new(A2aConnector::with_secret_source(secrets)),
     );
     let registry = load_deployed(&config.registry, &connectors, &config.model_ids).await?;
     Ok((Arc::new(registry), connectors))

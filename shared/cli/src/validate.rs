@@ -52,8 +52,18 @@ pub(crate) async fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Res
     for m in &missing {
         eprintln!("warning: {m}");
     }
+    let unusable = probe_backends(&loaded).await;
+    if args.strict && !unusable.is_empty() {
+        return Err(anyhow!(
+            "the registry's backends cannot all be used:\n  {}",
+            unusable.join("\n  ")
+        ));
+    }
+    for u in &unusable {
+        eprintln!("warning: {u}");
+    }
     let probed = probe_models(settings, registry).await?;
-    let warnings = registry.warnings().len() + missing.len();
+    let warnings = registry.warnings().len() + missing.len() + unusable.len();
     println!(
         "registry OK: {} agents, {} tools, {} models{}{}",
         registry.agents().count(),
@@ -71,6 +81,23 @@ pub(crate) async fn run(settings: &Settings, args: &ValidateArgs) -> anyhow::Res
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks each tool's connector whether its backend can be used now (a remote agent: its
+/// card fetched and checked), and says which cannot: starting does not fail for a backend
+/// that is down (its specialist says plainly that it is unavailable), so this is a
+/// warning, and with `--strict` an error.
+async fn probe_backends(loaded: &setup::Loaded) -> Vec<String> {
+    let mut problems = Vec::new();
+    for tool in loaded.registry.tools() {
+        let Some(connector) = loaded.connectors.get(&*tool.connector_kind) else {
+            continue;
+        };
+        if let Err(why) = connector.probe(&tool.id, &tool.connector_config).await {
+            problems.push(format!("tools.yaml: tools.{}.connector: {why}", tool.id));
+        }
+    }
+    problems
 }
 
 /// Checks the servers of the `openai_compatible` models that would serve turns with these

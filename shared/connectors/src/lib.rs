@@ -16,6 +16,8 @@
 //!   conversation, over HTTP, behind an external-wrapper specialist.
 //! - [`McpConnector`] (`mcp`): tools of a Model Context Protocol server, over stdio or
 //!   streamable HTTP, described by the server's own listing.
+//! - [`A2aConnector`] (`a2a`): a remote agent over A2A 1.0, behind a specialist, as a
+//!   conversation (its context) with progress, questions for the user and cancellation.
 //!
 //! Adding a connector: implement `baton_core::ports::connector::Connector` (answer with an
 //! envelope whose `principal` is the request's principal), check its configuration in
@@ -24,6 +26,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod a2a;
 mod envelope;
 mod error;
 mod fixture;
@@ -40,6 +43,7 @@ use std::sync::Arc;
 
 use baton_core::ports::connector::Connector;
 
+pub use a2a::A2aConnector;
 pub use fixture::FixtureConnector;
 pub use http::HttpConnector;
 pub use mcp::McpConnector;
@@ -70,6 +74,7 @@ pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Conn
         UpstreamChatConnector::KIND.to_owned(),
         Arc::new(UpstreamChatConnector::new()),
     );
+    connectors.insert(A2aConnector::KIND.to_owned(), Arc::new(A2aConnector::new()));
     connectors
 }
 

@@ -532,6 +532,7 @@ fn conversation(agent: &str, id: &str, expires_ms: u64) -> UpstreamConversation 
         agent_id: agent.to_owned(),
         conversation_id: id.to_owned(),
         expires_ms,
+        pending: None,
     }
 }
 

@@ -425,6 +425,7 @@ async fn an_expired_item_still_in_dynamodb_is_treated_as_expired() {
         agent_id: "support".into(),
         conversation_id: "conv-1".into(),
         expires_ms: START - 1,
+        pending: None,
     };
     rig.store
         .save_upstream_conversation(&alice(), &episode, &stale)

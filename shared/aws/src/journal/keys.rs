@@ -70,6 +70,8 @@ pub const RECORD: &str = "record";
 
 /// UPSTREAM: the chat service's id for the conversation.
 pub const CONVERSATION_ID: &str = "conversation_id";
+/// UPSTREAM: the exchange awaiting the user's reply (absent when there is none).
+pub const PENDING: &str = "pending";
 /// UPSTREAM: when the conversation stops being usable, epoch ms (what the caller checks;
 /// `expires_at` only lets DynamoDB delete it some time after).
 pub const EXPIRES_MS: &str = "expires_ms";

@@ -1,6 +1,7 @@
 //! Each specialist's conversation with its upstream chat service (seed 000): the item
-//! `EP#<episode>` / `UPSTREAM#<agent id>` with `owner`, `conversation_id`, `expires_ms` and
-//! the TTL attribute `expires_at`.
+//! `EP#<episode>` / `UPSTREAM#<agent id>` with `owner`, `conversation_id`, `expires_ms`,
+//! `pending` (the exchange awaiting the user's reply, when there is one) and the TTL
+//! attribute `expires_at`.
 //!
 //! Expiry is the caller's to judge, from `expires_ms`, on every read: DynamoDB's TTL
 //! deletes late, and `expires_at` lies a day past `expires_ms` anyway, so that for a day
@@ -87,10 +88,16 @@ fn decode(item: &Item, agent_id: &str) -> Option<UpstreamConversation> {
         Some(AttributeValue::N(number)) => number.parse::<u64>().ok()?,
         _ => return None,
     };
+    let pending = match item.get(keys::PENDING) {
+        None => None,
+        Some(AttributeValue::S(pending)) => Some(pending.clone()),
+        Some(_) => return None,
+    };
     Some(UpstreamConversation {
         agent_id: agent_id.to_owned(),
         conversation_id: items::string(item, keys::CONVERSATION_ID)?.to_owned(),
         expires_ms,
+        pending,
     })
 }
 
@@ -106,7 +113,7 @@ fn item(
         .expires_ms
         .div_ceil(1_000)
         .saturating_add(UPSTREAM_TTL_GRACE_S);
-    Item::from([
+    let mut item = Item::from([
         (keys::PK.to_owned(), s(pk)),
         (keys::SK.to_owned(), s(sk)),
         (keys::OWNER.to_owned(), s(principal.as_str())),
@@ -116,7 +123,11 @@ fn item(
         ),
         (keys::EXPIRES_MS.to_owned(), n(conversation.expires_ms)),
         (keys::EXPIRES_AT.to_owned(), n(expires_at)),
-    ])
+    ]);
+    if let Some(pending) = &conversation.pending {
+        item.insert(keys::PENDING.to_owned(), s(pending));
+    }
+    item
 }
 
 /// Saves or refreshes the conversation: 1 PutItem when the principal's item is there; 1
@@ -206,6 +217,7 @@ mod tests {
             agent_id: "support".into(),
             conversation_id: "c-1".into(),
             expires_ms,
+            pending: None,
         }
     }
 
@@ -226,6 +238,20 @@ mod tests {
         assert_eq!(decode(&item, "support"), Some(kept(5_001)));
         let far = item_of(u64::MAX);
         assert_eq!(decode(&far, "support"), Some(kept(u64::MAX)));
+        let waiting = UpstreamConversation {
+            pending: Some("task-1".into()),
+            ..kept(5_001)
+        };
+        let with_pending = super::item(
+            &principal("alice"),
+            "EP#ep-1".into(),
+            "UPSTREAM#support".into(),
+            &waiting,
+        );
+        assert_eq!(decode(&with_pending, "support"), Some(waiting));
+        let mut bad = with_pending.clone();
+        bad.insert(keys::PENDING.to_owned(), n(7));
+        assert_eq!(decode(&bad, "support"), None);
     }
 
     fn item_of(expires_ms: u64) -> Item {

@@ -284,7 +284,10 @@ async fn a_typed_turn_streams_its_answer_with_the_consulted_pills_the_receipt_an
             .map(|a| a["id"].clone())
             .collect();
         assert_eq!(listed, Value::Array(catalog_ids));
-        assert_eq!(listed, json!(["shop", "support", "rewards", "strategist"]));
+        assert_eq!(
+            listed,
+            json!(["shop", "support", "rewards", "strategist", "stores"])
+        );
         let title = client
             .find(Locator::Css("#assistant-label"))
             .await

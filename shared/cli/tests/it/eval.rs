@@ -10,7 +10,7 @@ fn the_shipped_suite_runs_in_routing_mode_and_reports() {
     assert!(matches!(run.code, 0 | 3), "{run:?}");
     assert!(run.stdout.starts_with("Suite routing ("), "{run:?}");
     assert!(run.stdout.contains("Routing accuracy "), "{run:?}");
-    assert!(run.stdout.contains("Intent switches: 12 pairs"), "{run:?}");
+    assert!(run.stdout.contains("Intent switches: 20 pairs"), "{run:?}");
     assert!(
         run.stdout
             .contains("Confusion (rows expected, columns consulted):"),
@@ -19,10 +19,10 @@ fn the_shipped_suite_runs_in_routing_mode_and_reports() {
     let json = sandbox.run(&["eval", "--registry", registry(), "--json"]);
     let runs: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let m = &runs[0]["metrics"];
-    assert_eq!(m["cases"], 33, "{m}");
+    assert_eq!(m["cases"], 43, "{m}");
     assert_eq!(runs[0]["mode"], "routing");
     let passed = m["passed"].as_u64().unwrap();
-    assert_eq!(run.code == 0, passed == 33, "exit status and figures agree");
+    assert_eq!(run.code == 0, passed == 43, "exit status and figures agree");
     // Every switch pair and every single-intent case routes with the offline model.
     assert_eq!(m["by_tag"]["switch"]["accuracy"], 1.0, "{m}");
     assert_eq!(m["by_tag"]["single"]["accuracy"], 1.0, "{m}");
@@ -125,7 +125,7 @@ fn update_baseline_writes_a_whole_file() {
             .as_object()
             .unwrap()
             .len(),
-        33
+        43
     );
     assert!(!file.with_extension("json.tmp").exists());
 }

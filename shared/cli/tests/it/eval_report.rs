@@ -63,7 +63,7 @@ async fn the_html_reports_confusion_matrix_and_the_junit_counts_match_the_json_r
         m["failed"].as_u64().unwrap(),
         m["errored"].as_u64().unwrap(),
     );
-    assert_eq!(cases, 33, "{m}");
+    assert_eq!(cases, 43, "{m}");
 
     // JUnit: the same counts, overall and for the suite, one testcase per case.
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -90,8 +90,15 @@ async fn the_html_reports_confusion_matrix_and_the_junit_counts_match_the_json_r
     specialists.sort();
     assert_eq!(
         specialists,
-        ["(nobody)", "rewards", "shop", "strategist", "support"],
-        "the shipped orchestrator's four specialists and (nobody)"
+        [
+            "(nobody)",
+            "rewards",
+            "shop",
+            "stores",
+            "strategist",
+            "support"
+        ],
+        "the shipped orchestrator's five specialists and (nobody)"
     );
     let diagonal: Vec<u64> = m["confusion"]["cells"]
         .as_array()

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod a2a;
 mod adversaries;
 mod browser;
 mod chat;

@@ -347,6 +347,44 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
         .unwrap();
     assert_eq!(parent(turn), Some(id(request)), "{of_caller:#?}");
     serving.kill();
+
+    // A remote A2A specialist's spans join the turn's trace: the store agent (the official
+    // Python SDK, with OpenTelemetry's) exports to the same receiver and continues the
+    // `traceparent` Baton sends it.
+    let agent = crate::a2a::Agent::start(Some(&endpoint));
+    let a2a_registry = crate::a2a::registry_at(&sandbox, agent.port);
+    let run: Run = sandbox
+        .baton()
+        .args([
+            "chat",
+            "--registry",
+            a2a_registry.to_str().unwrap(),
+            "--model",
+            "offline",
+        ])
+        .arg("which stores are open late in Springfield?")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("FreshMart Downtown"), "{run:?}");
+    let is_stores = |s: &Value| {
+        s["name"] == "invoke_agent" && attr_str(s, "gen_ai.agent.name") == Some("stores")
+    };
+    let served_by_agent = |s: &Value| s["name"].as_str().is_some_and(|n| n.starts_with("a2a "));
+    let spans = wait_for(&phoenix, |spans| {
+        spans.iter().any(is_stores) && spans.iter().any(served_by_agent)
+    });
+    let stores = spans.iter().find(|s| is_stores(s)).unwrap();
+    let trace = &stores["context"]["trace_id"];
+    let served: Vec<&Value> = spans.iter().filter(|s| served_by_agent(s)).collect();
+    assert!(
+        served
+            .iter()
+            .any(|s| &s["context"]["trace_id"] == trace && parent(s) == Some(id(stores))),
+        "the agent's spans are not under the specialist's in the turn's trace: {stores:#} {served:#?}"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod a2a_connector;
 mod http_connector;
 mod mcp_conformance;
 mod mcp_connector;

@@ -179,6 +179,18 @@ pub trait Connector: Send + Sync {
         Ok(None)
     }
 
+    /// Checks that one tool's backend can be used now (reachable, and speaking what the
+    /// connector speaks). `baton validate` calls it for every tool; starting does not,
+    /// so that one backend down at start does not stop the others (their calls fail
+    /// plainly until it is back).
+    ///
+    /// # Errors
+    /// A plain description naming the backend.
+    async fn probe(&self, tool_id: &str, config: &serde_json::Value) -> Result<(), String> {
+        let _ = (tool_id, config);
+        Ok(())
+    }
+
     /// The chat service behind this connector, when it is one: a tool of such a kind is
     /// served as a conversation by an external-wrapper specialist, not called as a tool
     /// (see [`UpstreamChat`](super::upstream::UpstreamChat)).

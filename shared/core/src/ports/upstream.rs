@@ -5,6 +5,11 @@
 //! ([`UpstreamConversation`]), continues the conversation while the id lives, and starts a
 //! new one — with the specialist's recent turns replayed as context — when it has expired
 //! or the service no longer knows it. The answer streams back in chunks.
+//!
+//! A remote agent (A2A) is one such service: its context is the conversation, its task
+//! updates are progress, and a task waiting for the user's reply (`INPUT_REQUIRED`) is
+//! kept as the conversation's pending exchange, continued by the user's next message to
+//! that specialist.
 
 use std::sync::Arc;
 
@@ -38,10 +43,21 @@ pub struct UpstreamRequest {
     pub agent_id: Arc<str>,
     /// The message (the runtime puts the prior context before the query).
     pub message: String,
+    /// The orchestrator's request details beside the query (its `ask_<id>` arguments other
+    /// than the query), as a native specialist gets them.
+    pub details: serde_json::Map<String, serde_json::Value>,
     /// The conversation to continue; `None` starts one.
     pub conversation_id: Option<String>,
+    /// The exchange of that conversation that waits for the user's reply (the service
+    /// asked the user something last time): this message is the reply.
+    pub pending: Option<String>,
     /// When starting: the specialist's recent exchanges, oldest first.
     pub replay: Vec<Exchange>,
+    /// The user's locale (BCP 47), when the turn has one.
+    pub locale: Option<String>,
+    /// The W3C `traceparent` of the specialist's span (D-33), to send on; `None` when
+    /// traces are not exported.
+    pub traceparent: Option<Arc<str>>,
 }
 
 /// What the service streams back.
@@ -51,6 +67,36 @@ pub enum UpstreamEvent {
     Conversation(String),
     /// A piece of the answer.
     Text(String),
+    /// The service says it is working on it: the runtime reports the tool's status code.
+    Working,
+    /// The answer (the text so far) asks the user something, and the service keeps this
+    /// exchange open under the given id: the user's next message to the specialist
+    /// continues it. Last, when it comes.
+    AwaitingInput(String),
+}
+
+/// How a service ended an exchange without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamEnd {
+    /// It failed.
+    Failed,
+    /// It declined the request.
+    Rejected,
+    /// It was canceled (on the service's side).
+    Canceled,
+    /// It needs the user's own authorization first.
+    AuthRequired,
+}
+
+impl std::fmt::Display for UpstreamEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            UpstreamEnd::Failed => "failed",
+            UpstreamEnd::Rejected => "rejected the request",
+            UpstreamEnd::Canceled => "canceled",
+            UpstreamEnd::AuthRequired => "needs the user's authorization",
+        })
+    }
 }
 
 /// Why a message got no (complete) answer.
@@ -65,6 +111,10 @@ pub enum UpstreamError {
     /// The service answered outside the protocol.
     #[error("the service answered outside the protocol: {0}")]
     Invalid(String),
+    /// The service ended the exchange without an answer; its own words are logged, never
+    /// shown.
+    #[error("the service {0}")]
+    Ended(UpstreamEnd),
 }
 
 /// The stream of one answer.
@@ -73,7 +123,8 @@ pub type UpstreamStream = BoxStream<'static, Result<UpstreamEvent, UpstreamError
 /// A chat service.
 ///
 /// Contract: the stream yields [`UpstreamEvent::Conversation`] before any text; errors are
-/// terminal. Dropping the stream cancels the call.
+/// terminal; [`UpstreamEvent::AwaitingInput`] comes last if at all. Dropping the stream
+/// cancels the call (a remote agent's task is canceled on its side too).
 #[async_trait]
 pub trait UpstreamChat: Send + Sync {
     /// Sends one message; the answer streams back.
@@ -135,6 +186,10 @@ pub struct UpstreamConversation {
     pub conversation_id: String,
     /// When it stops being usable, epoch ms (refreshed on each use).
     pub expires_ms: u64,
+    /// The service's exchange that waits for the user's reply, if the last answer asked
+    /// the user something ([`UpstreamEvent::AwaitingInput`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<String>,
 }
 
 impl UpstreamConversation {
@@ -176,6 +231,7 @@ mod tests {
             agent_id: "support".into(),
             conversation_id: "c-1".into(),
             expires_ms: 1_000,
+            pending: None,
         };
         assert!(c.live_at(999));
         assert!(!c.live_at(1_000));

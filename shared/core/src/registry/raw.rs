@@ -13,6 +13,9 @@ pub(crate) struct RawCard {
     pub(crate) id: String,
     #[serde(default)]
     pub(crate) label: Option<String>,
+    /// May be left out by a card of one tool that has a description of its own (a remote
+    /// agent's card supplies it).
+    #[serde(default)]
     pub(crate) description: String,
     pub(crate) role: String,
     pub(crate) model: String,

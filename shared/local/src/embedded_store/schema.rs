@@ -13,7 +13,7 @@ use super::failure;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 5;
+const SCHEMA_VERSION: i32 = 6;
 
 /// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
 /// its episode over) and know the store that made them and what their request asked.
@@ -75,12 +75,19 @@ UPDATE episodes SET claimed_by = (
 );
 ";
 
+/// Version 5 to 6: an upstream conversation's exchange awaiting the user's reply (a remote
+/// agent that asked the user something).
+const MIGRATE_5_TO_6: &str = "
+ALTER TABLE upstream_conversations ADD COLUMN pending TEXT;
+";
+
 /// Each step from a layout to the next, by the version it starts from.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, MIGRATE_1_TO_2),
     (2, MIGRATE_2_TO_3),
     (3, MIGRATE_3_TO_4),
     (4, MIGRATE_4_TO_5),
+    (5, MIGRATE_5_TO_6),
 ];
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
@@ -92,7 +99,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// Turns: the record as JSON, keyed by position and by (principal, turn id).
 /// Bodies: where each committed body's file is, relative to the bodies folder.
 /// Upstream conversations: one per episode and specialist, owned through its episode row
-/// (no owner of its own to disagree with it), kept expired or not: the caller judges.
+/// (no owner of its own to disagree with it), kept expired or not: the caller judges;
+/// `pending` is the exchange awaiting the user's reply, if any.
 /// `claimed_by` is the turn id that claimed the episode last; it holds the claim (lease
 /// running or not) for as long as its claim row is there, i.e. until it releases or
 /// commits. Checkpoints: what a running turn saved last, kept across releases and dead
@@ -142,6 +150,7 @@ CREATE TABLE upstream_conversations (
     agent_id TEXT NOT NULL,
     conversation_id TEXT NOT NULL,
     expires_ms INTEGER NOT NULL,
+    pending TEXT,
     PRIMARY KEY (episode_id, agent_id)
 );
 CREATE TABLE checkpoints (
@@ -401,7 +410,8 @@ mod tests {
             let store = EmbeddedStore::open(dir.path()).unwrap();
             claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
         }
-        // The third layout is this one without the upstream table and the fifth's additions.
+        // The third layout is this one without the upstream table and the fifth's additions
+        // (the sixth's is in the upstream table).
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
@@ -419,6 +429,7 @@ mod tests {
             agent_id: "support".into(),
             conversation_id: "c-1".into(),
             expires_ms: 9_000,
+            pending: Some("task-1".into()),
         };
         store
             .save_upstream_conversation(&alice, "ep-1", &kept)
@@ -449,11 +460,12 @@ mod tests {
             let over = claim_request(&alice, Some("ep-2"), "unused", "t-3", 1_000 + LEASE_MS);
             claim_ok(&store, over).await;
         }
-        // The fourth layout is this one without the fifth's additions.
+        // The fourth layout is this one without the fifth's and sixth's additions.
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
                 "DROP TABLE checkpoints; ALTER TABLE episodes DROP COLUMN claimed_by;
+                 ALTER TABLE upstream_conversations DROP COLUMN pending;
                  PRAGMA user_version = 4;",
             )
             .unwrap();
@@ -499,5 +511,48 @@ mod tests {
             store.episode(&alice, "ep-1").await,
             Err(StoreError::Corrupt(_))
         ));
+    }
+    #[tokio::test]
+    async fn a_store_of_the_fifth_layout_keeps_its_conversations_and_gains_pending() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DATABASE_FILE);
+        let alice = principal("alice");
+        let kept = UpstreamConversation {
+            agent_id: "stores".into(),
+            conversation_id: "ctx-1".into(),
+            expires_ms: 9_000,
+            pending: None,
+        };
+        {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+            store
+                .save_upstream_conversation(&alice, "ep-1", &kept)
+                .await
+                .unwrap();
+        }
+        rusqlite::Connection::open(&file)
+            .unwrap()
+            .execute_batch(
+                "ALTER TABLE upstream_conversations DROP COLUMN pending; PRAGMA user_version = 5;",
+            )
+            .unwrap();
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.upstream_conversation(&alice, "ep-1", "stores").await,
+            Ok(Some(kept.clone()))
+        );
+        let waiting = UpstreamConversation {
+            pending: Some("task-1".into()),
+            ..kept
+        };
+        store
+            .save_upstream_conversation(&alice, "ep-1", &waiting)
+            .await
+            .unwrap();
+        assert_eq!(
+            store.upstream_conversation(&alice, "ep-1", "stores").await,
+            Ok(Some(waiting))
+        );
     }
 }

@@ -23,7 +23,7 @@ pub(crate) fn conversation(
     let doing = "reading an upstream conversation";
     let row = conn
         .query_row(
-            "SELECT e.owner, u.agent_id, u.conversation_id, u.expires_ms
+            "SELECT e.owner, u.agent_id, u.conversation_id, u.expires_ms, u.pending
              FROM episodes e LEFT JOIN upstream_conversations u
                  ON u.episode_id = e.episode_id AND u.agent_id = ?2
              WHERE e.episode_id = ?1",
@@ -31,7 +31,7 @@ pub(crate) fn conversation(
             |row| {
                 // Decoded from the raw values: a damaged row must not fail the read.
                 let found = row.get_ref(1)? != ValueRef::Null;
-                let decoded = decode(agent_id, row.get_ref(2)?, row.get_ref(3)?);
+                let decoded = decode(agent_id, row.get_ref(2)?, row.get_ref(3)?, row.get_ref(4)?);
                 Ok((row.get::<_, String>(0)?, found, decoded))
             },
         )
@@ -62,13 +62,20 @@ fn decode(
     agent_id: &str,
     conversation_id: ValueRef<'_>,
     expires_ms: ValueRef<'_>,
+    pending: ValueRef<'_>,
 ) -> Option<UpstreamConversation> {
+    let pending = match pending {
+        ValueRef::Null => None,
+        ValueRef::Text(pending) => Some(std::str::from_utf8(pending).ok()?.to_owned()),
+        _ => return None,
+    };
     match (conversation_id, expires_ms) {
         (ValueRef::Text(conversation_id), ValueRef::Integer(expires_ms)) => {
             Some(UpstreamConversation {
                 agent_id: agent_id.to_owned(),
                 conversation_id: std::str::from_utf8(conversation_id).ok()?.to_owned(),
                 expires_ms: u64::try_from(expires_ms).ok()?,
+                pending,
             })
         }
         _ => None,
@@ -86,17 +93,20 @@ pub(crate) fn save(
 ) -> Result<(), StoreError> {
     let written = conn
         .execute(
-            "INSERT INTO upstream_conversations (episode_id, agent_id, conversation_id, expires_ms)
-             SELECT episode_id, ?2, ?3, ?4 FROM episodes WHERE episode_id = ?1 AND owner = ?5
+            "INSERT INTO upstream_conversations
+                 (episode_id, agent_id, conversation_id, expires_ms, pending)
+             SELECT episode_id, ?2, ?3, ?4, ?6 FROM episodes WHERE episode_id = ?1 AND owner = ?5
              ON CONFLICT (episode_id, agent_id) DO UPDATE
                  SET conversation_id = excluded.conversation_id,
-                     expires_ms = excluded.expires_ms",
+                     expires_ms = excluded.expires_ms,
+                     pending = excluded.pending",
             params![
                 episode_id,
                 conversation.agent_id,
                 conversation.conversation_id,
                 int(conversation.expires_ms),
-                principal.as_str()
+                principal.as_str(),
+                conversation.pending,
             ],
         )
         .map_err(|e| failure::sql("saving an upstream conversation", e))?;
@@ -112,11 +122,32 @@ mod tests {
 
     #[test]
     fn only_text_and_a_non_negative_integer_decode() {
-        let ok = decode("support", ValueRef::Text(b"c-1"), ValueRef::Integer(5));
-        assert_eq!(
-            ok.map(|c| (c.agent_id, c.conversation_id, c.expires_ms)),
-            Some(("support".into(), "c-1".into(), 5))
+        let ok = decode(
+            "support",
+            ValueRef::Text(b"c-1"),
+            ValueRef::Integer(5),
+            ValueRef::Null,
         );
+        assert_eq!(
+            ok.map(|c| (c.agent_id, c.conversation_id, c.expires_ms, c.pending)),
+            Some(("support".into(), "c-1".into(), 5, None))
+        );
+        let waiting = decode(
+            "support",
+            ValueRef::Text(b"c-1"),
+            ValueRef::Integer(5),
+            ValueRef::Text(b"task-1"),
+        );
+        assert_eq!(waiting.and_then(|c| c.pending), Some("task-1".into()));
+        for pending in [ValueRef::Integer(1), ValueRef::Text(b"\xff")] {
+            let bad = decode(
+                "support",
+                ValueRef::Text(b"c-1"),
+                ValueRef::Integer(5),
+                pending,
+            );
+            assert_eq!(bad, None, "{pending:?}");
+        }
         for (id, expires) in [
             (ValueRef::Text(b"c-1"), ValueRef::Integer(-1)),
             (ValueRef::Text(b"c-1"), ValueRef::Text(b"soon")),
@@ -126,7 +157,11 @@ mod tests {
             (ValueRef::Integer(7), ValueRef::Integer(5)),
             (ValueRef::Null, ValueRef::Null),
         ] {
-            assert_eq!(decode("support", id, expires), None, "{id:?} {expires:?}");
+            assert_eq!(
+                decode("support", id, expires, ValueRef::Null),
+                None,
+                "{id:?} {expires:?}"
+            );
         }
     }
 }

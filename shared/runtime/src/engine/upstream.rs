@@ -8,13 +8,19 @@
 //! starts with the specialist's last turns replayed as context, and the routing record says
 //! so. A service that is down, slow or answers for another conversation gives the user a
 //! plain acknowledgement, never its error text.
+//!
+//! A service may say it is working (the tool's status code is reported), end without an
+//! answer (failed, rejected, canceled, or needing the user's authorization: each its own
+//! plain acknowledgement), or ask the user something: its question is the answer, and the
+//! exchange it keeps open is saved with the conversation, so that the user's next message
+//! to that specialist continues it.
 
 use std::sync::Arc;
 
 use baton_core::ports::connector::Connector;
 use baton_core::ports::upstream::{
-    ConversationPolicy, Exchange, UpstreamChat, UpstreamConversation, UpstreamError, UpstreamEvent,
-    UpstreamRequest,
+    ConversationPolicy, Exchange, UpstreamChat, UpstreamConversation, UpstreamEnd, UpstreamError,
+    UpstreamEvent, UpstreamRequest,
 };
 use baton_core::registry::{Agent, Tool};
 use baton_core::trace::GuardName;
@@ -24,6 +30,7 @@ use futures::StreamExt;
 use super::context::TurnCtx;
 use super::model_call::Sink;
 use super::prior_context::prior_context;
+use super::status::Fields;
 use super::work::{AgentJob, AgentResult, AgentSink};
 
 /// The tool and service that serve `agent`, when its one tool is a chat service (the
@@ -83,26 +90,43 @@ pub(crate) async fn run(
         episode_id: ctx.episode_id.clone(),
         agent_id: agent.id.clone(),
         message,
+        details: job.extra.clone(),
         conversation_id: None,
+        pending: None,
         replay: Vec::new(),
+        locale: ctx.locale.clone(),
+        // The remote side continues the trace under the specialist's span.
+        traceparent: ctx
+            .inner
+            .trace_context
+            .and_then(|read| read())
+            .map(Arc::from),
     };
     let mut restart = None;
     match stored {
-        Some(c) if c.live_at(now) => request.conversation_id = Some(c.conversation_id),
+        Some(c) if c.live_at(now) => {
+            request.conversation_id = Some(c.conversation_id);
+            request.pending = c.pending;
+        }
         Some(_) => restart = Some(Restart::Expired),
         None => {}
     }
     if request.conversation_id.is_none() {
         request.replay = replay(ctx, &agent.id, policy.replay_turns).await;
     }
-    let mut outcome = converse(chat, &request, sink, result).await;
+    let progress = Progress {
+        code: tool.status_code.as_ref(),
+        fields: Arc::new(serde_json::json!({"query": job.query})),
+    };
+    let mut outcome = converse(chat, &request, &progress, sink, result).await;
     if matches!(outcome, Err(UpstreamError::UnknownConversation))
         && request.conversation_id.is_some()
     {
         restart = Some(Restart::Forgotten);
         request.conversation_id = None;
+        request.pending = None;
         request.replay = replay(ctx, &agent.id, policy.replay_turns).await;
-        outcome = converse(chat, &request, sink, result).await;
+        outcome = converse(chat, &request, &progress, sink, result).await;
     }
     if let Some(why) = restart {
         let why = match why {
@@ -117,11 +141,15 @@ pub(crate) async fn run(
         ctx.trace(|t| t.guard(GuardName::UpstreamRestart, detail));
     }
     match outcome {
-        Ok(conversation_id) => {
+        Ok(Answered {
+            conversation_id,
+            pending,
+        }) => {
             let kept = UpstreamConversation {
                 agent_id: agent.id.to_string(),
                 conversation_id,
                 expires_ms: now.saturating_add(policy.lifetime_ms),
+                pending,
             };
             if let Err(e) = store
                 .save_upstream_conversation(&ctx.principal, &ctx.episode_id, &kept)
@@ -140,10 +168,7 @@ pub(crate) async fn run(
             tracing::warn!(agent = %agent.id, tool = %tool.id, error = %e, "upstream chat failed");
             result.status = AgentStatus::Error;
             // What reached the user of a broken answer stays; the rest is a plain word.
-            let note = format!(
-                "{} couldn't be reached just now, so this part can't be answered. Please try again in a little while.",
-                agent.label
-            );
+            let note = acknowledgement(&agent.label, &e);
             let note = if result.text.is_empty() {
                 note
             } else {
@@ -155,17 +180,60 @@ pub(crate) async fn run(
     }
 }
 
+/// The plain words the user gets for a service's failure (never its own error text).
+fn acknowledgement(label: &str, error: &UpstreamError) -> String {
+    match error {
+        UpstreamError::Ended(UpstreamEnd::Rejected) => {
+            format!("{label} declined this request, so this part can't be answered.")
+        }
+        UpstreamError::Ended(UpstreamEnd::Canceled) => {
+            format!(
+                "{label} stopped before answering, so this part can't be answered. Please ask again."
+            )
+        }
+        UpstreamError::Ended(UpstreamEnd::AuthRequired) => format!(
+            "{label} needs you to connect your account first, which can't be done from here yet, so this part can't be answered."
+        ),
+        UpstreamError::Ended(UpstreamEnd::Failed) => format!(
+            "{label} couldn't finish this just now, so this part can't be answered. Please try again in a little while."
+        ),
+        _ => format!(
+            "{label} couldn't be reached just now, so this part can't be answered. Please try again in a little while."
+        ),
+    }
+}
+
+/// The tool's status code, reported when the service says it is working.
+struct Progress<'a> {
+    code: Option<&'a Arc<str>>,
+    fields: Fields,
+}
+
+/// What an exchange left: the conversation, and the exchange awaiting the user's reply.
+struct Answered {
+    conversation_id: String,
+    pending: Option<String>,
+}
+
 /// One message through the service: streams its text into `sink` and `result`, and
 /// returns the conversation's id.
 async fn converse(
     chat: &dyn UpstreamChat,
     request: &UpstreamRequest,
+    progress: &Progress<'_>,
     sink: &mut AgentSink<'_>,
     result: &mut AgentResult,
-) -> Result<String, UpstreamError> {
+) -> Result<Answered, UpstreamError> {
     let mut stream = chat.converse(request.clone()).await?;
     let mut conversation: Option<String> = None;
+    let mut pending = None;
+    let mut said_working = false;
     while let Some(event) = stream.next().await {
+        if pending.is_some() {
+            return Err(UpstreamError::Invalid(
+                "it went on after asking the user".into(),
+            ));
+        }
         match event? {
             UpstreamEvent::Conversation(id) => {
                 if let Some(expected) = &request.conversation_id
@@ -188,9 +256,33 @@ async fn converse(
                 sink.text(&text).await;
                 result.text.push_str(&text);
             }
+            UpstreamEvent::Working => {
+                // Said once; later updates only show the specialist is alive (the idle
+                // words wait longer).
+                match progress.code {
+                    Some(code) if !said_working => {
+                        sink.status.code(&request.agent_id, code, &progress.fields);
+                    }
+                    _ => sink.status.activity(&request.agent_id),
+                }
+                said_working = true;
+            }
+            UpstreamEvent::AwaitingInput(id) => {
+                if conversation.is_none() {
+                    return Err(UpstreamError::Invalid(
+                        "it asked before naming the conversation".into(),
+                    ));
+                }
+                pending = Some(id);
+            }
         }
     }
-    conversation.ok_or_else(|| UpstreamError::Invalid("no conversation id".into()))
+    let conversation_id =
+        conversation.ok_or_else(|| UpstreamError::Invalid("no conversation id".into()))?;
+    Ok(Answered {
+        conversation_id,
+        pending,
+    })
 }
 
 /// Turns read back from the journal for a replay that the loaded history cannot fill: a

@@ -12,10 +12,13 @@ fn conversation(agent: &str, id: &str, expires_ms: u64) -> UpstreamConversation 
         agent_id: agent.to_owned(),
         conversation_id: id.to_owned(),
         expires_ms,
+        pending: None,
     }
 }
 
-/// Saved, read back, refreshed with a later expiry; each specialist has its own.
+/// Saved, read back, refreshed with a later expiry; each specialist has its own. An
+/// exchange awaiting the user's reply is kept with it, and a later save without one clears
+/// it.
 pub async fn a_conversation_round_trips_per_specialist_and_is_refreshed(store: &dyn Store) {
     let alice = principal("alice");
     run_turn(store, &alice, "ep-1", true, "t-1", 1_000).await;
@@ -35,6 +38,18 @@ pub async fn a_conversation_round_trips_per_specialist_and_is_refreshed(store: &
     assert_eq!(
         store.upstream_conversation(&alice, "ep-1", "support").await,
         Ok(Some(first))
+    );
+    let waiting = UpstreamConversation {
+        pending: Some("task-7".to_owned()),
+        ..conversation("support", "conv-1", 5_000_000)
+    };
+    store
+        .save_upstream_conversation(&alice, "ep-1", &waiting)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.upstream_conversation(&alice, "ep-1", "support").await,
+        Ok(Some(waiting))
     );
     let refreshed = conversation("support", "conv-1", 6_000_000);
     store

@@ -86,10 +86,10 @@ impl Loader<'_> {
 }
 
 /// The card's ask tool as models see it.
-pub(super) fn ask_tool(raw: &RawCard, schema: Value) -> ToolDef {
+pub(super) fn ask_tool(raw: &RawCard, description: &Arc<str>, schema: Value) -> ToolDef {
     ToolDef {
         name: Arc::from(format!("ask_{}", raw.id.replace('-', "_"))),
-        description: Arc::from(raw.description.trim()),
+        description: description.clone(),
         input_schema: Arc::new(schema),
     }
 }

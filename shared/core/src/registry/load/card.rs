@@ -41,3 +41,15 @@ pub(super) fn capitalise(id: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+/// The card's description, or, for a card of exactly one tool that leaves it out, the
+/// tool's (from `tools.yaml` or what its backend said of itself).
+pub(super) fn description_of(
+    raw: &RawCard,
+    tools: &[std::sync::Arc<crate::registry::Tool>],
+) -> std::sync::Arc<str> {
+    match (raw.description.trim(), tools) {
+        ("", [tool]) => std::sync::Arc::from(tool.description.trim()),
+        (own, _) => std::sync::Arc::from(own),
+    }
+}

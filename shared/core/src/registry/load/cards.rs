@@ -122,9 +122,9 @@ impl Loader<'_> {
         let before = self.problems.len();
         let raw = card.raw;
         let role = self.role(card);
-        self.check_description(card);
         let model = self.card_model(card);
         let tools = self.card_tools(card);
+        let description = self.card_description(card, &tools);
         let blocks = self.card_blocks(card);
         self.check_sub_agent_refs(card);
         self.check_orchestration_mode(card);
@@ -155,7 +155,7 @@ impl Loader<'_> {
             id: Arc::from(raw.id.as_str()),
             metrics_name: Arc::from(raw.id.as_str()),
             label: Arc::from(label),
-            description: Arc::from(raw.description.trim()),
+            description: description.clone(),
             role,
             model,
             tools,
@@ -167,7 +167,7 @@ impl Loader<'_> {
                 keywords: raw.routing.keywords.clone(),
             },
             ask_args: raw.ask_args.clone(),
-            ask_tool: super::ask::ask_tool(raw, ask_schema),
+            ask_tool: super::ask::ask_tool(raw, &description, ask_schema),
             ask_validator: Arc::new(ask_validator),
             model_tools: Arc::from(Vec::new()),
             orchestration,
@@ -194,16 +194,19 @@ impl Loader<'_> {
         }
     }
 
-    /// The description is how orchestrators route to the card (D-6).
-    fn check_description(&mut self, card: Card<'_>) {
-        if card.raw.description.trim().is_empty() {
+    /// The description is how orchestrators route to the card (D-6). A card of one tool
+    /// may leave it out when the tool has one: a remote agent's own card describes it.
+    fn card_description(&mut self, card: Card<'_>, tools: &[Arc<Tool>]) -> Arc<str> {
+        let description = super::card::description_of(card.raw, tools);
+        if description.is_empty() {
             self.problems.add(
                 card.file,
                 "description",
                 "",
-                "the description is the routing signal and cannot be empty",
+                "the description is the routing signal and cannot be empty (a card of one tool may leave it out when the tool has one)",
             );
         }
+        description
     }
 
     /// The card's model, from `models.yaml`.

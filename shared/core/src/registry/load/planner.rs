@@ -11,7 +11,7 @@ use crate::plan::tools::planner_tools;
 use crate::prompt::PromptPlan;
 use crate::registry::{
     Agent, AgentLimits, AgentRole, ModelSpec, Planner, Routing, Skill, SkillCatalog, SkillDomain,
-    Tuning,
+    Tool, Tuning,
 };
 
 /// Tool calls of a sub-agent whose dispatch names none (seed 003's default).
@@ -263,9 +263,10 @@ impl Loader<'_> {
                 .collect();
             skills.sort_by(|a, b| a.name.cmp(&b.name));
             skills.dedup_by(|a, b| a.name == b.name);
+            let tools: Vec<Arc<Tool>> = skills.iter().map(|s| s.tool.clone()).collect();
             domains.push(SkillDomain {
                 id: domain,
-                description: Arc::from(raw.description.trim()),
+                description: super::card::description_of(raw, &tools),
                 skills,
             });
         }

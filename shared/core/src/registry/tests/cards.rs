@@ -155,3 +155,33 @@ fn the_entry_is_the_orchestrator_no_card_lists() {
     assert!(r.entry(Some("shop")).is_err(), "a leaf cannot be the entry");
     assert!(r.entry(Some("nobody")).is_err());
 }
+
+#[test]
+fn a_card_of_one_tool_may_borrow_the_tools_description() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/shop.yaml",
+        "description: Finds offers and deals by product.\n",
+        "",
+    );
+    let r = load(&s);
+    let shop = r.agent("shop").unwrap();
+    assert_eq!(
+        &*shop.description,
+        "Search current offers by product words."
+    );
+    assert_eq!(
+        &*shop.ask_tool.description,
+        "Search current offers by product words."
+    );
+    // With two tools there is nothing to borrow from.
+    edit(
+        &mut s,
+        "agents/shop.yaml",
+        "tools: [search_offers]",
+        "tools: [search_offers, lookup_receipts]",
+    );
+    let e = expect_error(&load_errors(&s), "agents/shop.yaml", "description", "");
+    assert!(e.problem.contains("routing signal"), "{e}");
+}

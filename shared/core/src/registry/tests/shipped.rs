@@ -47,7 +47,7 @@ fn shipped_sources() -> RegistrySources {
 
 fn shipped_options() -> LoadOptions {
     LoadOptions {
-        connector_kinds: vec!["fixture".into(), "rate_table".into()],
+        connector_kinds: vec!["fixture".into(), "rate_table".into(), "a2a".into()],
         providers: vec![
             "bedrock".into(),
             "offline".into(),
@@ -73,7 +73,13 @@ fn the_shipped_registry_loads_with_no_problems() {
     assert_eq!(&*entry.id, "orchestrator");
     assert_eq!(
         ask_names(entry),
-        ["ask_shop", "ask_support", "ask_rewards", "ask_strategist"]
+        [
+            "ask_shop",
+            "ask_support",
+            "ask_rewards",
+            "ask_strategist",
+            "ask_stores"
+        ]
     );
     assert_eq!(r.summarizer().map(|m| &*m.provider), Some("bedrock"));
     // Compaction summarises with models.yaml's summarizer, keeping the last 4 turns.
@@ -94,7 +100,9 @@ fn the_shipped_registry_loads_with_no_problems() {
         r.model("offline").is_some(),
         "local runs need the offline model"
     );
-    for tool in r.tools() {
+    // Every tool called as a tool answers with envelopes and has words for the offline
+    // model; the store finder is a remote agent, served as a conversation.
+    for tool in r.tools().filter(|t| &*t.connector_kind != "a2a") {
         assert!(
             tool.envelope_major.is_some(),
             "{} has no envelope_major",
@@ -175,7 +183,7 @@ fn the_shipped_demo_sentence_splits_between_support_and_shop() {
 }
 
 #[test]
-fn a_fifth_specialist_needs_only_data() {
+fn a_sixth_specialist_needs_only_data() {
     let mut s = shipped_sources();
     s.agents.push(file(
         "agents/meals.yaml",
@@ -229,8 +237,8 @@ routing:
     edit(
         &mut s,
         "agents/orchestrator.yaml",
-        "sub_agents: [shop, support, rewards, strategist]",
-        "sub_agents: [shop, support, rewards, strategist, meals]",
+        "sub_agents: [shop, support, rewards, strategist, stores]",
+        "sub_agents: [shop, support, rewards, strategist, stores, meals]",
     );
     let r = load_shipped(&s);
     let entry = r.entry(None).unwrap();
@@ -241,6 +249,7 @@ routing:
             "ask_support",
             "ask_rewards",
             "ask_strategist",
+            "ask_stores",
             "ask_meals"
         ]
     );

@@ -13,6 +13,7 @@ fn conversation(id: &str, expires_ms: u64) -> UpstreamConversation {
         agent_id: "support".into(),
         conversation_id: id.into(),
         expires_ms,
+        pending: None,
     }
 }
 
@@ -34,9 +35,10 @@ async fn a_damaged_row_reads_as_none_and_the_next_save_mends_it() {
         "UPDATE upstream_conversations SET expires_ms = 2.5",
         "UPDATE upstream_conversations SET conversation_id = CAST(X'FF00' AS TEXT)",
         "UPDATE upstream_conversations SET conversation_id = X'0001'",
+        "UPDATE upstream_conversations SET pending = X'0001'",
     ] {
         file.execute_batch(&format!(
-            "UPDATE upstream_conversations SET conversation_id = 'c-1', expires_ms = 9000; {damage};"
+            "UPDATE upstream_conversations SET conversation_id = 'c-1', expires_ms = 9000, pending = NULL; {damage};"
         ))
         .unwrap();
         assert_eq!(

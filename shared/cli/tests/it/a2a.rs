@@ -1,0 +1,211 @@
+//! `baton chat` with the example registry's remote specialist, the store finder: a real
+//! A2A 1.0 agent (`shared/registry/a2a/store_agent.py`, the official Python SDK's server)
+//! on a free port, reached through a copy of the registry pointing at it.
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::*;
+
+/// The A2A environment's python: `BATON_A2A_PYTHON`, else where `./infra/a2a.sh` puts it.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("BATON_A2A_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap();
+    let python = cache.join("baton/a2a/venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run ./infra/a2a.sh (or set BATON_A2A_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+/// The store agent on a free port, killed when dropped.
+pub(crate) struct Agent {
+    child: Child,
+    pub(crate) port: u16,
+}
+
+impl Agent {
+    /// Started; with `otlp`, its spans go to that receiver.
+    pub(crate) fn start(otlp: Option<&str>) -> Agent {
+        let port = free_port();
+        let mut command = Command::new(python());
+        command
+            .arg(Path::new(registry()).join("a2a/store_agent.py"))
+            .arg(port.to_string());
+        match otlp {
+            Some(endpoint) => command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            None => command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        };
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut agent = Agent { child, port };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(
+                agent.child.try_wait().unwrap().is_none(),
+                "the store agent exited"
+            );
+            assert!(Instant::now() < deadline, "the store agent did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        agent
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A copy of the example registry whose store finder is at `port`.
+pub(crate) fn registry_at(sandbox: &Sandbox, port: u16) -> PathBuf {
+    let copy = sandbox.path().join("registry");
+    copy_dir(Path::new(registry()), &copy);
+    let tools = copy.join("tools.yaml");
+    let text = std::fs::read_to_string(&tools).unwrap();
+    assert!(text.contains("url: http://127.0.0.1:8941"));
+    std::fs::write(
+        &tools,
+        text.replace(
+            "url: http://127.0.0.1:8941",
+            &format!("url: http://127.0.0.1:{port}"),
+        ),
+    )
+    .unwrap();
+    copy
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_store_finder_answers_in_chat_with_the_consulted_record() {
+    let agent = Agent::start(None);
+    let sandbox = Sandbox::new();
+    let registry = registry_at(&sandbox, agent.port);
+    let registry = registry.to_str().unwrap();
+    let run = sandbox.run(&["--registry", registry, "validate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+
+    let run = sandbox.run(&[
+        "--registry",
+        registry,
+        "chat",
+        "--json",
+        "which stores are open late in Springfield?",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let said = events(&run.stdout);
+    let text: String = said
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(
+        text.contains("FreshMart Downtown, 12 Main Street"),
+        "{text}"
+    );
+    let consulted = said
+        .iter()
+        .find(|e| e["type"] == "agents_consulted")
+        .unwrap();
+    assert_eq!(consulted["agents"][0]["agent_id"], "stores", "{consulted}");
+    assert_eq!(consulted["footer"], "Consulted: Store finder");
+    // The tool's status code, worded by the orchestrator's card.
+    let statuses: Vec<&serde_json::Value> = said.iter().filter(|e| e["type"] == "status").collect();
+    assert_eq!(statuses.len(), 1, "{statuses:?}");
+    assert_eq!(statuses[0]["message"], "Checking the store finder…");
+
+    // A question from the agent, answered on the same task through the Direct Line.
+    let run = sandbox.run(&[
+        "--registry",
+        registry,
+        "chat",
+        "--json",
+        "which stores have a bakery?",
+    ]);
+    let first = events(&run.stdout);
+    let asked: String = first
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(asked.contains("Which city are you in?"), "{asked}");
+    let episode = episode_of(&first);
+    let run = sandbox.run(&[
+        "--registry",
+        registry,
+        "chat",
+        "--json",
+        "--episode",
+        &episode,
+        "#stores Lakeside",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let answer: String = events(&run.stdout)
+        .iter()
+        .filter(|e| e["type"] == "delegated_text" || e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(answer.contains("FreshMart Lakeside"), "{answer}");
+    assert!(!answer.contains("Green Basket"), "{answer}");
+}
+
+#[test]
+fn without_its_agent_the_registry_loads_and_validate_names_it() {
+    let sandbox = Sandbox::new();
+    let registry = registry_at(&sandbox, free_port());
+    let registry = registry.to_str().unwrap();
+    // A warning (the registry loads and serves), an error with --strict.
+    let run = sandbox.run(&["--registry", registry, "validate"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "warning: tools.yaml: tools.store_finder.connector: A2A agent http://127.0.0.1:"
+        ),
+        "{}",
+        run.stderr
+    );
+    let run = sandbox.run(&["--registry", registry, "validate", "--strict"]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("cannot be fetched"), "{}", run.stderr);
+    let run = sandbox.run(&[
+        "--registry",
+        registry,
+        "chat",
+        "#stores stores in Riverton?",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("Store finder couldn't be reached just now"),
+        "{}",
+        run.stdout
+    );
+}
