@@ -15,6 +15,12 @@
 //!   tool (its own server process; its session started by a warm-up call first).
 //! - `mcp_http`: the same over streamable HTTP (`server.py http PORT`, one server process
 //!   for both clients, each with its own MCP session).
+//! - `a2a`: the example registry's store agent (`shared/registry/a2a/store_agent.py`, the
+//!   official A2A SDK's server) answering "Which FreshMart in Springfield is open late?"
+//!   (one task: submitted, working, two artifact chunks, completed). `bare_reqwest`: one
+//!   keep-alive `reqwest::Client` POSTs `SendStreamingMessage`, reads the event stream to
+//!   its end and parses each event's JSON into a `serde_json::Value`; `connector`:
+//!   `A2aConnector::converse` (its card read once before), every event collected.
 //!
 //! The measured side runs on one current-thread tokio runtime (`block_on` per call). The
 //! `ConnectorRequest` is built before the timer starts (building it is the runtime's
@@ -31,10 +37,11 @@
 //! that shows the connector's overhead when the server's jitter hides it in wall time).
 //! `--test` (criterion's smoke mode, each function once) skips both.
 //!
-//! Run: `cargo bench -p baton-connectors --bench connector_overhead` (about a minute);
-//! smoke: `... -- --test`. The MCP server needs the Python environment of
-//! `./infra/local-model.sh install` (or `BATON_MODEL_PYTHON`); without it the bench fails,
-//! saying so, as the connector's tests do.
+//! Run: `cargo bench -p baton-connectors --bench connector_overhead` (about a minute and a
+//! half); smoke: `... -- --test`. The MCP server needs the Python environment of
+//! `./infra/local-model.sh install` (or `BATON_MODEL_PYTHON`), the store agent that of
+//! `./infra/a2a.sh` (or `BATON_A2A_PYTHON`); without them the bench fails, saying so, as the
+//! connectors' tests do.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -50,10 +57,12 @@ use axum::Router;
 use axum::extract::Path as UrlPath;
 use axum::http::HeaderMap;
 use axum::routing::get;
-use baton_connectors::{HttpConnector, McpConnector};
+use baton_connectors::{A2aConnector, HttpConnector, McpConnector};
 use baton_core::Principal;
 use baton_core::ports::connector::{Connector, ConnectorRequest, Envelope, EnvelopeStatus};
+use baton_core::ports::upstream::{UpstreamEvent, UpstreamRequest};
 use criterion::{BatchSize, Criterion};
+use futures::StreamExt;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
@@ -63,6 +72,8 @@ use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
 const PRINCIPAL: &str = "member-7";
+/// How often the bare A2A client had to send a message again (see `Pair::bare`).
+static A2A_RESENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 const MEMBER: &str = "m-1042";
 const PRINCIPAL_HEADER: &str = "x-baton-principal";
 
@@ -77,7 +88,7 @@ struct Pair {
     rt: Runtime,
     bare: Bare,
     connector: Arc<dyn Connector>,
-    request: ConnectorRequest,
+    request: Input,
 }
 
 enum Bare {
@@ -85,12 +96,38 @@ enum Bare {
     Http(reqwest::Client, String),
     /// A running rmcp client session and the `echo` arguments.
     Mcp(RunningService<RoleClient, ()>, JsonObject),
+    /// The client, the agent's JSON-RPC URL and the request body.
+    A2a(reqwest::Client, String, Value),
 }
 
 /// What the bare clients return: kept until the timer stops, then dropped.
 enum BareOut {
     Http(Value),
     Mcp(CallToolResult),
+    A2a(Vec<Value>),
+}
+
+/// What the connector is given: a tool call, or a remote agent's message.
+#[derive(Clone)]
+enum Input {
+    Call(ConnectorRequest),
+    Converse(UpstreamRequest),
+}
+
+/// What the connector returns.
+enum Output {
+    Envelope(Envelope),
+    Events(Vec<UpstreamEvent>),
+}
+
+impl Input {
+    /// The tool call (the pairs of tools called as tools).
+    fn call(&self) -> &ConnectorRequest {
+        match self {
+            Input::Call(request) => request,
+            Input::Converse(_) => panic!("not a tool call"),
+        }
+    }
 }
 
 impl Pair {
@@ -111,32 +148,105 @@ impl Pair {
                     let params = CallToolRequestParams::new("echo").with_arguments(args.clone());
                     BareOut::Mcp(client.peer().call_tool(params).await.expect("call echo"))
                 }
+                Bare::A2a(client, url, body) => {
+                    let send = || {
+                        client
+                            .post(url)
+                            .header("A2A-Version", "1.0")
+                            .header(reqwest::header::ACCEPT, "text/event-stream")
+                            .header(PRINCIPAL_HEADER, PRINCIPAL)
+                            .json(body)
+                            .send()
+                    };
+                    // The agent's server (uvicorn) now and then closes a kept-alive
+                    // connection as the next request goes out: sent again, and counted.
+                    let answer = match send().await {
+                        Ok(answer) => answer,
+                        Err(_) => {
+                            A2A_RESENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            send().await.expect("POST SendStreamingMessage")
+                        }
+                    };
+                    let mut stream = answer.bytes_stream();
+                    let mut text = Vec::new();
+                    while let Some(chunk) = stream.next().await {
+                        text.extend_from_slice(&chunk.expect("read the stream"));
+                    }
+                    let events = String::from_utf8(text)
+                        .expect("UTF-8 events")
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("data: "))
+                        .map(|data| serde_json::from_str(data).expect("a JSON event"))
+                        .collect();
+                    BareOut::A2a(events)
+                }
             }
         })
     }
 
-    fn through(&self, request: ConnectorRequest) -> Envelope {
-        self.rt
-            .block_on(self.connector.call(request))
-            .unwrap_or_else(|e| panic!("{}: the connector failed: {e:?}", self.name))
+    fn through(&self, input: Input) -> Output {
+        let name = self.name;
+        let fail =
+            move |e: &dyn std::fmt::Debug| -> ! { panic!("{name}: the connector failed: {e:?}") };
+        self.rt.block_on(async {
+            match input {
+                Input::Call(request) => Output::Envelope(
+                    self.connector
+                        .call(request)
+                        .await
+                        .unwrap_or_else(|e| fail(&e)),
+                ),
+                Input::Converse(request) => {
+                    let chat = self.connector.upstream_chat().expect("a remote agent");
+                    let mut stream = chat.converse(request).await.unwrap_or_else(|e| fail(&e));
+                    let mut events = Vec::new();
+                    while let Some(event) = stream.next().await {
+                        events.push(event.unwrap_or_else(|e| fail(&e)));
+                    }
+                    Output::Events(events)
+                }
+            }
+        })
     }
 
     /// One call each, checked: both sides do the work the figures claim.
     fn check(&self) {
-        let envelope = self.through(self.request.clone());
-        assert_eq!(envelope.status, EnvelopeStatus::Ok, "{}", self.name);
-        assert_eq!(envelope.principal, PRINCIPAL, "{}", self.name);
-        match self.bare() {
-            BareOut::Http(value) => {
+        let through = self.through(self.request.clone());
+        match (self.bare(), through) {
+            (BareOut::Http(value), Output::Envelope(envelope)) => {
+                assert_eq!(envelope.status, EnvelopeStatus::Ok, "{}", self.name);
+                assert_eq!(envelope.principal, PRINCIPAL, "{}", self.name);
                 assert_eq!(value["principal"], PRINCIPAL);
                 assert_eq!(value["payload"]["member"], MEMBER);
                 assert_eq!(envelope.payload["member"], MEMBER);
             }
-            BareOut::Mcp(result) => {
+            (BareOut::Mcp(result), Output::Envelope(envelope)) => {
+                assert_eq!(envelope.status, EnvelopeStatus::Ok, "{}", self.name);
+                assert_eq!(envelope.principal, PRINCIPAL, "{}", self.name);
                 let text = result.content.first().and_then(|c| c.as_text());
                 assert_eq!(text.map(|t| t.text.as_str()), Some("hi"));
                 assert_eq!(envelope.payload, json!({"text": "hi"}));
             }
+            (BareOut::A2a(events), Output::Events(through)) => {
+                let last = events.last().expect("events");
+                assert_eq!(
+                    last["result"]["statusUpdate"]["status"]["state"],
+                    "TASK_STATE_COMPLETED"
+                );
+                let text: String = through
+                    .iter()
+                    .filter_map(|e| match e {
+                        UpstreamEvent::Text(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                assert!(
+                    text.contains("FreshMart Downtown, 12 Main Street"),
+                    "{text}"
+                );
+                assert!(!text.contains("Elm Park"), "{text}");
+            }
+            _ => panic!("{}: the sides answered differently", self.name),
         }
     }
 
@@ -244,8 +354,8 @@ fn measured_runtime() -> Runtime {
         .expect("a current-thread runtime")
 }
 
-fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
-    ConnectorRequest {
+fn request(tool_id: &str, config: Value, args: Value) -> Input {
+    Input::Call(ConnectorRequest {
         tool_id: Arc::from(tool_id),
         config: Arc::new(config),
         args,
@@ -255,7 +365,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
         now_ms: 0,
         progress: None,
         traceparent: None,
-    }
+    })
 }
 
 // ---- http -----------------------------------------------------------------------------
@@ -476,6 +586,86 @@ fn mcp_http_pair() -> (Pair, HttpServer) {
     (pair, server)
 }
 
+// ---- a2a ------------------------------------------------------------------------------
+
+/// The A2A environment's python, found as the connector's tests find it.
+fn a2a_python() -> PathBuf {
+    if let Some(p) = std::env::var_os("BATON_A2A_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let python = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+        .expect("HOME is set")
+        .join("baton/a2a/venv/bin/python");
+    assert!(
+        python.exists(),
+        "the A2A benchmark needs the official A2A SDK for Python: {} is missing; run ./infra/a2a.sh (or set BATON_A2A_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+fn a2a_pair() -> (Pair, HttpServer) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let agent = HttpServer(
+        Command::new(a2a_python())
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry/a2a/store_agent.py"))
+            .arg(port.to_string())
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the store agent"),
+    );
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "the store agent did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let url = format!("http://127.0.0.1:{port}");
+    let message = "Which FreshMart in Springfield is open late?";
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": "bench",
+        "method": "SendStreamingMessage",
+        "params": {"message": {
+            "messageId": "bench", "role": "ROLE_USER", "parts": [{"text": message}],
+            "metadata": {"baton/principal": PRINCIPAL},
+        }},
+    });
+    let request = UpstreamRequest {
+        tool_id: Arc::from("store_finder"),
+        config: Arc::new(json!({"kind": "a2a", "url": url})),
+        principal: Principal::new(PRINCIPAL).unwrap(),
+        episode_id: Arc::from("ep-bench"),
+        agent_id: Arc::from("stores"),
+        message: message.to_owned(),
+        details: serde_json::Map::new(),
+        conversation_id: None,
+        pending: None,
+        replay: Vec::new(),
+        locale: None,
+        traceparent: None,
+    };
+    let pair = Pair {
+        name: "a2a",
+        bare_name: "bare_reqwest",
+        rt: measured_runtime(),
+        bare: Bare::A2a(reqwest::Client::new(), format!("{url}/"), body),
+        connector: Arc::new(A2aConnector::new()),
+        request: Input::Converse(request),
+    };
+    // The warm-up call: the agent's card is read before anything is measured.
+    pair.through(pair.request.clone());
+    (pair, agent)
+}
+
 // ---- parts ----------------------------------------------------------------------------
 
 /// What some of the difference is made of, CPU only: the settings parse each `call` does
@@ -496,10 +686,11 @@ fn bench_parts(c: &mut Criterion, http: &Pair, stdio: &Pair, mcp_http: &Pair) {
         ("mcp_stdio_config_parse", stdio),
         ("mcp_http_config_parse", mcp_http),
     ] {
+        let request = pair.request.call();
         group.bench_function(name, |b| {
             b.iter(|| {
                 pair.connector
-                    .check_config(&pair.request.tool_id, black_box(&pair.request.config))
+                    .check_config(&request.tool_id, black_box(&request.config))
             });
         });
     }
@@ -547,7 +738,8 @@ fn main() {
     let http = http_pair();
     let stdio = mcp_stdio_pair();
     let (mcp_http, _server) = mcp_http_pair();
-    let pairs = [http, stdio, mcp_http];
+    let (a2a, _agent) = a2a_pair();
+    let pairs = [http, stdio, mcp_http, a2a];
     for pair in &pairs {
         pair.check();
     }
@@ -591,6 +783,10 @@ fn main() {
         }
     }
 
+    println!(
+        "\nthe bare A2A client sent a message again {} time(s) (a connection closed by the agent)",
+        A2A_RESENT.load(std::sync::atomic::Ordering::Relaxed)
+    );
     println!(
         "\npaired run (bare and connector alternated; medians, µs; cpu = the measured thread's CPU time):"
     );

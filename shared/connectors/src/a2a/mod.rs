@@ -58,6 +58,10 @@ const CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 /// The stream's bytes beyond the answer's own (event framing, ids, statuses) that are
 /// allowed before a stream counts as runaway.
 const STREAM_OVERHEAD_BYTES: usize = 1024 * 1024;
+/// How long the rest of a stream is read after the task's final state, so that its
+/// connection goes back to the pool (an agent ends the stream right after it): a stream
+/// dropped unread costs a new connection next time.
+const DRAIN: Duration = Duration::from_millis(100);
 
 /// The `a2a` connector kind.
 pub struct A2aConnector {
@@ -307,6 +311,7 @@ impl UpstreamChat for A2aConnector {
             ),
             ready: VecDeque::new(),
             done: false,
+            draining: false,
             id,
             continuing_task: request.pending.is_some(),
             idle: config.timeout,
@@ -405,6 +410,8 @@ struct Streaming {
     reader: Reader,
     ready: VecDeque<Result<UpstreamEvent, UpstreamError>>,
     done: bool,
+    /// The task ended: what follows is read and dropped, briefly.
+    draining: bool,
     id: String,
     continuing_task: bool,
     idle: Duration,
@@ -423,6 +430,13 @@ async fn next(mut s: Streaming) -> Option<(Result<UpstreamEvent, UpstreamError>,
             return Some((item, s));
         }
         if s.done {
+            return None;
+        }
+        if s.draining {
+            // Nothing after the final state is read; the end of the stream is awaited
+            // briefly, for the connection's sake.
+            let until = tokio::time::Instant::now() + DRAIN;
+            while let Ok(Some(Ok(_))) = tokio::time::timeout_at(until, s.events.next()).await {}
             return None;
         }
         let event = match tokio::time::timeout(s.idle, s.events.next()).await {
@@ -473,7 +487,7 @@ async fn next(mut s: Streaming) -> Option<(Result<UpstreamEvent, UpstreamError>,
         s.cancel.task.clone_from(&s.reader.task);
         if s.reader.finished {
             s.cancel.armed = false;
-            s.done = true;
+            s.draining = true;
         }
     }
 }
