@@ -159,9 +159,17 @@ fn build(
         }
     }
     builder = builder.connectors(connectors);
+    if baton_otel::exporting() {
+        // Tool calls and remote agents pass the trace on (D-33).
+        builder = builder.trace_context(baton_otel::traceparent);
+    }
     let runtime = builder.build()?;
-    let state = AppState::new(runtime.clone(), adapters.principals)
+    let mut state = AppState::new(runtime.clone(), adapters.principals)
         .with_max_body_bytes(config.max_body_bytes);
+    if baton_otel::exporting() {
+        // A request's `traceparent` continues the caller's trace.
+        state = state.with_trace_continuation(baton_otel::continuing);
+    }
     let sink: Arc<dyn Metrics> = metrics.clone();
     let router = incoming::by_event_path(baton_http::app(state).layer(
         axum::middleware::from_fn_with_state(sink, outgoing::guard_stream),

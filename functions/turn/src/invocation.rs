@@ -1,5 +1,5 @@
 //! What happens around each Lambda invocation, after its response has been streamed: wait
-//! for the invocation's turns to commit, then write its metrics.
+//! for the invocation's turns to commit, then write its metrics and send its spans.
 //!
 //! [`InvocationLayer`] wraps the whole `Service<LambdaInvocation>` that lambda_runtime
 //! drives, including the sending of the streamed body to the Runtime API, so its work runs
@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use baton_aws::emf::EmfMetrics;
 use baton_core::ports::clock::Clock as _;
+use baton_otel::Telemetry;
 use baton_runtime::clock::SystemClock;
 use lambda_http::lambda_runtime::LambdaInvocation;
 use lambda_http::tower::{Layer, Service};
@@ -30,12 +31,13 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(30);
 /// Where metrics go: stdout on Lambda (CloudWatch Logs extracts EMF lines from it).
 pub type MetricsSink = Arc<Mutex<dyn Write + Send>>;
 
-/// Waits for in-flight turns, then flushes metrics, after every invocation.
+/// Waits for in-flight turns, then flushes metrics and spans, after every invocation.
 #[derive(Clone)]
 pub struct InvocationLayer {
     tracker: TurnTracker,
     metrics: Arc<EmfMetrics>,
     sink: MetricsSink,
+    traces: Option<Telemetry>,
 }
 
 impl InvocationLayer {
@@ -45,7 +47,16 @@ impl InvocationLayer {
             tracker,
             metrics,
             sink,
+            traces: None,
         }
+    }
+
+    /// Also sends the spans queued in `traces` after each invocation (D-33): with the
+    /// collector extension at localhost, before Lambda may freeze the process.
+    #[must_use]
+    pub fn with_traces(mut self, traces: Option<Telemetry>) -> Self {
+        self.traces = traces;
+        self
     }
 }
 
@@ -114,6 +125,24 @@ impl InvocationLayer {
         };
         if let Err(e) = written {
             tracing::warn!(error = %e, "could not write metrics");
+        }
+        if let Some(traces) = &self.traces {
+            // The exporter's client blocks; the wait is bounded by the invocation's
+            // deadline as the turns' was (a receiver that does not answer costs the spans,
+            // never the next invocation).
+            let traces = traces.clone();
+            let limit = wait_limit(deadline_ms, SystemClock.now_ms());
+            let flushed =
+                tokio::time::timeout(limit, tokio::task::spawn_blocking(move || traces.flush()))
+                    .await;
+            match flushed {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(e))) => {
+                    tracing::warn!(error = %e, "could not send the invocation's spans")
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "sending the invocation's spans failed"),
+                Err(_) => tracing::warn!("the invocation's spans were not sent in time"),
+            }
         }
     }
 }

@@ -7,11 +7,42 @@ use std::time::Instant;
 use anyhow::Context as _;
 use baton_http::{LocalPrincipal, PrincipalSource};
 use baton_turn::{Config, LambdaPrincipal, under_lambda};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     let started = Instant::now();
-    baton_aws::logs::init();
+    // https everywhere (connectors, the trace exporter) runs on one crypto provider.
+    baton_connectors::install_tls_provider();
+    // Spans go over OTLP when the OTEL_* variables name a receiver (on Lambda: the
+    // collector extension at localhost). Built before the async runtime: the exporter's
+    // client blocks.
+    let traces = match baton_otel::Telemetry::from_env("baton-turn") {
+        Ok(traces) => traces,
+        Err(e) => {
+            eprintln!("traces are not exported: {e}");
+            None
+        }
+    };
+    let _ = tracing_subscriber::registry()
+        .with(baton_aws::logs::layer())
+        .with(baton_otel::layer().map(|otel| otel.with_filter(baton_otel::spans_only())))
+        .try_init();
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run(started, traces.clone()));
+    if let Some(traces) = traces
+        && let Err(e) = traces.shutdown()
+    {
+        tracing::warn!(error = %e, "the last spans were not sent");
+    }
+    outcome
+}
+
+async fn run(started: Instant, traces: Option<baton_otel::Telemetry>) -> anyhow::Result<()> {
     let lambda = under_lambda();
     let config = Config::from_env().context("reading the function's settings")?;
     // Outside Lambda there is no auth context: local runs name the caller in a header.
@@ -31,7 +62,10 @@ async fn main() -> anyhow::Result<()> {
         .await
         .log();
     if lambda {
-        let stopped = function.run_lambda().await.map_err(|e| anyhow::anyhow!(e));
+        let stopped = function
+            .run_lambda(traces)
+            .await
+            .map_err(|e| anyhow::anyhow!(e));
         return stopped.context("the Lambda runtime stopped");
     }
     tracing::warn!(bind = %config.bind, "not under Lambda: serving plain HTTP; the x-baton-principal header names the caller");

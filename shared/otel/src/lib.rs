@@ -64,7 +64,8 @@ pub enum TelemetryError {
 static TRACER: OnceLock<Tracer> = OnceLock::new();
 
 /// Trace export for the life of the process; [`Telemetry::shutdown`] sends what is queued.
-#[derive(Debug)]
+/// Clones share the exporter.
+#[derive(Debug, Clone)]
 pub struct Telemetry {
     provider: SdkTracerProvider,
 }
@@ -143,6 +144,18 @@ impl Telemetry {
         // A second call (never expected) keeps the first tracer.
         let _ = TRACER.set(provider.tracer("baton"));
         Telemetry { provider }
+    }
+
+    /// Sends the spans queued so far and waits for the receiver's answer (a Lambda
+    /// function's invocation must not end with spans in the queue: the process may be
+    /// frozen until the next one). It blocks: call it on a blocking thread.
+    ///
+    /// # Errors
+    /// The receiver could not take them.
+    pub fn flush(&self) -> Result<(), TelemetryError> {
+        self.provider
+            .force_flush()
+            .map_err(|e| TelemetryError::Shutdown(e.to_string()))
     }
 
     /// Sends the spans still queued and stops export. Call it outside any async runtime:

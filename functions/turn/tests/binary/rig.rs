@@ -25,9 +25,19 @@ pub(crate) struct Rig {
 impl Rig {
     /// Starts the services and the binary, and waits until it asks for its first event.
     pub(crate) async fn start() -> Rig {
+        Self::start_with(&[]).await
+    }
+
+    /// [`Rig::start`] with more variables for the binary.
+    pub(crate) async fn start_with(extra: &[(&str, &str)]) -> Rig {
         let services = Services::start(shop_answers).await;
         let api = FakeRuntimeApi::start().await.unwrap();
         let mut env = services.env();
+        env.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         // As the template passes them: the ids its IAM policy allows.
         env.push(("BATON_MODEL_IDS".into(), format!("claude-haiku={HAIKU_ID}")));
         let binary = Path::new(env!("CARGO_BIN_EXE_turn"));
