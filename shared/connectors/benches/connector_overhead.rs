@@ -588,31 +588,13 @@ fn mcp_http_pair() -> (Pair, HttpServer) {
 
 // ---- a2a ------------------------------------------------------------------------------
 
-/// The A2A environment's python, found as the connector's tests find it.
-fn a2a_python() -> PathBuf {
-    if let Some(p) = std::env::var_os("BATON_A2A_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let python = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-        .expect("HOME is set")
-        .join("baton/a2a/venv/bin/python");
-    assert!(
-        python.exists(),
-        "the A2A benchmark needs the official A2A SDK for Python: {} is missing; run ./infra/a2a.sh (or set BATON_A2A_PYTHON)",
-        python.display()
-    );
-    python
-}
-
 fn a2a_pair() -> (Pair, HttpServer) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
     let agent = HttpServer(
-        Command::new(a2a_python())
+        Command::new(baton_testkit::a2a_python())
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry/a2a/store_agent.py"))
             .arg(port.to_string())
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")

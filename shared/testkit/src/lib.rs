@@ -34,6 +34,26 @@ pub fn workspace_root() -> std::path::PathBuf {
         .map_or(dir.clone(), std::path::Path::to_path_buf)
 }
 
+/// The Python of the venv `./infra/a2a.sh` builds (the official A2A SDK, which serves the
+/// example registry's store agent): `BATON_A2A_PYTHON`, else where the script puts it.
+/// Fails the test, saying how to install it, when it is missing: A2A tests do not skip.
+pub fn a2a_python() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("BATON_A2A_PYTHON").filter(|p| !p.is_empty()) {
+        return std::path::PathBuf::from(p);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let python = cache.join("baton/a2a/venv/bin/python");
+    assert!(
+        python.exists(),
+        "the official A2A SDK for Python is missing ({} does not exist): run ./infra/a2a.sh, or set BATON_A2A_PYTHON",
+        python.display()
+    );
+    python
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

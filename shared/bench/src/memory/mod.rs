@@ -18,7 +18,7 @@ mod recorder;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
@@ -51,10 +51,13 @@ fn registry_root(args: &Args) -> PathBuf {
     }
     let here = PathBuf::from("shared/registry");
     if here.is_dir() {
-        here
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../registry")
+        return here;
     }
+    // Under cargo the variable is set at run time too, and names this checkout even when
+    // the binary was built in another one.
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+        .join("../registry")
 }
 
 /// Runs the memory benchmark and returns its JSON results.

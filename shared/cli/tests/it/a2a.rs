@@ -9,24 +9,6 @@ use std::time::{Duration, Instant};
 
 use crate::support::*;
 
-/// The A2A environment's python: `BATON_A2A_PYTHON`, else where `./infra/a2a.sh` puts it.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("BATON_A2A_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap();
-    let python = cache.join("baton/a2a/venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run ./infra/a2a.sh (or set BATON_A2A_PYTHON)",
-        python.display()
-    );
-    python
-}
-
 /// The store agent on a free port, killed when dropped.
 pub(crate) struct Agent {
     child: Child,
@@ -37,7 +19,7 @@ impl Agent {
     /// Started; with `otlp`, its spans go to that receiver.
     pub(crate) fn start(otlp: Option<&str>) -> Agent {
         let port = free_port();
-        let mut command = Command::new(python());
+        let mut command = Command::new(baton_testkit::a2a_python());
         command
             .arg(Path::new(registry()).join("a2a/store_agent.py"))
             .arg(port.to_string());

@@ -7,7 +7,6 @@
 //! (they do not skip) when it is missing.
 
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,24 +24,6 @@ use baton_core::ports::upstream::{
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-/// The A2A environment's python: `BATON_A2A_PYTHON`, else where `./infra/a2a.sh` puts it.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("BATON_A2A_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap();
-    let python = cache.join("baton/a2a/venv/bin/python");
-    assert!(
-        python.exists(),
-        "the A2A tests need the official A2A SDK for Python: {} is missing; run ./infra/a2a.sh (or set BATON_A2A_PYTHON)",
-        python.display()
-    );
-    python
-}
-
 /// The example store agent on a free port, killed when dropped.
 pub(crate) struct StoreAgent {
     child: Child,
@@ -53,7 +34,7 @@ impl StoreAgent {
     pub(crate) fn start(delay_ms: u64) -> StoreAgent {
         let port = free_port();
         let script = baton_testkit::crate_dir().join("../registry/a2a/store_agent.py");
-        let child = Command::new(python())
+        let child = Command::new(baton_testkit::a2a_python())
             .arg(script)
             .arg(port.to_string())
             .env("BATON_STORE_AGENT_DELAY_MS", delay_ms.to_string())
@@ -286,41 +267,12 @@ async fn the_card_is_read_at_load_and_checked_by_probe() {
     assert!(e.starts_with("A2A agent http://127.0.0.1:"), "{e}");
 }
 
-/// A scripted agent: a 1.0 card, and `body` as the answer to every message.
-async fn scripted(body: &'static str, content_type: &'static str) -> String {
+/// A scripted agent on a free port: an A2A 1.0 card, and `answer` for every message.
+async fn scripted_agent(answer: axum::routing::MethodRouter) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let card = json!({
         "name": "Scripted", "description": "A scripted agent.", "version": "1",
-        "supportedInterfaces": [{"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {"streaming": true},
-        "defaultInputModes": [], "defaultOutputModes": [], "skills": [],
-    });
-    let router =
-        Router::new()
-            .route(
-                "/.well-known/agent-card.json",
-                get(move || {
-                    let card = card.clone();
-                    async move { axum::Json(card) }
-                }),
-            )
-            .route(
-                "/",
-                post(move || async move {
-                    ([(header::CONTENT_TYPE, content_type)], body).into_response()
-                }),
-            );
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    base
-}
-
-/// A scripted agent whose stream sends one working update, then nothing, forever.
-async fn silent() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let card = json!({
-        "name": "Silent", "description": "Never finishes.", "version": "1",
         "supportedInterfaces": [{"url": format!("{base}/"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": true},
         "defaultInputModes": [], "defaultOutputModes": [], "skills": [],
@@ -333,20 +285,34 @@ async fn silent() -> String {
                 async move { axum::Json(card) }
             }),
         )
-        .route(
-            "/",
-            post(|| async {
-                let first = futures::stream::once(async {
-                    Ok::<_, std::io::Error>(
-                        "data: {\"jsonrpc\":\"2.0\",\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n",
-                    )
-                });
-                let body = first.chain(futures::stream::pending());
-                ([(header::CONTENT_TYPE, "text/event-stream")], axum::body::Body::from_stream(body))
-            }),
-        );
+        .route("/", answer);
     tokio::spawn(async move { axum::serve(listener, router).await });
     base
+}
+
+/// A scripted agent answering every message with `body`.
+async fn scripted(body: &'static str, content_type: &'static str) -> String {
+    scripted_agent(post(move || async move {
+        ([(header::CONTENT_TYPE, content_type)], body).into_response()
+    }))
+    .await
+}
+
+/// A scripted agent whose stream sends one working update, then nothing, forever.
+async fn silent() -> String {
+    scripted_agent(post(|| async {
+        let first = futures::stream::once(async {
+            Ok::<_, std::io::Error>(
+                "data: {\"jsonrpc\":\"2.0\",\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n",
+            )
+        });
+        let body = first.chain(futures::stream::pending());
+        (
+            [(header::CONTENT_TYPE, "text/event-stream")],
+            axum::body::Body::from_stream(body),
+        )
+    }))
+    .await
 }
 
 const TASK: &str = r#"{"jsonrpc":"2.0","result":{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_SUBMITTED"}}}}"#;
