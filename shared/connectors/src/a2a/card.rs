@@ -7,7 +7,7 @@ use futures::StreamExt;
 use reqwest::Url;
 use reqwest::header::HeaderMap;
 
-use crate::mcp::fault::{chain, clip};
+use crate::error::{chain, clip};
 
 /// The largest card read.
 const MAX_CARD_BYTES: usize = 256 * 1024;

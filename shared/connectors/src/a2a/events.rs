@@ -17,7 +17,6 @@ pub(crate) struct Reader {
     pub(crate) task: Option<String>,
     answer_bytes: usize,
     max_answer_bytes: usize,
-    said_something: bool,
     /// A final state was read: nothing after it is read.
     pub(crate) finished: bool,
 }
@@ -35,7 +34,6 @@ impl Reader {
             task: None,
             answer_bytes: 0,
             max_answer_bytes,
-            said_something: false,
             finished: false,
         }
     }
@@ -158,7 +156,6 @@ impl Reader {
                     self.max_answer_bytes
                 )));
             }
-            self.said_something = true;
             out.push(UpstreamEvent::Text(text.to_owned()));
         }
         Ok(())
@@ -175,7 +172,7 @@ impl Reader {
         let ended = |end: UpstreamEnd| {
             // The agent's own words stay in the logs.
             let said = message.and_then(Message::text).unwrap_or("");
-            tracing::warn!(task, %end, said = %crate::mcp::fault::clip(said.to_owned()), "the remote agent ended the task without an answer");
+            tracing::warn!(task, %end, said = %crate::error::clip(said.to_owned()), "the remote agent ended the task without an answer");
             Err(UpstreamError::Ended(end))
         };
         match state {
@@ -187,7 +184,7 @@ impl Reader {
             }
             TaskState::Completed => {
                 // An agent may answer in its final status message rather than an artifact.
-                if !self.said_something
+                if self.answer_bytes == 0
                     && let Some(message) = message
                 {
                     self.texts(&message.parts, out)?;

@@ -43,9 +43,9 @@ use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::mcp::fault::{chain, clip};
+use crate::error::{chain, clip};
 use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
-use card::Endpoint;
+use card::{CardError, Endpoint};
 use config::A2aConfig;
 use events::Reader;
 
@@ -85,14 +85,6 @@ impl Default for A2aConnector {
     }
 }
 
-/// Why an agent's card could not be had.
-enum CardFault {
-    /// The agent could not be reached (or answered with an error): it may be back later.
-    Unreachable(String),
-    /// It answered with a card Baton cannot use, or the settings are wrong.
-    Unusable(String),
-}
-
 impl A2aConnector {
     /// The kind name used in `tools.yaml`.
     pub const KIND: &'static str = "a2a";
@@ -118,18 +110,13 @@ impl A2aConnector {
     }
 
     /// The agent's checked card: remembered, or fetched now.
-    async fn endpoint(&self, config: &A2aConfig) -> Result<Endpoint, CardFault> {
+    async fn endpoint(&self, config: &A2aConfig) -> Result<Endpoint, CardError> {
         let url = config.card_url();
         if let Some(found) = self.lock().get(&url) {
             return Ok(found.clone());
         }
-        let headers = self.headers(config).map_err(CardFault::Unusable)?;
-        let endpoint = card::fetch(&self.http, &url, headers, config.timeout)
-            .await
-            .map_err(|e| match e {
-                card::CardError::Unreachable(why) => CardFault::Unreachable(why),
-                card::CardError::Unusable(why) => CardFault::Unusable(why),
-            })?;
+        let headers = self.headers(config).map_err(CardError::Unusable)?;
+        let endpoint = card::fetch(&self.http, &url, headers, config.timeout).await?;
         self.lock().insert(url, endpoint.clone());
         Ok(endpoint)
     }
@@ -172,22 +159,22 @@ impl Connector for A2aConnector {
                 description: Some(endpoint.description),
                 schema: json!({"type": "object", "properties": {}}),
             })),
-            Err(CardFault::Unreachable(why)) => {
+            Err(CardError::Unreachable(why)) => {
                 // Not a warning on every start of `baton`: `baton validate` says it, and a
                 // call says it when it fails.
                 tracing::info!(tool = tool_id, agent = %parsed.url, "the remote agent cannot be reached now; its specialist is unavailable until it is: {why}");
                 Ok(None)
             }
-            Err(CardFault::Unusable(why)) => Err(format!("A2A agent {}: {why}", parsed.url)),
+            Err(CardError::Unusable(why)) => Err(format!("A2A agent {}: {why}", parsed.url)),
         }
     }
 
     async fn probe(&self, _tool_id: &str, config: &Value) -> Result<(), String> {
+        // The card read when the registry loaded, if it could be; else read now.
         let parsed = A2aConfig::parse(config)?;
-        self.forget(&parsed);
         match self.endpoint(&parsed).await {
             Ok(_) => Ok(()),
-            Err(CardFault::Unreachable(why) | CardFault::Unusable(why)) => {
+            Err(CardError::Unreachable(why) | CardError::Unusable(why)) => {
                 Err(format!("A2A agent {}: {why}", parsed.url))
             }
         }
@@ -203,8 +190,8 @@ impl UpstreamChat for A2aConnector {
     async fn converse(&self, request: UpstreamRequest) -> Result<UpstreamStream, UpstreamError> {
         let config = A2aConfig::parse(&request.config).map_err(UpstreamError::Invalid)?;
         let endpoint = self.endpoint(&config).await.map_err(|e| match e {
-            CardFault::Unreachable(why) => UpstreamError::Unavailable(why),
-            CardFault::Unusable(why) => UpstreamError::Invalid(why),
+            CardError::Unreachable(why) => UpstreamError::Unavailable(why),
+            CardError::Unusable(why) => UpstreamError::Invalid(why),
         })?;
         let mut headers = self.headers(&config).map_err(UpstreamError::Invalid)?;
         let principal = HeaderValue::from_str(request.principal.as_str()).map_err(|_| {

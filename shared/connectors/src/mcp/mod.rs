@@ -25,7 +25,7 @@
 mod authorized;
 mod call;
 mod config;
-pub(crate) mod fault;
+mod fault;
 mod progress;
 mod session;
 

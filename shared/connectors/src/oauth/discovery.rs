@@ -6,7 +6,7 @@ use reqwest::Url;
 use serde::Deserialize;
 
 use super::{AuthFault, read_json};
-use crate::mcp::fault::chain;
+use crate::error::chain;
 
 /// The protected resource's metadata, as far as a client acting as itself needs it.
 #[derive(Debug, Deserialize)]

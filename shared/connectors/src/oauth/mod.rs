@@ -28,7 +28,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::mcp::fault::{chain, clip};
+use crate::error::{chain, clip};
 use crate::secrets::{Secret, SecretRef, Secrets};
 use assertion::{Algorithm, SigningKey};
 pub(crate) use challenge::Challenge;
