@@ -13,6 +13,7 @@
 //! - [`requests`]: counting the requests SDK clients send (a turn's cost).
 //! - [`upstream_chat`]: a local chat service that keeps its own conversations.
 //! - [`local_model`]: a real tiny model on llama.cpp's OpenAI-compatible server.
+//! - [`otlp_receiver`]: a stand-in OTLP receiver that keeps metrics and can stop answering.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -21,6 +22,7 @@ pub mod fake_bedrock;
 pub mod fixtures;
 pub mod function_process;
 pub mod local_model;
+pub mod otlp_receiver;
 pub mod requests;
 pub mod runtime_api;
 pub mod s3;

@@ -30,16 +30,18 @@ impl Function {
 
     /// Serves invocations from the Lambda Runtime API with streamed responses (function
     /// URL in `RESPONSE_STREAM` mode, API Gateway REST with response streaming) until the
-    /// runtime stops. Metrics go to stdout after each invocation, and spans to `traces`'s
-    /// receiver when there is one.
+    /// runtime stops. Metrics go to stdout after each invocation, and spans and metrics to
+    /// `telemetry`'s receiver when there is one.
     ///
     /// # Errors
     /// The Runtime API failed.
     pub async fn run_lambda(
         self,
-        traces: Option<baton_otel::Telemetry>,
+        telemetry: Option<baton_otel::Telemetry>,
     ) -> Result<(), lambda_http::Error> {
-        let layer = self.invocation_layer(stdout_sink()).with_traces(traces);
+        let layer = self
+            .invocation_layer(stdout_sink())
+            .with_telemetry(telemetry);
         lambda_http::streaming_runtime(self.router)
             .layer(layer)
             .run()

@@ -10,13 +10,13 @@ use baton_aws::journal::DynamoStore;
 use baton_aws::sdk::Clients;
 use baton_aws::secrets::SecretsError;
 use baton_connectors::EnvSecretSource;
-use baton_core::ports::metrics::Metrics;
+use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AppState, PrincipalSource};
-use baton_runtime::Runtime;
 use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
+use baton_runtime::{Runtime, RuntimeConfig};
 
 use crate::config::Config;
 use crate::deployed::{self, Connectors};
@@ -134,11 +134,19 @@ fn build(
 ) -> Result<Function, InitError> {
     let tracker = TurnTracker::new();
     let metrics = Arc::new(EmfMetrics::new(&config.metrics_namespace));
+    // Beside the EMF lines, metrics go over OTLP when the OTEL_* variables say so.
+    let sink: Arc<dyn Metrics> = match baton_otel::metrics() {
+        Some(otlp) => Arc::new(Tee(metrics.clone(), Arc::new(otlp))),
+        None => metrics.clone(),
+    };
     let store: Arc<dyn Store> = Arc::new(TrackedStore::new(adapters.store, tracker.clone()));
     let mut builder = Runtime::builder(registry.clone())
         .store(store)
-        .metrics(metrics.clone())
-        .config(config.runtime());
+        .metrics(sink.clone())
+        .config(RuntimeConfig {
+            capture_content: baton_otel::captures_content(),
+            ..config.runtime()
+        });
     match adapters.model {
         ModelServing::Override(model) => builder = builder.model_override(model),
         ModelServing::Bedrock(model) => {
@@ -170,7 +178,6 @@ fn build(
         // A request's `traceparent` continues the caller's trace.
         state = state.with_trace_continuation(baton_otel::continuing);
     }
-    let sink: Arc<dyn Metrics> = metrics.clone();
     let router = incoming::by_event_path(baton_http::app(state).layer(
         axum::middleware::from_fn_with_state(sink, outgoing::guard_stream),
     ));

@@ -37,7 +37,7 @@ pub struct InvocationLayer {
     tracker: TurnTracker,
     metrics: Arc<EmfMetrics>,
     sink: MetricsSink,
-    traces: Option<Telemetry>,
+    telemetry: Option<Telemetry>,
 }
 
 impl InvocationLayer {
@@ -47,15 +47,15 @@ impl InvocationLayer {
             tracker,
             metrics,
             sink,
-            traces: None,
+            telemetry: None,
         }
     }
 
-    /// Also sends the spans queued in `traces` after each invocation (D-33): with the
+    /// Also sends the spans and metrics `telemetry` holds after each invocation (D-33): with the
     /// collector extension at localhost, before Lambda may freeze the process.
     #[must_use]
-    pub fn with_traces(mut self, traces: Option<Telemetry>) -> Self {
-        self.traces = traces;
+    pub fn with_telemetry(mut self, telemetry: Option<Telemetry>) -> Self {
+        self.telemetry = telemetry;
         self
     }
 }
@@ -126,22 +126,28 @@ impl InvocationLayer {
         if let Err(e) = written {
             tracing::warn!(error = %e, "could not write metrics");
         }
-        if let Some(traces) = &self.traces {
+        if let Some(telemetry) = &self.telemetry {
             // The exporter's client blocks; the wait is bounded by the invocation's
             // deadline as the turns' was (a receiver that does not answer costs the spans,
             // never the next invocation).
-            let traces = traces.clone();
+            let telemetry = telemetry.clone();
             let limit = wait_limit(deadline_ms, SystemClock.now_ms());
-            let flushed =
-                tokio::time::timeout(limit, tokio::task::spawn_blocking(move || traces.flush()))
-                    .await;
+            let flushed = tokio::time::timeout(
+                limit,
+                tokio::task::spawn_blocking(move || telemetry.flush()),
+            )
+            .await;
             match flushed {
                 Ok(Ok(Ok(()))) => {}
                 Ok(Ok(Err(e))) => {
-                    tracing::warn!(error = %e, "could not send the invocation's spans")
+                    tracing::warn!(error = %e, "could not send the invocation's spans and metrics")
                 }
-                Ok(Err(e)) => tracing::warn!(error = %e, "sending the invocation's spans failed"),
-                Err(_) => tracing::warn!("the invocation's spans were not sent in time"),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "sending the invocation's spans and metrics failed")
+                }
+                Err(_) => {
+                    tracing::warn!("the invocation's spans and metrics were not sent in time")
+                }
             }
         }
     }

@@ -15,13 +15,13 @@ fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     // https everywhere (connectors, the trace exporter) runs on one crypto provider.
     baton_connectors::install_tls_provider();
-    // Spans go over OTLP when the OTEL_* variables name a receiver (on Lambda: the
+    // Spans and metrics go over OTLP when the OTEL_* variables name a receiver (on Lambda: the
     // collector extension at localhost). Built before the async runtime: the exporter's
     // client blocks.
-    let traces = match baton_otel::Telemetry::from_env("baton-turn") {
-        Ok(traces) => traces,
+    let telemetry = match baton_otel::Telemetry::from_env("baton-turn") {
+        Ok(telemetry) => telemetry,
         Err(e) => {
-            eprintln!("traces are not exported: {e}");
+            eprintln!("traces and metrics are not exported: {e}");
             None
         }
     };
@@ -33,16 +33,16 @@ fn main() -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(run(started, traces.clone()));
-    if let Some(traces) = traces
-        && let Err(e) = traces.shutdown()
+        .block_on(run(started, telemetry.clone()));
+    if let Some(telemetry) = telemetry
+        && let Err(e) = telemetry.shutdown()
     {
-        tracing::warn!(error = %e, "the last spans were not sent");
+        tracing::warn!(error = %e, "the last spans and metrics were not sent");
     }
     outcome
 }
 
-async fn run(started: Instant, traces: Option<baton_otel::Telemetry>) -> anyhow::Result<()> {
+async fn run(started: Instant, telemetry: Option<baton_otel::Telemetry>) -> anyhow::Result<()> {
     let lambda = under_lambda();
     let config = Config::from_env().context("reading the function's settings")?;
     // Outside Lambda there is no auth context: local runs name the caller in a header.
@@ -63,7 +63,7 @@ async fn run(started: Instant, traces: Option<baton_otel::Telemetry>) -> anyhow:
         .log();
     if lambda {
         let stopped = function
-            .run_lambda(traces)
+            .run_lambda(telemetry)
             .await
             .map_err(|e| anyhow::anyhow!(e));
         return stopped.context("the Lambda runtime stopped");

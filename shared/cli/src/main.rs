@@ -33,12 +33,12 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // https everywhere (connectors, models, the trace exporter) runs on one crypto provider.
     baton_connectors::install_tls_provider();
-    // Traces go to an OTLP receiver when the OTEL_* variables name one. Built before the
+    // Traces and metrics go to an OTLP receiver when the OTEL_* variables name one. Built before the
     // async runtime and shut down after it: the exporter's client blocks.
     let telemetry = match baton_otel::Telemetry::from_env("baton") {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("warning: traces are not exported: {e}");
+            eprintln!("warning: traces and metrics are not exported: {e}");
             None
         }
     };

@@ -15,6 +15,7 @@ use baton_aws::bedrock::BedrockModel;
 #[cfg(feature = "aws")]
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::ports::connector::Connector;
+use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
@@ -115,8 +116,13 @@ pub(crate) async fn assemble_for(
     let aws = || aws.get_or_init(baton_aws::sdk::Clients::from_env);
 
     let metrics = Arc::new(LocalMetrics::default());
+    // Beside the local registry, metrics go over OTLP when the OTEL_* variables say so.
+    let sink: Arc<dyn Metrics> = match baton_otel::metrics() {
+        Some(otlp) => Arc::new(Tee(metrics.clone(), Arc::new(otlp))),
+        None => metrics.clone(),
+    };
     let mut builder = Runtime::builder(registry.clone())
-        .metrics(metrics.clone())
+        .metrics(sink)
         .config(RuntimeConfig {
             max_message_chars: settings.max_message_chars,
             history_turns: settings.history_turns,
@@ -126,6 +132,7 @@ pub(crate) async fn assemble_for(
             // compacts it once its answer has been sent (unless turned off).
             compact_after_turn: settings.compact_after_turn && purpose == Purpose::Turns,
             routing_only: purpose == Purpose::Eval { routing_only: true },
+            capture_content: baton_otel::captures_content(),
             ..RuntimeConfig::default()
         });
     builder = match &settings.model {

@@ -29,6 +29,9 @@ pub struct RuntimeConfig {
     /// the routing record keeps: nobody is consulted and nothing is composed. For evals'
     /// routing mode only.
     pub routing_only: bool,
+    /// Put the user's message, the answer and each specialist's query and answer on the
+    /// turn's spans, masked by the privacy guard (D-33). Off unless asked for.
+    pub capture_content: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -44,6 +47,7 @@ impl Default for RuntimeConfig {
             compact_after_turn: false,
             summarize_timeout_ms: 60_000,
             routing_only: false,
+            capture_content: false,
         }
     }
 }

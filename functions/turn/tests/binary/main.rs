@@ -11,6 +11,7 @@
 
 mod rig;
 
+use baton_tests::otlp_receiver::{OtlpReceiver, Traces};
 use baton_tests::runtime_api::PostKind;
 use serde_json::{Value, json};
 
@@ -144,46 +145,19 @@ async fn the_binary_refuses_no_identity_survives_a_malformed_event_and_goes_on()
     assert!(sse.contains("event: completed"), "{sse}");
 }
 
-/// A stand-in for the collector extension: counts OTLP trace exports.
-async fn otlp_receiver() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let received = Arc::new(AtomicUsize::new(0));
-    let counter = received.clone();
-    let app = axum::Router::new().route(
-        "/v1/traces",
-        axum::routing::post(move |body: axum::body::Bytes| {
-            let counter = counter.clone();
-            async move {
-                if !body.is_empty() {
-                    counter.fetch_add(1, Ordering::SeqCst);
-                }
-                // An empty ExportTraceServiceResponse.
-                (
-                    [("content-type", "application/x-protobuf")],
-                    Vec::<u8>::new(),
-                )
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, received)
-}
-
 #[tokio::test]
-async fn the_invocations_spans_are_sent_before_it_asks_for_the_next_event() {
-    use std::sync::atomic::Ordering;
-    let (endpoint, received) = otlp_receiver().await;
-    // The exporter's own schedule would wait ten minutes: only the flush at the end of the
-    // invocation can send the spans in time.
+async fn the_invocations_spans_and_metrics_are_sent_before_it_asks_for_the_next_event() {
+    // A stand-in for the collector extension.
+    let receiver = OtlpReceiver::start(Traces::Take);
+    // The exporters' own schedules would wait ten minutes: only the flush at the end of
+    // the invocation can send the spans and metrics in time.
     let rig = Rig::start_with(&[
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str()),
         ("OTEL_BSP_SCHEDULE_DELAY", "600000"),
+        ("OTEL_METRIC_EXPORT_INTERVAL", "600000"),
     ])
     .await;
-    assert_eq!(received.load(Ordering::SeqCst), 0);
+    assert!(receiver.span_names().is_empty());
     let body = json!({"message": "find me coffee deals", "turn_id": "t-binary-otel"});
     let posted = rig
         .invoke("req-otel", with_body(event("function-url-turn.json"), body))
@@ -194,9 +168,33 @@ async fn the_invocations_spans_are_sent_before_it_asks_for_the_next_event() {
         "the binary never asked for its next event; stdout: {:#?}",
         rig.running.lines()
     );
+    let names = receiver.span_names();
     assert!(
-        received.load(Ordering::SeqCst) >= 1,
-        "no spans reached the receiver before the next event was asked for; stdout: {:#?}",
+        names.iter().any(|n| n == "invoke_agent") && names.iter().any(|n| n == "chat"),
+        "the turn's spans did not reach the receiver before the next event was asked for: \
+         {names:?}; stdout: {:#?}",
         rig.running.lines()
+    );
+    // The same counters and measurements as the EMF lines, with the same dimensions.
+    assert_eq!(
+        receiver.counter("turns_total", &[("outcome", "answered")]),
+        Some(1),
+        "stdout: {:#?}",
+        rig.running.lines()
+    );
+    assert!(
+        receiver
+            .histogram_count("turn_latency_ms", &[])
+            .is_some_and(|n| n >= 1)
+    );
+    assert!(
+        receiver
+            .counter("model_tokens_total", &[])
+            .is_some_and(|n| n > 0)
+    );
+    assert!(
+        receiver
+            .histogram_count("time_to_first_event_ms", &[])
+            .is_some_and(|n| n >= 1)
     );
 }

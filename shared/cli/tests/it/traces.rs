@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use baton_tests::otlp_receiver::{OtlpReceiver, Traces};
+
 use crate::support::*;
 
 /// The `phoenix` command: `BATON_PHOENIX`, else where `./infra/phoenix.sh` installs it.
@@ -306,6 +308,64 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
         );
     }
 
+    // Content, when asked for, is on the spans in the conventions' form, masked by the
+    // privacy guard first.
+    let run: Run = sandbox
+        .baton()
+        .args([
+            "chat",
+            "--registry",
+            registry(),
+            "--model",
+            "offline",
+            "my receipt didn't scan, write to bob@example.org",
+        ])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let with_content = |s: &Value| {
+        is_root(s) && attr_str(s, "gen_ai.input.messages").is_some_and(|m| m.contains("receipt"))
+    };
+    let spans = wait_for(&phoenix, |spans| spans.iter().any(with_content));
+    let root = spans.iter().find(|s| with_content(s)).unwrap();
+    let input: Value =
+        serde_json::from_str(attr_str(root, "gen_ai.input.messages").unwrap()).unwrap();
+    assert_eq!(
+        input[0]["parts"][0]["content"], "my receipt didn't scan, write to [email]",
+        "{root:#}"
+    );
+    let output: Value =
+        serde_json::from_str(attr_str(root, "gen_ai.output.messages").unwrap_or("null")).unwrap();
+    assert_eq!(output[0]["role"], "assistant", "{root:#}");
+    assert!(
+        output[0]["parts"][0]["content"]
+            .as_str()
+            .is_some_and(|answer| !answer.is_empty() && run.stdout.contains(answer.trim())),
+        "the answer on the span is not the answer shown: {output:#} {run:?}"
+    );
+    let trace = &root["context"]["trace_id"];
+    let support = spans
+        .iter()
+        .find(|s| {
+            &s["context"]["trace_id"] == trace
+                && s["name"] == "invoke_agent"
+                && attr_str(s, "gen_ai.agent.name") == Some("support")
+        })
+        .unwrap_or_else(|| panic!("no support span in {trace}: {spans:#?}"));
+    assert!(
+        attr_str(support, "gen_ai.input.messages").is_some()
+            && attr_str(support, "gen_ai.output.messages").is_some(),
+        "{support:#}"
+    );
+    let text = serde_json::to_string(&spans).unwrap();
+    assert!(
+        !text.contains("bob@example.org"),
+        "an e-mail address was exported"
+    );
+
     // `baton serve`: a request carrying a W3C `traceparent` continues the caller's trace.
     let serving = Serving::start(
         &sandbox,
@@ -401,7 +461,7 @@ fn without_an_endpoint_nothing_is_exported_and_a_bad_protocol_is_named() {
     // The turn is answered; export is refused with a plain reason.
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
-        run.stderr.contains("traces are not exported")
+        run.stderr.contains("traces and metrics are not exported")
             && run
                 .stderr
                 .contains("OTEL_EXPORTER_OTLP_PROTOCOL = \"grpc\""),
@@ -426,4 +486,51 @@ fn a_receiver_that_is_down_does_not_fail_the_turn() {
         .into();
     assert_eq!(run.code, 0, "{run:?}");
     assert!(!run.stdout.trim().is_empty(), "{run:?}");
+}
+
+#[test]
+fn a_receiver_that_stops_answering_slows_no_turn_and_the_dropped_spans_are_counted() {
+    // Trace exports hang; metrics still arrive, so the drops can be read back.
+    let receiver = OtlpReceiver::start(Traces::Hang);
+    let sandbox = Sandbox::new();
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", "offline"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str()),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "60000"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "16"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+            ("OTEL_METRIC_EXPORT_INTERVAL", "200"),
+        ],
+    );
+    // Each turn makes about ten spans: the exporter is stuck on its first batch, so the
+    // queue fills within two turns. Every turn is still answered.
+    for i in 0..6 {
+        let response = serving.request(
+            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json",
+            &format!(r#"{{"message":"find me coffee deals","turn_id":"t-slow-{i}"}}"#),
+        );
+        assert!(response.contains("\"completed\""), "turn {i}: {response}");
+    }
+    assert!(
+        receiver.wait_for(Duration::from_secs(30), |r| {
+            r.counter("turns_total", &[("outcome", "answered")]) == Some(6)
+                && r.counter(
+                    "otel.sdk.processor.span.processed",
+                    &[("error.type", "queue_full")],
+                )
+                .is_some_and(|n| n > 0)
+        }),
+        "turns {:?}, dropped spans {:?} after {} metric exports",
+        receiver.counter("turns_total", &[("outcome", "answered")]),
+        receiver.counter(
+            "otel.sdk.processor.span.processed",
+            &[("error.type", "queue_full")]
+        ),
+        receiver.metric_exports()
+    );
+    assert!(receiver.span_names().is_empty());
+    serving.kill();
 }

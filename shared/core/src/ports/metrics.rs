@@ -1,6 +1,8 @@
 //! The `Metrics` port: counters and measurements (CloudWatch EMF on AWS, a local registry
 //! on a laptop).
 
+use std::sync::Arc;
+
 /// A sink for metrics.
 pub trait Metrics: Send + Sync {
     /// Adds `value` to counter `name` with the given dimensions.
@@ -31,6 +33,34 @@ pub struct NoMetrics;
 impl Metrics for NoMetrics {
     fn count(&self, _: &'static str, _: u64, _: &[(&'static str, &str)]) {}
     fn measure(&self, _: &'static str, _: f64, _: &[(&'static str, &str)]) {}
+}
+
+/// Every metric to two sinks: the process's own (EMF lines, the local registry) and an
+/// exporter beside it (OTLP).
+#[derive(Clone)]
+pub struct Tee(pub Arc<dyn Metrics>, pub Arc<dyn Metrics>);
+
+impl Metrics for Tee {
+    fn count(&self, name: &'static str, value: u64, dimensions: &[(&'static str, &str)]) {
+        self.0.count(name, value, dimensions);
+        self.1.count(name, value, dimensions);
+    }
+
+    fn measure(&self, name: &'static str, value: f64, dimensions: &[(&'static str, &str)]) {
+        self.0.measure(name, value, dimensions);
+        self.1.measure(name, value, dimensions);
+    }
+
+    fn count_with(
+        &self,
+        name: &'static str,
+        value: u64,
+        dimensions: &[(&'static str, &str)],
+        properties: &[(&'static str, &str)],
+    ) {
+        self.0.count_with(name, value, dimensions, properties);
+        self.1.count_with(name, value, dimensions, properties);
+    }
 }
 
 /// Counter: envelopes suppressed because their principal differed (D-29), by `tool`, with

@@ -15,6 +15,7 @@ use futures::future::join_all;
 use tracing::Instrument as _;
 
 use super::context::TurnCtx;
+use super::span_content;
 use super::status::{self, Board};
 use super::subagent;
 use super::work::{AgentJob, AgentResult, TextMode};
@@ -73,13 +74,16 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.name = %agent.id,
         turn_id = %ctx.turn_id,
+        gen_ai.input.messages = tracing::field::Empty,
+        gen_ai.output.messages = tracing::field::Empty,
     );
-    let run = subagent::run(ctx, job, mode, status, &mut result).instrument(span);
+    let run = subagent::run(ctx, job, mode, status, &mut result).instrument(span.clone());
     if tokio::time::timeout(limit, run).await.is_err() {
         tracing::warn!(agent = %agent.id, timeout_ms = agent.limits.timeout_ms, "sub-agent timed out");
         result.status = AgentStatus::Timeout;
         result.duration_ms = started.elapsed().as_millis() as u64;
     }
+    span_content::record(ctx, &span, &job.query, &result.text, false);
     status.finished(&agent.id);
     if let Some(brief) = &job.worker {
         ctx.out

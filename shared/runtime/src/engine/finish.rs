@@ -20,6 +20,7 @@ use baton_core::turn::{
 use super::compose;
 use super::context::TurnCtx;
 use super::memory;
+use super::span_content;
 use super::work::Work;
 
 const PAUSE: &str = "We've done a lot in the last few minutes, so I'm pausing for a moment. Ask again shortly and I'll continue.";
@@ -94,6 +95,13 @@ pub(super) async fn finish(
     }
     let routing = ctx.trace(|t| t.clone()).unwrap_or_default();
     record_on_span(&routing, &consulted);
+    span_content::record(
+        ctx,
+        &tracing::Span::current(),
+        &ctx.user_text,
+        &narration,
+        true,
+    );
     tracing::info!(
         target: "baton::routing",
         turn_id = %ctx.turn_id,

@@ -20,6 +20,7 @@ mod output;
 mod planner;
 mod prior_context;
 mod route;
+mod span_content;
 mod start;
 mod status;
 mod subagent;

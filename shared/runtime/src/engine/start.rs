@@ -180,6 +180,8 @@ async fn launch(
                 baton.composition = tracing::field::Empty,
                 baton.guards = tracing::field::Empty,
                 baton.intent_count = tracing::field::Empty,
+                gen_ai.input.messages = tracing::field::Empty,
+                gen_ai.output.messages = tracing::field::Empty,
             );
             // The turn runs on its own task, so it goes on (and commits) however its
             // reader behaves: reading slowly, not at all, or leaving.
