@@ -28,8 +28,12 @@ pub enum Traces {
     Hang,
 }
 
+/// Span names kept for reading back (a load of millions keeps its count only).
+const NAMES_KEPT: usize = 10_000;
+
 #[derive(Default)]
 struct Received {
+    span_count: usize,
     spans: Vec<String>,
     metrics: Vec<ExportMetricsServiceRequest>,
 }
@@ -50,13 +54,17 @@ async fn take_traces(State((received, traces)): State<Shared>, body: Bytes) -> V
     if let Ok(request) = ExportTraceServiceRequest::decode(body)
         && let Ok(mut r) = received.lock()
     {
-        let names = request
+        let spans = request
             .resource_spans
             .iter()
             .flat_map(|r| &r.scope_spans)
-            .flat_map(|s| &s.spans)
-            .map(|s| s.name.clone());
-        r.spans.extend(names);
+            .flat_map(|s| &s.spans);
+        for span in spans {
+            r.span_count += 1;
+            if r.spans.len() < NAMES_KEPT {
+                r.spans.push(span.name.clone());
+            }
+        }
     }
     // An empty export response.
     Vec::new()
@@ -84,10 +92,16 @@ fn matches(attributes: &[KeyValue], wanted: &[(&str, &str)]) -> bool {
 }
 
 impl OtlpReceiver {
-    /// Starts a receiver that treats trace exports as `traces` says.
+    /// Starts a receiver on a free port that treats trace exports as `traces` says.
     pub fn start(traces: Traces) -> OtlpReceiver {
+        Self::start_on(0, traces)
+    }
+
+    /// Starts a receiver on `port` (0: a free one).
+    pub fn start_on(port: u16, traces: Traces) -> OtlpReceiver {
         let received = Arc::new(Mutex::new(Received::default()));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binding the receiver");
+        let listener =
+            std::net::TcpListener::bind(("127.0.0.1", port)).expect("binding the receiver");
         let url = format!(
             "http://{}",
             listener.local_addr().expect("the receiver's address")
@@ -113,12 +127,17 @@ impl OtlpReceiver {
         OtlpReceiver { url, received }
     }
 
-    /// The names of the spans received so far.
+    /// The names of the spans received so far (the first ten thousand).
     pub fn span_names(&self) -> Vec<String> {
         self.received
             .lock()
             .map(|r| r.spans.clone())
             .unwrap_or_default()
+    }
+
+    /// How many spans arrived.
+    pub fn span_count(&self) -> usize {
+        self.received.lock().map(|r| r.span_count).unwrap_or(0)
     }
 
     /// How many metric exports arrived.

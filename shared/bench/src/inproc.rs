@@ -42,6 +42,10 @@ pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
             ..RuntimeConfig::default()
         });
     builder = builder.connectors(connectors);
+    if let Some(otlp) = baton_otel::metrics() {
+        // `--otlp`: the metrics go out too, as from `baton` with the OTEL_* variables set.
+        builder = builder.metrics(Arc::new(otlp));
+    }
     Ok(builder.build()?)
 }
 

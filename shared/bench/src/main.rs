@@ -88,8 +88,8 @@ struct Args {
     /// diamond against its critical path, and one request by routing and by the planner.
     #[arg(long)]
     planner: bool,
-    /// Export the engine's spans over OTLP to this receiver (its root, e.g.
-    /// http://127.0.0.1:6006) while measuring: what trace export costs a turn.
+    /// Export the engine's spans and metrics over OTLP to this receiver (its root, e.g.
+    /// http://127.0.0.1:4318) while measuring: what export costs a turn.
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
     /// Rounds of the `--local-model` comparison.
@@ -160,8 +160,9 @@ fn main() -> anyhow::Result<()> {
     finished
 }
 
-/// Turns trace export on for the whole process, as `baton` does when the OTEL_* variables
-/// name a receiver, with the exporter's own warnings (dropped spans) on stderr.
+/// Turns trace and metric export on for the whole process, as `baton` does when the
+/// OTEL_* variables name a receiver, with the exporter's own warnings (dropped spans) on
+/// stderr.
 fn trace_export(url: &str) -> anyhow::Result<baton_otel::Telemetry> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
@@ -178,7 +179,7 @@ fn trace_export(url: &str) -> anyhow::Result<baton_otel::Telemetry> {
                 .with_filter(warnings),
         )
         .try_init()?;
-    eprintln!("trace export: on, to {url}");
+    eprintln!("trace and metric export: on, to {url}");
     Ok(telemetry)
 }
 
