@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{agents, console, episodes, health, turns};
+use crate::{agents, console, episodes, faces, health, turns};
 
 /// The Baton HTTP app over `state`: every route, the body limit, and JSON
 /// refusals for unknown paths (404) and methods (405).
@@ -19,7 +19,8 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/episodes/{id}", get(episodes::get_episode))
         .route("/v1/agents", get(agents::get_agents))
         .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz));
+        .route("/readyz", get(health::readyz))
+        .merge(faces::openai::routes());
     if state.metrics.is_some() {
         router = router.route("/metrics", get(health::metrics));
     }

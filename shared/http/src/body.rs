@@ -123,7 +123,7 @@ fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
 }
 
 /// `application/json` or `application/<something>+json`, parameters ignored.
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };

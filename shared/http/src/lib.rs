@@ -13,6 +13,8 @@
 //! - `GET /v1/agents`: the assistant, its specialists and its Direct Line settings;
 //! - `GET /healthz`: `{"status":"ok"}` while the process answers (liveness);
 //! - `GET /readyz`: whether turns can run now (the store answers), 200 or 503;
+//! - `POST /v1/chat/completions`, `GET /v1/models`: OpenAI-compatible chat completions
+//!   (the `faces::openai` face);
 //! - `GET /metrics`: in-process counters, only when the state carries them;
 //! - `GET /` (with `/console.js`, `/console.css`): the web console, only when the state
 //!   enables it ([`AppState::with_console`]).
@@ -31,6 +33,7 @@ mod connections;
 mod console;
 mod episodes;
 mod error;
+mod faces;
 mod health;
 mod principal;
 mod serve;

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
 use baton_core::events::PROTOCOL_VERSION;
-use baton_runtime::TurnRequest;
+use baton_runtime::{TurnRequest, TurnStream};
 use futures::StreamExt;
 use tracing::Instrument as _;
 
@@ -21,9 +21,9 @@ use crate::state::AppState;
 /// Protocol version of the event stream.
 const PROTOCOL_HEADER: HeaderName = HeaderName::from_static("x-baton-protocol");
 /// The turn's id (generated unless the client sent one).
-const TURN_HEADER: HeaderName = HeaderName::from_static("x-baton-turn-id");
+pub(crate) const TURN_HEADER: HeaderName = HeaderName::from_static("x-baton-turn-id");
 /// The episode's id (new unless the client continued one).
-const EPISODE_HEADER: HeaderName = HeaderName::from_static("x-baton-episode-id");
+pub(crate) const EPISODE_HEADER: HeaderName = HeaderName::from_static("x-baton-episode-id");
 /// Present when a completed turn is replayed rather than run (D-25).
 const REPLAY_HEADER: HeaderName = HeaderName::from_static("x-baton-replay");
 /// The caller's W3C trace context (D-33).
@@ -33,7 +33,7 @@ const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buff
 
 /// Reads a request body within the size limit (the router's `DefaultBodyLimit`) and the
 /// state's body timeout.
-async fn read_body(state: &AppState, request: Request) -> Result<Bytes, Error> {
+pub(crate) async fn read_body(state: &AppState, request: Request) -> Result<Bytes, Error> {
     let read = Bytes::from_request(request, state);
     let read = match state.body_timeout {
         Some(limit) => tokio::time::timeout(limit, read)
@@ -74,12 +74,27 @@ pub(crate) async fn post_turn(
         direct_line_mode: body.direct_line_mode,
         must_consult: body.must_consult,
     };
+    let stream = start(&state, &headers, request, "POST /v1/turns").await?;
+    let mut extra = HeaderMap::new();
+    extra.insert(PROTOCOL_HEADER, HeaderValue::from(PROTOCOL_VERSION));
+    extra.extend(id_headers(&stream));
+    let frames = stream.map(|wire| Ok::<_, Infallible>(sse::event(&wire)));
+    let sse = Sse::new(frames).keep_alive(sse::keep_alive());
+    Ok((extra, sse).into_response())
+}
+
+/// Starts a turn, under a span continuing the caller's trace when the request carries a
+/// `traceparent` (D-33); `span` names that span. Every face starts its turns here.
+pub(crate) async fn start(
+    state: &AppState,
+    headers: &HeaderMap,
+    request: TurnRequest,
+    span: &'static str,
+) -> Result<TurnStream, Error> {
     let run = state.runtime.run_turn(request);
     let traceparent = headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
     let ran = match (state.trace_continuation, traceparent) {
-        (Some(continuing), Some(parent)) => {
-            run.instrument(continuing("POST /v1/turns", parent)).await
-        }
+        (Some(continuing), Some(parent)) => run.instrument(continuing(span, parent)).await,
         _ => run.await,
     };
     let stream = ran.map_err(|r| {
@@ -87,9 +102,13 @@ pub(crate) async fn post_turn(
         Error::Rejected(r)
     })?;
     tracing::info!(turn_id = %stream.turn_id, episode_id = %stream.episode_id, replay = stream.replay, "turn streaming");
+    Ok(stream)
+}
 
+/// The headers every face's response carries: the turn's and the episode's ids, whether
+/// the turn is replayed, and no buffering by proxies.
+pub(crate) fn id_headers(stream: &TurnStream) -> HeaderMap {
     let mut extra = HeaderMap::new();
-    extra.insert(PROTOCOL_HEADER, HeaderValue::from(PROTOCOL_VERSION));
     extra.insert(ACCEL_BUFFERING_HEADER, HeaderValue::from_static("no"));
     // Ids were checked by the runtime (letters, digits, `-_.:`), so they are valid headers.
     for (name, value) in [
@@ -103,7 +122,5 @@ pub(crate) async fn post_turn(
     if stream.replay {
         extra.insert(REPLAY_HEADER, HeaderValue::from_static("true"));
     }
-    let frames = stream.map(|wire| Ok::<_, Infallible>(sse::event(&wire)));
-    let sse = Sse::new(frames).keep_alive(sse::keep_alive());
-    Ok((extra, sse).into_response())
+    extra
 }

@@ -198,3 +198,40 @@ async fn the_invocations_spans_and_metrics_are_sent_before_it_asks_for_the_next_
             .is_some_and(|n| n >= 1)
     );
 }
+
+#[tokio::test]
+async fn the_binary_serves_chat_completions_streamed_in_the_lambda_wire_format() {
+    let rig = Rig::start().await;
+    let mut url_event = event("function-url-turn.json");
+    url_event["rawPath"] = "/v1/chat/completions".into();
+    url_event["requestContext"]["http"]["path"] = "/v1/chat/completions".into();
+    let body = json!({
+        "model": "baton",
+        "messages": [{"role": "user", "content": "find me coffee deals"}],
+        "stream": true,
+    });
+    let posted = rig.invoke("req-chat", with_body(url_event, body)).await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, _, sse) = split(&bytes);
+    let prelude: Value = serde_json::from_str(prelude).unwrap();
+    assert_eq!(prelude["statusCode"], 200, "{prelude}");
+    assert_eq!(prelude["headers"]["content-type"], "text/event-stream");
+    let data: Vec<&str> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{sse}");
+    let chunks: Vec<Value> = data[..data.len() - 1]
+        .iter()
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let content: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(!content.is_empty(), "{sse}");
+    let finish = chunks.last().unwrap();
+    assert_eq!(finish["choices"][0]["finish_reason"], "stop", "{sse}");
+    assert_eq!(finish["baton"]["consulted"][0]["agent_id"], "shop", "{sse}");
+}

@@ -16,6 +16,7 @@ mod eval_report;
 #[cfg(feature = "aws")]
 mod dynamodb;
 mod offline;
+mod openai_sdk;
 mod planner;
 mod replay;
 mod serve;

@@ -1,0 +1,175 @@
+//! The turn's events as a chat completion: chunks while it streams, or one response at
+//! its end. The answer is [`AnswerText`]'s; the consulted record, the privacy receipt and
+//! the ids travel in the `baton` extension field (a client that does not know it ignores
+//! it), and the usage in OpenAI's own `usage`.
+
+use baton_core::consulted::ConsultedAgent;
+use baton_core::events::Event;
+use baton_core::privacy::PrivacyReceipt;
+use baton_core::turn::{ModelUsage, TurnOutcome};
+use serde_json::{Value, json};
+
+use crate::faces::answer::AnswerText;
+
+/// One turn becoming one completion.
+#[derive(Debug)]
+pub(crate) struct Completion {
+    id: String,
+    model: String,
+    created: u64,
+    turn_id: String,
+    episode_id: String,
+    answer: AnswerText,
+    /// The whole answer, for a response that is not streamed.
+    text: String,
+    consulted: Vec<ConsultedAgent>,
+    footer: String,
+    usage: Vec<ModelUsage>,
+    cost_usd: f64,
+    outcome: Option<TurnOutcome>,
+    privacy: PrivacyReceipt,
+}
+
+impl Completion {
+    /// A completion for the turn `turn_id` of `episode_id`, answering as `model`, made at
+    /// `created` (Unix seconds).
+    pub(crate) fn new(turn_id: &str, episode_id: &str, model: &str, created: u64) -> Self {
+        Completion {
+            id: format!("chatcmpl-{turn_id}"),
+            model: model.to_owned(),
+            created,
+            turn_id: turn_id.to_owned(),
+            episode_id: episode_id.to_owned(),
+            answer: AnswerText::default(),
+            text: String::new(),
+            consulted: Vec::new(),
+            footer: String::new(),
+            usage: Vec::new(),
+            cost_usd: 0.0,
+            outcome: None,
+            privacy: PrivacyReceipt::default(),
+        }
+    }
+
+    /// Takes in one event; the answer text it adds, if any.
+    fn take(&mut self, event: &Event) -> Option<String> {
+        match event {
+            Event::AgentsConsulted { agents, footer } => {
+                self.consulted.clone_from(agents);
+                self.footer.clone_from(footer);
+            }
+            Event::Usage { models, cost_usd } => {
+                self.usage.clone_from(models);
+                self.cost_usd = *cost_usd;
+            }
+            Event::Completed { outcome, privacy } => {
+                self.outcome = Some(*outcome);
+                self.privacy = privacy.clone();
+            }
+            _ => {}
+        }
+        self.answer.piece(event)
+    }
+
+    /// The ids of the specialists consulted, for a response header.
+    pub(crate) fn consulted_ids(&self) -> String {
+        let ids: Vec<&str> = self.consulted.iter().map(|c| c.agent_id.as_str()).collect();
+        ids.join(",")
+    }
+
+    fn usage(&self) -> Value {
+        let (mut prompt, mut completion, mut cached) = (0, 0, 0);
+        for m in &self.usage {
+            prompt += m.tokens.input + m.tokens.cache_read + m.tokens.cache_write;
+            completion += m.tokens.output;
+            cached += m.tokens.cache_read;
+        }
+        json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+            "prompt_tokens_details": { "cached_tokens": cached },
+        })
+    }
+
+    /// What Baton adds: who was consulted (from the runtime's record, never model text),
+    /// what the privacy guard masked, how the turn ended, and its ids.
+    fn extension(&self) -> Value {
+        json!({
+            "turn_id": self.turn_id,
+            "episode_id": self.episode_id,
+            "consulted": self.consulted,
+            "footer": self.footer,
+            "privacy": self.privacy,
+            "outcome": self.outcome,
+            "cost_usd": self.cost_usd,
+        })
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
+        })
+    }
+
+    /// The first chunk, sent at once: the assistant's role.
+    pub(crate) fn opening(&self) -> String {
+        self.chunk(json!({ "role": "assistant", "content": "" }), None)
+            .to_string()
+    }
+
+    /// The chunks one event makes (`data:` payloads): a content delta for answer text;
+    /// at the end of the turn the finish chunk with the extension, then, if asked for, the
+    /// usage chunk.
+    pub(crate) fn chunks(&mut self, event: &Event, include_usage: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(piece) = self.take(event) {
+            out.push(self.chunk(json!({ "content": piece }), None).to_string());
+        }
+        if let Event::Completed { .. } = event {
+            let mut finish = self.chunk(json!({}), Some("stop"));
+            finish["baton"] = self.extension();
+            out.push(finish.to_string());
+            if include_usage {
+                let usage = json!({
+                    "id": self.id,
+                    "object": "chat.completion.chunk",
+                    "created": self.created,
+                    "model": self.model,
+                    "choices": [],
+                    "usage": self.usage(),
+                });
+                out.push(usage.to_string());
+            }
+        }
+        out
+    }
+
+    /// Takes in one event of a response that is not streamed.
+    pub(crate) fn fold(&mut self, event: &Event) {
+        if let Some(piece) = self.take(event) {
+            self.text.push_str(&piece);
+        }
+    }
+
+    /// The whole response, once the turn is over.
+    pub(crate) fn response(&self) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{
+                "index": 0,
+                "message": { "role": "assistant", "content": self.text },
+                "finish_reason": "stop",
+            }],
+            "usage": self.usage(),
+            "baton": self.extension(),
+        })
+    }
+}
