@@ -17,6 +17,7 @@
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod faces;
 mod inproc;
 mod local_model;
 mod memory;

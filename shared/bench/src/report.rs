@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::stats::median;
 use crate::workload::{DIRECT_PROMPT, Latencies, MIXED_PROMPT, SINGLE_PROMPT};
-use crate::{Args, inproc, serve_load, workload};
+use crate::{Args, faces, inproc, serve_load, workload};
 
 pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
     let dir = tempfile::tempdir()?;
@@ -102,6 +102,8 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         let d = tempfile::tempdir()?;
         out["serve_reads_during_commits"] =
             serve_load::reads_during_commits(&baton, d.path(), 200).await?;
+        let d = tempfile::tempdir()?;
+        out["serve_faces"] = faces::overhead(&baton, d.path(), 500, 4).await?;
         let d = tempfile::tempdir()?;
         out["serve_idle_connections"] =
             serve_load::idle_connections(&baton, d.path(), args.streams).await?;
@@ -287,6 +289,30 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             "peak RSS (baton: serve, N streams; reference: in process, 100 turns): MiB",
             "serve_streams.peak_rss_vmhwm_mib",
             "zero_latency.peak_rss_mib_after_concurrency",
+            true,
+        ),
+        (
+            "baton serve: server CPU ms per turn through /v1/turns",
+            "serve_faces.turns.server_cpu_ms_per_turn_median",
+            "",
+            true,
+        ),
+        (
+            "baton serve: server CPU ms per turn through chat completions",
+            "serve_faces.chat_completions.server_cpu_ms_per_turn_median",
+            "",
+            true,
+        ),
+        (
+            "baton serve: first byte p50 ms through /v1/turns",
+            "serve_faces.turns.ttfb_ms_p50",
+            "",
+            true,
+        ),
+        (
+            "baton serve: first byte p50 ms through chat completions",
+            "serve_faces.chat_completions.ttfb_ms_p50",
+            "",
             true,
         ),
         (

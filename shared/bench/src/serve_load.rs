@@ -16,9 +16,9 @@ use crate::stats::{median, rss_mib};
 use crate::workload::SINGLE_PROMPT;
 use crate::workload::{self, Latencies, MIXED_PROMPT};
 
-struct Server {
-    child: Child,
-    base: String,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
 }
 
 impl Drop for Server {
@@ -34,7 +34,11 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 /// Spawns `baton serve` on a free loopback port; returns when `/healthz` answers.
-async fn start(baton: &Path, dir: &Path, data: &Path) -> anyhow::Result<(Server, Duration)> {
+pub(crate) async fn start(
+    baton: &Path,
+    dir: &Path,
+    data: &Path,
+) -> anyhow::Result<(Server, Duration)> {
     let port = free_port()?;
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();

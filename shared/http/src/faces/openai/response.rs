@@ -7,6 +7,7 @@ use baton_core::consulted::ConsultedAgent;
 use baton_core::events::Event;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::{ModelUsage, TurnOutcome};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::faces::answer::AnswerText;
@@ -122,13 +123,49 @@ impl Completion {
             .to_string()
     }
 
+    /// A content delta, serialised without building a JSON tree: it is the stream's
+    /// every chunk.
+    fn content_chunk(&self, piece: &str) -> String {
+        #[derive(Serialize)]
+        struct Delta<'a> {
+            content: &'a str,
+        }
+        #[derive(Serialize)]
+        struct Choice<'a> {
+            index: u32,
+            delta: Delta<'a>,
+            finish_reason: Option<&'a str>,
+        }
+        #[derive(Serialize)]
+        struct Chunk<'a> {
+            id: &'a str,
+            object: &'a str,
+            created: u64,
+            model: &'a str,
+            choices: [Choice<'a>; 1],
+        }
+        let chunk = Chunk {
+            id: &self.id,
+            object: "chat.completion.chunk",
+            created: self.created,
+            model: &self.model,
+            choices: [Choice {
+                index: 0,
+                delta: Delta { content: piece },
+                finish_reason: None,
+            }],
+        };
+        // Plain strings and numbers always serialise.
+        serde_json::to_string(&chunk).unwrap_or_default()
+    }
+
     /// The chunks one event makes (`data:` payloads): a content delta for answer text;
     /// at the end of the turn the finish chunk with the extension, then, if asked for, the
     /// usage chunk.
     pub(crate) fn chunks(&mut self, event: &Event, include_usage: bool) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(piece) = self.take(event) {
-            out.push(self.chunk(json!({ "content": piece }), None).to_string());
+            out.push(self.content_chunk(&piece));
         }
         if let Event::Completed { .. } = event {
             let mut finish = self.chunk(json!({}), Some("stop"));
