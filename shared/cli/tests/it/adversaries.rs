@@ -651,3 +651,56 @@ fn a_disk_that_fills_mid_turn_fails_the_turn_and_readiness_until_there_is_room()
     let turn = committed_turn(&server, "alice", &episode);
     assert_eq!(turn["turn_id"], "t-big", "{turn}");
 }
+
+/// The chat completions face meets the same adversaries as `/v1/turns`: a request sent by
+/// halves and then never read holds up nobody, its turn commits, and when the client
+/// finally reads it finds a plain error in place of the rest and no finish.
+#[test]
+fn a_chat_completion_sent_by_halves_and_never_read_holds_up_nobody() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(&big_answer_script(8_000));
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", &model],
+        &[
+            ("BATON_STREAM_STALL_MS", "1000"),
+            ("BATON_SEND_TIMEOUT_MS", "300000"),
+        ],
+    );
+    let body = r#"{"model":"baton","stream":true,"messages":[{"role":"user","content":"tell me everything about coffee deals"}]}"#;
+    let mut stream = connect(&server.addr, Duration::from_secs(30));
+    write!(
+        stream,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    let (first, second) = body.split_at(body.len() / 2);
+    stream.write_all(first.as_bytes()).unwrap();
+    stream.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    stream.write_all(second.as_bytes()).unwrap();
+    let head = read_head(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
+
+    let other = server.request(
+        "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
+        r#"{"messages":[{"role":"user","content":"coffee deals"}]}"#,
+    );
+    assert!(
+        other.contains("\"finish_reason\":\"stop\""),
+        "{}",
+        &other[..other.len().min(500)]
+    );
+    let turn = committed_turn(&server, "silent", &episode);
+    assert_eq!(turn["outcome"], "answered", "{turn}");
+
+    let rest = read_until_closed(&mut stream);
+    assert!(
+        rest.contains("The connection fell behind"),
+        "{}",
+        &rest[rest.len().saturating_sub(500)..]
+    );
+    assert!(!rest.contains("\"finish_reason\":\"stop\""));
+}
