@@ -16,7 +16,7 @@ use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
-use crate::request::{TurnRejection, TurnRequest, store_rejection};
+use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
 use crate::services::Inner;
 use crate::stream::TurnStream;
 
@@ -255,7 +255,37 @@ impl Runtime {
     /// duplicate turn still running, another turn running on the episode, or the store
     /// unavailable.
     pub async fn run_turn(&self, request: TurnRequest) -> Result<TurnStream, TurnRejection> {
-        crate::engine::start(self.inner.clone(), request).await
+        crate::engine::start(self.inner.clone(), request, None).await
+    }
+
+    /// Starts a turn in the caller's conversation `conversation`, a client's own id for it
+    /// (an AG-UI thread), on the episode [`Principal::episode_for`] names, which the first
+    /// turn creates: for a protocol whose clients name their own conversations. The id is
+    /// derived from the caller too, so no one else's turn can reach it.
+    /// `request.episode_id` is ignored.
+    ///
+    /// # Errors
+    /// As [`Runtime::run_turn`].
+    pub async fn run_turn_in(
+        &self,
+        conversation: &str,
+        request: TurnRequest,
+    ) -> Result<TurnStream, TurnRejection> {
+        let episode_id = request.principal.episode_for(conversation);
+        let continuing = TurnRequest {
+            episode_id: Some(episode_id.clone()),
+            ..request.clone()
+        };
+        match crate::engine::start(self.inner.clone(), continuing, None).await {
+            Err(r) if r.kind == RejectionKind::NotFound => {
+                let new = TurnRequest {
+                    episode_id: None,
+                    ..request
+                };
+                crate::engine::start(self.inner.clone(), new, Some(episode_id)).await
+            }
+            other => other,
+        }
     }
 
     /// Whether turns can run now (the store answers); for readiness checks.

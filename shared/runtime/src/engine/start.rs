@@ -26,10 +26,12 @@ fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
 }
 
-/// Checks a turn request, claims the turn, and starts it.
+/// Checks a turn request, claims the turn, and starts it. A new episode takes the id
+/// `new_episode_id` when one is given, else a fresh one.
 pub(crate) async fn start(
     inner: Arc<Inner>,
     request: TurnRequest,
+    new_episode_id: Option<String>,
 ) -> Result<TurnStream, TurnRejection> {
     let text = request.text.trim().to_owned();
     if text.is_empty() {
@@ -48,6 +50,7 @@ pub(crate) async fn start(
     }
     for (what, id) in [
         ("episode id", &request.episode_id),
+        ("episode id", &new_episode_id),
         ("turn id", &request.turn_id),
     ] {
         if let Some(id) = id
@@ -104,7 +107,8 @@ pub(crate) async fn start(
         fingerprint: fingerprint.clone(),
         principal: request.principal.clone(),
         episode_id: request.episode_id.clone(),
-        new_episode_id: format!("ep_{}", uuid::Uuid::new_v4().simple()),
+        new_episode_id: new_episode_id
+            .unwrap_or_else(|| format!("ep_{}", uuid::Uuid::new_v4().simple())),
         turn_id: turn_id.clone(),
         now_ms: inner.clock.now_ms(),
         lease_ms: inner.config.lease_ms,

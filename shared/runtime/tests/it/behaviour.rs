@@ -196,6 +196,48 @@ async fn another_principals_episode_is_not_found() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_clients_conversation_is_an_episode_its_first_turn_creates_and_only_its_caller_reaches() {
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
+    let episode = alice().episode_for("thread-1");
+    let first = rig
+        .runtime
+        .run_turn_in(
+            "thread-1",
+            request("find coffee deals", Some("ignored"), "t1"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(first.episode_id, episode);
+    let _: Vec<_> = first.collect().await;
+    let second = rig
+        .runtime
+        .run_turn_in("thread-1", request("and snacks?", None, "t2"))
+        .await
+        .unwrap();
+    assert_eq!(second.episode_id, episode);
+    let _: Vec<_> = second.collect().await;
+    let history = rig.runtime.history(&alice(), &episode).await.unwrap();
+    assert_eq!(history.turns.len(), 2);
+    // The same turn again is its replay, not a third turn.
+    let again = rig
+        .runtime
+        .run_turn_in("thread-1", request("and snacks?", None, "t2"))
+        .await
+        .unwrap();
+    assert!(again.replay);
+    let _: Vec<_> = again.collect().await;
+
+    // Someone else naming the same conversation gets an episode of their own.
+    let mut bob = request("find coffee deals", None, "t-bob");
+    bob.principal = Principal::new("bob").unwrap();
+    let theirs = rig.runtime.run_turn_in("thread-1", bob).await.unwrap();
+    assert_ne!(theirs.episode_id, episode);
+    let _: Vec<_> = theirs.collect().await;
+    let history = rig.runtime.history(&alice(), &episode).await.unwrap();
+    assert_eq!(history.turns.len(), 2);
+}
+
+#[tokio::test(start_paused = true)]
 async fn garbage_from_the_model_never_reaches_the_user() {
     let script = r#"
 agents:

@@ -45,7 +45,7 @@ async fn a_missing_connector_starts_no_call_and_the_turn_answers() {
         turn_id: Some("t1".into()),
         ..TurnRequest::new(Principal::new("alice").unwrap(), "my points")
     };
-    let stream = crate::engine::start(Arc::new(inner), request)
+    let stream = crate::engine::start(Arc::new(inner), request, None)
         .await
         .unwrap();
     let events: Vec<_> = stream.collect().await;
