@@ -9,7 +9,8 @@
 # tiny model with llama.cpp's OpenAI-compatible server and the `mcp` package (another
 # venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh), the
 # official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh), the
-# official A2A SDK for Python (a venv: infra/a2a.sh); and,
+# official A2A and OpenAI SDKs for Python (a venv: infra/a2a.sh), the official AG-UI
+# client (npm: infra/ag-ui.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -49,6 +50,9 @@ export BATON_PHOENIX
 # A2A tests (they start and stop it).
 BATON_A2A_PYTHON="$(./infra/a2a.sh)"
 export BATON_A2A_PYTHON
+# The official AG-UI client (npm), which the AG-UI face's test runs against `baton serve`.
+BATON_AG_UI_DIR="$(./infra/ag-ui.sh)"
+export BATON_AG_UI_DIR
 
 step "format"
 cargo fmt --all -- --check

@@ -15,6 +15,7 @@
 //! - `GET /readyz`: whether turns can run now (the store answers), 200 or 503;
 //! - `POST /v1/chat/completions`, `GET /v1/models`: OpenAI-compatible chat completions
 //!   (the `faces::openai` face);
+//! - `POST /v1/agui`: an AG-UI run (the `faces::agui` face);
 //! - `GET /metrics`: in-process counters, only when the state carries them;
 //! - `GET /` (with `/console.js`, `/console.css`): the web console, only when the state
 //!   enables it ([`AppState::with_console`]).

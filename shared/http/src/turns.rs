@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
 use baton_core::events::PROTOCOL_VERSION;
-use baton_runtime::{TurnRequest, TurnStream};
+use baton_runtime::{TurnRejection, TurnRequest, TurnStream};
 use futures::StreamExt;
 use tracing::Instrument as _;
 
@@ -91,7 +91,29 @@ pub(crate) async fn start(
     request: TurnRequest,
     span: &'static str,
 ) -> Result<TurnStream, Error> {
-    let run = state.runtime.run_turn(request);
+    traced(state, headers, span, state.runtime.run_turn(request)).await
+}
+
+/// Like [`start`], in the caller's conversation `conversation`, a client's own id for it
+/// (see `Runtime::run_turn_in`).
+pub(crate) async fn start_in(
+    state: &AppState,
+    headers: &HeaderMap,
+    conversation: &str,
+    request: TurnRequest,
+    span: &'static str,
+) -> Result<TurnStream, Error> {
+    let run = state.runtime.run_turn_in(conversation, request);
+    traced(state, headers, span, run).await
+}
+
+/// Runs `run` (a turn's start) under the caller's trace, if it sent one.
+async fn traced(
+    state: &AppState,
+    headers: &HeaderMap,
+    span: &'static str,
+    run: impl Future<Output = Result<TurnStream, TurnRejection>>,
+) -> Result<TurnStream, Error> {
     let traceparent = headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
     let ran = match (state.trace_continuation, traceparent) {
         (Some(continuing), Some(parent)) => run.instrument(continuing(span, parent)).await,

@@ -235,3 +235,35 @@ async fn the_binary_serves_chat_completions_streamed_in_the_lambda_wire_format()
     assert_eq!(finish["choices"][0]["finish_reason"], "stop", "{sse}");
     assert_eq!(finish["baton"]["consulted"][0]["agent_id"], "shop", "{sse}");
 }
+
+#[tokio::test]
+async fn the_binary_serves_an_ag_ui_run_in_the_lambda_wire_format() {
+    let rig = Rig::start().await;
+    let mut url_event = event("function-url-turn.json");
+    url_event["rawPath"] = "/v1/agui".into();
+    url_event["requestContext"]["http"]["path"] = "/v1/agui".into();
+    let input = json!({
+        "threadId": "thread-lambda",
+        "runId": "run-lambda",
+        "messages": [{"id": "m1", "role": "user", "content": "find me coffee deals"}],
+    });
+    let posted = rig.invoke("req-agui", with_body(url_event, input)).await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, _, sse) = split(&bytes);
+    let prelude: Value = serde_json::from_str(prelude).unwrap();
+    assert_eq!(prelude["statusCode"], 200, "{prelude}");
+    let events: Vec<Value> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["type"], "RUN_STARTED", "{sse}");
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{sse}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "CUSTOM" && e["value"]["agents"][0]["agent_id"] == "shop"),
+        "{sse}"
+    );
+}

@@ -4,6 +4,7 @@
 
 mod a2a;
 mod adversaries;
+mod ag_ui_client;
 mod browser;
 mod chat;
 mod compact;

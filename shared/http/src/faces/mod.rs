@@ -2,5 +2,6 @@
 //! Each face is a folder with a `routes()` that `app()` merges; it reaches the engine only
 //! through `AppState`, as `/v1/turns` does.
 
+pub(crate) mod agui;
 mod answer;
 pub(crate) mod openai;

@@ -1,0 +1,234 @@
+//! The turn's events as AG-UI events:
+//!
+//! - `RUN_STARTED` first, then `RUN_FINISHED` (with the usage), or `RUN_ERROR` with the
+//!   plain message when the turn could not be answered;
+//! - the answer as one assistant text message (`TEXT_MESSAGE_*`), as a text-only client
+//!   reads it ([`AnswerText`]);
+//! - each delegation to a specialist as a `TOOL_CALL_START/ARGS/END` triple
+//!   (`ask_<id>`), opened when the specialist's work first shows, and its
+//!   `TOOL_CALL_RESULT` from the runtime's consulted record;
+//! - each planner wave as a step (`STEP_STARTED`/`STEP_FINISHED`);
+//! - progress lines as an activity (`ACTIVITY_SNAPSHOT`, replaced as they come);
+//! - the consulted record and the privacy receipt as a `baton.consulted` custom event and
+//!   in a `STATE_SNAPSHOT` under `baton`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use baton_core::consulted::ConsultedAgent;
+use baton_core::events::{Event, SOURCE_NOTE};
+use baton_core::turn::{ModelUsage, TurnOutcome};
+use serde_json::{Value, json};
+
+use crate::faces::answer::AnswerText;
+
+/// The orchestrator's own text source.
+const ORCHESTRATOR: &str = "orchestrator";
+
+/// One turn becoming one AG-UI run.
+#[derive(Debug)]
+pub(crate) struct Run {
+    thread_id: String,
+    run_id: String,
+    turn_id: String,
+    episode_id: String,
+    message_id: String,
+    answer: AnswerText,
+    text_open: bool,
+    /// Specialists whose delegation was opened (and closed: the triple goes out at once).
+    delegated: BTreeSet<String>,
+    /// Planner waves: how many nodes each has, how many ended, whether it started.
+    waves: BTreeMap<u32, (usize, usize, bool)>,
+    usage: Vec<ModelUsage>,
+    error: Option<String>,
+    consulted: Vec<ConsultedAgent>,
+    footer: String,
+}
+
+impl Run {
+    /// A run `run_id` of thread `thread_id`, carrying turn `turn_id` of `episode_id`.
+    pub(crate) fn new(thread_id: &str, run_id: &str, turn_id: &str, episode_id: &str) -> Self {
+        Run {
+            thread_id: thread_id.to_owned(),
+            run_id: run_id.to_owned(),
+            turn_id: turn_id.to_owned(),
+            episode_id: episode_id.to_owned(),
+            message_id: format!("{turn_id}-answer"),
+            answer: AnswerText::default(),
+            text_open: false,
+            delegated: BTreeSet::new(),
+            waves: BTreeMap::new(),
+            usage: Vec::new(),
+            error: None,
+            consulted: Vec::new(),
+            footer: String::new(),
+        }
+    }
+
+    /// The first event.
+    pub(crate) fn started(&self) -> Value {
+        json!({ "type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id })
+    }
+
+    fn tool_call_id(&self, agent: &str) -> String {
+        format!("{}-ask-{agent}", self.turn_id)
+    }
+
+    /// The delegation triple for `agent`, once.
+    fn delegate(&mut self, agent: &str, out: &mut Vec<Value>) {
+        if agent == ORCHESTRATOR || agent == SOURCE_NOTE || !self.delegated.insert(agent.to_owned())
+        {
+            return;
+        }
+        let id = self.tool_call_id(agent);
+        out.push(json!({ "type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": format!("ask_{agent}") }));
+        out.push(json!({ "type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": json!({ "agent": agent }).to_string() }));
+        out.push(json!({ "type": "TOOL_CALL_END", "toolCallId": id }));
+    }
+
+    fn step(wave: u32) -> String {
+        format!("wave {wave}")
+    }
+
+    fn results(&mut self, agents: &[ConsultedAgent], footer: &str, out: &mut Vec<Value>) {
+        for agent in agents {
+            self.delegate(&agent.agent_id, out);
+            let id = self.tool_call_id(&agent.agent_id);
+            let content = json!({
+                "agent": agent.agent_id,
+                "label": agent.label,
+                "status": agent.status,
+                "duration_ms": agent.duration_ms,
+                "tool_calls": agent.tool_calls,
+            });
+            out.push(json!({
+                "type": "TOOL_CALL_RESULT",
+                "messageId": format!("{id}-result"),
+                "toolCallId": id,
+                "content": content.to_string(),
+                "role": "tool",
+            }));
+        }
+        out.push(json!({
+            "type": "CUSTOM",
+            "name": "baton.consulted",
+            "value": { "agents": agents, "footer": footer },
+        }));
+    }
+
+    /// The AG-UI events one turn event makes.
+    pub(crate) fn events(&mut self, event: &Event) -> Vec<Value> {
+        let mut out = Vec::new();
+        match event {
+            Event::Status { message, .. } => out.push(json!({
+                "type": "ACTIVITY_SNAPSHOT",
+                "messageId": format!("{}-progress", self.turn_id),
+                "activityType": "progress",
+                "content": { "message": message },
+                "replace": true,
+            })),
+            Event::Plan { nodes } => {
+                for node in nodes {
+                    self.waves.entry(node.wave).or_default().0 += 1;
+                }
+            }
+            Event::NodeStart { node, wave } => {
+                let entry = self.waves.entry(*wave).or_default();
+                if !entry.2 {
+                    entry.2 = true;
+                    out.push(json!({ "type": "STEP_STARTED", "stepName": Self::step(*wave) }));
+                }
+                self.delegate(node, &mut out);
+            }
+            Event::NodeEnd { wave, .. } => {
+                let entry = self.waves.entry(*wave).or_default();
+                entry.1 += 1;
+                if entry.2 && entry.1 >= entry.0 {
+                    entry.2 = false;
+                    out.push(json!({ "type": "STEP_FINISHED", "stepName": Self::step(*wave) }));
+                }
+            }
+            Event::ToolCallStart { agent, .. } | Event::DelegatedText { agent, .. } => {
+                self.delegate(agent, &mut out);
+            }
+            Event::Text { source, .. } => self.delegate(source, &mut out),
+            Event::AgentsConsulted { agents, footer } => {
+                self.consulted.clone_from(agents);
+                self.footer.clone_from(footer);
+                self.results(agents, footer, &mut out);
+            }
+            Event::Usage { models, .. } => self.usage.clone_from(models),
+            Event::Error { message } => self.error = Some(message.clone()),
+            _ => {}
+        }
+        if let Some(piece) = self.answer.piece(event) {
+            if !self.text_open {
+                self.text_open = true;
+                out.push(json!({ "type": "TEXT_MESSAGE_START", "messageId": self.message_id, "role": "assistant" }));
+            }
+            out.push(json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": self.message_id, "delta": piece }));
+        }
+        if let Event::Completed { outcome, privacy } = event {
+            self.finish(*outcome, privacy, &mut out);
+        }
+        out
+    }
+
+    fn finish(
+        &mut self,
+        outcome: TurnOutcome,
+        privacy: &baton_core::privacy::PrivacyReceipt,
+        out: &mut Vec<Value>,
+    ) {
+        if self.text_open {
+            self.text_open = false;
+            out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": self.message_id }));
+        }
+        // A wave cut short still ends its step.
+        for (wave, (_, _, open)) in &mut self.waves {
+            if *open {
+                *open = false;
+                out.push(json!({ "type": "STEP_FINISHED", "stepName": Self::step(*wave) }));
+            }
+        }
+        out.push(json!({
+            "type": "STATE_SNAPSHOT",
+            "snapshot": { "baton": {
+                "turn_id": self.turn_id,
+                "episode_id": self.episode_id,
+                "consulted": self.consulted,
+                "footer": self.footer,
+                "privacy": privacy,
+                "outcome": outcome,
+            } },
+        }));
+        if outcome == TurnOutcome::Failed {
+            let message = self
+                .error
+                .clone()
+                .unwrap_or_else(|| "The assistant could not answer this time.".to_owned());
+            out.push(json!({ "type": "RUN_ERROR", "message": message, "code": "turn_failed" }));
+            return;
+        }
+        let usage: Vec<Value> = self
+            .usage
+            .iter()
+            .map(|m| {
+                let input = m.tokens.input + m.tokens.cache_read + m.tokens.cache_write;
+                json!({
+                    "model": m.model,
+                    "inputTokens": input,
+                    "outputTokens": m.tokens.output,
+                    "totalTokens": input + m.tokens.output,
+                    "cachedInputTokens": m.tokens.cache_read,
+                    "cacheWriteInputTokens": m.tokens.cache_write,
+                })
+            })
+            .collect();
+        out.push(json!({
+            "type": "RUN_FINISHED",
+            "threadId": self.thread_id,
+            "runId": self.run_id,
+            "usage": usage,
+        }));
+    }
+}

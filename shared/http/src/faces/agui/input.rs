@@ -1,0 +1,132 @@
+//! AG-UI's run input: the thread, the run, and the last user message as the turn. The
+//! rest (state, tools, context, forwarded props) is accepted and not used.
+
+use serde_json::Value;
+
+use crate::error::Error;
+
+/// What this face reads from a `RunAgentInput`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunInput {
+    /// The client's conversation: the episode is derived from it and the caller.
+    pub thread_id: String,
+    /// The run: the turn's id, so that a retried run is its replay.
+    pub run_id: String,
+    /// The last user message's text.
+    pub text: String,
+}
+
+fn string_field(input: &Value, name: &str) -> Result<String, Error> {
+    match input.get(name) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        _ => Err(Error::InvalidBody(format!(
+            "`{name}` must be a non-empty string"
+        ))),
+    }
+}
+
+/// Reads a run input; refusals name the field in plain words.
+pub(crate) fn parse(bytes: &[u8]) -> Result<RunInput, Error> {
+    let input: Value = serde_json::from_slice(bytes).map_err(|_| Error::MalformedJson)?;
+    if !input.is_object() {
+        return Err(Error::InvalidBody(
+            "the request body must be a JSON object".into(),
+        ));
+    }
+    let thread_id = string_field(&input, "threadId")?;
+    let run_id = string_field(&input, "runId")?;
+    let Some(messages) = input.get("messages").and_then(Value::as_array) else {
+        return Err(Error::InvalidBody("`messages` must be a list".into()));
+    };
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .ok_or_else(|| Error::InvalidBody("`messages` has no message with role `user`".into()))?;
+    let text = match last.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for part in parts {
+                match (part.get("type").and_then(Value::as_str), part.get("text")) {
+                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
+                    _ => {
+                        return Err(Error::InvalidBody(
+                            "only text parts are supported in a user message".into(),
+                        ));
+                    }
+                }
+            }
+            text
+        }
+        _ => {
+            return Err(Error::InvalidBody(
+                "the last user message has no text `content`".into(),
+            ));
+        }
+    };
+    Ok(RunInput {
+        thread_id,
+        run_id,
+        text,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_user_message_of_the_run_is_the_turn() {
+        let input = parse(
+            br#"{"threadId":"th-1","runId":"run-1","state":{},"tools":[],"context":[],
+                "messages":[{"id":"1","role":"user","content":"hi"},
+                            {"id":"2","role":"assistant","content":"hello"},
+                            {"id":"3","role":"user","content":[{"type":"text","text":"coffee deals"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            input,
+            RunInput {
+                thread_id: "th-1".into(),
+                run_id: "run-1".into(),
+                text: "coffee deals".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let refusal = |b: &str| parse(b.as_bytes()).unwrap_err().to_string();
+        assert_eq!(refusal("{"), "the request body is not valid JSON");
+        assert!(refusal(r#"{"runId":"r","messages":[]}"#).contains("`threadId`"));
+        assert!(refusal(r#"{"threadId":"t","messages":[]}"#).contains("`runId`"));
+        assert!(refusal(r#"{"threadId":"t","runId":"r"}"#).contains("`messages`"));
+        assert!(refusal(r#"{"threadId":"t","runId":"r","messages":[]}"#).contains("role `user`"));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2_000))]
+
+        /// Any bytes, and any mix of the input's own fields, are a run or a plain refusal.
+        #[test]
+        fn any_input_parses_or_is_refused_plainly(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+            thread in proptest::option::of("[a-z0-9 ]{0,6}"),
+            role in proptest::option::of(proptest::prelude::prop_oneof!["user", "assistant", ""]),
+            content in proptest::option::of("[a-z ]{0,8}"),
+        ) {
+            if let Err(e) = parse(&bytes) {
+                proptest::prop_assert!(!e.to_string().is_empty());
+            }
+            let input = serde_json::json!({
+                "threadId": thread,
+                "runId": "r",
+                "messages": [{"id": "1", "role": role, "content": content}],
+            });
+            if let Err(e) = parse(input.to_string().as_bytes()) {
+                proptest::prop_assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+}
