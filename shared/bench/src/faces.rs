@@ -1,5 +1,5 @@
 //! What a protocol face adds to a turn, against `baton serve`: the reference turn asked
-//! through `/v1/turns` and through each face, one after the other on one keep-alive
+//! through `/v1/turns` and through each face (chat completions, AG-UI), one after the other on one keep-alive
 //! connection, in alternating blocks. The server's CPU comes from its threads' own
 //! counters (`/proc/PID/task/*/schedstat`, nanoseconds), so the client's work is not in
 //! it. Every turn's text is checked against the workload's, whatever the face.
@@ -15,6 +15,9 @@ use crate::inproc::expected_texts;
 use crate::serve_load::start;
 use crate::stats::{median, percentile};
 use crate::workload::{self, Latencies, SINGLE_PROMPT};
+
+/// Numbers AG-UI runs and threads apart.
+static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// CPU time of every thread of process `pid` so far.
 fn server_cpu(pid: u32) -> anyhow::Result<Duration> {
@@ -34,6 +37,7 @@ fn server_cpu(pid: u32) -> anyhow::Result<Duration> {
 enum Face {
     Turns,
     ChatCompletions,
+    AgUi,
 }
 
 impl Face {
@@ -41,6 +45,7 @@ impl Face {
         match self {
             Face::Turns => "turns",
             Face::ChatCompletions => "chat_completions",
+            Face::AgUi => "ag_ui",
         }
     }
 }
@@ -59,6 +64,10 @@ fn text_of(face: Face, body: &str) -> anyhow::Result<String> {
                 _ => None,
             },
             Face::ChatCompletions => v["choices"][0]["delta"]["content"].as_str(),
+            Face::AgUi => match v["type"].as_str() {
+                Some("TEXT_MESSAGE_CONTENT") => v["delta"].as_str(),
+                _ => None,
+            },
         };
         text.push_str(piece.unwrap_or_default());
     }
@@ -72,6 +81,7 @@ async fn turn(
     face: Face,
 ) -> anyhow::Result<(Duration, String)> {
     let t0 = Instant::now();
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let request = match face {
         Face::Turns => client
             .post(format!("{base}/v1/turns"))
@@ -83,6 +93,12 @@ async fn turn(
                 "stream": true,
                 "messages": [{ "role": "user", "content": SINGLE_PROMPT }],
             })),
+        // A new thread a run, as the other faces start a new episode a turn.
+        Face::AgUi => client.post(format!("{base}/v1/agui")).json(&json!({
+            "threadId": format!("bench-thread-{run}"),
+            "runId": format!("bench-run-{run}"),
+            "messages": [{ "id": "m", "role": "user", "content": SINGLE_PROMPT }],
+        })),
     };
     let response = request.header("x-baton-principal", "bench").send().await?;
     if !response.status().is_success() {
@@ -99,7 +115,7 @@ async fn turn(
     Ok((first.unwrap_or_default(), text))
 }
 
-/// `rounds` rounds of `n` single-intent turns through each face, the order alternating.
+/// `rounds` rounds of `n` single-intent turns through each face, the order rotating.
 pub(crate) async fn overhead(
     baton: &Path,
     dir: &Path,
@@ -112,21 +128,20 @@ pub(crate) async fn overhead(
     let (server, _) = start(baton, dir, data.path()).await?;
     let pid = server.child.id();
     let client = reqwest::Client::new();
-    let faces = [Face::Turns, Face::ChatCompletions];
+    let faces = [Face::Turns, Face::ChatCompletions, Face::AgUi];
     // Warm-up: connections, caches, the store's first pages.
     for face in faces {
         for _ in 0..50 {
             turn(&client, &server.base, face).await?;
         }
     }
-    let mut cpu: [Vec<f64>; 2] = Default::default();
-    let mut ttfb: [Vec<f64>; 2] = Default::default();
+    let mut cpu: [Vec<f64>; 3] = Default::default();
+    let mut ttfb: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
-        let order: Vec<usize> = if round % 2 == 0 {
-            vec![0, 1]
-        } else {
-            vec![1, 0]
-        };
+        // Each round starts with another face.
+        let order: Vec<usize> = (0..faces.len())
+            .map(|i| (i + round) % faces.len())
+            .collect();
         for i in order {
             let face = faces[i];
             let before = server_cpu(pid)?;
@@ -154,12 +169,21 @@ pub(crate) async fn overhead(
         })
     };
     let base = median(&cpu[0]);
+    let added = |i: usize| {
+        if base > 0.0 {
+            (median(&cpu[i]) - base) / base * 100.0
+        } else {
+            0.0
+        }
+    };
     Ok(json!({
         "what": "the single-intent reference turn against baton serve, sequential on one keep-alive connection, the server's CPU from /proc/PID/task/*/schedstat",
         "turns_per_block": n,
         "rounds": rounds,
         "turns": report(0),
         "chat_completions": report(1),
-        "chat_completions_added_cpu_percent": if base > 0.0 { (median(&cpu[1]) - base) / base * 100.0 } else { 0.0 },
+        "ag_ui": report(2),
+        "chat_completions_added_cpu_percent": added(1),
+        "ag_ui_added_cpu_percent": added(2),
     }))
 }

@@ -103,7 +103,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
         out["serve_reads_during_commits"] =
             serve_load::reads_during_commits(&baton, d.path(), 200).await?;
         let d = tempfile::tempdir()?;
-        out["serve_faces"] = faces::overhead(&baton, d.path(), 500, 4).await?;
+        out["serve_faces"] = faces::overhead(&baton, d.path(), 500, 6).await?;
         let d = tempfile::tempdir()?;
         out["serve_idle_connections"] =
             serve_load::idle_connections(&baton, d.path(), args.streams).await?;
@@ -304,6 +304,12 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
             true,
         ),
         (
+            "baton serve: server CPU ms per turn through AG-UI",
+            "serve_faces.ag_ui.server_cpu_ms_per_turn_median",
+            "",
+            true,
+        ),
+        (
             "baton serve: first byte p50 ms through /v1/turns",
             "serve_faces.turns.ttfb_ms_p50",
             "",
@@ -312,6 +318,12 @@ pub(crate) fn table(b: &Value, reference: Option<&Path>) -> anyhow::Result<Strin
         (
             "baton serve: first byte p50 ms through chat completions",
             "serve_faces.chat_completions.ttfb_ms_p50",
+            "",
+            true,
+        ),
+        (
+            "baton serve: first byte p50 ms through AG-UI",
+            "serve_faces.ag_ui.ttfb_ms_p50",
             "",
             true,
         ),
