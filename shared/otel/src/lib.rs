@@ -148,15 +148,10 @@ impl Telemetry {
     /// # Errors
     /// The receiver could not take them.
     pub fn flush(&self) -> Result<(), TelemetryError> {
-        let traces = self.traces.as_ref().map(|p| p.force_flush());
-        let metrics = self.metrics.as_ref().map(|p| p.force_flush());
-        traces
-            .transpose()
-            .map_err(|e| TelemetryError::Shutdown(format!("spans: {e}")))?;
-        metrics
-            .transpose()
-            .map_err(|e| TelemetryError::Shutdown(format!("metrics: {e}")))?;
-        Ok(())
+        both(
+            self.traces.as_ref().map(|p| p.force_flush()),
+            self.metrics.as_ref().map(|p| p.force_flush()),
+        )
     }
 
     /// Sends what is still queued and stops export. Call it outside any async runtime:
@@ -166,16 +161,25 @@ impl Telemetry {
     /// The receiver could not take the last of it.
     pub fn shutdown(self) -> Result<(), TelemetryError> {
         // Traces first: their drop count is a metric.
-        let traces = self.traces.map(|p| p.shutdown());
-        let metrics = self.metrics.map(|p| p.shutdown());
-        traces
-            .transpose()
-            .map_err(|e| TelemetryError::Shutdown(format!("spans: {e}")))?;
-        metrics
-            .transpose()
-            .map_err(|e| TelemetryError::Shutdown(format!("metrics: {e}")))?;
-        Ok(())
+        both(
+            self.traces.map(|p| p.shutdown()),
+            self.metrics.map(|p| p.shutdown()),
+        )
     }
+}
+
+/// The outcome of sending spans, then metrics: the first failure, named.
+fn both(
+    traces: Option<opentelemetry_sdk::error::OTelSdkResult>,
+    metrics: Option<opentelemetry_sdk::error::OTelSdkResult>,
+) -> Result<(), TelemetryError> {
+    traces
+        .transpose()
+        .map_err(|e| TelemetryError::Shutdown(format!("spans: {e}")))?;
+    metrics
+        .transpose()
+        .map_err(|e| TelemetryError::Shutdown(format!("metrics: {e}")))?;
+    Ok(())
 }
 
 fn resource(service: Option<&str>) -> Resource {

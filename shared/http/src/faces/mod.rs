@@ -4,4 +4,5 @@
 
 pub(crate) mod agui;
 mod answer;
+mod message;
 pub(crate) mod openai;

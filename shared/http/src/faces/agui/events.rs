@@ -24,6 +24,11 @@ use crate::faces::answer::AnswerText;
 /// The orchestrator's own text source.
 const ORCHESTRATOR: &str = "orchestrator";
 
+/// A run's first event, also when its turn is refused.
+pub(crate) fn started(thread_id: &str, run_id: &str) -> Value {
+    json!({ "type": "RUN_STARTED", "threadId": thread_id, "runId": run_id })
+}
+
 /// One turn becoming one AG-UI run.
 #[derive(Debug)]
 pub(crate) struct Run {
@@ -66,7 +71,7 @@ impl Run {
 
     /// The first event.
     pub(crate) fn started(&self) -> Value {
-        json!({ "type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id })
+        started(&self.thread_id, &self.run_id)
     }
 
     fn tool_call_id(&self, agent: &str) -> String {

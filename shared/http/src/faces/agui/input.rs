@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::faces::message::text_of;
 
 /// What this face reads from a `RunAgentInput`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,28 +44,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<RunInput, Error> {
         .rev()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
         .ok_or_else(|| Error::InvalidBody("`messages` has no message with role `user`".into()))?;
-    let text = match last.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => {
-            let mut text = String::new();
-            for part in parts {
-                match (part.get("type").and_then(Value::as_str), part.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
-                    _ => {
-                        return Err(Error::InvalidBody(
-                            "only text parts are supported in a user message".into(),
-                        ));
-                    }
-                }
-            }
-            text
-        }
-        _ => {
-            return Err(Error::InvalidBody(
-                "the last user message has no text `content`".into(),
-            ));
-        }
-    };
+    let text = text_of(last.get("content"))?;
     Ok(RunInput {
         thread_id,
         run_id,

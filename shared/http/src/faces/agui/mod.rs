@@ -55,15 +55,14 @@ async fn run(
         turn_id: Some(input.run_id.clone()),
         ..TurnRequest::new(principal, input.text.clone())
     };
-    let started =
-        json!({ "type": "RUN_STARTED", "threadId": input.thread_id, "runId": input.run_id });
     let stream = match turns::start_in(&state, &headers, &input.thread_id, request, "POST /v1/agui")
         .await
     {
         Ok(stream) => stream,
-        Err(Error::Rejected(r)) => {
+        Err(refused @ Error::Rejected(_)) => {
             // The run exists for the client from its first event: it ends in RUN_ERROR.
-            let error = json!({ "type": "RUN_ERROR", "message": r.message, "code": Error::Rejected(r.clone()).code() });
+            let error = json!({ "type": "RUN_ERROR", "message": refused.to_string(), "code": refused.code() });
+            let started = events::started(&input.thread_id, &input.run_id);
             let frames = futures::stream::iter([frame(&started), frame(&error)]);
             return Ok(Sse::new(frames).into_response());
         }

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::faces::message::text_of;
 
 /// What this face reads from `POST /v1/chat/completions`.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,30 +95,6 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ChatRequest, Error> {
             .unwrap_or(false),
         episode_id,
     })
-}
-
-/// A message's text: a string, or its text parts joined.
-fn text_of(content: Option<&Value>) -> Result<String, Error> {
-    match content {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Array(parts)) => {
-            let mut text = String::new();
-            for part in parts {
-                match (part.get("type").and_then(Value::as_str), part.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
-                    _ => {
-                        return Err(Error::InvalidBody(
-                            "only text parts are supported in a user message".into(),
-                        ));
-                    }
-                }
-            }
-            Ok(text)
-        }
-        _ => Err(Error::InvalidBody(
-            "the last user message has no text `content`".into(),
-        )),
-    }
 }
 
 #[cfg(test)]
