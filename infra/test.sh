@@ -10,7 +10,7 @@
 # venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh), the
 # official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh), the
 # official A2A and OpenAI SDKs for Python (a venv: infra/a2a.sh), the official AG-UI
-# client (npm: infra/ag-ui.sh); and,
+# client and A2A SDK for JavaScript (npm: infra/js-clients.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -50,9 +50,10 @@ export BATON_PHOENIX
 # A2A tests (they start and stop it).
 BATON_A2A_PYTHON="$(./infra/a2a.sh)"
 export BATON_A2A_PYTHON
-# The official AG-UI client (npm), which the AG-UI face's test runs against `baton serve`.
-BATON_AG_UI_DIR="$(./infra/ag-ui.sh)"
-export BATON_AG_UI_DIR
+# The official AG-UI client and A2A SDK (npm), which the faces' tests run against
+# `baton serve`.
+BATON_JS_CLIENTS="$(./infra/js-clients.sh)"
+export BATON_JS_CLIENTS
 
 step "format"
 cargo fmt --all -- --check

@@ -18,7 +18,7 @@
 
 use axum::http::request::Parts;
 use baton_core::Principal;
-use baton_http::{AuthError, PrincipalSource};
+use baton_http::{AuthError, CallerScheme, PrincipalSource};
 use lambda_http::aws_lambda_events::apigw::{
     ApiGatewayRequestAuthorizer, ApiGatewayRequestAuthorizerIamDescription,
 };
@@ -51,6 +51,10 @@ impl PrincipalSource for LambdaPrincipal {
         Err(AuthError::Invalid(
             "the authenticated identity is not a usable id".to_owned(),
         ))
+    }
+
+    fn scheme(&self) -> Option<CallerScheme> {
+        Some(CallerScheme::BearerOrSigV4)
     }
 }
 

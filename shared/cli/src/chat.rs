@@ -172,6 +172,6 @@ impl Chat<'_> {
 fn exit_code(ending: &Ending) -> ExitCode {
     match ending.outcome {
         Some(TurnOutcome::Answered | TurnOutcome::Limited) => ExitCode::SUCCESS,
-        Some(TurnOutcome::Failed) | None => ExitCode::FAILURE,
+        Some(TurnOutcome::Failed | TurnOutcome::Canceled) | None => ExitCode::FAILURE,
     }
 }

@@ -12,7 +12,7 @@ use baton_core::obligation::ObligationSource;
 use baton_core::plan::PlanRecord;
 use baton_core::plan::record::describe_waves;
 use baton_core::trace::{CapBehavior, ObligationMet, RoutingRecord};
-use baton_core::turn::{ConsultedAgent, ModelUsage, TurnOutcome, TurnRecord};
+use baton_core::turn::{ConsultedAgent, ModelUsage, TurnRecord};
 use baton_runtime::replay::EpisodeReplay;
 use baton_runtime::{RejectionKind, TurnRejection};
 
@@ -126,11 +126,7 @@ fn render(replay: &EpisodeReplay) -> String {
 
 /// One turn: heading, the user's text, the answer, then the record.
 fn render_turn(out: &mut String, turn: &TurnRecord, summarised: bool) {
-    let outcome = match turn.outcome {
-        TurnOutcome::Answered => "answered",
-        TurnOutcome::Limited => "limited",
-        TurnOutcome::Failed => "failed",
-    };
+    let outcome = turn.outcome.as_str();
     let _ = write!(
         out,
         "── Turn {} · {} · {outcome}",

@@ -31,6 +31,9 @@ pub enum TurnOutcome {
     Limited,
     /// The turn could not be answered (the user was told so in plain words).
     Failed,
+    /// The caller stopped the turn before it ended (an A2A `CancelTask`); what ran is
+    /// still recorded.
+    Canceled,
 }
 
 impl TurnOutcome {
@@ -40,6 +43,7 @@ impl TurnOutcome {
             TurnOutcome::Answered => "answered",
             TurnOutcome::Limited => "limited",
             TurnOutcome::Failed => "failed",
+            TurnOutcome::Canceled => "canceled",
         }
     }
 }

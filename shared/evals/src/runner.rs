@@ -130,7 +130,10 @@ pub async fn run_case(
         }
     }
     let latency_ms = started.elapsed().as_millis() as u64;
-    if outcome == Some(TurnOutcome::Failed) || outcome.is_none() {
+    if matches!(
+        outcome,
+        Some(TurnOutcome::Failed | TurnOutcome::Canceled) | None
+    ) {
         return CaseResult::errored(case, "the turn failed (a model or store error)");
     }
     let record = match store.turns(&principal, &episode_id, 1).await {

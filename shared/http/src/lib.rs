@@ -45,6 +45,6 @@ mod turns;
 pub use app::app;
 pub use body::TurnBody;
 pub use error::{Error, Result};
-pub use principal::{AuthError, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
+pub use principal::{AuthError, CallerScheme, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
 pub use serve::{ServerLimits, serve};
 pub use state::{AppState, DEFAULT_MAX_BODY_BYTES, TraceContinuation};

@@ -40,6 +40,22 @@ pub trait PrincipalSource: Send + Sync {
     /// # Errors
     /// No principal, or one that is not a valid id.
     fn principal(&self, parts: &Parts) -> Result<Principal, AuthError>;
+
+    /// How a client proves who it is, for protocols that announce it (an A2A agent
+    /// card's security schemes). `None` when the source cannot say.
+    fn scheme(&self) -> Option<CallerScheme> {
+        None
+    }
+}
+
+/// How callers authenticate, as a protocol's discovery document states it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallerScheme {
+    /// A request header that names the principal (the local server).
+    Header(String),
+    /// A bearer token whose subject is the principal, or an AWS SigV4-signed request
+    /// (a function URL with IAM auth).
+    BearerOrSigV4,
 }
 
 /// The local principal source: a header (`x-baton-principal` unless changed) when present,
@@ -82,6 +98,10 @@ impl PrincipalSource for LocalPrincipal {
             .to_str()
             .map_err(|_| AuthError::Invalid("it is not plain text".to_owned()))?;
         Principal::new(text.trim()).map_err(|e| AuthError::Invalid(e.to_string()))
+    }
+
+    fn scheme(&self) -> Option<CallerScheme> {
+        Some(CallerScheme::Header(self.header.as_str().to_owned()))
     }
 }
 

@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod registry_folder;
 pub mod replay;
 pub mod request;
+mod running;
 mod runtime;
 mod services;
 pub mod stream;

@@ -179,6 +179,7 @@ impl RuntimeBuilder {
                 breakers: Breakers::default(),
                 privacy,
                 trace_context: self.trace_context,
+                running: Arc::default(),
             }),
         })
     }
@@ -286,6 +287,20 @@ impl Runtime {
             }
             other => other,
         }
+    }
+
+    /// Asks `principal`'s turn `turn_id` of `episode_id`, running in this process, to stop:
+    /// it ends with the outcome `canceled`, and what ran before is committed as usual.
+    /// Whether such a turn was running (another principal's never is).
+    pub fn cancel_turn(&self, principal: &Principal, episode_id: &str, turn_id: &str) -> bool {
+        self.inner.running.cancel(principal, episode_id, turn_id)
+    }
+
+    /// Whether `principal`'s turn `turn_id` of `episode_id` is running in this process.
+    pub fn is_running(&self, principal: &Principal, episode_id: &str, turn_id: &str) -> bool {
+        self.inner
+            .running
+            .is_running(principal, episode_id, turn_id)
     }
 
     /// Whether turns can run now (the store answers); for readiness checks.

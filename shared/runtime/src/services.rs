@@ -13,6 +13,7 @@ use baton_core::registry::{Agent, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
 use crate::config::RuntimeConfig;
+use crate::running::RunningTurns;
 
 /// What every turn of a [`Runtime`](crate::Runtime) runs against.
 pub(crate) struct Inner {
@@ -30,6 +31,8 @@ pub(crate) struct Inner {
     pub(crate) privacy: Arc<PrivacyGuard>,
     /// Where a tool call's trace context comes from, when traces are exported (D-33).
     pub(crate) trace_context: Option<TraceContext>,
+    /// The turns running in this process, each with its stop signal.
+    pub(crate) running: Arc<RunningTurns>,
 }
 
 impl Inner {

@@ -267,3 +267,60 @@ async fn the_binary_serves_an_ag_ui_run_in_the_lambda_wire_format() {
         "{sse}"
     );
 }
+
+#[tokio::test]
+async fn the_binary_serves_a2a_discovery_and_a_streamed_task_in_the_lambda_wire_format() {
+    let rig = Rig::start().await;
+    let mut card_event = event("function-url-turn.json");
+    card_event["rawPath"] = "/.well-known/agent-card.json".into();
+    card_event["requestContext"]["http"]["path"] = "/.well-known/agent-card.json".into();
+    card_event["requestContext"]["http"]["method"] = "GET".into();
+    card_event["body"] = Value::Null;
+    let card = rig
+        .invoke("req-card", serde_json::to_vec(&card_event).unwrap())
+        .await;
+    let bytes = card.body();
+    let (prelude, _, body) = split(&bytes);
+    let prelude: Value = serde_json::from_str(prelude).unwrap();
+    assert_eq!(prelude["statusCode"], 200, "{prelude}");
+    let card: Value = serde_json::from_str(body).unwrap();
+    // The card points at the function URL the client used, over https.
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.us-east-1.on.aws/a2a",
+        "{card}"
+    );
+    assert!(card["securitySchemes"]["sigv4"].is_object(), "{card}");
+
+    let mut url_event = event("function-url-turn.json");
+    url_event["rawPath"] = "/a2a".into();
+    url_event["requestContext"]["http"]["path"] = "/a2a".into();
+    let call = json!({
+        "jsonrpc": "2.0", "id": "1", "method": "SendStreamingMessage",
+        "params": { "message": {
+            "messageId": "m-lambda", "role": "ROLE_USER",
+            "parts": [{ "text": "find me coffee deals" }]
+        } },
+    });
+    let posted = rig.invoke("req-a2a", with_body(url_event, call)).await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, _, sse) = split(&bytes);
+    let prelude: Value = serde_json::from_str(prelude).unwrap();
+    assert_eq!(prelude["statusCode"], 200, "{prelude}");
+    let results: Vec<Value> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap()["result"].clone())
+        .collect();
+    assert_eq!(
+        results[0]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
+        "{sse}"
+    );
+    let last = &results.last().unwrap()["statusUpdate"];
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED", "{sse}");
+    assert_eq!(
+        last["metadata"]["baton"]["consulted"][0]["agent_id"], "shop",
+        "{sse}"
+    );
+}

@@ -1,34 +1,13 @@
 //! The AG-UI face driven by the official client, `@ag-ui/client`'s `HttpAgent`
-//! (`tests/clients/agui_run.mjs`, installed by `./infra/ag-ui.sh`), against a real
+//! (`tests/clients/agui_run.mjs`, installed by `./infra/js-clients.sh`), against a real
 //! `baton serve` with the shipped registry and the offline model: two runs on one thread,
 //! the messages the client rebuilds, and the consulted record it receives.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
 use crate::support::*;
-
-/// Where `./infra/ag-ui.sh` installed the client: `BATON_AG_UI_DIR`, else its default.
-fn client_dir() -> PathBuf {
-    let dir = std::env::var_os("BATON_AG_UI_DIR")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let cache = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-                .unwrap();
-            cache.join("baton/ag-ui")
-        });
-    assert!(
-        dir.join("node_modules/@ag-ui/client").is_dir(),
-        "the AG-UI client is not installed in {}: run ./infra/ag-ui.sh",
-        dir.display()
-    );
-    dir
-}
 
 #[test]
 fn the_official_ag_ui_client_runs_a_thread_and_rebuilds_its_messages() {
@@ -39,18 +18,7 @@ fn the_official_ag_ui_client_runs_a_thread_and_rebuilds_its_messages() {
         &[],
     );
     // The script resolves the client from beside it, as an ES module does.
-    let work = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(
-        client_dir().join("node_modules"),
-        work.path().join("node_modules"),
-    )
-    .unwrap();
-    let script = work.path().join("agui_run.mjs");
-    std::fs::copy(
-        baton_testkit::crate_dir().join("tests/clients/agui_run.mjs"),
-        &script,
-    )
-    .unwrap();
+    let (_work, script) = js_client("agui_run.mjs", "@ag-ui/client");
     let output = Command::new("node")
         .arg(&script)
         .arg(format!("http://{}", serving.addr))

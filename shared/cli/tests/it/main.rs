@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod a2a;
+mod a2a_sdks;
 mod adversaries;
 mod ag_ui_client;
 mod browser;

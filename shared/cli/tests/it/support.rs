@@ -239,3 +239,33 @@ pub(crate) fn header<'r>(response: &'r str, name: &str) -> Option<&'r str> {
         n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
     })
 }
+
+/// A copy of the JavaScript client `tests/clients/<name>` in a temporary folder beside the
+/// clients `./infra/js-clients.sh` installed (`BATON_JS_CLIENTS`, else its default), which
+/// must include `package`: an ES module resolves its imports from beside it.
+pub(crate) fn js_client(name: &str, package: &str) -> (TempDir, PathBuf) {
+    let dir = std::env::var_os("BATON_JS_CLIENTS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let cache = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+                .unwrap();
+            cache.join("baton/js-clients")
+        });
+    assert!(
+        dir.join("node_modules").join(package).is_dir(),
+        "{package} is not installed in {}: run ./infra/js-clients.sh",
+        dir.display()
+    );
+    let work = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(dir.join("node_modules"), work.path().join("node_modules")).unwrap();
+    let script = work.path().join(name);
+    std::fs::copy(
+        baton_testkit::crate_dir().join("tests/clients").join(name),
+        &script,
+    )
+    .unwrap();
+    (work, script)
+}

@@ -2,6 +2,7 @@
 //! Each face is a folder with a `routes()` that `app()` merges; it reaches the engine only
 //! through `AppState`, as `/v1/turns` does.
 
+pub(crate) mod a2a;
 pub(crate) mod agui;
 mod answer;
 mod message;

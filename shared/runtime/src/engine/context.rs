@@ -47,6 +47,8 @@ pub(crate) struct TurnCtx {
     pub(crate) started: tokio::time::Instant,
     /// What the request asked, hashed (kept with the record for idempotency checks).
     pub(crate) fingerprint: String,
+    /// Fires when the turn's caller stops it (`Runtime::cancel_turn`).
+    pub(crate) cancel: tokio_util::sync::CancellationToken,
     /// A turn uses one or two models: a short list beats a map.
     usage: Mutex<Vec<ModelTally>>,
     bodies: Mutex<Vec<Body>>,
@@ -94,6 +96,7 @@ impl TurnCtx {
             must_consult: request.must_consult,
             started: tokio::time::Instant::now(),
             fingerprint: String::new(),
+            cancel: tokio_util::sync::CancellationToken::new(),
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),

@@ -168,6 +168,10 @@ async fn launch(
                 Output::new(turn, outbox.clone(), inner.privacy.clone()),
             );
             ctx.fingerprint = fingerprint;
+            let running = inner
+                .running
+                .register(&ctx.principal, &episode_id, &turn_id);
+            ctx.cancel = running.token();
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             // The conversation is the episode; the principal appears only as a pseudonym.
             // What the turn came to is recorded at its end (`finish`).
@@ -194,6 +198,7 @@ async fn launch(
             let driver = Box::pin(turn::run(ctx, meta).instrument(span));
             drop(tasks.spawn(async move {
                 let _finished = finished;
+                let _running = running;
                 driver.await;
             }));
             Ok(TurnStream {

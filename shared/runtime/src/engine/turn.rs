@@ -24,6 +24,7 @@ use super::route::{self, Plan};
 use super::work::{TROUBLE, TextMode, Work};
 
 const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again in a moment.";
+const CANCELED: &str = "Stopped, as you asked.";
 
 /// Runs a claimed turn to its end. Never panics; every failure ends in plain words.
 pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
@@ -73,6 +74,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
             .cloned();
         // One deadline bounds the whole turn, retries included; the lease outlives it.
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
+        let cancel = ctx.cancel.clone();
         let body = async {
             match decision {
                 Decision::Route { unescaped } => {
@@ -102,10 +104,23 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                 }
             }
         };
-        if tokio::time::timeout(deadline, body).await.is_err() {
-            tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
-            work.outcome = TurnOutcome::Failed;
-            work.error = Some(TOO_LONG.into());
+        let ended = tokio::select! {
+            ran = tokio::time::timeout(deadline, body) => ran.map_err(|_| TurnOutcome::Failed),
+            () = cancel.cancelled() => Err(TurnOutcome::Canceled),
+        };
+        // The work stopped mid-way is dropped; what finished before is recorded.
+        match ended {
+            Ok(()) => {}
+            Err(TurnOutcome::Canceled) => {
+                tracing::info!(turn_id = %ctx.turn_id, "turn canceled by its caller");
+                work.outcome = TurnOutcome::Canceled;
+                work.error = Some(CANCELED.into());
+            }
+            Err(_) => {
+                tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
+                work.outcome = TurnOutcome::Failed;
+                work.error = Some(TOO_LONG.into());
+            }
         }
     }
     finish(&ctx, meta, state, work).await;

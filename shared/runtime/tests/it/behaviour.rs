@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use baton_core::Principal;
-use baton_core::events::Event;
+use baton_core::events::{Event, WireEvent};
 use baton_core::ports::store::Store;
 use baton_core::trace::{GuardName, LimitHit};
 use baton_core::turn::TurnOutcome;
@@ -569,6 +569,47 @@ agents:
         rig.store.turns(&alice(), &episode, 1).await.unwrap().len(),
         1
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_canceled_turn_ends_at_once_and_the_journal_says_canceled() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      delay_ms: 60000
+      text: ["Too late."]
+"#;
+    let rig = make_rig(&TestRegistry::default(), script);
+    let stream = rig
+        .runtime
+        .run_turn(request("hello there, what can you do", None, "t1"))
+        .await
+        .unwrap();
+    let episode = stream.episode_id.clone();
+    let mallory = Principal::new("mallory").unwrap();
+    assert!(rig.runtime.is_running(&alice(), &episode, "t1"));
+    // Another principal can neither see nor stop it.
+    assert!(!rig.runtime.is_running(&mallory, &episode, "t1"));
+    assert!(!rig.runtime.cancel_turn(&mallory, &episode, "t1"));
+    let start = tokio::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(rig.runtime.cancel_turn(&alice(), &episode, "t1"));
+    let events: Vec<WireEvent> = stream.collect().await;
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(matches!(
+        events.last().unwrap().event,
+        Event::Completed {
+            outcome: TurnOutcome::Canceled,
+            ..
+        }
+    ));
+    let turns = rig.store.turns(&alice(), &episode, 1).await.unwrap();
+    assert_eq!(turns[0].outcome, TurnOutcome::Canceled);
+    // The entry leaves with its turn.
+    tokio::task::yield_now().await;
+    assert!(!rig.runtime.is_running(&alice(), &episode, "t1"));
+    assert!(!rig.runtime.cancel_turn(&alice(), &episode, "t1"));
 }
 
 #[tokio::test(start_paused = true)]

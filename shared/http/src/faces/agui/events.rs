@@ -206,12 +206,12 @@ impl Run {
                 "outcome": outcome,
             } },
         }));
-        if outcome == TurnOutcome::Failed {
+        if matches!(outcome, TurnOutcome::Failed | TurnOutcome::Canceled) {
             let message = self
                 .error
                 .clone()
                 .unwrap_or_else(|| "The assistant could not answer this time.".to_owned());
-            out.push(json!({ "type": "RUN_ERROR", "message": message, "code": "turn_failed" }));
+            out.push(json!({ "type": "RUN_ERROR", "message": message, "code": format!("turn_{}", outcome.as_str()) }));
             return;
         }
         let usage: Vec<Value> = self

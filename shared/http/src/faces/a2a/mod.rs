@@ -1,0 +1,388 @@
+//! A2A 1.0 (JSON-RPC binding, SSE streaming): Baton as an agent other agents call.
+//!
+//! - `GET /.well-known/agent-card.json`: the agent card (`card.rs`), public like any
+//!   discovery document.
+//! - `POST /a2a`: `SendMessage` and `SendStreamingMessage` run a turn as a task
+//!   (`task.rs`); `GetTask` reads it back (running in this process, or from the journal);
+//!   `CancelTask` stops a running turn, which then commits as canceled.
+//! - The context is the conversation: `contextId` names the caller's episode
+//!   (`Principal::episode_for`), new when the message has none.
+//! - The Direct Line: a message whose `metadata.skillId` names a specialist's skill is
+//!   that specialist's, exactly as `#<id> …` typed by the user is (which also works).
+//! - The consulted record and the privacy receipt travel in the final status update's
+//!   (and the task's) `metadata.baton`.
+//! - The principal comes from the request's authentication (D-30), as on every route.
+
+mod card;
+mod rpc;
+mod task;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use a2a::{
+    A2AError, CancelTaskRequest, GetTaskRequest, JsonRpcId, JsonRpcResponse, Message, PartContent,
+    Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, methods,
+};
+use axum::Json;
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event as SseEvent, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use baton_core::Principal;
+use baton_runtime::{RejectionKind, TurnRequest};
+use futures::StreamExt as _;
+use serde_json::Value;
+
+use self::rpc::Call;
+use self::task::{TaskRef, TaskRun};
+use crate::error::Error;
+use crate::principal::Caller;
+use crate::state::AppState;
+use crate::{body, sse, turns};
+
+/// Where the JSON-RPC calls go.
+pub(crate) const PATH: &str = "/a2a";
+/// Where the agent card is.
+const CARD_PATH: &str = "/.well-known/agent-card.json";
+/// The protocol version a client may ask for in `A2A-Version`.
+const VERSION_HEADER: &str = "a2a-version";
+/// The message metadata key that names a skill.
+const SKILL_KEY: &str = "skillId";
+/// How long `CancelTask` waits for the stopped turn to commit before answering.
+const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// The face's routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route(CARD_PATH, get(agent_card))
+        .route(PATH, post(call))
+}
+
+async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Json<a2a::AgentCard> {
+    let scheme = state.principals.scheme();
+    Json(card::card(
+        state.runtime.registry(),
+        state.runtime.entry(),
+        &card::base_url(&headers),
+        scheme.as_ref(),
+    ))
+}
+
+/// A JSON-RPC answer (refusals included: JSON-RPC carries them in the body, with 200).
+fn answer(response: &JsonRpcResponse) -> Response {
+    Json(response).into_response()
+}
+
+fn refuse(id: JsonRpcId, error: &A2AError) -> Response {
+    answer(&rpc::error_response(id, error))
+}
+
+async fn call(
+    State(state): State<AppState>,
+    caller: Result<Caller, Error>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    // An unauthenticated call is refused by HTTP status before any JSON-RPC is read.
+    let principal = match caller {
+        Ok(Caller(p)) => p,
+        Err(e) => return e.into_response(),
+    };
+    let bytes = match turns::read_body(&state, request).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let status = e.status();
+            let refused =
+                rpc::error_response(JsonRpcId::Null, &A2AError::invalid_request(e.to_string()));
+            return (status, Json(refused)).into_response();
+        }
+    };
+    if !body::is_json(&headers) {
+        return refuse(
+            JsonRpcId::Null,
+            &A2AError::invalid_request("Send the call as JSON (Content-Type: application/json)."),
+        );
+    }
+    let call = match rpc::parse(&bytes) {
+        Ok(call) => call,
+        Err(refused) => return answer(&refused.response()),
+    };
+    if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
+        && !matches!(version.trim(), "1.0" | "1")
+    {
+        return refuse(call.id, &A2AError::version_not_supported(version));
+    }
+    let id = call.id.clone();
+    let outcome = match call.method.as_str() {
+        methods::SEND_MESSAGE => send(&state, principal, &headers, &call).await,
+        methods::SEND_STREAMING_MESSAGE => {
+            return match stream(&state, principal, &headers, &call).await {
+                Ok(response) => response,
+                // A streaming client reads events: the refusal is the one event it gets.
+                Err(error) => {
+                    let frame = SseEvent::default()
+                        .json_data(rpc::error_response(id, &error))
+                        .unwrap_or_default();
+                    Sse::new(futures::stream::once(
+                        async move { Ok::<_, Infallible>(frame) },
+                    ))
+                    .into_response()
+                }
+            };
+        }
+        methods::GET_TASK => get_task(&state, &principal, &call).await,
+        methods::CANCEL_TASK => cancel_task(&state, &principal, &call).await,
+        methods::LIST_TASKS | methods::SUBSCRIBE_TO_TASK => Err(A2AError::unsupported_operation(
+            "This agent does not list tasks or resubscribe to them; use GetTask with a task's id.",
+        )),
+        methods::CREATE_PUSH_CONFIG
+        | methods::GET_PUSH_CONFIG
+        | methods::LIST_PUSH_CONFIGS
+        | methods::DELETE_PUSH_CONFIG => Err(A2AError::push_notification_not_supported()),
+        methods::GET_EXTENDED_AGENT_CARD => Err(A2AError::extended_card_not_configured()),
+        other => Err(A2AError::method_not_found(other)),
+    };
+    match outcome {
+        Ok(result) => answer(&JsonRpcResponse::success(id, result)),
+        Err(error) => refuse(id, &error),
+    }
+}
+
+/// A message ready to run: the turn's request, its task, and the user's message as the
+/// task records it.
+struct Prepared {
+    request: TurnRequest,
+    task: TaskRef,
+    user: Message,
+}
+
+fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepared, A2AError> {
+    let SendMessageRequest { message, .. } = rpc::params(call)?;
+    if message.role != Role::User {
+        return Err(A2AError::invalid_params(
+            "The message must come from the user (role ROLE_USER).",
+        ));
+    }
+    let mut texts = Vec::new();
+    for part in &message.parts {
+        match &part.content {
+            PartContent::Text(t) => texts.push(t.as_str()),
+            _ => {
+                return Err(A2AError::new(
+                    a2a::error_code::CONTENT_TYPE_NOT_SUPPORTED,
+                    "This agent reads text only; send the message as text parts.",
+                ));
+            }
+        }
+    }
+    let mut text = texts.join("\n");
+    if message.task_id.as_deref().is_some_and(|t| !t.is_empty()) {
+        // No task of Baton's waits for more input: a message for a task is a mistake.
+        return Err(A2AError::unsupported_operation(
+            "That task has ended; send a new message in its context (contextId) to go on.",
+        ));
+    }
+    if let Some(skill) = message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(SKILL_KEY))
+        .filter(|v| !v.is_null())
+    {
+        text = addressed(state, skill, &text)?;
+    }
+    let context_id = message
+        .context_id
+        .clone()
+        .filter(|c| !c.trim().is_empty())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let task = TaskRef::new(&principal, &context_id, &message.message_id);
+    let user = Message {
+        context_id: Some(context_id),
+        task_id: Some(task.task_id()),
+        ..message
+    };
+    let request = TurnRequest {
+        turn_id: Some(task.turn_id.clone()),
+        ..TurnRequest::new(principal, text)
+    };
+    Ok(Prepared {
+        request,
+        task,
+        user,
+    })
+}
+
+/// `text` addressed to the skill `skill`: the assistant's own skill leaves it as it is; a
+/// specialist's is its Direct Line, written as the user would write it.
+fn addressed(state: &AppState, skill: &Value, text: &str) -> Result<String, A2AError> {
+    let entry = state.runtime.entry();
+    let Some(skill) = skill.as_str() else {
+        return Err(A2AError::invalid_params(
+            "`metadata.skillId` must be a string.",
+        ));
+    };
+    if skill == &*entry.id {
+        return Ok(text.to_owned());
+    }
+    let registry = state.runtime.registry();
+    if !card::specialists(registry, entry).any(|a| &*a.id == skill) {
+        return Err(A2AError::invalid_params(format!(
+            "This agent has no skill called {skill}; its agent card lists them."
+        )));
+    }
+    match entry.orchestration.as_ref().map(|o| &o.direct_line) {
+        Some(policy) if policy.enabled => Ok(format!("{}{skill} {text}", policy.prefix)),
+        _ => Err(A2AError::invalid_params(format!(
+            "{skill} cannot be addressed directly here; send the message to {} instead.",
+            entry.id
+        ))),
+    }
+}
+
+/// Starts the message's turn.
+async fn start(
+    state: &AppState,
+    headers: &HeaderMap,
+    prepared: &Prepared,
+) -> Result<baton_runtime::TurnStream, A2AError> {
+    let started = turns::start_in(
+        state,
+        headers,
+        &prepared.task.context_id,
+        prepared.request.clone(),
+        "POST /a2a",
+    )
+    .await;
+    started.map_err(|e| match e {
+        Error::Rejected(r) => rpc::rejection(&r),
+        other => A2AError::internal(other.to_string()),
+    })
+}
+
+/// `SendMessage`: the task once its turn ended, or at once (still working) when the
+/// client asked not to wait; the turn goes on either way.
+async fn send(
+    state: &AppState,
+    principal: Principal,
+    headers: &HeaderMap,
+    call: &Call,
+) -> Result<Value, A2AError> {
+    let immediately = call
+        .params
+        .pointer("/configuration/returnImmediately")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let prepared = prepare(state, principal, call)?;
+    let mut stream = start(state, headers, &prepared).await?;
+    let task = if immediately {
+        Task {
+            history: Some(vec![prepared.user.clone()]),
+            ..TaskRun::working(&prepared.task)
+        }
+    } else {
+        let mut run = TaskRun::new(prepared.task.clone(), true);
+        while let Some(wire) = stream.next().await {
+            run.events(&wire.event);
+        }
+        run.into_task(&prepared.user)
+    };
+    serde_json::to_value(SendMessageResponse::Task(task))
+        .map_err(|e| A2AError::internal(e.to_string()))
+}
+
+/// `SendStreamingMessage`: the task, then its status and artifact updates as the turn
+/// runs, each a JSON-RPC response on one SSE event.
+async fn stream(
+    state: &AppState,
+    principal: Principal,
+    headers: &HeaderMap,
+    call: &Call,
+) -> Result<Response, A2AError> {
+    let prepared = prepare(state, principal, call)?;
+    let turn = start(state, headers, &prepared).await?;
+    let ids = turns::id_headers(&turn);
+    let mut run = TaskRun::new(prepared.task.clone(), false);
+    let first = futures::stream::iter([run.submitted(&prepared.user)]);
+    let rest = turn.flat_map(move |wire| futures::stream::iter(run.events(&wire.event)));
+    let id = call.id.clone();
+    let frames = first.chain(rest).map(move |event: StreamResponse| {
+        let response = match serde_json::to_value(&event) {
+            Ok(result) => JsonRpcResponse::success(id.clone(), result),
+            Err(e) => rpc::error_response(id.clone(), &A2AError::internal(e.to_string())),
+        };
+        Ok::<_, Infallible>(SseEvent::default().json_data(response).unwrap_or_default())
+    });
+    Ok((ids, Sse::new(frames).keep_alive(sse::keep_alive())).into_response())
+}
+
+/// The task a call's `id` names for `principal`, or "not found".
+fn task_ref(principal: &Principal, id: &str) -> Result<TaskRef, A2AError> {
+    TaskRef::parse(principal, id).ok_or_else(|| A2AError::task_not_found(id))
+}
+
+/// The committed task, or "not found" (another principal's is not found either).
+async fn committed(
+    state: &AppState,
+    principal: &Principal,
+    task: &TaskRef,
+) -> Result<Option<Task>, A2AError> {
+    match state.runtime.history(principal, &task.episode_id).await {
+        Ok(history) => Ok(history
+            .turns
+            .iter()
+            .find(|t| t.turn_id == task.turn_id)
+            .map(|t| task::from_history(task, t))),
+        Err(r) if r.kind == RejectionKind::NotFound => Ok(None),
+        Err(r) => Err(rpc::rejection(&r)),
+    }
+}
+
+/// `GetTask`: a running turn's task is working; a committed one is read from the journal.
+async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Result<Value, A2AError> {
+    let GetTaskRequest { id, .. } = rpc::params(call)?;
+    let task = task_ref(principal, &id)?;
+    let found = if state
+        .runtime
+        .is_running(principal, &task.episode_id, &task.turn_id)
+    {
+        Some(TaskRun::working(&task))
+    } else {
+        committed(state, principal, &task).await?
+    };
+    let found = found.ok_or_else(|| A2AError::task_not_found(&id))?;
+    serde_json::to_value(found).map_err(|e| A2AError::internal(e.to_string()))
+}
+
+/// `CancelTask`: stops a running turn and answers once it has committed as canceled; a
+/// task that already ended cannot be canceled.
+async fn cancel_task(
+    state: &AppState,
+    principal: &Principal,
+    call: &Call,
+) -> Result<Value, A2AError> {
+    let CancelTaskRequest { id, .. } = rpc::params(call)?;
+    let task = task_ref(principal, &id)?;
+    let runtime = &state.runtime;
+    if runtime.cancel_turn(principal, &task.episode_id, &task.turn_id) {
+        let waited = tokio::time::timeout(CANCEL_WAIT, async {
+            while runtime.is_running(principal, &task.episode_id, &task.turn_id) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        if waited.is_err() {
+            tracing::warn!(task = %id, "a canceled turn had not ended in time");
+        }
+        let canceled = committed(state, principal, &task)
+            .await?
+            .unwrap_or_else(|| TaskRun::working(&task));
+        return serde_json::to_value(canceled).map_err(|e| A2AError::internal(e.to_string()));
+    }
+    match committed(state, principal, &task).await? {
+        Some(_) => Err(A2AError::task_not_cancelable(&id)),
+        None => Err(A2AError::task_not_found(&id)),
+    }
+}

@@ -1,0 +1,373 @@
+//! One turn as one A2A task: its id, the stream of task events a turn's events become,
+//! and the task read back from a committed turn.
+//!
+//! - The task id names the context and the turn: `<context, base64url>.<turn id>`, so a
+//!   later `GetTask` or `CancelTask` finds the episode (`Principal::episode_for(context)`)
+//!   from the id alone, under the caller's own principal. Another principal's task id
+//!   leads to an episode of theirs that does not exist: "not found".
+//! - The turn id is derived from the episode and the message id, so a message sent twice
+//!   is replayed, not run twice (D-25).
+
+use std::collections::HashMap;
+
+use a2a::{
+    Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
+};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use baton_core::Principal;
+use baton_core::consulted::ConsultedAgent;
+use baton_core::events::Event;
+use baton_core::privacy::PrivacyReceipt;
+use baton_core::turn::TurnOutcome;
+use baton_runtime::history::HistoryTurn;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::faces::answer::AnswerText;
+
+/// The metadata key under which a task carries the consulted record and the privacy
+/// receipt.
+pub(crate) const METADATA_KEY: &str = "baton";
+
+/// Where a task lives: the client's context, its episode, and the turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TaskRef {
+    pub(crate) context_id: String,
+    pub(crate) episode_id: String,
+    pub(crate) turn_id: String,
+}
+
+impl TaskRef {
+    /// The task a message `message_id` in `context_id` starts for `principal`.
+    pub(crate) fn new(principal: &Principal, context_id: &str, message_id: &str) -> Self {
+        let episode_id = principal.episode_for(context_id);
+        let mut hasher = Sha256::new();
+        hasher.update(episode_id.as_bytes());
+        hasher.update([0u8]);
+        hasher.update(message_id.as_bytes());
+        let digest = hasher.finalize();
+        let turn_id = format!("a2a-{}", URL_SAFE_NO_PAD.encode(&digest[..16]));
+        TaskRef {
+            context_id: context_id.to_owned(),
+            episode_id,
+            turn_id,
+        }
+    }
+
+    /// The task id `id` names, for `principal`; `None` when it is not one of ours.
+    pub(crate) fn parse(principal: &Principal, id: &str) -> Option<Self> {
+        let (context, turn_id) = id.split_once('.')?;
+        let context = URL_SAFE_NO_PAD.decode(context).ok()?;
+        let context_id = String::from_utf8(context).ok()?;
+        if !turn_id.starts_with("a2a-") {
+            return None;
+        }
+        Some(TaskRef {
+            episode_id: principal.episode_for(&context_id),
+            context_id,
+            turn_id: turn_id.to_owned(),
+        })
+    }
+
+    /// The task id.
+    pub(crate) fn task_id(&self) -> String {
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(self.context_id.as_bytes()),
+            self.turn_id
+        )
+    }
+}
+
+/// A task's state for a turn's outcome. A limited turn answered what it could and offered
+/// to go on: complete.
+pub(crate) fn state_of(outcome: TurnOutcome) -> TaskState {
+    match outcome {
+        TurnOutcome::Answered | TurnOutcome::Limited => TaskState::Completed,
+        TurnOutcome::Failed => TaskState::Failed,
+        TurnOutcome::Canceled => TaskState::Canceled,
+    }
+}
+
+fn text_message(role: Role, id: String, task: &TaskRef, text: &str) -> Message {
+    Message {
+        message_id: id,
+        context_id: Some(task.context_id.clone()),
+        task_id: Some(task.task_id()),
+        ..Message::new(role, vec![Part::text(text)])
+    }
+}
+
+fn metadata(value: Value) -> Option<HashMap<String, Value>> {
+    Some(HashMap::from([(METADATA_KEY.to_owned(), value)]))
+}
+
+/// A turn's events becoming task events.
+#[derive(Debug)]
+pub(crate) struct TaskRun {
+    task: TaskRef,
+    task_id: String,
+    answer: AnswerText,
+    /// Whether a chunk of the answer artifact went out.
+    chunked: bool,
+    /// The whole answer, for a call that is not streamed.
+    kept: Option<String>,
+    statuses: u32,
+    error: Option<String>,
+    consulted: Vec<ConsultedAgent>,
+    footer: String,
+    terminal: Option<(TaskState, Value)>,
+}
+
+impl TaskRun {
+    /// The run of `task`; `keep` holds the answer whole for a response that is not
+    /// streamed.
+    pub(crate) fn new(task: TaskRef, keep: bool) -> Self {
+        TaskRun {
+            task_id: task.task_id(),
+            task,
+            answer: AnswerText::default(),
+            chunked: false,
+            kept: keep.then(String::new),
+            statuses: 0,
+            error: None,
+            consulted: Vec::new(),
+            footer: String::new(),
+            terminal: None,
+        }
+    }
+
+    fn artifact_id(&self) -> String {
+        format!("{}-answer", self.task.turn_id)
+    }
+
+    fn status(
+        &mut self,
+        state: TaskState,
+        text: Option<&str>,
+        meta: Option<Value>,
+    ) -> StreamResponse {
+        self.statuses += 1;
+        let message = text.map(|t| {
+            let id = format!("{}-status-{}", self.task.turn_id, self.statuses);
+            text_message(Role::Agent, id, &self.task, t)
+        });
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.task.context_id.clone(),
+            status: TaskStatus {
+                state,
+                message,
+                timestamp: None,
+            },
+            metadata: meta.and_then(metadata),
+        })
+    }
+
+    fn chunk(&mut self, text: String, last: bool) -> StreamResponse {
+        let append = self.chunked;
+        self.chunked = true;
+        let parts = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![Part::text(text)]
+        };
+        StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: self.task_id.clone(),
+            context_id: self.task.context_id.clone(),
+            artifact: Artifact {
+                artifact_id: self.artifact_id(),
+                name: Some("answer".to_owned()),
+                description: None,
+                parts,
+                metadata: None,
+                extensions: None,
+            },
+            append: Some(append),
+            last_chunk: Some(last),
+            metadata: None,
+        })
+    }
+
+    /// The task as first announced: submitted, with the user's message.
+    pub(crate) fn submitted(&self, user: &Message) -> StreamResponse {
+        StreamResponse::Task(self.task_with(TaskState::Submitted, None, vec![user.clone()]))
+    }
+
+    fn task_with(&self, state: TaskState, meta: Option<Value>, history: Vec<Message>) -> Task {
+        Task {
+            id: self.task_id.clone(),
+            context_id: self.task.context_id.clone(),
+            status: TaskStatus {
+                state,
+                message: None,
+                timestamp: None,
+            },
+            artifacts: None,
+            history: Some(history),
+            metadata: meta.and_then(metadata),
+        }
+    }
+
+    /// The task events `event` becomes (none, one or two).
+    pub(crate) fn events(&mut self, event: &Event) -> Vec<StreamResponse> {
+        let mut out = Vec::new();
+        if let Some(piece) = self.answer.piece(event) {
+            if let Some(kept) = &mut self.kept {
+                kept.push_str(&piece);
+            } else {
+                out.push(self.chunk(piece, false));
+            }
+        }
+        match event {
+            Event::Thinking {} => out.push(self.status(TaskState::Working, None, None)),
+            Event::Status { message, .. } => {
+                out.push(self.status(TaskState::Working, Some(message), None));
+            }
+            Event::Error { message } => self.error = Some(message.clone()),
+            Event::AgentsConsulted { agents, footer } => {
+                self.consulted = agents.clone();
+                self.footer = footer.clone();
+            }
+            Event::Completed { outcome, privacy } => {
+                if self.kept.is_none() && self.chunked {
+                    out.push(self.chunk(String::new(), true));
+                }
+                let state = state_of(*outcome);
+                let meta = self.record(*outcome, privacy);
+                let words = (state != TaskState::Completed).then(|| {
+                    self.error
+                        .clone()
+                        .unwrap_or_else(|| "The assistant could not answer this time.".to_owned())
+                });
+                if self.kept.is_none() {
+                    out.push(self.status(state.clone(), words.as_deref(), Some(meta.clone())));
+                }
+                self.terminal = Some((state, meta));
+            }
+            _ => {}
+        }
+        out
+    }
+
+    fn record(&self, outcome: TurnOutcome, privacy: &PrivacyReceipt) -> Value {
+        json!({
+            "turn_id": self.task.turn_id,
+            "episode_id": self.task.episode_id,
+            "consulted": self.consulted,
+            "footer": self.footer,
+            "privacy": privacy,
+            "outcome": outcome,
+        })
+    }
+
+    /// The whole task once the turn ended (for a call that is not streamed); a stream that
+    /// ended without its last event is a failed task.
+    pub(crate) fn into_task(mut self, user: &Message) -> Task {
+        let (state, meta) = self.terminal.take().unwrap_or_else(|| {
+            (
+                TaskState::Failed,
+                json!({ "turn_id": self.task.turn_id, "episode_id": self.task.episode_id }),
+            )
+        });
+        let answer = self.kept.take().unwrap_or_default();
+        let mut task = self.task_with(state.clone(), Some(meta), vec![user.clone()]);
+        if state != TaskState::Completed {
+            let words = self
+                .error
+                .clone()
+                .unwrap_or_else(|| "The assistant could not answer this time.".to_owned());
+            let id = format!("{}-status", self.task.turn_id);
+            task.status.message = Some(text_message(Role::Agent, id, &self.task, &words));
+        }
+        task.artifacts = Some(vec![answer_artifact(self.artifact_id(), answer)]);
+        task
+    }
+
+    /// The task while its turn runs.
+    pub(crate) fn working(task: &TaskRef) -> Task {
+        TaskRun::new(task.clone(), false).task_with(TaskState::Working, None, Vec::new())
+    }
+}
+
+fn answer_artifact(id: String, answer: String) -> Artifact {
+    Artifact {
+        artifact_id: id,
+        name: Some("answer".to_owned()),
+        description: None,
+        parts: vec![Part::text(answer)],
+        metadata: None,
+        extensions: None,
+    }
+}
+
+/// A committed turn read back as its task.
+pub(crate) fn from_history(task: &TaskRef, turn: &HistoryTurn) -> Task {
+    let state = state_of(turn.outcome);
+    let user = text_message(
+        Role::User,
+        format!("{}-user", task.turn_id),
+        task,
+        &turn.user_text,
+    );
+    let meta = json!({
+        "turn_id": turn.turn_id,
+        "episode_id": task.episode_id,
+        "consulted": turn.consulted,
+        "footer": baton_core::consulted::footer(&turn.consulted),
+        "privacy": turn.privacy,
+        "outcome": turn.outcome,
+    });
+    let status_message = (state != TaskState::Completed).then(|| {
+        text_message(
+            Role::Agent,
+            format!("{}-status", task.turn_id),
+            task,
+            &turn.narration,
+        )
+    });
+    Task {
+        id: task.task_id(),
+        context_id: task.context_id.clone(),
+        status: TaskStatus {
+            state,
+            message: status_message,
+            timestamp: None,
+        },
+        artifacts: Some(vec![answer_artifact(
+            format!("{}-answer", task.turn_id),
+            turn.narration.clone(),
+        )]),
+        history: Some(vec![user]),
+        metadata: metadata(meta),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_id_finds_its_context_and_turn_under_its_principal_only() {
+        let alice = Principal::new("alice").unwrap();
+        let mallory = Principal::new("mallory").unwrap();
+        let task = TaskRef::new(&alice, "ctx one/two", "m-1");
+        let id = task.task_id();
+        assert_eq!(TaskRef::parse(&alice, &id), Some(task.clone()));
+        let theirs = TaskRef::parse(&mallory, &id).unwrap();
+        assert_ne!(theirs.episode_id, task.episode_id);
+        // The same message in the same context is the same turn; another is another.
+        assert_eq!(
+            TaskRef::new(&alice, "ctx one/two", "m-1").turn_id,
+            task.turn_id
+        );
+        assert_ne!(
+            TaskRef::new(&alice, "ctx one/two", "m-2").turn_id,
+            task.turn_id
+        );
+        assert_eq!(TaskRef::parse(&alice, "nonsense"), None);
+        assert_eq!(TaskRef::parse(&alice, "!!.a2a-x"), None);
+    }
+}

@@ -1,0 +1,370 @@
+//! The A2A face through `oneshot`: the agent card, a streamed and a plain `SendMessage`,
+//! a follow-up in the same context, `GetTask` from the journal, `CancelTask` of a running
+//! turn, the Direct Line as a skill, another principal's task, and every refusal in
+//! JSON-RPC's shape.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use baton_http::PRINCIPAL_HEADER;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn rpc(method: &str, params: &Value, principal: Option<&str>) -> Request<Body> {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    raw(&body.to_string(), principal)
+}
+
+fn raw(body: &str, principal: Option<&str>) -> Request<Body> {
+    let mut req = Request::post("/a2a")
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0");
+    if let Some(p) = principal {
+        req = req.header(PRINCIPAL_HEADER, p);
+    }
+    req.body(Body::from(body.to_owned())).unwrap()
+}
+
+fn message(id: &str, text: &str, context: Option<&str>) -> Value {
+    let mut message = json!({ "messageId": id, "role": "ROLE_USER", "parts": [{ "text": text }] });
+    if let Some(c) = context {
+        message["contextId"] = json!(c);
+    }
+    json!({ "message": message })
+}
+
+/// The JSON-RPC response of a call that is not streamed.
+async fn call(state: &baton_http::AppState, req: Request<Body>) -> Value {
+    let response = send(state, req).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    serde_json::from_str(&text(response).await).unwrap()
+}
+
+fn frames(stream: &str) -> Vec<Value> {
+    stream
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_agent_card_lists_the_specialists_as_skills_and_how_to_authenticate() {
+    let state = Rig::default().state();
+    let req = Request::get("/.well-known/agent-card.json")
+        .header("host", "agents.example:8080")
+        .body(Body::empty())
+        .unwrap();
+    let response = send(&state, req).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let card: Value = serde_json::from_str(&text(response).await).unwrap();
+    let interface = &card["supportedInterfaces"][0];
+    assert_eq!(interface["url"], "http://agents.example:8080/a2a");
+    assert_eq!(interface["protocolBinding"], "JSONRPC");
+    assert_eq!(interface["protocolVersion"], "1.0");
+    assert_eq!(card["capabilities"]["streaming"], true);
+    let skills: Vec<&str> = card["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(skills, ["orchestrator", "shop", "support", "rewards"]);
+    assert!(
+        card["skills"][1]["tags"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("direct-line"))
+    );
+    let scheme = &card["securitySchemes"]["principal"]["apiKeySecurityScheme"];
+    assert_eq!(scheme["location"], "header");
+    assert_eq!(scheme["name"], PRINCIPAL_HEADER);
+}
+
+#[tokio::test]
+async fn a_streamed_message_is_a_task_with_working_updates_an_answer_artifact_and_the_record() {
+    let state = Rig::default().state();
+    let response = send(
+        &state,
+        rpc(
+            "SendStreamingMessage",
+            &message("m-1", "coffee deals", Some("ctx-1")),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let frames = frames(&text(response).await);
+    let results: Vec<&Value> = frames.iter().map(|f| &f["result"]).collect();
+    assert!(frames.iter().all(|f| f["jsonrpc"] == "2.0" && f["id"] == 1));
+    let task = &results[0]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_SUBMITTED");
+    assert_eq!(task["contextId"], "ctx-1");
+    let task_id = task["id"].as_str().unwrap();
+    assert_eq!(
+        results[1]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_WORKING"
+    );
+    let chunks: Vec<&Value> = results
+        .iter()
+        .filter_map(|r| r.get("artifactUpdate"))
+        .collect();
+    let answer: String = chunks
+        .iter()
+        .flat_map(|c| c["artifact"]["parts"].as_array().unwrap())
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert!(answer.contains(ANSWER), "{answer}");
+    assert_eq!(chunks[0]["append"], false);
+    assert_eq!(chunks.last().unwrap()["lastChunk"], true);
+    let last = &results.last().unwrap()["statusUpdate"];
+    assert_eq!(last["taskId"], task_id);
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");
+    let record = &last["metadata"]["baton"];
+    assert_eq!(record["consulted"][0]["agent_id"], "shop");
+    assert_eq!(record["footer"], "Consulted: Shop");
+    assert!(record["privacy"].is_object());
+}
+
+#[tokio::test]
+async fn a_plain_message_answers_the_task_and_a_follow_up_continues_its_context() {
+    let state = Rig::default().state();
+    let first = call(
+        &state,
+        rpc(
+            "SendMessage",
+            &message("m-1", "coffee deals", Some("ctx-9")),
+            None,
+        ),
+    )
+    .await;
+    let task = &first["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
+    let answer = task["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(answer.ends_with(ANSWER), "{answer}");
+    assert_eq!(
+        task["metadata"]["baton"]["consulted"][0]["agent_id"],
+        "shop"
+    );
+    let episode = task["metadata"]["baton"]["episode_id"].clone();
+
+    let second = call(
+        &state,
+        rpc(
+            "SendMessage",
+            &message("m-2", "and tea?", Some("ctx-9")),
+            None,
+        ),
+    )
+    .await;
+    let again = &second["result"]["task"];
+    assert_eq!(again["metadata"]["baton"]["episode_id"], episode);
+    assert_ne!(again["id"], task["id"]);
+
+    // The same message again is the same task, replayed: the episode still has two turns.
+    let retried = call(
+        &state,
+        rpc(
+            "SendMessage",
+            &message("m-1", "coffee deals", Some("ctx-9")),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(retried["result"]["task"]["id"], task["id"]);
+    let history = send(
+        &state,
+        get(&format!("/v1/episodes/{}", episode.as_str().unwrap()), None),
+    )
+    .await;
+    let history: Value = serde_json::from_str(&text(history).await).unwrap();
+    assert_eq!(history["turns"].as_array().unwrap().len(), 2);
+
+    // GetTask reads it back from the journal; another principal finds nothing.
+    let got = call(&state, rpc("GetTask", &json!({ "id": task["id"] }), None)).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(got["result"]["artifacts"][0]["parts"][0]["text"], answer);
+    assert_eq!(
+        got["result"]["metadata"]["baton"]["footer"],
+        "Consulted: Shop"
+    );
+    let theirs = call(
+        &state,
+        rpc("GetTask", &json!({ "id": task["id"] }), Some("mallory")),
+    )
+    .await;
+    assert_eq!(theirs["error"]["code"], -32001, "{theirs}");
+    // Nor can they continue the context: theirs is another conversation.
+    let other = call(
+        &state,
+        rpc(
+            "SendMessage",
+            &message("m-3", "coffee deals", Some("ctx-9")),
+            Some("mallory"),
+        ),
+    )
+    .await;
+    assert_ne!(
+        other["result"]["task"]["metadata"]["baton"]["episode_id"],
+        episode
+    );
+}
+
+#[tokio::test]
+async fn cancel_stops_a_running_task_and_the_journal_says_canceled() {
+    let state = Rig {
+        script: script(60_000, 0),
+        ..Rig::default()
+    }
+    .state();
+    let mut params = message("m-1", "coffee deals", Some("ctx-c"));
+    params["configuration"] = json!({ "returnImmediately": true });
+    let started = call(&state, rpc("SendMessage", &params, None)).await;
+    let task = &started["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{started}");
+    let id = json!({ "id": task["id"] });
+    let working = call(&state, rpc("GetTask", &id, None)).await;
+    assert_eq!(working["result"]["status"]["state"], "TASK_STATE_WORKING");
+
+    let theirs = call(&state, rpc("CancelTask", &id, Some("mallory"))).await;
+    assert_eq!(theirs["error"]["code"], -32001, "{theirs}");
+    let canceled = call(&state, rpc("CancelTask", &id, None)).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    assert_eq!(
+        canceled["result"]["metadata"]["baton"]["outcome"],
+        "canceled"
+    );
+    let got = call(&state, rpc("GetTask", &id, None)).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_CANCELED");
+    let again = call(&state, rpc("CancelTask", &id, None)).await;
+    assert_eq!(again["error"]["code"], -32002, "{again}");
+}
+
+/// The specialist's own words differ from anything the orchestrator would compose.
+const DIRECT_SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: compose }
+      text: ["The orchestrator's summary."]
+  shop:
+    - text: ["Shop's own words, verbatim."]
+"#;
+
+#[tokio::test]
+async fn a_specialist_skill_is_its_direct_line_and_its_words_arrive_verbatim() {
+    let state = Rig {
+        script: DIRECT_SCRIPT.to_owned(),
+        ..Rig::default()
+    }
+    .state();
+    for (id, params) in [
+        ("m-skill", {
+            let mut p = message("m-skill", "what's on offer?", Some("ctx-d1"));
+            p["message"]["metadata"] = json!({ "skillId": "shop" });
+            p
+        }),
+        (
+            "m-hash",
+            message("m-hash", "#shop what's on offer?", Some("ctx-d2")),
+        ),
+    ] {
+        let reply = call(&state, rpc("SendMessage", &params, None)).await;
+        let task = &reply["result"]["task"];
+        assert_eq!(
+            task["status"]["state"], "TASK_STATE_COMPLETED",
+            "{id}: {reply}"
+        );
+        assert_eq!(
+            task["artifacts"][0]["parts"][0]["text"], "Shop's own words, verbatim.",
+            "{id}"
+        );
+        assert_eq!(
+            task["metadata"]["baton"]["consulted"][0]["agent_id"],
+            "shop"
+        );
+    }
+    let mut unknown = message("m-x", "hello", None);
+    unknown["message"]["metadata"] = json!({ "skillId": "nobody" });
+    let refused = call(&state, rpc("SendMessage", &unknown, None)).await;
+    assert_eq!(refused["error"]["code"], -32602);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nobody")
+    );
+}
+
+#[tokio::test]
+async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
+    let state = Rig::default().state();
+    let cases: Vec<(Request<Body>, i64)> = vec![
+        (raw("{not json", None), -32700),
+        (raw("[1, 2]", None), -32600),
+        (raw(r#"{"jsonrpc":"2.0","id":1}"#, None), -32600),
+        (rpc("Nonsense", &json!({}), None), -32601),
+        (rpc("SendMessage", &json!({ "message": 3 }), None), -32602),
+        (
+            rpc(
+                "SendMessage",
+                &json!({ "message": { "messageId": "m", "role": "ROLE_USER", "parts": [{ "url": "https://x/y.png" }] } }),
+                None,
+            ),
+            -32005,
+        ),
+        (
+            rpc(
+                "SendMessage",
+                &json!({ "message": { "messageId": "m", "role": "ROLE_AGENT", "parts": [{ "text": "hi" }] } }),
+                None,
+            ),
+            -32602,
+        ),
+        (
+            rpc(
+                "SendMessage",
+                &json!({ "message": { "messageId": "m", "role": "ROLE_USER", "taskId": "t", "parts": [{ "text": "hi" }] } }),
+                None,
+            ),
+            -32004,
+        ),
+        (
+            rpc("SendMessage", &message("m-e", "   ", None), None),
+            -32602,
+        ),
+        (rpc("GetTask", &json!({ "id": "not-a-task" }), None), -32001),
+        (rpc("ListTasks", &json!({}), None), -32004),
+        (
+            rpc("CreateTaskPushNotificationConfig", &json!({}), None),
+            -32003,
+        ),
+    ];
+    for (req, code) in cases {
+        let reply = call(&state, req).await;
+        assert_eq!(reply["jsonrpc"], "2.0");
+        assert_eq!(reply["error"]["code"], code, "{reply}");
+        let words = reply["error"]["message"].as_str().unwrap();
+        assert!(!words.is_empty() && !words.contains("panicked"), "{words}");
+    }
+    // Another protocol version is refused; no principal is refused before any JSON-RPC.
+    let mut old = rpc("GetTask", &json!({ "id": "x" }), None);
+    old.headers_mut()
+        .insert("a2a-version", "0.3".parse().unwrap());
+    assert_eq!(call(&state, old).await["error"]["code"], -32009);
+    let nobody = Rig {
+        default_principal: None,
+        ..Rig::default()
+    }
+    .state();
+    let response = send(&nobody, rpc("GetTask", &json!({ "id": "x" }), None)).await;
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    // A streamed call's refusal is the one event of its stream.
+    let response = send(&state, rpc("SendStreamingMessage", &json!({}), None)).await;
+    let frames = frames(&text(response).await);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0]["error"]["code"], -32602);
+}
