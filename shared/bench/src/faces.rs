@@ -1,5 +1,5 @@
 //! What a protocol face adds to a turn, against `baton serve`: the reference turn asked
-//! through `/v1/turns` and through each face (chat completions, AG-UI), one after the other on one keep-alive
+//! through `/v1/turns` and through each face (chat completions, AG-UI, A2A), one after the other on one keep-alive
 //! connection, in alternating blocks. The server's CPU comes from its threads' own
 //! counters (`/proc/PID/task/*/schedstat`, nanoseconds), so the client's work is not in
 //! it. Every turn's text is checked against the workload's, whatever the face.
@@ -16,7 +16,7 @@ use crate::serve_load::start;
 use crate::stats::{median, percentile};
 use crate::workload::{self, Latencies, SINGLE_PROMPT};
 
-/// Numbers AG-UI runs and threads apart.
+/// Numbers AG-UI runs and threads, and A2A messages, apart.
 static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// CPU time of every thread of process `pid` so far.
@@ -38,6 +38,7 @@ enum Face {
     Turns,
     ChatCompletions,
     AgUi,
+    A2a,
 }
 
 impl Face {
@@ -46,6 +47,7 @@ impl Face {
             Face::Turns => "turns",
             Face::ChatCompletions => "chat_completions",
             Face::AgUi => "ag_ui",
+            Face::A2a => "a2a",
         }
     }
 }
@@ -68,6 +70,13 @@ fn text_of(face: Face, body: &str) -> anyhow::Result<String> {
                 Some("TEXT_MESSAGE_CONTENT") => v["delta"].as_str(),
                 _ => None,
             },
+            Face::A2a => {
+                let parts = v["result"]["artifactUpdate"]["artifact"]["parts"].as_array();
+                for part in parts.into_iter().flatten() {
+                    text.push_str(part["text"].as_str().unwrap_or_default());
+                }
+                None
+            }
         };
         text.push_str(piece.unwrap_or_default());
     }
@@ -99,6 +108,14 @@ async fn turn(
             "runId": format!("bench-run-{run}"),
             "messages": [{ "id": "m", "role": "user", "content": SINGLE_PROMPT }],
         })),
+        // A new context a message, likewise.
+        Face::A2a => client.post(format!("{base}/a2a")).json(&json!({
+            "jsonrpc": "2.0", "id": run, "method": "SendStreamingMessage",
+            "params": { "message": {
+                "messageId": format!("bench-message-{run}"), "role": "ROLE_USER",
+                "parts": [{ "text": SINGLE_PROMPT }],
+            } },
+        })),
     };
     let response = request.header("x-baton-principal", "bench").send().await?;
     if !response.status().is_success() {
@@ -128,15 +145,15 @@ pub(crate) async fn overhead(
     let (server, _) = start(baton, dir, data.path()).await?;
     let pid = server.child.id();
     let client = reqwest::Client::new();
-    let faces = [Face::Turns, Face::ChatCompletions, Face::AgUi];
+    let faces = [Face::Turns, Face::ChatCompletions, Face::AgUi, Face::A2a];
     // Warm-up: connections, caches, the store's first pages.
     for face in faces {
         for _ in 0..50 {
             turn(&client, &server.base, face).await?;
         }
     }
-    let mut cpu: [Vec<f64>; 3] = Default::default();
-    let mut ttfb: [Vec<f64>; 3] = Default::default();
+    let mut cpu: [Vec<f64>; 4] = Default::default();
+    let mut ttfb: [Vec<f64>; 4] = Default::default();
     for round in 0..rounds {
         // Each round starts with another face.
         let order: Vec<usize> = (0..faces.len())
@@ -183,7 +200,9 @@ pub(crate) async fn overhead(
         "turns": report(0),
         "chat_completions": report(1),
         "ag_ui": report(2),
+        "a2a": report(3),
         "chat_completions_added_cpu_percent": added(1),
         "ag_ui_added_cpu_percent": added(2),
+        "a2a_added_cpu_percent": added(3),
     }))
 }

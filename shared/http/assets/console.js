@@ -732,6 +732,19 @@
       must.append(option);
     }
     $("direct-mode").disabled = !dl.enabled;
+    renderEndpoints(catalog.endpoints || []);
+  }
+
+  // The ways in this server offers, each as the URL a client would use.
+  function renderEndpoints(endpoints) {
+    const list = $("endpoints");
+    list.textContent = "";
+    for (const e of endpoints) {
+      const item = el("li", "endpoint");
+      item.dataset.path = e.path;
+      item.append(el("span", "endpoint-name", e.name), el("code", "endpoint-url", `${e.method} ${location.origin}${e.path}`));
+      list.append(item);
+    }
   }
 
   async function loadAgents() {

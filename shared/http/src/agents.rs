@@ -1,5 +1,6 @@
 //! `GET /v1/agents`: who the caller is talking to, which specialists it can reach, and how
-//! to address one directly (the Direct Line settings a client needs to write `#<id> …`).
+//! to address one directly (the Direct Line settings a client needs to write `#<id> …`),
+//! and the endpoints the server offers.
 
 use axum::Json;
 use axum::extract::State;
@@ -7,6 +8,7 @@ use baton_core::directive::{DirectLinePolicy, DirectMode};
 use baton_core::registry::{Agent, Registry};
 use serde::Serialize;
 
+use crate::faces::{self, Endpoint};
 use crate::principal::Caller;
 use crate::state::AppState;
 
@@ -19,6 +21,9 @@ pub(crate) struct Catalog {
     direct_line: DirectLine,
     /// Its specialists, in declared order.
     agents: Vec<Specialist>,
+    /// The ways in this server serves (the native stream and each face).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    endpoints: Vec<Endpoint>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -46,7 +51,10 @@ struct Specialist {
 /// The list is the same for every caller, but it is still asked with a principal: the
 /// service answers no one it does not know (D-30).
 pub(crate) async fn get_agents(State(state): State<AppState>, _caller: Caller) -> Json<Catalog> {
-    Json(catalog(state.runtime.registry(), state.runtime.entry()))
+    Json(Catalog {
+        endpoints: faces::endpoints(&state),
+        ..catalog(state.runtime.registry(), state.runtime.entry())
+    })
 }
 
 /// The catalog of `entry` over `registry`. An entry without specialists has the Direct Line
@@ -84,6 +92,7 @@ pub(crate) fn catalog(registry: &Registry, entry: &Agent) -> Catalog {
             mode: policy.mode,
         },
         agents,
+        endpoints: Vec::new(),
     }
 }
 

@@ -652,11 +652,11 @@ fn a_disk_that_fills_mid_turn_fails_the_turn_and_readiness_until_there_is_room()
     assert_eq!(turn["turn_id"], "t-big", "{turn}");
 }
 
-/// The chat completions face meets the same adversaries as `/v1/turns`: a request sent by
-/// halves and then never read holds up nobody, its turn commits, and when the client
-/// finally reads it finds a plain error in place of the rest and no finish.
-#[test]
-fn a_chat_completion_sent_by_halves_and_never_read_holds_up_nobody() {
+/// A face meets the same adversaries as `/v1/turns`: a request to `path` sent by halves
+/// and then never read holds up nobody (`other`, a whole request to the same face, is
+/// answered, with `done` in it), its turn commits, and when the client finally reads it
+/// finds a plain error in place of the rest and no `done`.
+fn by_halves_and_never_read(path: &str, body: &str, other: &str, done: &str) {
     let sandbox = Sandbox::new();
     let model = sandbox.script(&big_answer_script(8_000));
     let server = Serving::start(
@@ -667,11 +667,10 @@ fn a_chat_completion_sent_by_halves_and_never_read_holds_up_nobody() {
             ("BATON_SEND_TIMEOUT_MS", "300000"),
         ],
     );
-    let body = r#"{"model":"baton","stream":true,"messages":[{"role":"user","content":"tell me everything about coffee deals"}]}"#;
     let mut stream = connect(&server.addr, Duration::from_secs(30));
     write!(
         stream,
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
@@ -684,14 +683,16 @@ fn a_chat_completion_sent_by_halves_and_never_read_holds_up_nobody() {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
 
-    let other = server.request(
-        "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
-        r#"{"messages":[{"role":"user","content":"coffee deals"}]}"#,
+    let answered = server.request(
+        &format!(
+            "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice"
+        ),
+        other,
     );
     assert!(
-        other.contains("\"finish_reason\":\"stop\""),
+        answered.contains(done),
         "{}",
-        &other[..other.len().min(500)]
+        &answered[..answered.len().min(500)]
     );
     let turn = committed_turn(&server, "silent", &episode);
     assert_eq!(turn["outcome"], "answered", "{turn}");
@@ -702,5 +703,25 @@ fn a_chat_completion_sent_by_halves_and_never_read_holds_up_nobody() {
         "{}",
         &rest[rest.len().saturating_sub(500)..]
     );
-    assert!(!rest.contains("\"finish_reason\":\"stop\""));
+    assert!(!rest.contains(done));
+}
+
+#[test]
+fn a_chat_completion_sent_by_halves_and_never_read_holds_up_nobody() {
+    by_halves_and_never_read(
+        "/v1/chat/completions",
+        r#"{"model":"baton","stream":true,"messages":[{"role":"user","content":"tell me everything about coffee deals"}]}"#,
+        r#"{"messages":[{"role":"user","content":"coffee deals"}]}"#,
+        "\"finish_reason\":\"stop\"",
+    );
+}
+
+#[test]
+fn an_a2a_stream_sent_by_halves_and_never_read_holds_up_nobody() {
+    by_halves_and_never_read(
+        "/a2a",
+        r#"{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m-slow","role":"ROLE_USER","parts":[{"text":"tell me everything about coffee deals"}]}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"messageId":"m-other","role":"ROLE_USER","parts":[{"text":"coffee deals"}]}}}"#,
+        "TASK_STATE_COMPLETED",
+    );
 }

@@ -297,6 +297,36 @@ async fn a_typed_turn_streams_its_answer_with_the_consulted_pills_the_receipt_an
             .unwrap();
         assert_eq!(title, catalog["assistant"]["label"].as_str().unwrap());
 
+        // The endpoints panel lists the server's ways in, as full URLs.
+        let endpoints = eval(
+            &client,
+            "[...document.querySelectorAll('#endpoints .endpoint')].map((e) => e.textContent)",
+            Vec::new(),
+        )
+        .await;
+        let endpoints: Vec<&str> = endpoints
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap())
+            .collect();
+        let offered: Vec<Value> = catalog["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].clone())
+            .collect();
+        assert_eq!(endpoints.len(), offered.len(), "{endpoints:?}");
+        for path in ["/v1/turns", "/v1/chat/completions", "/v1/agui", "/a2a"] {
+            assert!(offered.contains(&json!(path)), "{offered:?}");
+            assert!(
+                endpoints
+                    .iter()
+                    .any(|e| e.contains(" http://127.0.0.1:") && e.ends_with(path)),
+                "{path} in {endpoints:?}"
+            );
+        }
+
         type_and_send(&client, FIRST_MESSAGE).await;
         let state = turn_finished(&client, 1).await;
         let view = turn_view(&client, 0).await;

@@ -2,8 +2,49 @@
 //! Each face is a folder with a `routes()` that `app()` merges; it reaches the engine only
 //! through `AppState`, as `/v1/turns` does.
 
-pub(crate) mod a2a;
-pub(crate) mod agui;
+mod a2a;
+mod agui;
 mod answer;
 mod message;
-pub(crate) mod openai;
+mod openai;
+
+use axum::Router;
+use serde::Serialize;
+
+use crate::state::AppState;
+
+/// Every face's routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .merge(openai::routes())
+        .merge(agui::routes())
+        .merge(a2a::routes())
+}
+
+/// One way in: what it is, and its method and path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub(crate) struct Endpoint {
+    name: &'static str,
+    method: &'static str,
+    path: &'static str,
+}
+
+const fn endpoint(name: &'static str, method: &'static str, path: &'static str) -> Endpoint {
+    Endpoint { name, method, path }
+}
+
+/// The ways in that `state`'s app serves, for clients and the console to list: the
+/// native stream, then each face's entry points.
+pub(crate) fn endpoints(state: &AppState) -> Vec<Endpoint> {
+    let mut all = vec![
+        endpoint("Baton events (SSE)", "POST", "/v1/turns"),
+        endpoint("OpenAI chat completions", "POST", "/v1/chat/completions"),
+        endpoint("AG-UI", "POST", "/v1/agui"),
+        endpoint("A2A agent card", "GET", "/.well-known/agent-card.json"),
+        endpoint("A2A (JSON-RPC)", "POST", a2a::PATH),
+    ];
+    if state.metrics.is_some() {
+        all.push(endpoint("Prometheus metrics", "GET", "/metrics"));
+    }
+    all
+}
