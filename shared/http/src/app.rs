@@ -21,7 +21,8 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(faces::openai::routes())
-        .merge(faces::agui::routes());
+        .merge(faces::agui::routes())
+        .merge(faces::mcp::routes(&state));
     if state.metrics.is_some() {
         router = router.route("/metrics", get(health::metrics));
     }

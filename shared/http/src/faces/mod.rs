@@ -4,5 +4,6 @@
 
 pub(crate) mod agui;
 mod answer;
+pub(crate) mod mcp;
 mod message;
 pub(crate) mod openai;
