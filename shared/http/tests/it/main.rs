@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod agui;
+mod mcp;
 mod openai;
 mod refusals;
 mod routes;

@@ -15,16 +15,20 @@
 //!   a request without one is refused (401) before the protocol is read.
 
 mod call;
+mod message;
+#[cfg(test)]
+mod props;
 mod server;
 mod tools;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
+use axum::{Json, Router};
 use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -109,6 +113,11 @@ async fn handle(
         Ok(bytes) => bytes,
         Err(e) => return e.into_response(),
     };
+    if parts.method == Method::POST
+        && let Some(refusal) = message::refusal(&bytes)
+    {
+        return (StatusCode::BAD_REQUEST, Json(refusal)).into_response();
+    }
     service
         .handle(Request::from_parts(parts, Body::from(bytes)))
         .await
