@@ -14,7 +14,7 @@ use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
-use baton_http::{AppState, PrincipalSource};
+use baton_http::{AppState, McpHosts, PrincipalSource};
 use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
 use baton_runtime::{Runtime, RuntimeConfig};
 
@@ -172,8 +172,12 @@ fn build(
         builder = builder.trace_context(baton_otel::traceparent);
     }
     let runtime = builder.build()?;
+    // Every request reaches the function through its URL's or API's authentication, under
+    // a host only AWS names, so `/mcp` answers any host: the DNS-rebinding protection is
+    // for servers listening on a machine's loopback (`baton serve`).
     let mut state = AppState::new(runtime.clone(), adapters.principals)
-        .with_max_body_bytes(config.max_body_bytes);
+        .with_max_body_bytes(config.max_body_bytes)
+        .with_mcp_hosts(McpHosts::Any);
     if baton_otel::exporting() {
         // A request's `traceparent` continues the caller's trace.
         state = state.with_trace_continuation(baton_otel::continuing);

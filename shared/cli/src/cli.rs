@@ -69,6 +69,9 @@ pub(crate) enum Command {
     Chat(ChatArgs),
     /// Serve the HTTP API (turns streamed as Server-Sent Events).
     Serve(ServeArgs),
+    /// Serve the assistant as an MCP server over stdin and stdout (for an MCP client that
+    /// starts it): an `ask` tool, and an `ask_<id>` tool per specialist.
+    Mcp,
     /// Check a registry: every reference, schema and connector setting.
     Validate(ValidateArgs),
     /// Fold older turns of conversations into their summaries now: every episode that is
@@ -248,6 +251,7 @@ impl Cli {
         match self.command {
             Command::Chat(args) => crate::chat::run(&settings, args).await,
             Command::Serve(args) => crate::serve::run(&settings, &args).await,
+            Command::Mcp => crate::mcp::run(&settings).await,
             Command::Validate(args) => crate::validate::run(&settings, &args).await,
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
             Command::Eval(args) => crate::eval::run(&settings, &args).await,
@@ -279,7 +283,11 @@ impl Cli {
                     o.registry = Some(dir.clone());
                 }
             }
-            Command::Chat(_) | Command::Compact(_) | Command::Eval(_) | Command::Replay(_) => {}
+            Command::Chat(_)
+            | Command::Mcp
+            | Command::Compact(_)
+            | Command::Eval(_)
+            | Command::Replay(_) => {}
         }
         o
     }

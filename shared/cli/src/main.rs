@@ -12,6 +12,7 @@ mod compact;
 mod config;
 mod eval;
 mod logging;
+mod mcp;
 mod render;
 mod replay;
 mod serve;

@@ -16,36 +16,36 @@ use crate::state::AppState;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct Catalog {
     /// The orchestrator the caller talks to.
-    assistant: Assistant,
+    pub(crate) assistant: Assistant,
     /// How to address a specialist directly.
-    direct_line: DirectLine,
+    pub(crate) direct_line: DirectLine,
     /// Its specialists, in declared order.
-    agents: Vec<Specialist>,
+    pub(crate) agents: Vec<Specialist>,
     /// The ways in this server serves (the native stream and each face).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    endpoints: Vec<Endpoint>,
+    pub(crate) endpoints: Vec<Endpoint>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-struct Assistant {
-    id: String,
-    label: String,
+pub(crate) struct Assistant {
+    pub(crate) id: String,
+    pub(crate) label: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-struct DirectLine {
-    enabled: bool,
-    prefix: String,
+pub(crate) struct DirectLine {
+    pub(crate) enabled: bool,
+    pub(crate) prefix: String,
     exit: String,
     sticky: bool,
     mode: DirectMode,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-struct Specialist {
-    id: String,
-    label: String,
-    description: String,
+pub(crate) struct Specialist {
+    pub(crate) id: String,
+    pub(crate) label: String,
+    pub(crate) description: String,
 }
 
 /// The list is the same for every caller, but it is still asked with a principal: the

@@ -20,7 +20,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/agents", get(agents::get_agents))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .merge(faces::routes());
+        .merge(faces::routes(&state));
     if state.metrics.is_some() {
         router = router.route("/metrics", get(health::metrics));
     }

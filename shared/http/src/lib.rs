@@ -47,4 +47,9 @@ pub use body::TurnBody;
 pub use error::{Error, Result};
 pub use principal::{AuthError, CallerScheme, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
 pub use serve::{ServerLimits, serve};
-pub use state::{AppState, DEFAULT_MAX_BODY_BYTES, TraceContinuation};
+pub use state::{AppState, DEFAULT_MAX_BODY_BYTES, McpHosts, TraceContinuation};
+
+/// The MCP face's server, for transports other than `/mcp` (`baton mcp` over stdio).
+pub mod mcp {
+    pub use crate::faces::mcp::{McpServer, StdioError, serve_stdio};
+}

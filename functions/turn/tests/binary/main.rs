@@ -324,3 +324,43 @@ async fn the_binary_serves_a2a_discovery_and_a_streamed_task_in_the_lambda_wire_
         "{sse}"
     );
 }
+
+#[tokio::test]
+async fn the_binary_serves_an_mcp_tool_call_in_the_lambda_wire_format() {
+    let rig = Rig::start().await;
+    let mut url_event = event("function-url-turn.json");
+    url_event["rawPath"] = "/mcp".into();
+    url_event["requestContext"]["http"]["path"] = "/mcp".into();
+    url_event["headers"]["accept"] = "application/json, text/event-stream".into();
+    let call = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {
+            "name": "ask",
+            "arguments": { "message": "find me coffee deals" },
+            "_meta": { "progressToken": "p-lambda" },
+        },
+    });
+    let posted = rig.invoke("req-mcp", with_body(url_event, call)).await;
+    assert_streaming_headers(&posted);
+    let bytes = posted.body();
+    let (prelude, _, sse) = split(&bytes);
+    let prelude: Value = serde_json::from_str(prelude).unwrap();
+    // The function URL's host is answered: its requests arrive authenticated.
+    assert_eq!(prelude["statusCode"], 200, "{prelude} {sse}");
+    let messages: Vec<Value> = sse
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let result = &messages
+        .iter()
+        .find(|m| m["id"] == 3)
+        .unwrap_or_else(|| panic!("no result in {sse}"))["result"];
+    assert_ne!(result["isError"], true, "{sse}");
+    assert_eq!(
+        result["structuredContent"]["consulted"][0]["agent_id"], "shop",
+        "{sse}"
+    );
+}

@@ -13,6 +13,8 @@ mod config;
 mod console;
 mod eval;
 mod eval_report;
+mod mcp_client;
+mod mcp_conformance;
 // The DynamoDB store is in a `baton` built with the `aws` feature (`./infra/test.sh` runs
 // the suite with it).
 #[cfg(feature = "aws")]

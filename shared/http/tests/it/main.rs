@@ -5,6 +5,7 @@
 
 mod a2a;
 mod agui;
+mod mcp;
 mod openai;
 mod refusals;
 mod routes;

@@ -1,0 +1,162 @@
+//! The MCP face driven by the official MCP SDK for Rust (rmcp's client) against a real
+//! `baton serve` at `/mcp` (streamable HTTP) and a real `baton mcp` over stdio, with the
+//! shipped registry and a scripted model: the tools, a call whose progress lines arrive as
+//! progress notifications before its result, the consulted record in the structured
+//! content, and a Direct Line call answered word for word.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, NumberOrString, ProgressNotificationParam,
+    ProgressToken, RequestMetaObject,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// Routes to `rewards`, whose points tool reports "Checking your points…" (a progress
+/// line) before it answers; `shop` answers any Direct Line question with its own words.
+const SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "my points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["You have ", "points to spend."]
+  rewards:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: get_points_balance, args: {} }]
+    - when: { after_tool_results: true }
+      text: ["Your balance is ready."]
+  shop:
+    - text: ["Shop's own words, exactly."]
+"#;
+
+/// A client that keeps the progress notifications it receives.
+#[derive(Clone, Default)]
+struct Watcher {
+    progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl ClientHandler for Watcher {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+async fn call(
+    client: &RunningService<RoleClient, Watcher>,
+    tool: &str,
+    arguments: Value,
+    token: Option<&str>,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let mut params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+    if let Some(token) = token {
+        let mut meta = RequestMetaObject::default();
+        meta.set_progress_token(ProgressToken(NumberOrString::String(token.into())));
+        params.meta = Some(meta);
+    }
+    client.call_tool(params).await.unwrap()
+}
+
+/// What both transports must show.
+async fn exercise(client: RunningService<RoleClient, Watcher>, watcher: &Watcher) {
+    let info = client.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "baton");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names[0], "ask", "{names:?}");
+    for specialist in ["ask_shop", "ask_support", "ask_rewards"] {
+        assert!(names.contains(&specialist), "{names:?}");
+    }
+
+    let result = call(&client, "ask", json!({"message": "my points"}), Some("t-1")).await;
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(text_of(&result), "You have points to spend.");
+    let structured = result.structured_content.clone().unwrap();
+    assert_eq!(
+        structured["consulted"][0]["agent_id"], "rewards",
+        "{structured}"
+    );
+    assert_eq!(structured["footer"], "Consulted: Rewards");
+    // Notifications on a call's stream come before its result: they are all in by now.
+    let progress = watcher.progress.lock().unwrap().clone();
+    assert!(!progress.is_empty(), "no progress notification arrived");
+    // (rmcp's client puts its own token on the request and routes the notifications by it.)
+    assert_eq!(
+        progress[0].message.as_deref(),
+        Some("Checking your points…")
+    );
+
+    let direct = call(&client, "ask_shop", json!({"message": "any deals?"}), None).await;
+    assert_eq!(direct.is_error, Some(false), "{direct:?}");
+    assert_eq!(text_of(&direct), "Shop's own words, exactly.");
+    let structured = direct.structured_content.unwrap();
+    assert_eq!(
+        structured["consulted"][0]["agent_id"], "shop",
+        "{structured}"
+    );
+
+    let unknown = client
+        .call_tool(
+            CallToolRequestParams::new("ask_nobody")
+                .with_arguments(json!({"message": "hi"}).as_object().unwrap().clone()),
+        )
+        .await;
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("no tool named `ask_nobody`"),
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_official_rust_sdk_uses_baton_serve_over_streamable_http() {
+    baton_connectors::install_tls_provider();
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(SCRIPT);
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", &model],
+        &[],
+    );
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", serving.addr));
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let watcher = Watcher::default();
+    let client = watcher.clone().serve(transport).await.unwrap();
+    exercise(client, &watcher).await;
+}
+
+#[tokio::test]
+async fn the_official_rust_sdk_uses_baton_mcp_over_stdio() {
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(SCRIPT);
+    let mut command = sandbox.baton();
+    command.args(["--registry", registry(), "--model", &model, "mcp"]);
+    let transport = TokioChildProcess::new(tokio::process::Command::from(command)).unwrap();
+    let watcher = Watcher::default();
+    let client = watcher.clone().serve(transport).await.unwrap();
+    exercise(client, &watcher).await;
+}

@@ -1,0 +1,210 @@
+//! A turn's events as one tool call's outcome: progress lines while it runs, then a
+//! `CallToolResult` whose text is the answer a text-only client reads (`AnswerText`) and
+//! whose `structuredContent` carries the runtime's consulted record, the privacy receipt
+//! and the ids. Every text here has passed the turn stream's privacy guard (D-23).
+
+use baton_core::consulted::ConsultedAgent;
+use baton_core::events::Event;
+use baton_core::privacy::PrivacyReceipt;
+use baton_core::turn::TurnOutcome;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::json;
+
+use crate::faces::answer::AnswerText;
+
+/// One turn becoming one tool result.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    turn_id: String,
+    episode_id: String,
+    /// The specialist asked over its Direct Line, if the call was one.
+    direct: Option<String>,
+    answer: AnswerText,
+    text: String,
+    consulted: Vec<ConsultedAgent>,
+    footer: String,
+    privacy: PrivacyReceipt,
+    outcome: Option<TurnOutcome>,
+    cost_usd: f64,
+    /// Whether the specialist asked directly failed to answer.
+    direct_failed: bool,
+}
+
+impl Reply {
+    /// A reply for the turn `turn_id` of `episode_id`; `direct` names the specialist when
+    /// the call asked one over its Direct Line.
+    pub(crate) fn new(turn_id: &str, episode_id: &str, direct: Option<&str>) -> Self {
+        Reply {
+            turn_id: turn_id.to_owned(),
+            episode_id: episode_id.to_owned(),
+            direct: direct.map(str::to_owned),
+            answer: AnswerText::default(),
+            text: String::new(),
+            consulted: Vec::new(),
+            footer: String::new(),
+            privacy: PrivacyReceipt::default(),
+            outcome: None,
+            cost_usd: 0.0,
+            direct_failed: false,
+        }
+    }
+
+    /// Takes in one event; the progress line it brings, if any (a progress notification
+    /// when the caller asked for them).
+    pub(crate) fn take(&mut self, event: &Event) -> Option<String> {
+        match event {
+            Event::AgentsConsulted { agents, footer } => {
+                self.consulted.clone_from(agents);
+                self.footer.clone_from(footer);
+            }
+            Event::Usage { cost_usd, .. } => self.cost_usd = *cost_usd,
+            Event::Completed { outcome, privacy } => {
+                self.outcome = Some(*outcome);
+                self.privacy = privacy.clone();
+            }
+            Event::DelegatedAnswer { agent, status, .. }
+                if self.direct.as_deref() == Some(agent.as_str()) && !status.answered() =>
+            {
+                self.direct_failed = true;
+            }
+            _ => {}
+        }
+        if let Some(piece) = self.answer.piece(event) {
+            self.text.push_str(&piece);
+        }
+        match event {
+            Event::Status { message, .. } if !message.is_empty() => Some(message.clone()),
+            _ => None,
+        }
+    }
+
+    /// Whether the turn went unanswered: it failed, or never finished, or the specialist
+    /// asked directly could not answer. The client is told with `isError` (a tool
+    /// execution error, which a model reads and may act on).
+    fn unanswered(&self) -> bool {
+        self.direct_failed || matches!(self.outcome, None | Some(TurnOutcome::Failed))
+    }
+
+    /// The result, once the turn's stream is over.
+    pub(crate) fn result(self) -> CallToolResult {
+        let error = self.unanswered();
+        let text = if self.text.is_empty() && self.outcome.is_none() {
+            "The turn stopped before it finished; please try again.".to_owned()
+        } else {
+            self.text
+        };
+        let structured = json!({
+            "answer": text,
+            "turn_id": self.turn_id,
+            "episode_id": self.episode_id,
+            "consulted": self.consulted,
+            "footer": self.footer,
+            "privacy": self.privacy,
+            "outcome": self.outcome,
+            "cost_usd": self.cost_usd,
+        });
+        let mut result = if error {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = Some(structured);
+        result
+    }
+}
+
+/// A call the runtime refused before any turn ran (busy, too long, the store down): a tool
+/// execution error with the runtime's plain message, so the model calling can read it.
+pub(crate) fn refused(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.to_owned())])
+}
+
+#[cfg(test)]
+mod tests {
+    use baton_core::consulted::AgentStatus;
+
+    use super::*;
+
+    fn completed(outcome: TurnOutcome) -> Event {
+        Event::Completed {
+            outcome,
+            privacy: PrivacyReceipt::default(),
+        }
+    }
+
+    fn text_of(result: &CallToolResult) -> String {
+        result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn an_answered_turn_is_its_text_and_its_record() {
+        let mut reply = Reply::new("t1", "ep1", None);
+        let events = [
+            Event::Status {
+                codes: vec!["searching_offers".into()],
+                message: "Looking for offers…".into(),
+            },
+            Event::Text {
+                source: "orchestrator".into(),
+                text: "Coffee is 20% off.".into(),
+            },
+            Event::AgentsConsulted {
+                agents: vec![ConsultedAgent {
+                    agent_id: "shop".into(),
+                    label: "Shop".into(),
+                    status: AgentStatus::Ok,
+                    duration_ms: 5,
+                    tool_calls: 1,
+                }],
+                footer: "Consulted: Shop".into(),
+            },
+            completed(TurnOutcome::Answered),
+        ];
+        let progress: Vec<String> = events.iter().filter_map(|e| reply.take(e)).collect();
+        assert_eq!(progress, ["Looking for offers…"]);
+        let result = reply.result();
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(text_of(&result), "Coffee is 20% off.");
+        let s = result.structured_content.unwrap();
+        assert_eq!(s["consulted"][0]["agent_id"], "shop");
+        assert_eq!(s["footer"], "Consulted: Shop");
+        assert_eq!(s["outcome"], "answered");
+        assert_eq!(
+            (s["turn_id"].as_str(), s["episode_id"].as_str()),
+            (Some("t1"), Some("ep1"))
+        );
+    }
+
+    #[test]
+    fn a_failed_turn_or_a_failed_direct_answer_is_an_error_result() {
+        let mut failed = Reply::new("t", "e", None);
+        failed.take(&Event::Error {
+            message: "Something went wrong.".into(),
+        });
+        failed.take(&completed(TurnOutcome::Failed));
+        let result = failed.result();
+        assert_eq!(result.is_error, Some(true));
+        assert_eq!(text_of(&result), "Something went wrong.");
+
+        let mut direct = Reply::new("t", "e", Some("shop"));
+        direct.take(&Event::DelegatedAnswer {
+            agent: "shop".into(),
+            label: "Shop".into(),
+            status: AgentStatus::Error,
+            text: "Shop couldn't answer.".into(),
+        });
+        direct.take(&completed(TurnOutcome::Answered));
+        assert_eq!(direct.result().is_error, Some(true));
+    }
+
+    #[test]
+    fn a_stream_that_ends_early_is_an_error_in_plain_words() {
+        let result = Reply::new("t", "e", None).result();
+        assert_eq!(result.is_error, Some(true));
+        assert!(text_of(&result).contains("try again"), "{result:?}");
+    }
+}
