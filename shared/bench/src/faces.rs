@@ -1,5 +1,5 @@
 //! What a protocol face adds to a turn, against `baton serve`: the reference turn asked
-//! through `/v1/turns` and through each face (chat completions, AG-UI, A2A), one after the other on one keep-alive
+//! through `/v1/turns` and through each face (chat completions, AG-UI, A2A, MCP), one after the other on one keep-alive
 //! connection, in alternating blocks. The server's CPU comes from its threads' own
 //! counters (`/proc/PID/task/*/schedstat`, nanoseconds), so the client's work is not in
 //! it. Every turn's text is checked against the workload's, whatever the face.
@@ -39,6 +39,7 @@ enum Face {
     ChatCompletions,
     AgUi,
     A2a,
+    Mcp,
 }
 
 impl Face {
@@ -48,6 +49,7 @@ impl Face {
             Face::ChatCompletions => "chat_completions",
             Face::AgUi => "ag_ui",
             Face::A2a => "a2a",
+            Face::Mcp => "mcp",
         }
     }
 }
@@ -55,8 +57,9 @@ impl Face {
 /// The answer text a client of `face` reads from a whole response body.
 fn text_of(face: Face, body: &str) -> anyhow::Result<String> {
     let mut text = String::new();
-    for data in body.lines().filter_map(|l| l.strip_prefix("data: ")) {
-        if data == "[DONE]" {
+    for data in body.lines().filter_map(|l| l.strip_prefix("data:")) {
+        let data = data.trim_start();
+        if data.is_empty() || data == "[DONE]" {
             continue;
         }
         let v: Value = serde_json::from_str(data).context("a frame that is not JSON")?;
@@ -77,6 +80,8 @@ fn text_of(face: Face, body: &str) -> anyhow::Result<String> {
                 }
                 None
             }
+            // The answer comes whole, in the call's result.
+            Face::Mcp => v["result"]["content"][0]["text"].as_str(),
         };
         text.push_str(piece.unwrap_or_default());
     }
@@ -116,6 +121,13 @@ async fn turn(
                 "parts": [{ "text": SINGLE_PROMPT }],
             } },
         })),
+        Face::Mcp => client
+            .post(format!("{base}/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({
+                "jsonrpc": "2.0", "id": run, "method": "tools/call",
+                "params": { "name": "ask", "arguments": { "message": SINGLE_PROMPT } },
+            })),
     };
     let response = request.header("x-baton-principal", "bench").send().await?;
     if !response.status().is_success() {
@@ -145,15 +157,21 @@ pub(crate) async fn overhead(
     let (server, _) = start(baton, dir, data.path()).await?;
     let pid = server.child.id();
     let client = reqwest::Client::new();
-    let faces = [Face::Turns, Face::ChatCompletions, Face::AgUi, Face::A2a];
+    let faces = [
+        Face::Turns,
+        Face::ChatCompletions,
+        Face::AgUi,
+        Face::A2a,
+        Face::Mcp,
+    ];
     // Warm-up: connections, caches, the store's first pages.
     for face in faces {
         for _ in 0..50 {
             turn(&client, &server.base, face).await?;
         }
     }
-    let mut cpu: [Vec<f64>; 4] = Default::default();
-    let mut ttfb: [Vec<f64>; 4] = Default::default();
+    let mut cpu: [Vec<f64>; 5] = Default::default();
+    let mut ttfb: [Vec<f64>; 5] = Default::default();
     for round in 0..rounds {
         // Each round starts with another face.
         let order: Vec<usize> = (0..faces.len())
@@ -201,8 +219,10 @@ pub(crate) async fn overhead(
         "chat_completions": report(1),
         "ag_ui": report(2),
         "a2a": report(3),
+        "mcp": report(4),
         "chat_completions_added_cpu_percent": added(1),
         "ag_ui_added_cpu_percent": added(2),
         "a2a_added_cpu_percent": added(3),
+        "mcp_added_cpu_percent": added(4),
     }))
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use baton_core::directive::DirectMode;
+use baton_core::interruption::{Decision, Reply};
 use baton_core::turn::TurnOutcome;
 use baton_runtime::{RejectionKind, Runtime, TurnRejection, TurnRequest};
 use futures::StreamExt;
@@ -47,6 +48,41 @@ pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<E
     }
 }
 
+/// Shows a turn's events to its end.
+async fn show<W: Write>(
+    stream: &mut baton_runtime::TurnStream,
+    renderer: &mut Renderer<W>,
+) -> anyhow::Result<Ending> {
+    while let Some(event) = stream.next().await {
+        renderer.event(&event)?;
+    }
+    let ending = renderer.finish(&stream.episode_id)?;
+    if ending.outcome.is_none() {
+        anyhow::bail!("the turn stopped before it completed");
+    }
+    Ok(ending)
+}
+
+/// Asks on the terminal whether to approve; `None` when input has ended.
+async fn ask_decision() -> anyhow::Result<Option<Decision>> {
+    eprint!("Approve? [y/N] ");
+    let _ = io::stderr().flush();
+    let line = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        io::stdin().read_line(&mut line).map(|n| (n, line))
+    })
+    .await
+    .context("reading the answer")?
+    .context("reading the answer")?;
+    Ok(match line {
+        (0, _) => None,
+        (_, text) => Some(match text.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" | "approve" => Decision::Approve,
+            _ => Decision::Decline,
+        }),
+    })
+}
+
 struct Chat<'a> {
     runtime: Runtime,
     settings: &'a Settings,
@@ -74,6 +110,7 @@ impl Chat<'_> {
             location: None,
             direct_line_mode: self.direct_line_mode,
             must_consult: self.must_consult.clone(),
+            resume: None,
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
             if r.kind == RejectionKind::Unavailable {
@@ -91,12 +128,31 @@ impl Chat<'_> {
             }
         })?;
         self.episode = Some(stream.episode_id.clone());
-        while let Some(event) = stream.next().await {
-            renderer.event(&event)?;
-        }
-        let ending = renderer.finish(&stream.episode_id)?;
-        if ending.outcome.is_none() {
-            anyhow::bail!("the turn stopped before it completed");
+        let episode = stream.episode_id.clone();
+        let mut turn_id = stream.turn_id.clone();
+        let mut ending = show(&mut stream, renderer).await?;
+        // D-36: a turn that waits for the user's approval asks on the terminal, and goes on
+        // with the answer, as often as it asks.
+        while ending.outcome == Some(TurnOutcome::AwaitingUser) {
+            let Some(interruption_id) = ending.interruption.clone() else {
+                break;
+            };
+            let Some(decision) = ask_decision().await? else {
+                eprintln!(
+                    "(left waiting: answer it from the console, or POST /v1/turns/{turn_id}/resume)"
+                );
+                break;
+            };
+            let reply = Reply {
+                interruption_id,
+                decision,
+            };
+            let mut resumed = self
+                .runtime
+                .resume_turn(self.settings.principal.clone(), &episode, &turn_id, reply)
+                .await?;
+            turn_id = resumed.turn_id.clone();
+            ending = show(&mut resumed, renderer).await?;
         }
         Ok(ending)
     }
@@ -171,7 +227,9 @@ impl Chat<'_> {
 /// A turn that could not be answered fails the command; a limited one does not.
 fn exit_code(ending: &Ending) -> ExitCode {
     match ending.outcome {
-        Some(TurnOutcome::Answered | TurnOutcome::Limited) => ExitCode::SUCCESS,
+        Some(TurnOutcome::Answered | TurnOutcome::Limited | TurnOutcome::AwaitingUser) => {
+            ExitCode::SUCCESS
+        }
         Some(TurnOutcome::Failed | TurnOutcome::Canceled) | None => ExitCode::FAILURE,
     }
 }

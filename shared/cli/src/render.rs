@@ -53,6 +53,8 @@ impl Style {
 pub(crate) struct Ending {
     /// The `completed` outcome, if the stream got that far.
     pub(crate) outcome: Option<TurnOutcome>,
+    /// The question the turn waits on (D-36), if it does.
+    pub(crate) interruption: Option<String>,
 }
 
 /// Renders one turn at a time onto `out`.
@@ -73,6 +75,8 @@ pub(crate) struct Renderer<W: Write> {
     source: String,
     /// The specialist whose Direct Line answer is streaming onto the screen.
     streaming: Option<String>,
+    /// The question the turn waits on, if it does.
+    interruption: Option<String>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -89,6 +93,7 @@ impl<W: Write> Renderer<W> {
             privacy: None,
             source: String::new(),
             streaming: None,
+            interruption: None,
         }
     }
 
@@ -100,6 +105,9 @@ impl<W: Write> Renderer<W> {
         if let Event::Completed { outcome, privacy } = &wire.event {
             self.outcome = Some(*outcome);
             self.privacy = Some(privacy.clone());
+        }
+        if let Event::Interruption { id, .. } = &wire.event {
+            self.interruption = Some(id.clone());
         }
         if self.style.json {
             serde_json::to_writer(&mut self.out, wire)?;
@@ -173,6 +181,22 @@ impl<W: Write> Renderer<W> {
                     self.end_line()?;
                 }
                 self.source.clear();
+            }
+            Event::Interruption {
+                label,
+                action,
+                args,
+                ..
+            } => {
+                self.stop_spinner();
+                self.end_line()?;
+                let (b, r) = self.paint(BOLD);
+                writeln!(
+                    self.out,
+                    "{b}\u{23f8} {label} asks your approval:{r} {action}"
+                )?;
+                let (d, r) = self.paint(DIM);
+                writeln!(self.out, "{d}  arguments: {args}{r}")?;
             }
             Event::Error { message } => {
                 self.stop_spinner();
@@ -271,6 +295,7 @@ impl<W: Write> Renderer<W> {
         }
         let ending = Ending {
             outcome: self.outcome.take(),
+            interruption: self.interruption.take(),
         };
         self.mid_line = false;
         self.broke_line = false;

@@ -15,6 +15,8 @@ pub enum AgentStatus {
     Error,
     /// Ran out of time.
     Timeout,
+    /// Stopped at a call that waits for the user's answer (D-36).
+    Awaiting,
 }
 
 impl AgentStatus {
@@ -25,6 +27,7 @@ impl AgentStatus {
             AgentStatus::Partial => "partial",
             AgentStatus::Error => "error",
             AgentStatus::Timeout => "timeout",
+            AgentStatus::Awaiting => "awaiting",
         }
     }
 
@@ -61,6 +64,7 @@ pub fn footer(agents: &[ConsultedAgent]) -> String {
             AgentStatus::Partial => format!("{} (partial)", a.label),
             AgentStatus::Error => format!("{} (unavailable)", a.label),
             AgentStatus::Timeout => format!("{} (timed out)", a.label),
+            AgentStatus::Awaiting => format!("{} (waiting for you)", a.label),
         })
         .collect();
     format!("Consulted: {}", names.join(", "))

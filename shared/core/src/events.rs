@@ -182,6 +182,26 @@ pub enum Event {
         /// The message.
         message: String,
     },
+    /// The turn waits for the user (D-36): what it asks. The turn then completes with
+    /// `awaiting_user`, and a reply (`POST /v1/turns/{turn_id}/resume`) continues it.
+    Interruption {
+        /// The interruption's id, which the reply names.
+        id: String,
+        /// What it waits for (`approval`).
+        kind: crate::interruption::InterruptionKind,
+        /// The specialist that asks.
+        agent: String,
+        /// Its label.
+        label: String,
+        /// The tool it would call.
+        tool: String,
+        /// The action in plain words.
+        action: String,
+        /// The call's exact arguments, masked by the privacy guard.
+        args: serde_json::Value,
+        /// When it counts as declined, epoch ms.
+        expires_ms: u64,
+    },
     /// The turn is over; the stream closes.
     Completed {
         /// How it ended.
@@ -212,6 +232,7 @@ impl Event {
             Event::AgentsConsulted { .. } => "agents_consulted",
             Event::Usage { .. } => "usage",
             Event::Error { .. } => "error",
+            Event::Interruption { .. } => "interruption",
             Event::Completed { .. } => "completed",
         }
     }

@@ -9,12 +9,14 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod approval;
 pub mod composition;
 pub mod consulted;
 pub mod cost;
 pub mod directive;
 pub mod events;
 pub mod guard;
+pub mod interruption;
 pub mod limits;
 pub mod memory;
 pub mod message;

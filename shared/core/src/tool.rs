@@ -4,6 +4,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::approval::ApprovalPolicy;
+
 /// A tool entry of `tools.yaml` (D-5).
 #[derive(Clone)]
 pub struct Tool {
@@ -27,6 +29,8 @@ pub struct Tool {
     pub result_template: Option<Arc<str>>,
     /// Major envelope version expected; any other is a failure and a metric (D-28).
     pub envelope_major: Option<u64>,
+    /// When a call needs the user's approval first (`approval:`), if ever.
+    pub approval: Option<Arc<ApprovalPolicy>>,
 }
 
 impl fmt::Debug for Tool {

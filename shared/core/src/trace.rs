@@ -113,6 +113,9 @@ pub enum GuardName {
     PlanRefused,
     /// A planner answered with text before consulting anyone, outside small talk.
     UngroundedAnswer,
+    /// A tool call that needs the user's approval (its `approval:` rule held) was not
+    /// run without it.
+    ApprovalNeeded,
 }
 
 impl GuardName {
@@ -136,6 +139,7 @@ impl GuardName {
             GuardName::SkillNotGranted => "skill_not_granted",
             GuardName::PlanRefused => "plan_refused",
             GuardName::UngroundedAnswer => "ungrounded_answer",
+            GuardName::ApprovalNeeded => "approval_needed",
         }
     }
 }

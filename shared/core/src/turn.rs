@@ -34,6 +34,8 @@ pub enum TurnOutcome {
     /// The caller stopped the turn before it ended (an A2A `CancelTask`); what ran is
     /// still recorded.
     Canceled,
+    /// The turn waits for the user (an approval, D-36); a reply resumes it.
+    AwaitingUser,
 }
 
 impl TurnOutcome {
@@ -44,6 +46,7 @@ impl TurnOutcome {
             TurnOutcome::Limited => "limited",
             TurnOutcome::Failed => "failed",
             TurnOutcome::Canceled => "canceled",
+            TurnOutcome::AwaitingUser => "awaiting_user",
         }
     }
 }
@@ -180,6 +183,9 @@ pub struct EpisodeState {
     /// A planner's nodes a limit stopped last turn (D-16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_plan: Option<Box<crate::plan::PendingPlan>>,
+    /// A turn waiting for the user, with its finished work (D-36).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting: Option<Box<crate::interruption::Awaiting>>,
 }
 
 impl EpisodeState {

@@ -16,6 +16,7 @@ use crate::{agents, console, episodes, faces, health, turns};
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new()
         .route("/v1/turns", post(turns::post_turn))
+        .route("/v1/turns/{turn_id}/resume", post(turns::post_resume))
         .route("/v1/episodes/{id}", get(episodes::get_episode))
         .route("/v1/agents", get(agents::get_agents))
         .route("/healthz", get(health::healthz))

@@ -3,13 +3,16 @@
 use std::convert::Infallible;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
 use baton_core::events::PROTOCOL_VERSION;
+use baton_core::interruption::{Decision, Reply};
 use baton_runtime::{TurnRejection, TurnRequest, TurnStream};
 use futures::StreamExt;
+use serde::Deserialize;
 use tracing::Instrument as _;
 
 use crate::body;
@@ -73,14 +76,70 @@ pub(crate) async fn post_turn(
         location: body.location,
         direct_line_mode: body.direct_line_mode,
         must_consult: body.must_consult,
+        resume: None,
     };
     let stream = start(&state, &headers, request, "POST /v1/turns").await?;
+    Ok(native(stream))
+}
+
+/// A turn's events as the native stream, with the protocol's and the ids' headers.
+fn native(stream: TurnStream) -> Response {
     let mut extra = HeaderMap::new();
     extra.insert(PROTOCOL_HEADER, HeaderValue::from(PROTOCOL_VERSION));
     extra.extend(id_headers(&stream));
     let frames = stream.map(|wire| Ok::<_, Infallible>(sse::event(&wire)));
     let sse = Sse::new(frames).keep_alive(sse::keep_alive());
-    Ok((extra, sse).into_response())
+    (extra, sse).into_response()
+}
+
+/// The body of `POST /v1/turns/{turn_id}/resume`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResumeBody {
+    /// The episode of the waiting turn.
+    episode_id: String,
+    /// The interruption answered (from its `interruption` event).
+    interruption_id: String,
+    /// `approve` or `decline`.
+    decision: Decision,
+}
+
+/// `POST /v1/turns/{turn_id}/resume`: the user's answer to what the turn waits for
+/// (D-36). The resumed turn streams as `POST /v1/turns` does.
+pub(crate) async fn post_resume(
+    State(state): State<AppState>,
+    Caller(principal): Caller,
+    turn_id: Result<Path<String>, PathRejection>,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response, Error> {
+    let Ok(Path(turn_id)) = turn_id else {
+        return Err(Error::InvalidBody(
+            "the turn id in the path is not valid".into(),
+        ));
+    };
+    let bytes = read_body(&state, request).await?;
+    if !body::is_json(&headers) {
+        return Err(Error::ContentType);
+    }
+    let body: ResumeBody = serde_json::from_slice(&bytes).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            Error::MalformedJson
+        } else {
+            Error::InvalidBody(format!(
+                "{e}; send {{\"episode_id\", \"interruption_id\", \"decision\": \"approve\" or \"decline\"}}"
+            ))
+        }
+    })?;
+    let reply = Reply {
+        interruption_id: body.interruption_id,
+        decision: body.decision,
+    };
+    let run = state
+        .runtime
+        .resume_turn(principal, &body.episode_id, &turn_id, reply);
+    let stream = traced(&state, &headers, "POST /v1/turns/{turn_id}/resume", run).await?;
+    Ok(native(stream))
 }
 
 /// Starts a turn, under a span continuing the caller's trace when the request carries a

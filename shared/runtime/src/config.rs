@@ -15,6 +15,8 @@ pub struct RuntimeConfig {
     pub flush_pacing_ms: u64,
     /// Deadline of a whole turn.
     pub turn_timeout_ms: u64,
+    /// How long a turn waits for the user's answer before it counts as declined (D-36).
+    pub interruption_ttl_ms: u64,
     /// Orchestrator to start turns at (`None`: the registry's only top-level one).
     pub orchestrator: Option<String>,
     /// How much output may wait for a slow reader, and for how long.
@@ -42,6 +44,7 @@ impl Default for RuntimeConfig {
             history_turns: 12,
             flush_pacing_ms: 15,
             turn_timeout_ms: 120_000,
+            interruption_ttl_ms: baton_core::interruption::DEFAULT_TTL_MS,
             orchestrator: None,
             output: OutputLimits::default(),
             compact_after_turn: false,

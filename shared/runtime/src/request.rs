@@ -3,6 +3,7 @@
 
 use baton_core::Principal;
 use baton_core::directive::DirectMode;
+use baton_core::interruption::Reply;
 use baton_core::ports::store::{StoreError, request_fingerprint};
 
 /// One user turn.
@@ -24,6 +25,9 @@ pub struct TurnRequest {
     pub direct_line_mode: Option<DirectMode>,
     /// Specialists this turn must consult (D-22), by id.
     pub must_consult: Vec<String>,
+    /// The user's reply to the interruption this turn resumes (D-36); set by
+    /// [`Runtime::resume_turn`](crate::Runtime::resume_turn).
+    pub resume: Option<Reply>,
 }
 
 impl TurnRequest {
@@ -34,17 +38,27 @@ impl TurnRequest {
         must.sort_unstable();
         must.dedup();
         let must = must.join(",");
+        let reply = self
+            .resume
+            .as_ref()
+            .map(|r| format!("{}:{}", r.interruption_id, r.decision.as_str()))
+            .unwrap_or_default();
         let mode = self
             .direct_line_mode
             .map(|m| format!("{m:?}"))
             .unwrap_or_default();
-        request_fingerprint(&[
-            ("message", &self.text),
+        let mut parts = vec![
+            ("message", self.text.as_str()),
             ("locale", self.locale.as_deref().unwrap_or_default()),
             ("location", self.location.as_deref().unwrap_or_default()),
             ("Direct Line mode", &mode),
             ("required specialists", &must),
-        ])
+        ];
+        // Only a resume has a reply: other turns keep the fingerprints they always had.
+        if self.resume.is_some() {
+            parts.push(("reply", &reply));
+        }
+        request_fingerprint(&parts)
     }
 
     /// A turn of `text` by `principal` that starts a new episode, with nothing else set.
@@ -58,6 +72,7 @@ impl TurnRequest {
             location: None,
             direct_line_mode: None,
             must_consult: Vec::new(),
+            resume: None,
         }
     }
 }

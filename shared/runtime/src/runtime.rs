@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::Principal;
+use baton_core::interruption::{Reply, ReplyError};
 use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::{Connector, TraceContext};
 use baton_core::ports::metrics::{Metrics, NoMetrics};
@@ -287,6 +288,54 @@ impl Runtime {
             }
             other => other,
         }
+    }
+
+    /// Resumes `principal`'s turn `turn_id` of `episode_id`, which waits for the user
+    /// (D-36), with their `reply`: a new turn of the episode that goes on from the waiting
+    /// work and composes the answer from all of it (or asks the next question). Its id
+    /// derives from the waiting turn and the interruption, so the same reply sent twice is
+    /// one turn: never run twice.
+    ///
+    /// # Errors
+    /// `NotFound` for another principal's episode or an unknown one; `Invalid` when the turn
+    /// is not waiting, the reply names another question, or the question has expired; and
+    /// any refusal of [`Runtime::run_turn`] (the store unavailable, the episode busy).
+    pub async fn resume_turn(
+        &self,
+        principal: Principal,
+        episode_id: &str,
+        turn_id: &str,
+        reply: Reply,
+    ) -> Result<TurnStream, TurnRejection> {
+        let meta = self
+            .inner
+            .store
+            .episode(&principal, episode_id)
+            .await
+            .map_err(store_rejection)?;
+        let now = self.inner.clock.now_ms();
+        let Some(awaiting) = meta.state.awaiting.as_deref() else {
+            return Err(TurnRejection::new(
+                RejectionKind::Invalid,
+                ReplyError::NotWaiting.to_string(),
+            ));
+        };
+        awaiting
+            .check(turn_id, &reply, now)
+            .map_err(|e| TurnRejection::new(RejectionKind::Invalid, e.to_string()))?;
+        let request = TurnRequest {
+            episode_id: Some(episode_id.to_owned()),
+            turn_id: Some(crate::engine::interruption::resume_turn_id(
+                turn_id,
+                &reply.interruption_id,
+            )),
+            resume: Some(reply.clone()),
+            ..TurnRequest::new(
+                principal,
+                crate::engine::interruption::reply_text(awaiting, reply.decision),
+            )
+        };
+        crate::engine::start(self.inner.clone(), request, None).await
     }
 
     /// Asks `principal`'s turn `turn_id` of `episode_id`, running in this process, to stop:

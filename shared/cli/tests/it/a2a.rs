@@ -73,19 +73,6 @@ pub(crate) fn registry_at(sandbox: &Sandbox, port: u16) -> PathBuf {
     copy
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_store_finder_answers_in_chat_with_the_consulted_record() {
     let agent = Agent::start(None);

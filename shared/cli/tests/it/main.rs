@@ -6,6 +6,7 @@ mod a2a;
 mod a2a_sdks;
 mod adversaries;
 mod ag_ui_client;
+mod approvals;
 mod browser;
 mod chat;
 mod compact;

@@ -33,6 +33,8 @@ impl NodeStatus {
             AgentStatus::Partial => NodeStatus::Partial,
             AgentStatus::Error => NodeStatus::Failed,
             AgentStatus::Timeout => NodeStatus::Timeout,
+            // Planned work does not wait for the user yet (its calls are held back).
+            AgentStatus::Awaiting => NodeStatus::Failed,
         }
     }
 

@@ -255,6 +255,20 @@ pub(crate) struct RawTool {
     /// Major envelope version this tool expects; others are failures (D-28).
     #[serde(default)]
     pub(crate) envelope_major: Option<u64>,
+    /// Whether a call needs the user's approval first, and how it is put to them.
+    #[serde(default)]
+    pub(crate) approval: Option<RawApproval>,
+}
+
+/// A tool's `approval:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawApproval {
+    /// `always` (the default) or a rule over the arguments (`points > 500`).
+    #[serde(default)]
+    pub(crate) when: Option<String>,
+    /// The action in plain words, with `{argument}` placeholders.
+    pub(crate) action: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

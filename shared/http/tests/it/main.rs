@@ -8,6 +8,7 @@ mod agui;
 mod mcp;
 mod openai;
 mod refusals;
+mod resume;
 mod routes;
 mod server;
 mod support;

@@ -19,7 +19,7 @@ use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig};
-use baton_testkit::registry::TestRegistry;
+pub(crate) use baton_testkit::registry::TestRegistry;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -126,6 +126,7 @@ pub(crate) const ANSWER: &str = "Roast coffee earns 500 points.";
 
 /// Knobs for [`state`].
 pub(crate) struct Rig {
+    pub(crate) registry: TestRegistry,
     pub(crate) script: String,
     pub(crate) store: Arc<dyn Store>,
     pub(crate) default_principal: Option<&'static str>,
@@ -137,6 +138,7 @@ pub(crate) struct Rig {
 impl Default for Rig {
     fn default() -> Self {
         Rig {
+            registry: TestRegistry::default(),
             script: script(0, 0),
             store: Arc::new(HeapStore::new()),
             default_principal: Some("alice"),
@@ -151,19 +153,18 @@ impl Rig {
     pub(crate) fn state(self) -> AppState {
         let model = Arc::new(ScriptedModel::from_yaml(&self.script).expect("script parses"));
         let metrics = Arc::new(LocalMetrics::default());
-        let runtime = Runtime::builder(Arc::new(
-            TestRegistry::default().load().expect("test registry loads"),
-        ))
-        .model_override(model)
-        .store(self.store)
-        .connector("test", Arc::new(ConfiguredConnector))
-        .metrics(metrics.clone())
-        .config(RuntimeConfig {
-            max_message_chars: self.max_message_chars,
-            ..RuntimeConfig::default()
-        })
-        .build()
-        .expect("runtime builds");
+        let runtime =
+            Runtime::builder(Arc::new(self.registry.load().expect("test registry loads")))
+                .model_override(model)
+                .store(self.store)
+                .connector("test", Arc::new(ConfiguredConnector))
+                .metrics(metrics.clone())
+                .config(RuntimeConfig {
+                    max_message_chars: self.max_message_chars,
+                    ..RuntimeConfig::default()
+                })
+                .build()
+                .expect("runtime builds");
         let default = self
             .default_principal
             .map(|p| Principal::new(p).expect("valid principal"));

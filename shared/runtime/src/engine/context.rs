@@ -47,6 +47,11 @@ pub(crate) struct TurnCtx {
     pub(crate) started: tokio::time::Instant,
     /// What the request asked, hashed (kept with the record for idempotency checks).
     pub(crate) fingerprint: String,
+    /// The user's reply this turn resumes with (D-36).
+    pub(crate) resume: Option<baton_core::interruption::Reply>,
+    /// Whether a sub-agent may stop for the user: a routed turn (not a Direct Line one, not
+    /// a planned one) can wait; elsewhere a call that needs approval is held back.
+    pub(crate) pausable: bool,
     /// Fires when the turn's caller stops it (`Runtime::cancel_turn`).
     pub(crate) cancel: tokio_util::sync::CancellationToken,
     /// A turn uses one or two models: a short list beats a map.
@@ -94,6 +99,8 @@ impl TurnCtx {
             trace: Mutex::new(trace),
             direct_mode: request.direct_line_mode,
             must_consult: request.must_consult,
+            resume: request.resume,
+            pausable: false,
             started: tokio::time::Instant::now(),
             fingerprint: String::new(),
             cancel: tokio_util::sync::CancellationToken::new(),

@@ -303,6 +303,7 @@ fn deliverable(label: &str, result: &AgentResult) -> String {
         AgentStatus::Timeout => format!(
             "{label} did not answer in time. Nothing else answered in its place; you can ask again."
         ),
+        AgentStatus::Awaiting => format!("{label} is waiting for your answer before it goes on."),
     }
 }
 

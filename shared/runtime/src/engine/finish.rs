@@ -84,6 +84,9 @@ pub(super) async fn finish(
     state.record_calls(now, ctx.limits.episode_window_ms, ctx.calls_made());
     state.pending = std::mem::take(&mut work.pending);
     state.pending_plan = work.pending_plan.take();
+    // A turn that waits keeps its work here; any other turn sets aside what waited before
+    // (a new message declines it, D-36).
+    state.awaiting = work.awaiting.take();
     // Taken, not copied: an answer of megabytes is held once while it is saved.
     let mut narration = ctx.out.take_narration();
     let end = narration.trim_end().len();

@@ -168,11 +168,43 @@ impl Output {
                     },
                 );
             }
+            Event::Interruption {
+                id,
+                kind,
+                agent,
+                label,
+                tool,
+                action,
+                args,
+                expires_ms,
+            } => {
+                // What the user is asked to approve passes the guard like any answer.
+                self.flush(state);
+                let action = self.guard.mask(&action, &mut state.receipt);
+                let args = mask_value(&self.guard, args, &mut state.receipt);
+                let event = Event::Interruption {
+                    id,
+                    kind,
+                    agent,
+                    label,
+                    tool,
+                    action,
+                    args,
+                    expires_ms,
+                };
+                self.send(state, event);
+            }
             other => {
                 self.flush(state);
                 self.send(state, other);
             }
         }
+    }
+
+    /// `value` with every string in it masked, not counted on the receipt: for what is
+    /// stored of a text the user is shown (counted when it is sent).
+    pub(crate) fn mask_stored_value(&self, value: serde_json::Value) -> serde_json::Value {
+        mask_value(&self.guard, value, &mut PrivacyReceipt::default())
     }
 
     /// A piece of answer text from `source`, masked as part of that source's stream.
@@ -443,6 +475,30 @@ impl Output {
         self.flush(state);
         let privacy = state.receipt.clone();
         self.send(state, Event::Completed { outcome, privacy });
+    }
+}
+
+/// `value` with every string in it (keys left as they are) masked by `guard`.
+fn mask_value(
+    guard: &PrivacyGuard,
+    value: serde_json::Value,
+    receipt: &mut PrivacyReceipt,
+) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(guard.mask(&s, receipt)),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| mask_value(guard, v, receipt))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, mask_value(guard, v, receipt)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 

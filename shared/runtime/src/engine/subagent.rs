@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use baton_core::interruption::{Decision, HeldAnswer, HeldCall, WaitingAgent, args_sha256};
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::CallPurpose;
 use baton_core::registry::Agent;
@@ -44,7 +45,26 @@ pub(crate) async fn run(
         result.duration_ms = started.elapsed().as_millis() as u64;
         return;
     }
-    // A planned sub-agent sees its mission and brief only: no summary, no history.
+    let mut request = opening_request(ctx, job);
+    request.messages.push(Message::user(job.query.clone()));
+    let mut data_outcomes: Vec<DataStatus> = Vec::new();
+    tool_loop(
+        ctx,
+        job,
+        mode,
+        status,
+        result,
+        &mut request,
+        &mut data_outcomes,
+        started,
+    )
+    .await;
+}
+
+/// The request a sub-agent starts from: its system prompt and its own history. A planned
+/// sub-agent sees its mission and brief only: no summary, no history.
+fn opening_request(ctx: &TurnCtx, job: &AgentJob) -> baton_core::model::ModelRequest {
+    let agent = &job.agent;
     let (context, extra, history) = match &job.worker {
         Some(brief) => (ctx.dynamic_for(None), brief.text(), Vec::new()),
         None => (
@@ -58,7 +78,151 @@ pub(crate) async fn run(
         agent.prompt.system(&context, extra.as_deref()),
     );
     request.messages = history;
-    request.messages.push(Message::user(job.query.clone()));
+    request
+}
+
+/// Continues a specialist that stopped for the user (D-36): its next held call gets the
+/// user's `decision` (run once, with exactly the approved arguments, or declined), and
+/// its tool loop goes on from there. No earlier model or tool call runs again.
+pub(crate) async fn resume(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    mode: &TextMode,
+    status: &Board,
+    result: &mut AgentResult,
+    waiting: WaitingAgent,
+    decision: Decision,
+) {
+    let started = Instant::now();
+    let WaitingAgent {
+        messages,
+        reply_text,
+        mut calls,
+        text,
+        tool_calls,
+        data,
+        duration_ms,
+    } = waiting;
+    let mut request = opening_request(ctx, job);
+    request.messages = messages;
+    result.text = text;
+    result.tool_calls = tool_calls;
+    let mut data_outcomes: Vec<DataStatus> = data.iter().filter_map(|d| data_status(d)).collect();
+    if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
+        let answer = match decision {
+            Decision::Approve => {
+                let approved = args_sha256(&held.input);
+                let call = RawCall {
+                    id: held.id.clone(),
+                    name: held.name.clone(),
+                    args: held.input.to_string(),
+                };
+                let run = tools::run(ctx, &job.agent, &call, status, Some(&approved)).await;
+                result.tool_calls += 1;
+                data_outcomes.push(run.data.status);
+                HeldAnswer {
+                    status: tool_status(run.data.status),
+                    content: as_json_text(&run.data),
+                }
+            }
+            Decision::Decline => HeldAnswer {
+                status: ToolResultStatus::Error,
+                content: Value::String(
+                    "The user declined this action, so it was not done. Say so plainly.".to_owned(),
+                ),
+            },
+        };
+        held.answer = Some(answer);
+    }
+    let elapsed = duration_ms + started.elapsed().as_millis() as u64;
+    if calls.iter().any(|c| c.answer.is_none()) {
+        // Another call of the same reply waits too: ask about it next.
+        result.status = AgentStatus::Awaiting;
+        result.duration_ms = elapsed;
+        result.waiting = Some(Box::new(WaitingAgent {
+            messages: request.messages,
+            reply_text,
+            calls,
+            text: result.text.clone(),
+            tool_calls: result.tool_calls,
+            data: data_outcomes
+                .iter()
+                .map(|d| data_name(*d).to_owned())
+                .collect(),
+            duration_ms: elapsed,
+        }));
+        return;
+    }
+    let answered = calls
+        .into_iter()
+        .filter_map(|c| {
+            c.answer.map(|a| AnsweredCall {
+                id: c.id,
+                name: c.name,
+                input: c.input,
+                status: a.status,
+                content: a.content,
+            })
+        })
+        .collect();
+    request
+        .messages
+        .extend(tool_exchange(&reply_text, answered));
+    // The time it had run before it stopped counts toward its duration.
+    let before = tokio::time::Duration::from_millis(duration_ms);
+    let started = started.checked_sub(before).unwrap_or(started);
+    tool_loop(
+        ctx,
+        job,
+        mode,
+        status,
+        result,
+        &mut request,
+        &mut data_outcomes,
+        started,
+    )
+    .await;
+}
+
+fn tool_status(status: DataStatus) -> ToolResultStatus {
+    if status == DataStatus::Unavailable {
+        ToolResultStatus::Error
+    } else {
+        ToolResultStatus::Ok
+    }
+}
+
+fn data_name(status: DataStatus) -> &'static str {
+    match status {
+        DataStatus::Ok => "ok",
+        DataStatus::Partial => "partial",
+        DataStatus::Unavailable => "unavailable",
+    }
+}
+
+fn data_status(name: &str) -> Option<DataStatus> {
+    match name {
+        "ok" => Some(DataStatus::Ok),
+        "partial" => Some(DataStatus::Partial),
+        "unavailable" => Some(DataStatus::Unavailable),
+        _ => None,
+    }
+}
+
+/// The sub-agent's tool loop from `request`, to its answer, its tool-call limit, or a
+/// call that needs the user (a routed specialist then stops, keeping all it did, D-36).
+#[allow(clippy::too_many_arguments)]
+async fn tool_loop(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    mode: &TextMode,
+    status: &Board,
+    result: &mut AgentResult,
+    request: &mut baton_core::model::ModelRequest,
+    data_outcomes: &mut Vec<DataStatus>,
+    started: Instant,
+) {
+    let agent = &job.agent;
     let mut sink = AgentSink {
         ctx,
         agent_id: &agent.id,
@@ -66,10 +230,9 @@ pub(crate) async fn run(
         mode,
         status,
     };
-    let mut data_outcomes: Vec<DataStatus> = Vec::new();
     let max_calls = agent.limits.max_tool_calls;
     loop {
-        let reply = match model_call::call(ctx, agent, &request, &mut sink).await {
+        let reply = match model_call::call(ctx, agent, request, &mut sink).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(agent = %agent.id, error = %e, "sub-agent model call failed");
@@ -92,46 +255,88 @@ pub(crate) async fn run(
             });
             break;
         }
+        let taken = &reply.calls[..reply.calls.len().min(room)];
+        // A routed specialist stops at a call that needs the user; what does not depend on
+        // the answer (the reply's other calls) runs now.
+        let held: Vec<bool> = taken
+            .iter()
+            .map(|c| {
+                ctx.pausable && job.worker.is_none() && tools::needs_approval(agent, c).is_some()
+            })
+            .collect();
         let runs = join_all(
-            reply
-                .calls
+            taken
                 .iter()
-                .take(room)
-                .map(|c| run_call(ctx, job, c, status)),
+                .zip(&held)
+                .filter(|(_, h)| !**h)
+                .map(|(c, _)| run_call(ctx, job, c, status)),
         )
         .await;
         result.tool_calls += runs.len() as u32;
-        let mut answered = Vec::with_capacity(reply.calls.len());
-        for (call, run) in reply
-            .calls
-            .iter()
-            .zip(runs.iter().map(Some).chain(std::iter::repeat(None)))
-        {
-            let (status, content) = match run {
-                Some(run) => {
-                    data_outcomes.push(run.data.status);
-                    let st = if run.data.status == DataStatus::Unavailable {
-                        ToolResultStatus::Error
-                    } else {
-                        ToolResultStatus::Ok
-                    };
-                    (st, as_json_text(&run.data))
-                }
-                None => (
-                    ToolResultStatus::Error,
-                    Value::String(format!(
+        let mut runs = runs.into_iter();
+        let mut answers: Vec<Option<HeldAnswer>> = Vec::with_capacity(reply.calls.len());
+        for (i, _) in reply.calls.iter().enumerate() {
+            let answer = if i >= taken.len() {
+                Some(HeldAnswer {
+                    status: ToolResultStatus::Error,
+                    content: Value::String(format!(
                         "Not run: the limit of {max_calls} tool calls was reached."
                     )),
-                ),
+                })
+            } else if held[i] {
+                None
+            } else {
+                runs.next().map(|run| {
+                    data_outcomes.push(run.data.status);
+                    HeldAnswer {
+                        status: tool_status(run.data.status),
+                        content: as_json_text(&run.data),
+                    }
+                })
             };
-            answered.push(AnsweredCall {
+            answers.push(answer);
+        }
+        let calls: Vec<HeldCall> = reply
+            .calls
+            .iter()
+            .zip(answers)
+            .map(|(call, answer)| HeldCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: call.parse().unwrap_or(Value::Object(Default::default())),
-                status,
-                content,
-            });
+                answer,
+            })
+            .collect();
+        if calls.iter().any(|c| c.answer.is_none()) {
+            let elapsed = started.elapsed().as_millis() as u64;
+            result.status = AgentStatus::Awaiting;
+            result.duration_ms = elapsed;
+            result.waiting = Some(Box::new(WaitingAgent {
+                messages: std::mem::take(&mut request.messages),
+                reply_text: reply.text,
+                calls,
+                text: result.text.clone(),
+                tool_calls: result.tool_calls,
+                data: data_outcomes
+                    .iter()
+                    .map(|d| data_name(*d).to_owned())
+                    .collect(),
+                duration_ms: elapsed,
+            }));
+            return;
         }
+        let answered = calls
+            .into_iter()
+            .filter_map(|c| {
+                c.answer.map(|a| AnsweredCall {
+                    id: c.id,
+                    name: c.name,
+                    input: c.input,
+                    status: a.status,
+                    content: a.content,
+                })
+            })
+            .collect();
         request
             .messages
             .extend(tool_exchange(&reply.text, answered));
@@ -157,10 +362,10 @@ pub(crate) async fn run(
 /// tool, or is refused.
 async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board) -> ToolRun {
     let Some(brief) = &job.worker else {
-        return tools::run(ctx, &job.agent, call, status).await;
+        return tools::run(ctx, &job.agent, call, status, None).await;
     };
     match brief.resolve(ctx, &job.agent.id, call) {
-        Resolved::Run(call) => tools::run(ctx, &job.agent, &call, status).await,
+        Resolved::Run(call) => tools::run(ctx, &job.agent, &call, status, None).await,
         Resolved::Refused(data) => ToolRun { data },
     }
 }

@@ -150,12 +150,36 @@ pub(crate) struct ToolRun {
     pub(crate) data: ToolData,
 }
 
-/// Runs one call made by `agent`.
+/// A call that needs the user's approval before it runs (D-36).
+pub(crate) struct NeedsApproval {
+    /// The action in plain words.
+    pub(crate) action: String,
+    /// The checked arguments.
+    pub(crate) args: Value,
+}
+
+/// Whether `agent`'s `call` needs the user's approval: its tool has an `approval:` rule
+/// that holds for its arguments. A call with arguments that do not check is not asked
+/// about: it is refused as any such call is.
+pub(crate) fn needs_approval(agent: &Agent, call: &RawCall) -> Option<NeedsApproval> {
+    let tool = agent.tool(&call.name)?;
+    let policy = tool.approval.as_ref()?;
+    let args = call.parse().ok()?;
+    tool.check_args(&args).ok()?;
+    policy.when.holds(&args).then(|| NeedsApproval {
+        action: policy.describe(&args),
+        args,
+    })
+}
+
+/// Runs one call made by `agent`. `approved` is the SHA-256 of the arguments the user
+/// approved for this call (D-36), if they did.
 pub(crate) async fn run(
     ctx: &TurnCtx,
     agent: &Arc<Agent>,
     call: &RawCall,
     status: &Board,
+    approved: Option<&str>,
 ) -> ToolRun {
     let Some(tool) = agent.tool(&call.name).cloned() else {
         ctx.trace(|t| {
@@ -183,6 +207,32 @@ pub(crate) async fn run(
             };
         }
     };
+    // An act the user must approve is never run without that approval, for exactly these
+    // arguments. Where the turn cannot wait for the user (planned work), such a call is
+    // held back and the specialist told so.
+    if let Some(policy) = &tool.approval
+        && policy.when.holds(&args)
+        && approved != Some(baton_core::interruption::args_sha256(&args).as_str())
+    {
+        let action = policy.describe(&args);
+        tracing::info!(agent = %agent.id, tool = %tool.id, "a call that needs approval was held back");
+        ctx.trace(|t| {
+            t.guard(
+                GuardName::ApprovalNeeded,
+                format!("{}: {}", tool.id, policy.when),
+            )
+        });
+        return ToolRun {
+            data: ToolData {
+                tool: tool.id.to_string(),
+                status: DataStatus::Unavailable,
+                data: Value::Null,
+                note: Some(format!(
+                    "Not done: \"{action}\" needs the user's approval first, and it cannot be asked for in this conversation. Tell the user it was not done."
+                )),
+            },
+        };
+    }
     // Looked up before anything is spent or announced: a tool whose connector is missing
     // makes no call (the runtime's build refuses such a registry; this is the backstop).
     let Some(connector) = ctx.inner.connectors.get(&*tool.connector_kind).cloned() else {

@@ -16,6 +16,7 @@ use super::context::TurnCtx;
 use super::direct_line::{self, Decision};
 use super::dispatch::dispatch;
 use super::finish::{finish, pause};
+use super::interruption;
 use super::live_slot::LiveSlot;
 use super::memory;
 use super::obligations;
@@ -51,6 +52,23 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
     }
     let mut state = meta.state.clone();
     let now = ctx.inner.clock.now_ms();
+    // D-36: a reply resumes the turn that waits for it, and nothing else.
+    let resuming = match ctx.resume.clone() {
+        None => None,
+        Some(reply) => match resumable(&ctx, &mut state, &reply, now) {
+            Ok(awaiting) => Some((awaiting, reply)),
+            Err(e) => {
+                ctx.out
+                    .emit(Event::Error {
+                        message: e.to_string(),
+                    })
+                    .await;
+                let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
+                ctx.out.complete(TurnOutcome::Failed).await;
+                return;
+            }
+        },
+    };
 
     let mut work = Work::default();
     let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
@@ -61,6 +79,15 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         pause(&ctx, &mut work).await;
         work.pending = std::mem::take(&mut state.pending);
         work.pending_plan = state.pending_plan.take();
+    } else if let Some((awaiting, reply)) = resuming {
+        let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
+        let cancel = ctx.cancel.clone();
+        let body = interruption::resume(&ctx, *awaiting, &reply, &mut work);
+        let ended = tokio::select! {
+            ran = tokio::time::timeout(deadline, body) => ran.map_err(|_| TurnOutcome::Failed),
+            () = cancel.cancelled() => Err(TurnOutcome::Canceled),
+        };
+        stopped(&ctx, ended, &mut work);
     } else {
         // D-21: the user's own text, and nothing else, may hold a directive.
         let decision = direct_line::decide(&ctx, &mut state);
@@ -72,6 +99,8 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
             .as_ref()
             .and_then(|o| o.mode.planner())
             .cloned();
+        // D-36: only a routed turn can wait for the user.
+        ctx.pausable = matches!(decision, Decision::Route { .. }) && planner.is_none();
         // One deadline bounds the whole turn, retries included; the lease outlives it.
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
@@ -108,22 +137,56 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
             ran = tokio::time::timeout(deadline, body) => ran.map_err(|_| TurnOutcome::Failed),
             () = cancel.cancelled() => Err(TurnOutcome::Canceled),
         };
-        // The work stopped mid-way is dropped; what finished before is recorded.
-        match ended {
-            Ok(()) => {}
-            Err(TurnOutcome::Canceled) => {
-                tracing::info!(turn_id = %ctx.turn_id, "turn canceled by its caller");
-                work.outcome = TurnOutcome::Canceled;
-                work.error = Some(CANCELED.into());
-            }
-            Err(_) => {
-                tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
-                work.outcome = TurnOutcome::Failed;
-                work.error = Some(TOO_LONG.into());
-            }
-        }
+        stopped(&ctx, ended, &mut work);
     }
     finish(&ctx, meta, state, work).await;
+}
+
+/// Records how a turn's body ended when it did not run to its end. The work stopped
+/// mid-way is dropped; what finished before is recorded.
+fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
+    match ended {
+        Ok(()) => {}
+        Err(TurnOutcome::Canceled) => {
+            tracing::info!(turn_id = %ctx.turn_id, "turn canceled by its caller");
+            work.outcome = TurnOutcome::Canceled;
+            work.error = Some(CANCELED.into());
+        }
+        Err(_) => {
+            tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
+            work.outcome = TurnOutcome::Failed;
+            work.error = Some(TOO_LONG.into());
+            // What waited is lost with the turn: nothing resumes a failed one.
+            work.awaiting = None;
+        }
+    }
+}
+
+/// The waiting work `reply` resumes, taken from `state`, when this turn is the one that
+/// answers it (its id derives from the waiting turn's and the interruption's) in time.
+fn resumable(
+    ctx: &TurnCtx,
+    state: &mut baton_core::turn::EpisodeState,
+    reply: &baton_core::interruption::Reply,
+    now_ms: u64,
+) -> Result<Box<baton_core::interruption::Awaiting>, baton_core::interruption::ReplyError> {
+    use baton_core::interruption::ReplyError;
+    let Some(awaiting) = state.awaiting.take() else {
+        return Err(ReplyError::NotWaiting);
+    };
+    let ours = interruption::resume_turn_id(&awaiting.turn_id, &reply.interruption_id);
+    let checked = if ours == *ctx.turn_id {
+        awaiting.check(&awaiting.turn_id, reply, now_ms)
+    } else {
+        Err(ReplyError::NotWaiting)
+    };
+    match checked {
+        Ok(()) => Ok(awaiting),
+        Err(e) => {
+            state.awaiting = Some(awaiting);
+            Err(e)
+        }
+    }
 }
 
 async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
@@ -191,6 +254,14 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     };
     ctx.out.paragraph().await;
     let results = dispatch(ctx, &jobs, &mode).await;
+    work.jobs = jobs;
+    work.results = results;
+    if interruption::waiting(work) {
+        interruption::pause(ctx, work, &preamble).await;
+        return;
+    }
+    let jobs = std::mem::take(&mut work.jobs);
+    let results = std::mem::take(&mut work.results);
     let composes =
         matches!(mode, TextMode::Collect) || composition == Composition::DirectThenCompose;
     if composes {
@@ -212,7 +283,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
 
 /// Mediated composition, with further rounds while the orchestrator keeps calling
 /// sub-agents, bounded by the orchestrator's iteration limit (D-15).
-async fn compose_rounds(
+pub(super) async fn compose_rounds(
     ctx: &TurnCtx,
     mut messages: Vec<Message>,
     iterations: &mut u32,
@@ -262,5 +333,9 @@ async fn compose_rounds(
         ));
         work.jobs.extend(jobs);
         work.results.extend(results);
+        if interruption::waiting(work) {
+            interruption::pause(ctx, work, &reply.text).await;
+            return;
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use baton_core::interruption::{Awaiting, WaitingAgent};
 use baton_core::plan::PendingPlan;
 use baton_core::registry::Agent;
 use baton_core::turn::{AgentStatus, DirectExchange, PendingCall, TurnOutcome};
@@ -57,6 +58,8 @@ pub(crate) struct AgentResult {
     pub(crate) duration_ms: u64,
     /// When it started, in ms after the turn started.
     pub(crate) started_ms: u64,
+    /// Where it stopped for the user, when its status is `Awaiting` (D-36).
+    pub(crate) waiting: Option<Box<WaitingAgent>>,
 }
 
 /// Where a sub-agent's text goes while it streams (D-13).
@@ -112,6 +115,8 @@ pub(crate) struct Work {
     pub(crate) pending_plan: Option<Box<PendingPlan>>,
     pub(crate) outcome: TurnOutcome,
     pub(crate) error: Option<String>,
+    /// What the turn keeps while it waits for the user (D-36).
+    pub(crate) awaiting: Option<Box<Awaiting>>,
 }
 
 impl Default for Work {
@@ -124,6 +129,7 @@ impl Default for Work {
             pending_plan: None,
             outcome: TurnOutcome::Answered,
             error: None,
+            awaiting: None,
         }
     }
 }

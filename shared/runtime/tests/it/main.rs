@@ -8,6 +8,7 @@
     unreachable_pub
 )]
 
+mod approvals;
 mod behaviour;
 mod golden;
 mod memory;

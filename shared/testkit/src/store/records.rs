@@ -2,6 +2,10 @@
 //! steps many scenarios share.
 
 use baton_core::Principal;
+use baton_core::interruption::{
+    Awaiting, HeldCall, Interruption, InterruptionKind, SavedJob, WaitingAgent, args_sha256,
+};
+use baton_core::message::Message;
 use baton_core::plan::{NodeResult, NodeStatus, PendingPlan, PlanNode};
 use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit, EpisodeMeta, Store};
@@ -133,6 +137,68 @@ pub fn busy_state(minute_ms: u64) -> EpisodeState {
                 duration_ms: 12,
             }],
         })),
+        awaiting: Some(Box::new(awaiting())),
+    }
+}
+
+/// A turn waiting for the user's approval, with a finished and a waiting specialist.
+fn awaiting() -> Awaiting {
+    let args = serde_json::json!({ "points": 800 });
+    Awaiting {
+        turn_id: "t-wait".into(),
+        user_text: "coffee deals and redeem my points".into(),
+        preamble: "Let me check.".into(),
+        jobs: vec![
+            SavedJob {
+                agent_id: "shop".into(),
+                call_id: "c1".into(),
+                query: "coffee deals".into(),
+                prior_context: None,
+                extra: Default::default(),
+                status: Some(AgentStatus::Ok),
+                text: "Roast coffee earns 500 points.".into(),
+                tool_calls: 1,
+                duration_ms: 30,
+                waiting: None,
+            },
+            SavedJob {
+                agent_id: "rewards".into(),
+                call_id: "c2".into(),
+                query: "redeem my points".into(),
+                prior_context: Some("coffee".into()),
+                extra: Default::default(),
+                status: None,
+                text: String::new(),
+                tool_calls: 0,
+                duration_ms: 20,
+                waiting: Some(Box::new(WaitingAgent {
+                    messages: vec![Message::user("redeem my points")],
+                    reply_text: "Redeeming.".into(),
+                    calls: vec![HeldCall {
+                        id: "call-1".into(),
+                        name: "redeem".into(),
+                        input: args.clone(),
+                        answer: None,
+                    }],
+                    text: "Redeeming.".into(),
+                    tool_calls: 0,
+                    data: vec!["ok".into()],
+                    duration_ms: 20,
+                })),
+            },
+        ],
+        interruption: Interruption {
+            id: "int_1".into(),
+            kind: InterruptionKind::Approval,
+            agent_id: "rewards".into(),
+            label: "Rewards".into(),
+            tool: "redeem".into(),
+            action: "Redeem 800 points".into(),
+            args_sha256: args_sha256(&args),
+            args,
+            created_ms: 1,
+            expires_ms: 86_400_001,
+        },
     }
 }
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Loader;
+use crate::approval::{ApprovalPolicy, Condition};
 use crate::model::ToolDef;
 use crate::registry::raw::{RawTool, RawTools};
 use crate::registry::{SourceFile, Tool};
@@ -65,6 +66,29 @@ impl Loader<'_> {
             self.problems
                 .add(path, field("timeout_ms"), "0", "must be positive");
         }
+        let approval = t.approval.and_then(|a| {
+            let rule = a.when.as_deref().unwrap_or("always");
+            let when = match Condition::parse(rule) {
+                Ok(when) => when,
+                Err(e) => {
+                    self.problems.add(path, field("approval.when"), rule, e);
+                    return None;
+                }
+            };
+            if a.action.trim().is_empty() {
+                self.problems.add(
+                    path,
+                    field("approval.action"),
+                    "",
+                    "missing: say in plain words what the call does, e.g. `Redeem {points} points`",
+                );
+                return None;
+            }
+            Some(Arc::new(ApprovalPolicy {
+                when,
+                action: a.action,
+            }))
+        });
         Some(Tool {
             id: Arc::from(id),
             description: Arc::from(description),
@@ -76,6 +100,7 @@ impl Loader<'_> {
             status_code: t.status.map(Arc::from),
             result_template: t.result_template.map(Arc::from),
             envelope_major: t.envelope_major,
+            approval,
         })
     }
 

@@ -309,11 +309,17 @@ async fn stream(
     let rest = turn.flat_map(move |wire| futures::stream::iter(run.events(&wire.event)));
     let id = call.id.clone();
     let frames = first.chain(rest).map(move |event: StreamResponse| {
-        let response = match serde_json::to_value(&event) {
-            Ok(result) => JsonRpcResponse::success(id.clone(), result),
-            Err(e) => rpc::error_response(id.clone(), &A2AError::internal(e.to_string())),
+        // Serialised once, straight into the frame: no intermediate JSON tree.
+        let frame = rpc::Success {
+            jsonrpc: "2.0",
+            id: &id,
+            result: &event,
         };
-        Ok::<_, Infallible>(SseEvent::default().json_data(response).unwrap_or_default())
+        let data = SseEvent::default().json_data(frame).unwrap_or_else(|e| {
+            let error = rpc::error_response(id.clone(), &A2AError::internal(e.to_string()));
+            SseEvent::default().json_data(error).unwrap_or_default()
+        });
+        Ok::<_, Infallible>(data)
     });
     Ok((ids, Sse::new(frames).keep_alive(sse::keep_alive())).into_response())
 }

@@ -14,6 +14,15 @@ pub(crate) struct Call {
     pub(crate) params: Value,
 }
 
+/// A successful JSON-RPC response over a borrowed result, written without building a JSON
+/// tree first (a stream writes one per event).
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct Success<'a, T> {
+    pub(crate) jsonrpc: &'static str,
+    pub(crate) id: &'a JsonRpcId,
+    pub(crate) result: &'a T,
+}
+
 /// A call that could not be read, with the id to answer it under (null when the request
 /// had none that could be read).
 #[derive(Debug)]

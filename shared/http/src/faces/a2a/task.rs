@@ -88,6 +88,8 @@ pub(crate) fn state_of(outcome: TurnOutcome) -> TaskState {
         TurnOutcome::Answered | TurnOutcome::Limited => TaskState::Completed,
         TurnOutcome::Failed => TaskState::Failed,
         TurnOutcome::Canceled => TaskState::Canceled,
+        // The answer asks the user; the next message in the context goes on.
+        TurnOutcome::AwaitingUser => TaskState::InputRequired,
     }
 }
 
@@ -237,7 +239,7 @@ impl TaskRun {
                 }
                 let state = state_of(*outcome);
                 let meta = self.record(*outcome, privacy);
-                let words = (state != TaskState::Completed).then(|| {
+                let words = matches!(state, TaskState::Failed | TaskState::Canceled).then(|| {
                     self.error
                         .clone()
                         .unwrap_or_else(|| "The assistant could not answer this time.".to_owned())
@@ -274,7 +276,7 @@ impl TaskRun {
         });
         let answer = self.kept.take().unwrap_or_default();
         let mut task = self.task_with(state.clone(), Some(meta), vec![user.clone()]);
-        if state != TaskState::Completed {
+        if matches!(state, TaskState::Failed | TaskState::Canceled) {
             let words = self
                 .error
                 .clone()
@@ -320,7 +322,7 @@ pub(crate) fn from_history(task: &TaskRef, turn: &HistoryTurn) -> Task {
         "privacy": turn.privacy,
         "outcome": turn.outcome,
     });
-    let status_message = (state != TaskState::Completed).then(|| {
+    let status_message = matches!(state, TaskState::Failed | TaskState::Canceled).then(|| {
         text_message(
             Role::Agent,
             format!("{}-status", task.turn_id),

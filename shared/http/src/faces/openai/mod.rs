@@ -107,6 +107,7 @@ async fn complete(
         location: None,
         direct_line_mode: None,
         must_consult: Vec::new(),
+        resume: None,
     };
     let stream = turns::start(&state, &headers, request, "POST /v1/chat/completions").await?;
     let mut extra = turns::id_headers(&stream);

@@ -1,0 +1,177 @@
+//! `baton chat` with a turn that waits for the user's approval (D-36): it asks on the
+//! terminal, and the answer resumes the turn, which runs the approved call once, or never.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The shipped registry with a redemption that needs approval, given to rewards.
+fn registry_with_approval(sandbox: &Sandbox) -> PathBuf {
+    let copy = sandbox.path().join("registry");
+    copy_dir(std::path::Path::new(registry()), &copy);
+    let tools = copy.join("tools.yaml");
+    let mut text = std::fs::read_to_string(&tools).unwrap();
+    text.push_str(
+        r#"
+  redeem_points:
+    description: Redeem points for a reward.
+    connector:
+      kind: fixture
+      file: fixtures/rewards/balance.yaml
+    schema:
+      type: object
+      properties:
+        points: { type: integer }
+      required: [points]
+    approval:
+      when: "points > 500"
+      action: "Redeem {points} points"
+"#,
+    );
+    std::fs::write(&tools, text).unwrap();
+    let card = copy.join("agents/rewards.yaml");
+    let text = std::fs::read_to_string(&card).unwrap().replace(
+        "  - get_points_balance\n",
+        "  - get_points_balance\n  - redeem_points\n",
+    );
+    std::fs::write(&card, text).unwrap();
+    copy
+}
+
+const SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "redeem 800 points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["All done with your points."]
+  rewards:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: redeem_points, args: { points: 800 } }]
+    - when: { after_tool_results: true }
+      text: ["The redemption is through."]
+"#;
+
+/// Runs `baton chat --json` with `answer` typed at the prompt; its events and stderr.
+fn chat(answer: &str) -> (Vec<Value>, String) {
+    let sandbox = Sandbox::new();
+    let registry = registry_with_approval(&sandbox);
+    let model = sandbox.script(SCRIPT);
+    let mut child = sandbox
+        .baton()
+        .args(["--registry", registry.to_str().unwrap(), "--model", &model])
+        .args(["chat", "--json", "redeem 800 points for me"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (events(&String::from_utf8_lossy(&out.stdout)), stderr)
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+fn redeemed(events: &[Value]) -> usize {
+    events
+        .iter()
+        .filter(|e| e["type"] == "tool_call_start" && e["tool"] == "redeem_points")
+        .count()
+}
+
+#[test]
+fn chat_asks_for_approval_and_an_approved_redemption_runs_once() {
+    let (events, stderr) = chat("y\n");
+    assert!(stderr.contains("Approve? [y/N]"), "{stderr}");
+    let kinds = kinds(&events);
+    let asked = events
+        .iter()
+        .find(|e| e["type"] == "interruption")
+        .unwrap_or_else(|| panic!("{kinds:?}"));
+    assert_eq!(asked["action"], "Redeem 800 points");
+    assert_eq!(asked["agent"], "rewards");
+    let completed: Vec<&Value> = events.iter().filter(|e| e["type"] == "completed").collect();
+    assert_eq!(completed.len(), 2, "{kinds:?}");
+    assert_eq!(completed[0]["outcome"], "awaiting_user");
+    assert_eq!(completed[1]["outcome"], "answered");
+    assert_eq!(redeemed(&events), 1, "{kinds:?}");
+    let consulted = events
+        .iter()
+        .rfind(|e| e["type"] == "agents_consulted")
+        .unwrap();
+    assert_eq!(consulted["agents"][0]["agent_id"], "rewards");
+    assert_eq!(consulted["agents"][0]["status"], "ok");
+}
+
+#[test]
+fn a_declined_redemption_never_runs() {
+    let (events, _) = chat("n\n");
+    assert_eq!(redeemed(&events), 0);
+    let last = events.iter().rfind(|e| e["type"] == "completed").unwrap();
+    assert_eq!(last["outcome"], "answered");
+}
+
+#[test]
+fn with_no_answer_the_turn_is_left_waiting() {
+    let (events, stderr) = chat("");
+    assert_eq!(redeemed(&events), 0);
+    let last = events.iter().rfind(|e| e["type"] == "completed").unwrap();
+    assert_eq!(last["outcome"], "awaiting_user");
+    assert!(stderr.contains("left waiting"), "{stderr}");
+}
+
+/// The data events of a raw SSE response.
+fn sse_events(response: &str) -> Vec<Value> {
+    response
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+#[test]
+fn a_waiting_turn_survives_sigkill_and_resumes_after_a_restart() {
+    let sandbox = Sandbox::new();
+    let registry = registry_with_approval(&sandbox);
+    let model = sandbox.script(SCRIPT);
+    let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
+    let first = Serving::start(&sandbox, &args, &[]);
+    let paused = first.turn(
+        "alice",
+        r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#,
+    );
+    let episode = header(&paused, "x-baton-episode-id").unwrap().to_owned();
+    let asked = sse_events(&paused)
+        .into_iter()
+        .find(|e| e["type"] == "interruption")
+        .unwrap_or_else(|| panic!("{paused}"));
+    first.kill();
+
+    let second = Serving::start(&sandbox, &args, &[]);
+    let body = serde_json::json!({
+        "episode_id": episode,
+        "interruption_id": asked["id"],
+        "decision": "approve",
+    });
+    let resumed = second.request(
+        "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
+        &body.to_string(),
+    );
+    let events = sse_events(&resumed);
+    assert_eq!(redeemed(&events), 1, "{resumed}");
+    assert_eq!(events.last().unwrap()["outcome"], "answered", "{resumed}");
+}

@@ -1,0 +1,267 @@
+//! A turn that waits for the user (D-36): pausing once every sub-agent has finished or
+//! stopped at a call that needs approval, and resuming from the episode's state when the
+//! user answers. Finished work is kept, never run again; the consulted record of the turn
+//! that completes covers all of it.
+
+use std::time::Duration;
+
+use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
+use baton_core::interruption::{
+    Awaiting, Decision, Interruption, InterruptionKind, Reply, SavedJob, args_sha256,
+};
+use baton_core::message::Message;
+use baton_core::trace::GuardName;
+use baton_core::turn::{AgentStatus, TurnOutcome};
+
+use super::compose;
+use super::context::TurnCtx;
+use super::model_call::RawCall;
+use super::route;
+use super::status::{self, Board};
+use super::subagent;
+use super::tools;
+use super::work::{AgentJob, AgentResult, TROUBLE, TextMode, Work};
+
+/// Whether any sub-agent of `work` stopped for the user.
+pub(super) fn waiting(work: &Work) -> bool {
+    work.results
+        .iter()
+        .any(|r| r.status == AgentStatus::Awaiting)
+}
+
+/// Pauses the turn: asks about the first waiting call, in words and as an `interruption`
+/// event, and keeps everything in `work.awaiting` for the commit. `preamble` is what the
+/// orchestrator said before it asked the sub-agents.
+pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
+    let asked = work
+        .jobs
+        .iter()
+        .zip(&work.results)
+        .find_map(|(job, result)| {
+            let held = result.waiting.as_ref()?.next_held()?;
+            let call = RawCall {
+                id: held.id.clone(),
+                name: held.name.clone(),
+                args: held.input.to_string(),
+            };
+            let needs = tools::needs_approval(&job.agent, &call)?;
+            Some((job.agent.clone(), held.name.clone(), needs))
+        });
+    let Some((agent, tool, needs)) = asked else {
+        // A call waits that no rule asks about any more (the registry changed under it):
+        // nothing can be asked, so the turn cannot go on.
+        tracing::error!(turn_id = %ctx.turn_id, "a waiting call has no approval rule to ask with");
+        work.outcome = TurnOutcome::Failed;
+        work.error = Some(TROUBLE.into());
+        return;
+    };
+    let now = ctx.inner.clock.now_ms();
+    let interruption = Interruption {
+        id: format!("int_{}", uuid::Uuid::new_v4().simple()),
+        kind: InterruptionKind::Approval,
+        agent_id: agent.id.to_string(),
+        label: agent.label.to_string(),
+        tool,
+        action: ctx.out.mask_stored(&needs.action),
+        args_sha256: args_sha256(&needs.args),
+        args: ctx.out.mask_stored_value(needs.args.clone()),
+        created_ms: now,
+        expires_ms: now.saturating_add(ctx.inner.config.interruption_ttl_ms),
+    };
+    ctx.trace(|t| {
+        t.guard(
+            GuardName::ApprovalNeeded,
+            format!(
+                "{}: asked the user ({})",
+                interruption.tool, interruption.id
+            ),
+        )
+    });
+    ctx.out.paragraph().await;
+    ctx.out
+        .text(
+            SOURCE_ORCHESTRATOR,
+            &format!(
+                "{} needs your approval to go on: {}. Approve or decline?",
+                agent.label, needs.action
+            ),
+        )
+        .await;
+    ctx.out
+        .emit(Event::Interruption {
+            id: interruption.id.clone(),
+            kind: interruption.kind,
+            agent: interruption.agent_id.clone(),
+            label: interruption.label.clone(),
+            tool: interruption.tool.clone(),
+            action: needs.action,
+            args: needs.args,
+            expires_ms: interruption.expires_ms,
+        })
+        .await;
+    let jobs = work
+        .jobs
+        .iter()
+        .zip(work.results.iter_mut())
+        .map(|(job, result)| saved(job, result))
+        .collect();
+    work.outcome = TurnOutcome::AwaitingUser;
+    work.awaiting = Some(Box::new(Awaiting {
+        turn_id: ctx.turn_id.to_string(),
+        user_text: ctx.user_text.clone(),
+        preamble: preamble.to_owned(),
+        jobs,
+        interruption,
+    }));
+}
+
+fn saved(job: &AgentJob, result: &mut AgentResult) -> SavedJob {
+    let waiting = result.waiting.take();
+    SavedJob {
+        agent_id: job.agent.id.to_string(),
+        call_id: job.call_id.clone(),
+        query: job.query.clone(),
+        prior_context: job.prior_context.clone(),
+        extra: job.extra.clone(),
+        status: waiting.is_none().then_some(result.status),
+        text: result.text.clone(),
+        tool_calls: result.tool_calls,
+        duration_ms: result.duration_ms,
+        waiting,
+    }
+}
+
+/// Resumes the turn `awaiting` with the user's `reply` (already checked): the waiting
+/// sub-agent goes on from its held call, the finished ones are taken as they were, and the
+/// orchestrator composes from all of them, or the turn pauses again on the next call that
+/// needs the user.
+pub(super) async fn resume(ctx: &TurnCtx, awaiting: Awaiting, reply: &Reply, work: &mut Work) {
+    let Awaiting {
+        preamble,
+        jobs: saved_jobs,
+        interruption,
+        ..
+    } = awaiting;
+    let registry = &ctx.inner.registry;
+    let mut jobs = Vec::with_capacity(saved_jobs.len());
+    let mut results = Vec::with_capacity(saved_jobs.len());
+    let mut held = Vec::new();
+    for (i, saved) in saved_jobs.into_iter().enumerate() {
+        let Some(agent) = registry.agent(&saved.agent_id).cloned() else {
+            tracing::error!(agent = %saved.agent_id, "a waiting turn's specialist is no longer in the registry");
+            work.outcome = TurnOutcome::Failed;
+            work.error = Some(TROUBLE.into());
+            return;
+        };
+        jobs.push(AgentJob {
+            agent,
+            call_id: saved.call_id,
+            query: saved.query,
+            prior_context: saved.prior_context,
+            extra: saved.extra,
+            worker: None,
+        });
+        results.push(AgentResult {
+            status: saved.status.unwrap_or(AgentStatus::Awaiting),
+            text: saved.text,
+            tool_calls: saved.tool_calls,
+            duration_ms: saved.duration_ms,
+            started_ms: 0,
+            waiting: None,
+        });
+        if let Some(w) = saved.waiting {
+            held.push((i, w));
+        }
+    }
+    ctx.trace(|t| {
+        t.guard(
+            GuardName::ApprovalNeeded,
+            format!(
+                "{}: the user chose {} ({}, arguments sha256 {})",
+                interruption.tool,
+                reply.decision.as_str(),
+                interruption.id,
+                interruption.args_sha256
+            ),
+        )
+    });
+    // The sub-agent that asked goes on with the answer; any other that waits keeps
+    // waiting for its own question.
+    let mut decision = Some(reply.decision);
+    for (i, w) in held {
+        let job = &jobs[i];
+        if job.agent.id.as_ref() != interruption.agent_id || decision.is_none() {
+            results[i].waiting = Some(w);
+            continue;
+        }
+        let Some(answer) = decision.take() else {
+            continue;
+        };
+        results[i] = continued(ctx, job, *w, answer).await;
+    }
+    work.jobs = jobs;
+    work.results = results;
+    if waiting(work) {
+        pause(ctx, work, &preamble).await;
+        return;
+    }
+    ctx.out.paragraph().await;
+    let mut messages: Vec<Message> = route::conversation(ctx);
+    messages.extend(compose::round_messages(
+        &preamble,
+        &work.jobs,
+        &work.results,
+        &[],
+    ));
+    let mut iterations = 1;
+    super::turn::compose_rounds(ctx, messages, &mut iterations, work).await;
+}
+
+/// One waiting sub-agent going on with the user's answer, bounded by its card's timeout
+/// and with its progress lines, as a dispatched one is.
+async fn continued(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    waiting: baton_core::interruption::WaitingAgent,
+    decision: Decision,
+) -> AgentResult {
+    let agent = &job.agent;
+    let mut result = AgentResult {
+        status: AgentStatus::Error,
+        text: String::new(),
+        tool_calls: 0,
+        duration_ms: waiting.duration_ms,
+        started_ms: 0,
+        waiting: None,
+    };
+    let board = Board::new(std::iter::once(agent.id.clone()));
+    let limit = Duration::from_millis(agent.limits.timeout_ms);
+    let mode = TextMode::Collect;
+    let run = async {
+        let ran = tokio::time::timeout(
+            limit,
+            subagent::resume(ctx, job, &mode, &board, &mut result, waiting, decision),
+        )
+        .await;
+        board.close();
+        ran
+    };
+    let (ran, ()) = tokio::join!(run, status::render(ctx, &board));
+    if ran.is_err() {
+        tracing::warn!(agent = %agent.id, "sub-agent timed out after the user's answer");
+        result.status = AgentStatus::Timeout;
+    }
+    result
+}
+
+/// The id of the turn that resumes `turn_id` with an answer to `interruption_id`.
+pub(crate) use baton_core::interruption::resume_turn_id;
+
+/// The words a reply is recorded as, in the user's place.
+pub(crate) fn reply_text(awaiting: &Awaiting, decision: Decision) -> String {
+    let verb = match decision {
+        Decision::Approve => "Approved",
+        Decision::Decline => "Declined",
+    };
+    format!("{verb}: {}", awaiting.interruption.action)
+}

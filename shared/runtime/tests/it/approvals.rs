@@ -1,0 +1,318 @@
+//! A turn that waits for the user's approval (D-36): it pauses with everything that does
+//! not depend on the answer done, commits, and resumes from the episode's state; the
+//! approved call runs once, a declined one never, and nothing finished runs again.
+
+use baton_core::events::{Event, WireEvent};
+use baton_core::interruption::{Decision, Reply};
+use baton_core::ports::store::Store;
+use baton_core::trace::GuardName;
+use baton_core::turn::{AgentStatus, TurnOutcome};
+use baton_runtime::RejectionKind;
+use futures::StreamExt;
+
+use crate::support::*;
+
+/// A redemption that needs the user's approval above 500 points.
+const REDEEM_TOOL: &str = r#"
+  redeem:
+    description: Redeem points for a reward.
+    connector: { kind: test, payload: { redeemed: true } }
+    schema: { type: object, properties: { points: { type: integer } }, required: [points], additionalProperties: false }
+    approval: { when: "points > 500", action: "Redeem {points} points" }
+"#;
+
+fn setup() -> TestRegistry {
+    TestRegistry {
+        rewards_tool: "redeem",
+        extra_tools: REDEEM_TOOL.into(),
+        ..TestRegistry::default()
+    }
+}
+
+/// Routes to shop and rewards; rewards redeems `points`.
+fn script(points: u32) -> String {
+    format!(
+        r#"
+agents:
+  orchestrator:
+    - when: {{ purpose: route }}
+      tool_calls:
+        - {{ name: ask_shop, args: {{ query: "coffee deals", intent_count: 2 }} }}
+        - {{ name: ask_rewards, args: {{ query: "redeem my points", intent_count: 2 }} }}
+    - when: {{ purpose: compose }}
+      text: ["Here is everything."]
+  shop:
+    - when: {{ after_tool_results: false }}
+      tool_calls: [{{ name: search_offers, args: {{ query: "coffee deals" }} }}]
+    - when: {{ after_tool_results: true }}
+      text: ["Roast coffee earns 500 points."]
+  rewards:
+    - {{ when: {{ after_tool_results: false }}, tool_calls: [{{ name: redeem, args: {{ points: {points} }} }}] }}
+    - {{ when: {{ after_tool_results: true }}, text: ["The redemption went as the tool said."] }}
+"#
+    )
+}
+
+fn started(events: &[WireEvent], tool: &str) -> usize {
+    events
+        .iter()
+        .filter(|e| matches!(&e.event, Event::ToolCallStart { tool: t, .. } if t == tool))
+        .count()
+}
+
+fn interruption(events: &[WireEvent]) -> (String, String, serde_json::Value) {
+    events
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Interruption {
+                id, action, args, ..
+            } => Some((id.clone(), action.clone(), args.clone())),
+            _ => None,
+        })
+        .expect("an interruption event")
+}
+
+fn outcome(events: &[WireEvent]) -> TurnOutcome {
+    match events.last().map(|e| &e.event) {
+        Some(Event::Completed { outcome, .. }) => *outcome,
+        other => panic!("the stream ended with {other:?}"),
+    }
+}
+
+fn model_calls(rig: &Rig, agent: &str) -> usize {
+    rig.model
+        .requests()
+        .iter()
+        .filter(|r| &*r.agent_id == agent)
+        .count()
+}
+
+async fn resume(
+    rig: &Rig,
+    episode: &str,
+    turn: &str,
+    id: &str,
+    decision: Decision,
+) -> Vec<WireEvent> {
+    let reply = Reply {
+        interruption_id: id.to_owned(),
+        decision,
+    };
+    let stream = rig
+        .runtime
+        .resume_turn(alice(), episode, turn, reply)
+        .await
+        .unwrap();
+    stream.collect().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run_again() {
+    let rig = make_rig(&setup(), &script(800));
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    assert_eq!(outcome(&paused), TurnOutcome::AwaitingUser);
+    assert_eq!(
+        started(&paused, "redeem"),
+        0,
+        "nothing acted before approval"
+    );
+    assert_eq!(
+        started(&paused, "search_offers"),
+        1,
+        "the other specialist finished"
+    );
+    let (id, action, args) = interruption(&paused);
+    assert_eq!(action, "Redeem 800 points");
+    assert_eq!(args, serde_json::json!({ "points": 800 }));
+    assert!(answer(&paused).contains("Rewards needs your approval to go on: Redeem 800 points"));
+
+    // The pause is committed, with its consulted record so far.
+    let first = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    assert_eq!(first.outcome, TurnOutcome::AwaitingUser);
+    let rewards = first
+        .consulted
+        .iter()
+        .find(|a| a.agent_id == "rewards")
+        .unwrap();
+    assert_eq!(rewards.status, AgentStatus::Awaiting);
+    let (shop_calls, rewards_calls) = (model_calls(&rig, "shop"), model_calls(&rig, "rewards"));
+
+    let resumed = resume(&rig, &episode, "t1", &id, Decision::Approve).await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
+    assert_eq!(started(&resumed, "redeem"), 1, "the approved call ran once");
+    assert_eq!(started(&resumed, "search_offers"), 0);
+    assert_eq!(
+        model_calls(&rig, "shop"),
+        shop_calls,
+        "shop was not asked again"
+    );
+    assert_eq!(
+        model_calls(&rig, "rewards"),
+        rewards_calls + 1,
+        "rewards went on from its call"
+    );
+    assert!(answer(&resumed).contains("Here is everything."));
+    // The record of the turn that completes covers the whole turn.
+    let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
+    let last = &turns[1];
+    let mut who: Vec<&str> = last.consulted.iter().map(|a| a.agent_id.as_str()).collect();
+    who.sort_unstable();
+    assert_eq!(who, ["rewards", "shop"]);
+    assert!(last.consulted.iter().all(|a| a.status == AgentStatus::Ok));
+    assert_eq!(last.user_text, "Approved: Redeem 800 points");
+    let approval = last
+        .routing
+        .guards
+        .iter()
+        .find(|g| g.guard == GuardName::ApprovalNeeded)
+        .unwrap();
+    assert!(approval.detail.contains("approve"), "{}", approval.detail);
+    assert!(approval.detail.contains("sha256"), "{}", approval.detail);
+
+    // The same answer again: the turn no longer waits, and nothing runs twice.
+    let reply = Reply {
+        interruption_id: id.clone(),
+        decision: Decision::Approve,
+    };
+    let again = rig
+        .runtime
+        .resume_turn(alice(), &episode, "t1", reply)
+        .await;
+    assert_eq!(again.err().map(|r| r.kind), Some(RejectionKind::Invalid));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_declined_call_never_runs_and_the_specialist_is_told() {
+    let rig = make_rig(&setup(), &script(800));
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    let (id, _, _) = interruption(&paused);
+    let resumed = resume(&rig, &episode, "t1", &id, Decision::Decline).await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered);
+    assert_eq!(started(&resumed, "redeem"), 0);
+    let told = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "rewards")
+        .unwrap();
+    assert!(format!("{:?}", told.messages).contains("The user declined"));
+    let last = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    assert_eq!(last.user_text, "Declined: Redeem 800 points");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_that_does_not_fit_is_refused_in_plain_words() {
+    let rig = make_rig(&setup(), &script(800));
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    let (id, _, _) = interruption(&paused);
+    let try_reply = |turn: &'static str, id: String, who: baton_core::Principal| {
+        let reply = Reply {
+            interruption_id: id,
+            decision: Decision::Approve,
+        };
+        let episode = episode.clone();
+        let runtime = &rig.runtime;
+        async move { runtime.resume_turn(who, &episode, turn, reply).await }
+    };
+    let wrong = try_reply("t1", "int_forged".into(), alice())
+        .await
+        .unwrap_err();
+    assert_eq!(wrong.kind, RejectionKind::Invalid);
+    assert!(
+        wrong.message.contains("not the question"),
+        "{}",
+        wrong.message
+    );
+    let other_turn = try_reply("t9", id.clone(), alice()).await.unwrap_err();
+    assert!(
+        other_turn.message.contains("not waiting"),
+        "{}",
+        other_turn.message
+    );
+    let mallory = baton_core::Principal::new("mallory").unwrap();
+    let theirs = try_reply("t1", id.clone(), mallory).await.unwrap_err();
+    assert_eq!(theirs.kind, RejectionKind::NotFound);
+    // Still waiting: the right reply still works.
+    let resumed = resume(&rig, &episode, "t1", &id, Decision::Approve).await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside() {
+    let config = baton_runtime::RuntimeConfig {
+        interruption_ttl_ms: 0,
+        ..Default::default()
+    };
+    let rig = make_rig_with(&setup(), &script(800), config);
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    let (id, _, _) = interruption(&paused);
+    let reply = Reply {
+        interruption_id: id.clone(),
+        decision: Decision::Approve,
+    };
+    let late = rig
+        .runtime
+        .resume_turn(alice(), &episode, "t1", reply)
+        .await
+        .unwrap_err();
+    assert!(late.message.contains("expired"), "{}", late.message);
+
+    let rig = make_rig(&setup(), &script(800));
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    let (id, _, _) = interruption(&paused);
+    run(&rig, request("never mind, hello", Some(&episode), "t2")).await;
+    let reply = Reply {
+        interruption_id: id,
+        decision: Decision::Approve,
+    };
+    let after = rig
+        .runtime
+        .resume_turn(alice(), &episode, "t1", reply)
+        .await;
+    assert!(after.is_err(), "a new message set the question aside");
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_the_rule_the_call_runs_at_once_and_on_the_direct_line_it_is_held_back() {
+    let rig = make_rig(&setup(), &script(100));
+    let (_, events) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    assert_eq!(outcome(&events), TurnOutcome::Answered);
+    assert_eq!(started(&events, "redeem"), 1);
+
+    // A Direct Line turn cannot wait yet: the call is held back and the specialist told.
+    let rig = make_rig(&setup(), &script(800));
+    let (episode, events) = run(&rig, request("#rewards redeem my points", None, "t1")).await;
+    assert_eq!(started(&events, "redeem"), 0);
+    assert_ne!(outcome(&events), TurnOutcome::AwaitingUser);
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    assert!(
+        turn.routing
+            .guards
+            .iter()
+            .any(|g| g.guard == GuardName::ApprovalNeeded)
+    );
+}
