@@ -528,10 +528,9 @@ async fn retry_after_is_honoured_and_a_retry_that_cannot_fit_the_deadline_is_not
     .await;
     let config =
         json!({"url": s.url("/x"), "deadline_ms": 400, "retry": {"attempts": 3, "backoff_ms": 1}});
-    let started = Instant::now();
     let detail = unavailable(call(config, json!({})).await);
     assert!(detail.contains("no time left to retry"), "{detail}");
-    assert!(started.elapsed() < Duration::from_millis(300));
+    // One attempt: a wait the deadline cannot hold is not waited.
     assert_eq!(s.seen().len(), 1);
 
     // "Retry-After: 0" is a go-ahead.
@@ -550,24 +549,27 @@ async fn retry_after_is_honoured_and_a_retry_that_cannot_fit_the_deadline_is_not
 
 #[tokio::test]
 async fn retries_stop_before_the_deadline() {
-    // Each answer takes 100 ms; 250 ms leave room for two attempts, not five.
-    let addr = raw(|mut stream| async move {
-        read_head(&mut stream).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let _ = stream
-            .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
-            .await;
+    // Each answer takes 100 ms; 250 ms leave room for two attempts, not five. Counted,
+    // not timed: a busy machine must not decide the outcome.
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let seen = attempts.clone();
+    let addr = raw(move |mut stream| {
+        let seen = seen.clone();
+        async move {
+            read_head(&mut stream).await;
+            seen.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let _ = stream
+                .write_all(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\n\r\n")
+                .await;
+        }
     })
     .await;
     let config = json!({"url": format!("http://{addr}/x"), "deadline_ms": 250, "retry": {"attempts": 5, "backoff_ms": 10}});
-    let started = Instant::now();
     let detail = unavailable(call(config, json!({})).await);
     assert!(detail.contains("no time left to retry"), "{detail}");
-    assert!(
-        started.elapsed() < Duration::from_millis(250),
-        "{:?}",
-        started.elapsed()
-    );
+    let made = attempts.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&made), "{made} attempts");
 }
 
 // ---- faults -------------------------------------------------------------------------

@@ -80,6 +80,8 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         work.pending = std::mem::take(&mut state.pending);
         work.pending_plan = state.pending_plan.take();
     } else if let Some((awaiting, reply)) = resuming {
+        // A resumed turn is a routed one: it can wait again.
+        ctx.pausable = true;
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
         let body = interruption::resume(&ctx, *awaiting, &reply, &mut work);

@@ -316,3 +316,34 @@ async fn under_the_rule_the_call_runs_at_once_and_on_the_direct_line_it_is_held_
             .any(|g| g.guard == GuardName::ApprovalNeeded)
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_second_act_after_the_first_is_asked_about_in_turn() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "redeem twice", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Both handled."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: redeem, args: { points: 800 } }] }
+    - { when: { after_tool_results: true }, once: true, tool_calls: [{ name: redeem, args: { points: 900 } }] }
+    - { when: { after_tool_results: true }, text: ["Both redemptions went through."] }
+"#;
+    let rig = make_rig(&setup(), script);
+    let (episode, paused) = run(&rig, request("redeem twice", None, "t1")).await;
+    let (first, action, _) = interruption(&paused);
+    assert_eq!(action, "Redeem 800 points");
+    let again = resume(&rig, &episode, "t1", &first, Decision::Approve).await;
+    assert_eq!(outcome(&again), TurnOutcome::AwaitingUser);
+    assert_eq!(started(&again, "redeem"), 1);
+    let (second, action, _) = interruption(&again);
+    assert_eq!(action, "Redeem 900 points");
+    // The turn to answer now is the one that asked.
+    let waiting_turn = again[0].turn_id.to_string();
+    let done = resume(&rig, &episode, &waiting_turn, &second, Decision::Approve).await;
+    assert_eq!(outcome(&done), TurnOutcome::Answered);
+    assert_eq!(started(&done, "redeem"), 1);
+    assert!(answer(&done).contains("Both handled."));
+}
