@@ -291,6 +291,9 @@
         case "error":
           this.error(event.message);
           break;
+        case "interruption":
+          this.interruption(event);
+          break;
         case "completed":
           this.completed(event);
           break;
@@ -567,6 +570,36 @@
       this.meta.hidden = false;
     }
 
+    // The turn waits for the user's approval: what is asked, with Approve and Decline,
+    // which resume the turn in place.
+    interruption(event) {
+      this.settleStatuses();
+      const box = el("div", "interruption");
+      box.dataset.interruption = event.id || "";
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", `${event.label || event.agent} asks your approval`);
+      box.append(
+        el("p", "interruption-head", `${event.label || labelOf(event.agent)} asks your approval`),
+        el("p", "interruption-action", event.action || ""),
+        el("pre", "interruption-args", JSON.stringify(event.args ?? {}, null, 2)),
+      );
+      const actions = el("div", "interruption-actions");
+      const turnId = this.root.dataset.turnId;
+      for (const [decision, label] of [["approve", "Approve"], ["decline", "Decline"]]) {
+        const button = el("button", `decide decide-${decision}`, label);
+        button.type = "button";
+        button.dataset.decision = decision;
+        button.addEventListener("click", () => {
+          for (const b of actions.querySelectorAll("button")) b.disabled = true;
+          box.dataset.decided = decision;
+          resume(turnId, event.id, decision, `${label}d: ${event.action || ""}`);
+        });
+        actions.append(button);
+      }
+      box.append(actions);
+      this.errors.before(box);
+    }
+
     error(message) {
       this.settleStatuses();
       const node = el("p", "error", message || "Something went wrong.");
@@ -621,6 +654,17 @@
 
   async function send(message) {
     if (state.busy || message.trim() === "") return;
+    await stream(message, "/v1/turns", requestBody(message));
+  }
+
+  // The user's answer to what a turn waits for: the resumed turn streams as a new one.
+  async function resume(turnId, interruptionId, decision, said) {
+    if (state.busy || !turnId) return;
+    const body = { episode_id: state.episodeId, interruption_id: interruptionId, decision };
+    await stream(said, `/v1/turns/${encodeURIComponent(turnId)}/resume`, body);
+  }
+
+  async function stream(message, path, body) {
     setBusy(true);
     $("empty").hidden = true;
     const turn = new Turn(message);
@@ -630,10 +674,10 @@
     const controller = new AbortController();
     state.abort = controller;
     try {
-      const response = await fetch("/v1/turns", {
+      const response = await fetch(path, {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream" },
-        body: JSON.stringify(requestBody(message)),
+        body: JSON.stringify(body),
         signal: controller.signal,
       });
       if (!response.ok || !response.body) {

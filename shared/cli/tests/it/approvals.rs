@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::support::*;
 
 /// The shipped registry with a redemption that needs approval, given to rewards.
-fn registry_with_approval(sandbox: &Sandbox) -> PathBuf {
+pub(crate) fn registry_with_approval(sandbox: &Sandbox) -> PathBuf {
     let copy = sandbox.path().join("registry");
     copy_dir(std::path::Path::new(registry()), &copy);
     let tools = copy.join("tools.yaml");
@@ -42,7 +42,7 @@ fn registry_with_approval(sandbox: &Sandbox) -> PathBuf {
     copy
 }
 
-const SCRIPT: &str = r#"
+pub(crate) const SCRIPT: &str = r#"
 agents:
   orchestrator:
     - when: { purpose: route }

@@ -39,12 +39,16 @@ struct Served {
 impl Served {
     /// `baton` with `global` options before `serve`.
     fn start_with(global: &[&str]) -> Self {
-        let sandbox = Sandbox::new();
+        Self::start_in(Sandbox::new(), registry(), global)
+    }
+
+    /// `baton` over `registry` in `sandbox`, with `global` options before `serve`.
+    fn start_in(sandbox: Sandbox, registry: &str, global: &[&str]) -> Self {
         let child = sandbox
             .baton()
             .args(global)
             .args(["serve", "--log-json", "--addr", "127.0.0.1:0"])
-            .args(["--registry", registry(), "--principal", "console-user"])
+            .args(["--registry", registry, "--principal", "console-user"])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -660,6 +664,57 @@ async fn a_planned_turn_draws_its_plan_as_a_graph_that_fills_in() {
             .map(|p| p["agent"].as_str().unwrap_or_default())
             .collect();
         assert_eq!(pills, ["get_points_balance", "lookup_receipts", "search_help_articles"]);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_asked_in_place_and_approving_resumes_the_turn() {
+    let sandbox = Sandbox::new();
+    let registry = crate::approvals::registry_with_approval(&sandbox);
+    let model = sandbox.script(crate::approvals::SCRIPT);
+    let registry = registry.to_str().unwrap().to_owned();
+    let served = Arc::new(Served::start_in(sandbox, &registry, &["--model", &model]));
+    let page = served.clone();
+    with_browser(|client| async move {
+        open_console(&client, &page).await;
+        type_and_send(&client, "redeem 800 points for me").await;
+        assert_eq!(turn_finished(&client, 1).await, "completed");
+        let first = turn_view(&client, 0).await;
+        assert_eq!(first["outcome"], "awaiting_user", "{first:#}");
+        let asked = eval(
+            &client,
+            "(() => { const b = document.querySelector('.interruption'); return b && { action: b.querySelector('.interruption-action').textContent, args: b.querySelector('.interruption-args').textContent }; })()",
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(asked["action"], "Redeem 800 points", "{asked:#}");
+        assert!(str_field(&asked, "args").contains("800"), "{asked:#}");
+        client
+            .find(Locator::Css(".interruption .decide-approve"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(turn_finished(&client, 2).await, "completed");
+        let second = turn_view(&client, 1).await;
+        assert_eq!(second["outcome"], "answered", "{second:#}");
+        assert!(
+            str_field(&second, "answer").contains("All done with your points."),
+            "{second:#}"
+        );
+        let pills = second["pills"].as_array().unwrap();
+        assert_eq!(pills[0]["agent"], "rewards", "{second:#}");
+        assert_eq!(pills[0]["status"], "ok", "{second:#}");
+        // The buttons are spent: one answer per question.
+        let disabled = eval(
+            &client,
+            "[...document.querySelectorAll('.interruption button')].every((b) => b.disabled)",
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(disabled, json!(true));
     })
     .await;
 }

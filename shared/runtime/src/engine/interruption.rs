@@ -132,10 +132,16 @@ fn saved(job: &AgentJob, result: &mut AgentResult) -> SavedJob {
 }
 
 /// Resumes the turn `awaiting` with the user's `reply` (already checked): the waiting
-/// sub-agent goes on from its held call, the finished ones are taken as they were, and the
-/// orchestrator composes from all of them, or the turn pauses again on the next call that
-/// needs the user.
-pub(super) async fn resume(ctx: &TurnCtx, awaiting: Awaiting, reply: &Reply, work: &mut Work) {
+/// sub-agent goes on from its held call and the finished ones are taken as they were.
+/// Returns the orchestrator's conversation to compose the answer from (the caller runs
+/// the composition), or `None` when the turn paused again on the next call that needs the
+/// user, or cannot go on.
+pub(super) async fn resume(
+    ctx: &TurnCtx,
+    awaiting: Awaiting,
+    reply: &Reply,
+    work: &mut Work,
+) -> Option<Vec<Message>> {
     let Awaiting {
         preamble,
         jobs: saved_jobs,
@@ -151,7 +157,7 @@ pub(super) async fn resume(ctx: &TurnCtx, awaiting: Awaiting, reply: &Reply, wor
             tracing::error!(agent = %saved.agent_id, "a waiting turn's specialist is no longer in the registry");
             work.outcome = TurnOutcome::Failed;
             work.error = Some(TROUBLE.into());
-            return;
+            return None;
         };
         jobs.push(AgentJob {
             agent,
@@ -203,7 +209,7 @@ pub(super) async fn resume(ctx: &TurnCtx, awaiting: Awaiting, reply: &Reply, wor
     work.results = results;
     if waiting(work) {
         pause(ctx, work, &preamble).await;
-        return;
+        return None;
     }
     ctx.out.paragraph().await;
     let mut messages: Vec<Message> = route::conversation(ctx);
@@ -213,8 +219,7 @@ pub(super) async fn resume(ctx: &TurnCtx, awaiting: Awaiting, reply: &Reply, wor
         &work.results,
         &[],
     ));
-    let mut iterations = 1;
-    super::turn::compose_rounds(ctx, messages, &mut iterations, work).await;
+    Some(messages)
 }
 
 /// One waiting sub-agent going on with the user's answer, bounded by its card's timeout

@@ -84,7 +84,12 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         ctx.pausable = true;
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
-        let body = interruption::resume(&ctx, *awaiting, &reply, &mut work);
+        let body = async {
+            if let Some(messages) = interruption::resume(&ctx, *awaiting, &reply, &mut work).await {
+                let mut iterations = 1;
+                compose_rounds(&ctx, messages, &mut iterations, &mut work).await;
+            }
+        };
         let ended = tokio::select! {
             ran = tokio::time::timeout(deadline, body) => ran.map_err(|_| TurnOutcome::Failed),
             () = cancel.cancelled() => Err(TurnOutcome::Canceled),
@@ -285,7 +290,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
 
 /// Mediated composition, with further rounds while the orchestrator keeps calling
 /// sub-agents, bounded by the orchestrator's iteration limit (D-15).
-pub(super) async fn compose_rounds(
+async fn compose_rounds(
     ctx: &TurnCtx,
     mut messages: Vec<Message>,
     iterations: &mut u32,
