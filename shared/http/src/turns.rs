@@ -166,6 +166,19 @@ pub(crate) async fn start_in(
     traced(state, headers, span, run).await
 }
 
+/// Like [`start_in`], in a conversation whose id was just made: its episode is created
+/// without being looked for first (see `Runtime::run_turn_in_new`).
+pub(crate) async fn start_new_in(
+    state: &AppState,
+    headers: &HeaderMap,
+    conversation: &str,
+    request: TurnRequest,
+    span: &'static str,
+) -> Result<TurnStream, Error> {
+    let run = state.runtime.run_turn_in_new(conversation, request);
+    traced(state, headers, span, run).await
+}
+
 /// Runs `run` (a turn's start) under the caller's trace, if it sent one.
 async fn traced(
     state: &AppState,

@@ -352,6 +352,25 @@ impl Runtime {
             .is_running(principal, episode_id, turn_id)
     }
 
+    /// Like [`Runtime::run_turn_in`], for a conversation known to be new (its id was just
+    /// made, as for a message that names no context): its first turn creates the episode
+    /// without looking for it first.
+    ///
+    /// # Errors
+    /// As [`Runtime::run_turn`].
+    pub async fn run_turn_in_new(
+        &self,
+        conversation: &str,
+        request: TurnRequest,
+    ) -> Result<TurnStream, TurnRejection> {
+        let episode_id = request.principal.episode_for(conversation);
+        let new = TurnRequest {
+            episode_id: None,
+            ..request
+        };
+        crate::engine::start(self.inner.clone(), new, Some(episode_id)).await
+    }
+
     /// Whether turns can run now (the store answers); for readiness checks.
     ///
     /// # Errors

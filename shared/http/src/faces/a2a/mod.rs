@@ -157,6 +157,8 @@ struct Prepared {
     request: TurnRequest,
     task: TaskRef,
     user: Message,
+    /// The message named no context: this one was just made.
+    new_context: bool,
 }
 
 fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepared, A2AError> {
@@ -193,11 +195,9 @@ fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepar
     {
         text = addressed(state, skill, &text)?;
     }
-    let context_id = message
-        .context_id
-        .clone()
-        .filter(|c| !c.trim().is_empty())
-        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    let named = message.context_id.clone().filter(|c| !c.trim().is_empty());
+    let new_context = named.is_none();
+    let context_id = named.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     let task = TaskRef::new(&principal, &context_id, &message.message_id);
     let user = Message {
         context_id: Some(context_id),
@@ -212,6 +212,7 @@ fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepar
         request,
         task,
         user,
+        new_context,
     })
 }
 
@@ -248,14 +249,12 @@ async fn start(
     headers: &HeaderMap,
     prepared: &Prepared,
 ) -> Result<baton_runtime::TurnStream, A2AError> {
-    let started = turns::start_in(
-        state,
-        headers,
-        &prepared.task.context_id,
-        prepared.request.clone(),
-        "POST /a2a",
-    )
-    .await;
+    let (context, request) = (&prepared.task.context_id, prepared.request.clone());
+    let started = if prepared.new_context {
+        turns::start_new_in(state, headers, context, request, "POST /a2a").await
+    } else {
+        turns::start_in(state, headers, context, request, "POST /a2a").await
+    };
     started.map_err(|e| match e {
         Error::Rejected(r) => rpc::rejection(&r),
         other => A2AError::internal(other.to_string()),

@@ -93,11 +93,11 @@ pub(crate) fn state_of(outcome: TurnOutcome) -> TaskState {
     }
 }
 
-fn text_message(role: Role, id: String, task: &TaskRef, text: &str) -> Message {
+fn text_message(role: Role, id: String, task: &TaskRef, task_id: &str, text: &str) -> Message {
     Message {
         message_id: id,
         context_id: Some(task.context_id.clone()),
-        task_id: Some(task.task_id()),
+        task_id: Some(task_id.to_owned()),
         ..Message::new(role, vec![Part::text(text)])
     }
 }
@@ -154,7 +154,7 @@ impl TaskRun {
         self.statuses += 1;
         let message = text.map(|t| {
             let id = format!("{}-status-{}", self.task.turn_id, self.statuses);
-            text_message(Role::Agent, id, &self.task, t)
+            text_message(Role::Agent, id, &self.task, &self.task_id, t)
         });
         StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
             task_id: self.task_id.clone(),
@@ -282,7 +282,13 @@ impl TaskRun {
                 .clone()
                 .unwrap_or_else(|| "The assistant could not answer this time.".to_owned());
             let id = format!("{}-status", self.task.turn_id);
-            task.status.message = Some(text_message(Role::Agent, id, &self.task, &words));
+            task.status.message = Some(text_message(
+                Role::Agent,
+                id,
+                &self.task,
+                &self.task_id,
+                &words,
+            ));
         }
         task.artifacts = Some(vec![answer_artifact(self.artifact_id(), answer)]);
         task
@@ -308,10 +314,12 @@ fn answer_artifact(id: String, answer: String) -> Artifact {
 /// A committed turn read back as its task.
 pub(crate) fn from_history(task: &TaskRef, turn: &HistoryTurn) -> Task {
     let state = state_of(turn.outcome);
+    let task_id = task.task_id();
     let user = text_message(
         Role::User,
         format!("{}-user", task.turn_id),
         task,
+        &task_id,
         &turn.user_text,
     );
     let meta = json!({
@@ -327,11 +335,12 @@ pub(crate) fn from_history(task: &TaskRef, turn: &HistoryTurn) -> Task {
             Role::Agent,
             format!("{}-status", task.turn_id),
             task,
+            &task_id,
             &turn.narration,
         )
     });
     Task {
-        id: task.task_id(),
+        id: task_id.clone(),
         context_id: task.context_id.clone(),
         status: TaskStatus {
             state,
