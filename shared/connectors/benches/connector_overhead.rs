@@ -365,6 +365,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> Input {
         now_ms: 0,
         progress: None,
         traceparent: None,
+        idempotency_key: None,
     })
 }
 

@@ -123,6 +123,7 @@ async fn main() -> ExitCode {
         now_ms: 0,
         progress: None,
         traceparent: None,
+        idempotency_key: None,
     };
     match connector.call(request).await {
         Ok(envelope) => {

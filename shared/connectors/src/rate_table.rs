@@ -189,6 +189,7 @@ mod tests {
             now_ms: 0,
             progress: None,
             traceparent: None,
+            idempotency_key: None,
         }
     }
 

@@ -63,6 +63,8 @@ const PRINCIPAL_HEADER: &str = "x-baton-principal";
 
 /// The W3C trace-context header.
 const TRACEPARENT: &str = "traceparent";
+/// The header that carries a call's idempotency key.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The `http` connector kind: tools answered by HTTP services.
 pub struct HttpConnector {
@@ -223,6 +225,14 @@ impl Connector for HttpConnector {
             .and_then(|t| HeaderValue::from_str(t).ok())
         {
             headers.insert(TRACEPARENT, value);
+        }
+        // The same act carries the same key on every attempt (D-36).
+        if let Some(value) = request
+            .idempotency_key
+            .as_deref()
+            .and_then(|k| HeaderValue::from_str(k).ok())
+        {
+            headers.insert(IDEMPOTENCY_KEY, value);
         }
         let url = config
             .url

@@ -152,6 +152,7 @@ fn request(config: Value, args: Value) -> ConnectorRequest {
         now_ms: 0,
         progress: None,
         traceparent: None,
+        idempotency_key: None,
     }
 }
 
@@ -231,6 +232,35 @@ async fn a_call_with_a_trace_context_sends_it_as_traceparent() {
     let seen = s.seen();
     assert_eq!(seen[0].header("traceparent"), Some(traceparent));
     assert_eq!(seen[1].header("traceparent"), None, "none without a trace");
+}
+
+#[tokio::test]
+async fn a_call_with_an_idempotency_key_sends_it_on_every_attempt() {
+    let s = server(|n, seen| {
+        if n == 1 {
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        } else {
+            let principal = seen.header("x-baton-principal").unwrap_or("none");
+            json_response(StatusCode::OK, envelope_for(principal))
+        }
+    })
+    .await;
+    let config = json!({"url": s.url("/redeem"), "retry": {"attempts": 2, "backoff_ms": 1}});
+    let connector = HttpConnector::new();
+    connector.check_config("redeem", &config).unwrap();
+    connector
+        .call(ConnectorRequest {
+            idempotency_key: Some(Arc::from("bk_0123")),
+            ..request(config, json!({}))
+        })
+        .await
+        .unwrap();
+    let seen = s.seen();
+    assert_eq!(seen.len(), 2, "retried once");
+    assert!(
+        seen.iter()
+            .all(|r| r.header("idempotency-key") == Some("bk_0123"))
+    );
 }
 
 #[tokio::test]

@@ -205,6 +205,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
         now_ms: 0,
         progress: None,
         traceparent: None,
+        idempotency_key: None,
     }
 }
 

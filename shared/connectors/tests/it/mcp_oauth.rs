@@ -293,6 +293,7 @@ async fn call(connector: &McpConnector, config: &Value) -> Result<Value, Connect
         now_ms: 0,
         progress: None,
         traceparent: None,
+        idempotency_key: None,
     };
     connector.call(request).await.map(|envelope| {
         assert_eq!(envelope.status, EnvelopeStatus::Ok);

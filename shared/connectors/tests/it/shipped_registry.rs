@@ -77,6 +77,7 @@ async fn call_at(registry: &Registry, tool: &str, args: Value, now_ms: u64) -> E
             now_ms,
             progress: None,
             traceparent: None,
+            idempotency_key: None,
         })
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", tool.id))

@@ -107,6 +107,36 @@ pub struct ConnectorRequest {
     /// send on so that the remote side's spans join the turn's trace; `None` when traces
     /// are not exported.
     pub traceparent: Option<Arc<str>>,
+    /// A key this act carries on every attempt (the same call of the same turn, run again
+    /// after a crash or a retried resume): a connector passes it on (HTTP:
+    /// `Idempotency-Key`) so that a service can refuse to act twice (D-36).
+    pub idempotency_key: Option<Arc<str>>,
+}
+
+/// The idempotency key of `agent_id`'s call of `tool_id` with `args` in turn `turn_id` of
+/// `episode_id`: the same act gets the same key, any other a different one.
+pub fn idempotency_key(
+    episode_id: &str,
+    turn_id: &str,
+    agent_id: &str,
+    tool_id: &str,
+    args: &serde_json::Value,
+) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
+    let mut hasher = Sha256::new();
+    for part in [episode_id, turn_id, agent_id, tool_id] {
+        hasher.update(part.as_bytes());
+        // A separator keeps ("ab", "c") apart from ("a", "bc").
+        hasher.update([0u8]);
+    }
+    hasher.update(args.to_string().as_bytes());
+    let mut out = String::from("bk_");
+    for b in &hasher.finalize()[..16] {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{b:02x}");
+    }
+    out
 }
 
 /// Reads the W3C `traceparent` of the span the caller runs under, or `None` (D-33): how
@@ -196,5 +226,32 @@ pub trait Connector: Send + Sync {
     /// (see [`UpstreamChat`](super::upstream::UpstreamChat)).
     fn upstream_chat(&self) -> Option<&dyn super::upstream::UpstreamChat> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_same_act_gets_the_same_key_and_any_other_another() {
+        let key = |turn: &str, points: u32| {
+            idempotency_key(
+                "ep_1",
+                turn,
+                "rewards",
+                "redeem",
+                &json!({ "points": points }),
+            )
+        };
+        assert_eq!(key("t1", 800), key("t1", 800));
+        assert_ne!(key("t1", 800), key("t2", 800));
+        assert_ne!(key("t1", 800), key("t1", 900));
+        assert!(key("t1", 800).starts_with("bk_"));
+        assert_ne!(
+            idempotency_key("ab", "c", "x", "y", &json!({})),
+            idempotency_key("a", "bc", "x", "y", &json!({}))
+        );
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::events::{Event, ToolOutcome};
-use baton_core::ports::connector::{ConnectorRequest, ProgressSink};
+use baton_core::ports::connector::{ConnectorRequest, ProgressSink, idempotency_key};
 use baton_core::ports::metrics::{
     ENVELOPE_VERSION_MISMATCH_TOTAL, FAILURES_TOTAL, PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
 };
@@ -317,6 +317,13 @@ pub(crate) async fn run(
         now_ms: ctx.inner.clock.now_ms(),
         progress: Some(progress.clone()),
         traceparent,
+        idempotency_key: Some(Arc::from(idempotency_key(
+            &ctx.episode_id,
+            &ctx.turn_id,
+            &agent.id,
+            &tool.id,
+            &args,
+        ))),
     };
     let call = connector.call(request).instrument(span);
     let answer = tokio::time::timeout(
