@@ -18,7 +18,13 @@ from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 
 PAGE_SIZE = 3
-BATON_KEYS = ("baton/principal", "baton/episode", "baton/agent", "traceparent")
+BATON_KEYS = (
+    "baton/principal",
+    "baton/episode",
+    "baton/agent",
+    "baton/idempotency_key",
+    "traceparent",
+)
 
 args = sys.argv[1:]
 bad_schema = "--bad-schema" in args

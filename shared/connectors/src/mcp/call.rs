@@ -24,6 +24,8 @@ pub(crate) const META_PRINCIPAL: &str = "baton/principal";
 pub(crate) const META_EPISODE: &str = "baton/episode";
 /// `_meta` key carrying the agent id.
 pub(crate) const META_AGENT: &str = "baton/agent";
+/// `_meta` key carrying the call's idempotency key (D-36): the same act, the same key.
+pub(crate) const META_IDEMPOTENCY_KEY: &str = "baton/idempotency_key";
 /// `_meta` key carrying the W3C trace context of the call's span (D-33), as MCP servers that
 /// trace read it.
 pub(crate) const META_TRACEPARENT: &str = "traceparent";
@@ -44,6 +46,12 @@ pub(crate) fn baton_meta(request: &ConnectorRequest) -> RequestMetaObject {
         META_AGENT.to_owned(),
         Value::String(request.agent_id.to_string()),
     );
+    if let Some(key) = &request.idempotency_key {
+        meta.insert(
+            META_IDEMPOTENCY_KEY.to_owned(),
+            Value::String(key.to_string()),
+        );
+    }
     if let Some(traceparent) = &request.traceparent {
         meta.insert(
             META_TRACEPARENT.to_owned(),

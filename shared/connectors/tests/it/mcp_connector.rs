@@ -303,15 +303,18 @@ async fn the_principal_travels_as_request_metadata(f: &Fixture) {
     // One text content that is JSON is parsed.
     assert_eq!(
         who.payload,
-        json!({"baton/principal": "user-7", "baton/episode": "ep-1", "baton/agent": "rewards", "traceparent": null})
+        json!({"baton/principal": "user-7", "baton/episode": "ep-1", "baton/agent": "rewards", "baton/idempotency_key": null, "traceparent": null})
     );
     assert_eq!(who.principal, "user-7");
     // With traces exported, the call's trace context travels beside them (D-33).
     let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let mut traced = request("whoami_tool", f.config("whoami", json!({})), json!({}));
     traced.traceparent = Some(Arc::from(traceparent));
+    traced.idempotency_key = Some(Arc::from("bk_0123"));
     let who = f.connector.call(traced).await.unwrap();
     assert_eq!(who.payload["traceparent"], traceparent);
+    // So does the act's idempotency key (D-36).
+    assert_eq!(who.payload["baton/idempotency_key"], "bk_0123");
 }
 
 async fn progress_notifications_reach_the_sink(f: &Fixture) {
