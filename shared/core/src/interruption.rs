@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::consulted::AgentStatus;
 use crate::message::{Message, ToolResultStatus};
+use crate::tool_result::DataStatus;
 
 /// How long an interruption waits before it counts as declined, by default: a day.
 pub const DEFAULT_TTL_MS: u64 = 24 * 60 * 60 * 1000;
@@ -110,8 +111,8 @@ pub struct WaitingAgent {
     pub text: String,
     /// Tool calls it made so far.
     pub tool_calls: u32,
-    /// How its data calls went so far: `ok`, `partial`, `unavailable`.
-    pub data: Vec<String>,
+    /// How its data calls went so far.
+    pub data: Vec<DataStatus>,
     /// Time it had run, ms.
     pub duration_ms: u64,
 }

@@ -59,11 +59,10 @@ fn resume(turn: &str, body: &Value, principal: Option<&str>) -> Request<Body> {
     req.body(Body::from(body.to_string())).unwrap()
 }
 
-#[tokio::test]
-async fn a_waiting_turn_resumes_with_the_users_approval() {
-    let state = state();
+/// Turn `t1`, which stops for approval: its episode and its events.
+async fn pause(state: &baton_http::AppState) -> (String, Vec<Value>) {
     let paused = send(
-        &state,
+        state,
         post_turn(r#"{"message":"redeem my points","turn_id":"t1"}"#, None),
     )
     .await;
@@ -71,7 +70,13 @@ async fn a_waiting_turn_resumes_with_the_users_approval() {
         .to_str()
         .unwrap()
         .to_owned();
-    let paused = events(&text(paused).await);
+    (episode, events(&text(paused).await))
+}
+
+#[tokio::test]
+async fn a_waiting_turn_resumes_with_the_users_approval() {
+    let state = state();
+    let (episode, paused) = pause(&state).await;
     let asked = paused.iter().find(|e| e["type"] == "interruption").unwrap();
     assert_eq!(asked["kind"], "approval");
     assert_eq!(asked["action"], "Redeem 800 points");
@@ -100,16 +105,7 @@ async fn a_waiting_turn_resumes_with_the_users_approval() {
 #[tokio::test]
 async fn replies_that_do_not_fit_are_refused() {
     let state = state();
-    let paused = send(
-        &state,
-        post_turn(r#"{"message":"redeem my points","turn_id":"t1"}"#, None),
-    )
-    .await;
-    let episode = paused.headers()["x-baton-episode-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let paused = events(&text(paused).await);
+    let (episode, paused) = pause(&state).await;
     let id = paused.iter().find(|e| e["type"] == "interruption").unwrap()["id"]
         .as_str()
         .unwrap()

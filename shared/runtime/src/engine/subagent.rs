@@ -107,7 +107,7 @@ pub(crate) async fn resume(
     request.messages = messages;
     result.text = text;
     result.tool_calls = tool_calls;
-    let mut data_outcomes: Vec<DataStatus> = data.iter().filter_map(|d| data_status(d)).collect();
+    let mut data_outcomes = data;
     if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
         let answer = match decision {
             Decision::Approve => {
@@ -137,37 +137,19 @@ pub(crate) async fn resume(
     let elapsed = duration_ms + started.elapsed().as_millis() as u64;
     if calls.iter().any(|c| c.answer.is_none()) {
         // Another call of the same reply waits too: ask about it next.
-        result.status = AgentStatus::Awaiting;
-        result.duration_ms = elapsed;
-        result.waiting = Some(Box::new(WaitingAgent {
-            messages: request.messages,
+        stop_for_user(
+            result,
+            request.messages,
             reply_text,
             calls,
-            text: result.text.clone(),
-            tool_calls: result.tool_calls,
-            data: data_outcomes
-                .iter()
-                .map(|d| data_name(*d).to_owned())
-                .collect(),
-            duration_ms: elapsed,
-        }));
+            data_outcomes,
+            elapsed,
+        );
         return;
     }
-    let answered = calls
-        .into_iter()
-        .filter_map(|c| {
-            c.answer.map(|a| AnsweredCall {
-                id: c.id,
-                name: c.name,
-                input: c.input,
-                status: a.status,
-                content: a.content,
-            })
-        })
-        .collect();
     request
         .messages
-        .extend(tool_exchange(&reply_text, answered));
+        .extend(tool_exchange(&reply_text, answered(calls)));
     // The time it had run before it stopped counts toward its duration.
     let before = tokio::time::Duration::from_millis(duration_ms);
     let started = started.checked_sub(before).unwrap_or(started);
@@ -192,21 +174,43 @@ fn tool_status(status: DataStatus) -> ToolResultStatus {
     }
 }
 
-fn data_name(status: DataStatus) -> &'static str {
-    match status {
-        DataStatus::Ok => "ok",
-        DataStatus::Partial => "partial",
-        DataStatus::Unavailable => "unavailable",
-    }
+/// Stops the sub-agent for the user (D-36), keeping all it did: its conversation, the reply
+/// whose calls wait, what it said and how its data calls went.
+fn stop_for_user(
+    result: &mut AgentResult,
+    messages: Vec<Message>,
+    reply_text: String,
+    calls: Vec<HeldCall>,
+    data: Vec<DataStatus>,
+    elapsed: u64,
+) {
+    result.status = AgentStatus::Awaiting;
+    result.duration_ms = elapsed;
+    result.waiting = Some(Box::new(WaitingAgent {
+        messages,
+        reply_text,
+        calls,
+        text: result.text.clone(),
+        tool_calls: result.tool_calls,
+        data,
+        duration_ms: elapsed,
+    }));
 }
 
-fn data_status(name: &str) -> Option<DataStatus> {
-    match name {
-        "ok" => Some(DataStatus::Ok),
-        "partial" => Some(DataStatus::Partial),
-        "unavailable" => Some(DataStatus::Unavailable),
-        _ => None,
-    }
+/// A reply's calls, every one answered, as the tool exchange takes them.
+fn answered(calls: Vec<HeldCall>) -> Vec<AnsweredCall> {
+    calls
+        .into_iter()
+        .filter_map(|c| {
+            c.answer.map(|a| AnsweredCall {
+                id: c.id,
+                name: c.name,
+                input: c.input,
+                status: a.status,
+                content: a.content,
+            })
+        })
+        .collect()
 }
 
 /// The sub-agent's tool loop from `request`, to its answer, its tool-call limit, or a
@@ -309,37 +313,14 @@ async fn tool_loop(
             .collect();
         if calls.iter().any(|c| c.answer.is_none()) {
             let elapsed = started.elapsed().as_millis() as u64;
-            result.status = AgentStatus::Awaiting;
-            result.duration_ms = elapsed;
-            result.waiting = Some(Box::new(WaitingAgent {
-                messages: std::mem::take(&mut request.messages),
-                reply_text: reply.text,
-                calls,
-                text: result.text.clone(),
-                tool_calls: result.tool_calls,
-                data: data_outcomes
-                    .iter()
-                    .map(|d| data_name(*d).to_owned())
-                    .collect(),
-                duration_ms: elapsed,
-            }));
+            let messages = std::mem::take(&mut request.messages);
+            let data = std::mem::take(data_outcomes);
+            stop_for_user(result, messages, reply.text, calls, data, elapsed);
             return;
         }
-        let answered = calls
-            .into_iter()
-            .filter_map(|c| {
-                c.answer.map(|a| AnsweredCall {
-                    id: c.id,
-                    name: c.name,
-                    input: c.input,
-                    status: a.status,
-                    content: a.content,
-                })
-            })
-            .collect();
         request
             .messages
-            .extend(tool_exchange(&reply.text, answered));
+            .extend(tool_exchange(&reply.text, answered(calls)));
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
     let unavailable = data_outcomes
