@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use crate::consulted::AgentStatus;
 use crate::message::{Message, ToolResultStatus};
-use crate::tool_result::DataStatus;
 
 /// How long an interruption waits before it counts as declined, by default: a day.
 pub const DEFAULT_TTL_MS: u64 = 24 * 60 * 60 * 1000;
@@ -111,8 +110,9 @@ pub struct WaitingAgent {
     pub text: String,
     /// Tool calls it made so far.
     pub tool_calls: u32,
-    /// How its data calls went so far.
-    pub data: Vec<DataStatus>,
+    /// How its data calls went so far: `ok`, `partial`, `unavailable` (as text: the
+    /// interruption module stays below the tool results in the core's layering).
+    pub data: Vec<String>,
     /// Time it had run, ms.
     pub duration_ms: u64,
 }

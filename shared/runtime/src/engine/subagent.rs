@@ -107,7 +107,7 @@ pub(crate) async fn resume(
     request.messages = messages;
     result.text = text;
     result.tool_calls = tool_calls;
-    let mut data_outcomes = data;
+    let mut data_outcomes: Vec<DataStatus> = data.iter().filter_map(|d| data_status(d)).collect();
     if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
         let answer = match decision {
             Decision::Approve => {
@@ -192,9 +192,26 @@ fn stop_for_user(
         calls,
         text: result.text.clone(),
         tool_calls: result.tool_calls,
-        data,
+        data: data.iter().map(|d| data_name(*d).to_owned()).collect(),
         duration_ms: elapsed,
     }));
+}
+
+fn data_name(status: DataStatus) -> &'static str {
+    match status {
+        DataStatus::Ok => "ok",
+        DataStatus::Partial => "partial",
+        DataStatus::Unavailable => "unavailable",
+    }
+}
+
+fn data_status(name: &str) -> Option<DataStatus> {
+    match name {
+        "ok" => Some(DataStatus::Ok),
+        "partial" => Some(DataStatus::Partial),
+        "unavailable" => Some(DataStatus::Unavailable),
+        _ => None,
+    }
 }
 
 /// A reply's calls, every one answered, as the tool exchange takes them.

@@ -182,7 +182,7 @@ fn awaiting() -> Awaiting {
                     }],
                     text: "Redeeming.".into(),
                     tool_calls: 0,
-                    data: vec![baton_core::tool_result::DataStatus::Ok],
+                    data: vec!["ok".into()],
                     duration_ms: 20,
                 })),
             },
