@@ -10,6 +10,7 @@
 //! - [`runtime_api`]: a fake Lambda Runtime API for running the real function binaries.
 //! - [`function_process`]: a function binary run as Lambda runs it, against those services.
 //! - [`fixtures`]: where the repository's files are, and a scripted turn.
+//! - [`ledger`]: the example registry's demo points ledger, which counts redemptions.
 //! - [`requests`]: counting the requests SDK clients send (a turn's cost).
 //! - [`upstream_chat`]: a local chat service that keeps its own conversations.
 //! - [`local_model`]: a real tiny model on llama.cpp's OpenAI-compatible server.
@@ -21,6 +22,7 @@ pub mod dynamodb_local;
 pub mod fake_bedrock;
 pub mod fixtures;
 pub mod function_process;
+pub mod ledger;
 pub mod local_model;
 pub mod otlp_receiver;
 pub mod requests;

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use baton_core::directive::DirectMode;
-use baton_core::interruption::{Decision, Reply};
+use baton_core::interruption::{Answer, InterruptionKind, Reply};
 use baton_core::turn::TurnOutcome;
 use baton_runtime::{RejectionKind, Runtime, TurnRejection, TurnRequest};
 use futures::StreamExt;
@@ -64,8 +64,14 @@ async fn show<W: Write>(
 }
 
 /// Asks on the terminal whether to approve; `None` when input has ended.
-async fn ask_decision() -> anyhow::Result<Option<Decision>> {
-    eprint!("Approve? [y/N] ");
+/// Asks on the terminal what the turn waits on: a yes or no to an approval (anything but
+/// a yes declines), or the answer to a question (nothing declines to answer). `None` when
+/// input has ended: the turn is left waiting.
+async fn ask_user(kind: InterruptionKind) -> anyhow::Result<Option<Answer>> {
+    match kind {
+        InterruptionKind::Approval => eprint!("Approve? [y/N] "),
+        InterruptionKind::Question => eprint!("Your answer (empty to decline): "),
+    }
     let _ = io::stderr().flush();
     let line = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
@@ -74,14 +80,23 @@ async fn ask_decision() -> anyhow::Result<Option<Decision>> {
     .await
     .context("reading the answer")?
     .context("reading the answer")?;
-    Ok(match line {
-        (0, _) => None,
-        (_, text) => Some(match text.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" | "approve" => Decision::Approve,
-            _ => Decision::Decline,
-        }),
-    })
+    let (read, text) = line;
+    if read == 0 {
+        return Ok(None);
+    }
+    let text = text.trim();
+    Ok(Some(match kind {
+        InterruptionKind::Approval => match text.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "approve" => Answer::Approve,
+            _ => Answer::Decline,
+        },
+        InterruptionKind::Question if text.is_empty() => Answer::Decline,
+        InterruptionKind::Question => Answer::Text(text.to_owned()),
+    }))
 }
+
+/// The face `baton chat`'s turns come through, as the record names it.
+const FACE: &str = "chat";
 
 struct Chat<'a> {
     runtime: Runtime,
@@ -111,6 +126,7 @@ impl Chat<'_> {
             direct_line_mode: self.direct_line_mode,
             must_consult: self.must_consult.clone(),
             resume: None,
+            face: FACE,
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
             if r.kind == RejectionKind::Unavailable {
@@ -131,13 +147,13 @@ impl Chat<'_> {
         let episode = stream.episode_id.clone();
         let mut turn_id = stream.turn_id.clone();
         let mut ending = show(&mut stream, renderer).await?;
-        // D-36: a turn that waits for the user's approval asks on the terminal, and goes on
-        // with the answer, as often as it asks.
+        // D-36: a turn that waits for the user asks on the terminal, and goes on with the
+        // answer, as often as it asks.
         while ending.outcome == Some(TurnOutcome::AwaitingUser) {
-            let Some(interruption_id) = ending.interruption.clone() else {
+            let Some((interruption_id, kind)) = ending.interruption.clone() else {
                 break;
             };
-            let Some(decision) = ask_decision().await? else {
+            let Some(answer) = ask_user(kind).await? else {
                 eprintln!(
                     "(left waiting: answer it from the console, or POST /v1/turns/{turn_id}/resume)"
                 );
@@ -145,11 +161,17 @@ impl Chat<'_> {
             };
             let reply = Reply {
                 interruption_id,
-                decision,
+                answer,
             };
             let mut resumed = self
                 .runtime
-                .resume_turn(self.settings.principal.clone(), &episode, &turn_id, reply)
+                .resume_turn(
+                    self.settings.principal.clone(),
+                    &episode,
+                    &turn_id,
+                    reply,
+                    FACE,
+                )
                 .await?;
             turn_id = resumed.turn_id.clone();
             ending = show(&mut resumed, renderer).await?;

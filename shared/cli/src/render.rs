@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use baton_core::events::{DirectLineState, Event, SOURCE_NOTE, WireEvent};
+use baton_core::interruption::InterruptionKind;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -53,8 +54,8 @@ impl Style {
 pub(crate) struct Ending {
     /// The `completed` outcome, if the stream got that far.
     pub(crate) outcome: Option<TurnOutcome>,
-    /// The question the turn waits on (D-36), if it does.
-    pub(crate) interruption: Option<String>,
+    /// What the turn waits on (D-36), if it does: its id and kind.
+    pub(crate) interruption: Option<(String, InterruptionKind)>,
 }
 
 /// Renders one turn at a time onto `out`.
@@ -76,7 +77,7 @@ pub(crate) struct Renderer<W: Write> {
     /// The specialist whose Direct Line answer is streaming onto the screen.
     streaming: Option<String>,
     /// The question the turn waits on, if it does.
-    interruption: Option<String>,
+    interruption: Option<(String, InterruptionKind)>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -106,8 +107,8 @@ impl<W: Write> Renderer<W> {
             self.outcome = Some(*outcome);
             self.privacy = Some(privacy.clone());
         }
-        if let Event::Interruption { id, .. } = &wire.event {
-            self.interruption = Some(id.clone());
+        if let Event::Interruption { id, kind, .. } = &wire.event {
+            self.interruption = Some((id.clone(), *kind));
         }
         if self.style.json {
             serde_json::to_writer(&mut self.out, wire)?;
@@ -183,6 +184,7 @@ impl<W: Write> Renderer<W> {
                 self.source.clear();
             }
             Event::Interruption {
+                kind,
                 label,
                 action,
                 args,
@@ -191,12 +193,19 @@ impl<W: Write> Renderer<W> {
                 self.stop_spinner();
                 self.end_line()?;
                 let (b, r) = self.paint(BOLD);
-                writeln!(
-                    self.out,
-                    "{b}\u{23f8} {label} asks your approval:{r} {action}"
-                )?;
-                let (d, r) = self.paint(DIM);
-                writeln!(self.out, "{d}  arguments: {args}{r}")?;
+                match kind {
+                    InterruptionKind::Approval => {
+                        writeln!(
+                            self.out,
+                            "{b}\u{23f8} {label} asks your approval:{r} {action}"
+                        )?;
+                        let (d, r) = self.paint(DIM);
+                        writeln!(self.out, "{d}  arguments: {args}{r}")?;
+                    }
+                    InterruptionKind::Question => {
+                        writeln!(self.out, "{b}\u{23f8} {label} asks:{r} {action}")?;
+                    }
+                }
             }
             Event::Error { message } => {
                 self.stop_spinner();

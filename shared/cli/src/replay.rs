@@ -199,6 +199,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         calls,
         plan,
         tool_calls,
+        answered,
     } = r;
     let mut facts = Vec::new();
     if !invoked.is_empty() {
@@ -254,6 +255,19 @@ fn routing(out: &mut String, r: &RoutingRecord) {
             c.tool,
             c.outcome.as_str(),
             c.duration_ms
+        );
+    }
+    if let Some(a) = answered {
+        let _ = writeln!(
+            out,
+            "  {} {} ({}) for {} via {}: {} (arguments sha256 {})",
+            a.kind.as_str(),
+            a.interruption_id,
+            a.tool,
+            a.agent_id,
+            a.face,
+            a.answer,
+            a.args_sha256
         );
     }
     for g in guards {

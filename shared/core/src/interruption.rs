@@ -11,12 +11,27 @@ use crate::message::{Message, ToolResultStatus};
 /// How long an interruption waits before it counts as declined, by default: a day.
 pub const DEFAULT_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 
+/// The tool a specialist asks the user a question with (a card's `asks_user: true`).
+pub const ASK_USER_TOOL: &str = "ask_user";
+
 /// What the turn waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InterruptionKind {
     /// The user's approval of one tool call.
     Approval,
+    /// The user's answer to a specialist's question.
+    Question,
+}
+
+impl InterruptionKind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InterruptionKind::Approval => "approval",
+            InterruptionKind::Question => "question",
+        }
+    }
 }
 
 /// What the user is asked, as the stream and the record show it.
@@ -30,9 +45,10 @@ pub struct Interruption {
     pub agent_id: String,
     /// Its label.
     pub label: String,
-    /// The tool it would call.
+    /// The tool it would call (`ask_user` for a question).
     pub tool: String,
-    /// The action in plain words (after the privacy guard).
+    /// What the user is asked in plain words (after the privacy guard): the action to
+    /// approve, or the question.
     pub action: String,
     /// The call's exact arguments (after the privacy guard).
     pub args: Value,
@@ -45,22 +61,78 @@ pub struct Interruption {
     pub expires_ms: u64,
 }
 
-/// The user's answer to an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The user's answer: a decision on an approval, or the words that answer a question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Decision {
+pub enum Answer {
     /// Run the call.
     Approve,
-    /// Do not run it.
+    /// Do not run it, or (to a question) do not answer.
     Decline,
+    /// The answer to a question.
+    Text(String),
 }
 
-impl Decision {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
+impl Answer {
+    /// How the record names it: `approve`, `decline` or `answered` (never the answer's
+    /// words, which the record does not keep).
+    pub fn as_str(&self) -> &'static str {
         match self {
-            Decision::Approve => "approve",
-            Decision::Decline => "decline",
+            Answer::Approve => "approve",
+            Answer::Decline => "decline",
+            Answer::Text(_) => "answered",
+        }
+    }
+
+    /// The answer to `interruption` in the user's own words, as a face that only carries
+    /// text takes it (the next message of a conversation): to an approval, a yes or a no;
+    /// to a question, any words.
+    ///
+    /// # Errors
+    /// The words do not answer it.
+    pub fn from_words(interruption: &Interruption, words: &str) -> Result<Answer, ReplyError> {
+        let words = words.trim();
+        match interruption.kind {
+            InterruptionKind::Question if words.is_empty() => Err(ReplyError::NeedsAnswer),
+            InterruptionKind::Question => Ok(Answer::Text(words.to_owned())),
+            InterruptionKind::Approval => {
+                let said: String = words
+                    .chars()
+                    .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+                    .collect::<String>()
+                    .to_lowercase();
+                let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+                const YES: &[&str] = &[
+                    "yes",
+                    "y",
+                    "approve",
+                    "approved",
+                    "ok",
+                    "okay",
+                    "go ahead",
+                    "confirm",
+                    "yes please",
+                    "do it",
+                ];
+                const NO: &[&str] = &[
+                    "no",
+                    "n",
+                    "decline",
+                    "declined",
+                    "cancel",
+                    "stop",
+                    "dont",
+                    "no thanks",
+                    "dont do it",
+                ];
+                if YES.contains(&said.as_str()) {
+                    Ok(Answer::Approve)
+                } else if NO.contains(&said.as_str()) {
+                    Ok(Answer::Decline)
+                } else {
+                    Err(ReplyError::NeedsDecision)
+                }
+            }
         }
     }
 }
@@ -71,7 +143,61 @@ pub struct Reply {
     /// The interruption answered.
     pub interruption_id: String,
     /// The answer.
-    pub decision: Decision,
+    pub answer: Answer,
+}
+
+/// What the record keeps of an answered interruption: who answered what, when, over which
+/// exact arguments, and through which face.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerRecord {
+    /// The interruption.
+    pub interruption_id: String,
+    /// The turn that waited.
+    pub waited_turn_id: String,
+    /// The turn whose message started the waiting work (the first of a chain of resumes).
+    #[serde(default)]
+    pub origin_turn_id: String,
+    /// What it waited for.
+    pub kind: InterruptionKind,
+    /// The specialist that asked.
+    pub agent_id: String,
+    /// The tool it asked about (`ask_user` for a question).
+    pub tool: String,
+    /// `approve`, `decline` or `answered`; `expired` when nobody answered in time (which
+    /// counts as declined).
+    pub answer: String,
+    /// SHA-256 of the call's exact arguments.
+    pub args_sha256: String,
+    /// Who answered (the principal).
+    pub by: String,
+    /// The face the answer came through (`api`, `chat`, `a2a`, `ag-ui`, `openai`, `mcp`).
+    pub face: String,
+    /// When it was asked, epoch ms.
+    pub asked_ms: u64,
+    /// When it was answered (or found expired), epoch ms.
+    pub answered_ms: u64,
+}
+
+impl AnswerRecord {
+    /// The record of `awaiting`'s interruption, answered with `answer` by `by` through
+    /// `face` at `now_ms`.
+    pub fn new(awaiting: &Awaiting, answer: &str, by: &str, face: &str, now_ms: u64) -> Self {
+        let i = &awaiting.interruption;
+        AnswerRecord {
+            interruption_id: i.id.clone(),
+            waited_turn_id: awaiting.turn_id.clone(),
+            origin_turn_id: awaiting.origin().to_owned(),
+            kind: i.kind,
+            agent_id: i.agent_id.clone(),
+            tool: i.tool.clone(),
+            answer: answer.to_owned(),
+            args_sha256: i.args_sha256.clone(),
+            by: by.to_owned(),
+            face: face.to_owned(),
+            asked_ms: i.created_ms,
+            answered_ms: now_ms,
+        }
+    }
 }
 
 /// A call of the waiting specialist's last reply.
@@ -161,6 +287,11 @@ pub struct SavedJob {
 pub struct Awaiting {
     /// The turn that waits (the one a reply resumes).
     pub turn_id: String,
+    /// The turn whose message started the waiting work: itself, or the first of a chain
+    /// of resumes (a face that names a conversation's task by its first turn finds it so).
+    /// Empty in state saved before it was kept: then `turn_id`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub origin_turn_id: String,
     /// The user's message that started the work.
     pub user_text: String,
     /// What the orchestrator said before it asked the specialists.
@@ -184,9 +315,24 @@ pub enum ReplyError {
     /// The interruption expired.
     #[error("That request has expired, so it counts as declined; ask again to start over.")]
     Expired,
+    /// An approval was answered with words, not approve or decline.
+    #[error("This needs a yes or a no: approve or decline.")]
+    NeedsDecision,
+    /// A question was answered with nothing, or with approve.
+    #[error("This is a question: answer it in words, or decline to answer.")]
+    NeedsAnswer,
 }
 
 impl Awaiting {
+    /// The turn whose message started the waiting work.
+    pub fn origin(&self) -> &str {
+        if self.origin_turn_id.is_empty() {
+            &self.turn_id
+        } else {
+            &self.origin_turn_id
+        }
+    }
+
     /// Whether `reply` to turn `turn_id` may resume this at `now_ms`.
     ///
     /// # Errors
@@ -201,7 +347,14 @@ impl Awaiting {
         if now_ms >= self.interruption.expires_ms {
             return Err(ReplyError::Expired);
         }
-        Ok(())
+        match (self.interruption.kind, &reply.answer) {
+            (InterruptionKind::Approval, Answer::Text(_)) => Err(ReplyError::NeedsDecision),
+            (InterruptionKind::Question, Answer::Approve) => Err(ReplyError::NeedsAnswer),
+            (InterruptionKind::Question, Answer::Text(t)) if t.trim().is_empty() => {
+                Err(ReplyError::NeedsAnswer)
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -242,6 +395,7 @@ mod tests {
     fn awaiting(expires_ms: u64) -> Awaiting {
         Awaiting {
             turn_id: "t1".into(),
+            origin_turn_id: String::new(),
             user_text: "redeem".into(),
             preamble: String::new(),
             jobs: Vec::new(),
@@ -265,9 +419,17 @@ mod tests {
         let waiting = awaiting(1_000);
         let reply = Reply {
             interruption_id: "int_1".into(),
-            decision: Decision::Approve,
+            answer: Answer::Approve,
         };
         assert_eq!(waiting.check("t1", &reply, 999), Ok(()));
+        let words = Reply {
+            answer: Answer::Text("sure thing".into()),
+            ..reply.clone()
+        };
+        assert_eq!(
+            waiting.check("t1", &words, 0),
+            Err(ReplyError::NeedsDecision)
+        );
         assert_eq!(waiting.check("t2", &reply, 0), Err(ReplyError::NotWaiting));
         let other = Reply {
             interruption_id: "int_2".into(),
@@ -281,10 +443,79 @@ mod tests {
     }
 
     #[test]
+    fn words_answer_an_approval_with_a_yes_or_a_no_and_a_question_with_anything() {
+        let mut waiting = awaiting(1_000);
+        let approval = &waiting.interruption;
+        for yes in ["yes", "Yes!", "  approve ", "go ahead.", "OK"] {
+            assert_eq!(
+                Answer::from_words(approval, yes),
+                Ok(Answer::Approve),
+                "{yes}"
+            );
+        }
+        for no in ["no", "No.", "decline", "don't", "Cancel"] {
+            assert_eq!(
+                Answer::from_words(approval, no),
+                Ok(Answer::Decline),
+                "{no}"
+            );
+        }
+        for unclear in ["", "maybe", "yes and no", "what does it cost?"] {
+            assert_eq!(
+                Answer::from_words(approval, unclear),
+                Err(ReplyError::NeedsDecision),
+                "{unclear}"
+            );
+        }
+        waiting.interruption.kind = InterruptionKind::Question;
+        let question = &waiting.interruption;
+        assert_eq!(
+            Answer::from_words(question, " Berlin "),
+            Ok(Answer::Text("Berlin".into()))
+        );
+        assert_eq!(
+            Answer::from_words(question, "  "),
+            Err(ReplyError::NeedsAnswer)
+        );
+        let approve = Reply {
+            interruption_id: "int_1".into(),
+            answer: Answer::Approve,
+        };
+        assert_eq!(
+            waiting.check("t1", &approve, 0),
+            Err(ReplyError::NeedsAnswer)
+        );
+        let decline = Reply {
+            answer: Answer::Decline,
+            ..approve
+        };
+        assert_eq!(waiting.check("t1", &decline, 0), Ok(()));
+    }
+
+    #[test]
     fn the_state_reads_back_from_its_json() {
         let waiting = awaiting(5);
         let text = serde_json::to_string(&waiting).unwrap();
         assert_eq!(serde_json::from_str::<Awaiting>(&text).unwrap(), waiting);
         assert_eq!(args_sha256(&json!({ "points": 800 })).len(), 64);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_words_answer_or_are_refused_in_words(words in "\\PC{0,40}") {
+            let mut waiting = awaiting(1_000);
+            match Answer::from_words(&waiting.interruption, &words) {
+                Ok(Answer::Text(_)) => proptest::prop_assert!(false, "an approval took words"),
+                Ok(_) => {}
+                Err(e) => proptest::prop_assert_eq!(e, ReplyError::NeedsDecision),
+            }
+            waiting.interruption.kind = InterruptionKind::Question;
+            let answered = Answer::from_words(&waiting.interruption, &words);
+            if words.trim().is_empty() {
+                proptest::prop_assert_eq!(answered, Err(ReplyError::NeedsAnswer));
+            } else {
+                proptest::prop_assert_eq!(answered, Ok(Answer::Text(words.trim().to_owned())));
+            }
+        }
     }
 }

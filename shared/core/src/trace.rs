@@ -237,6 +237,10 @@ pub struct RoutingRecord {
     /// audit trail's child records (003 §12).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCallRecord>,
+    /// The interruption this turn answered (a resumed turn), or set aside unanswered (an
+    /// expired one counts as declined), D-36.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<crate::interruption::AnswerRecord>,
 }
 
 /// One executed `ask_<id>` call.

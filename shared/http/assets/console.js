@@ -570,32 +570,65 @@
       this.meta.hidden = false;
     }
 
-    // The turn waits for the user's approval: what is asked, with Approve and Decline,
-    // which resume the turn in place.
+    // The turn waits for the user: an approval (what is asked, with Approve and Decline)
+    // or a question (a box for the answer, with Answer and Decline); either resumes the
+    // turn in place.
     interruption(event) {
       this.settleStatuses();
+      const question = event.kind === "question";
+      const who = event.label || labelOf(event.agent);
+      const head = question ? `${who} asks` : `${who} asks your approval`;
       const box = el("div", "interruption");
       box.dataset.interruption = event.id || "";
+      box.dataset.kind = question ? "question" : "approval";
       box.setAttribute("role", "group");
-      box.setAttribute("aria-label", `${event.label || event.agent} asks your approval`);
-      box.append(
-        el("p", "interruption-head", `${event.label || labelOf(event.agent)} asks your approval`),
-        el("p", "interruption-action", event.action || ""),
-        el("pre", "interruption-args", JSON.stringify(event.args ?? {}, null, 2)),
-      );
-      const actions = el("div", "interruption-actions");
+      box.setAttribute("aria-label", head);
+      box.append(el("p", "interruption-head", head), el("p", "interruption-action", event.action || ""));
+      if (!question) {
+        box.append(el("pre", "interruption-args", JSON.stringify(event.args ?? {}, null, 2)));
+      }
+      const actions = el("form", "interruption-actions");
       const turnId = this.root.dataset.turnId;
-      for (const [decision, label] of [["approve", "Approve"], ["decline", "Decline"]]) {
-        const button = el("button", `decide decide-${decision}`, label);
-        button.type = "button";
-        button.dataset.decision = decision;
-        button.addEventListener("click", () => {
-          for (const b of actions.querySelectorAll("button")) b.disabled = true;
-          box.dataset.decided = decision;
-          resume(turnId, event.id, decision, `${label}d: ${event.action || ""}`);
-        });
+      const spend = (decided) => {
+        for (const c of actions.querySelectorAll("button, input")) c.disabled = true;
+        box.dataset.decided = decided;
+      };
+      let input = null;
+      if (question) {
+        input = el("input", "interruption-answer");
+        input.type = "text";
+        input.setAttribute("aria-label", `Your answer to ${who}`);
+        input.placeholder = "Your answer";
+        actions.append(input);
+      }
+      const choices = question
+        ? [["answer", "Answer"], ["decline", "Decline"]]
+        : [["approve", "Approve"], ["decline", "Decline"]];
+      for (const [choice, label] of choices) {
+        const button = el("button", `decide decide-${choice}`, label);
+        button.type = choice === "decline" ? "button" : "submit";
+        button.dataset.decision = choice;
+        if (choice === "decline") {
+          button.addEventListener("click", () => {
+            spend("decline");
+            const said = question ? "Declined to answer" : `Declined: ${event.action || ""}`;
+            resume(turnId, event.id, { decision: "decline" }, said);
+          });
+        }
         actions.append(button);
       }
+      actions.addEventListener("submit", (e) => {
+        e.preventDefault();
+        if (question) {
+          const words = input.value.trim();
+          if (words === "") return;
+          spend("answer");
+          resume(turnId, event.id, { answer: words }, words);
+        } else {
+          spend("approve");
+          resume(turnId, event.id, { decision: "approve" }, `Approved: ${event.action || ""}`);
+        }
+      });
       box.append(actions);
       this.errors.before(box);
     }
@@ -658,9 +691,10 @@
   }
 
   // The user's answer to what a turn waits for: the resumed turn streams as a new one.
-  async function resume(turnId, interruptionId, decision, said) {
+  // `reply` is `{decision}` or `{answer}`.
+  async function resume(turnId, interruptionId, reply, said) {
     if (state.busy || !turnId) return;
-    const body = { episode_id: state.episodeId, interruption_id: interruptionId, decision };
+    const body = { episode_id: state.episodeId, interruption_id: interruptionId, ...reply };
     await stream(said, `/v1/turns/${encodeURIComponent(turnId)}/resume`, body);
   }
 

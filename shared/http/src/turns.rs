@@ -8,8 +8,9 @@ use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::Sse;
 use axum::response::{IntoResponse, Response};
+use baton_core::Principal;
 use baton_core::events::PROTOCOL_VERSION;
-use baton_core::interruption::{Decision, Reply};
+use baton_core::interruption::{Answer, Reply};
 use baton_runtime::{TurnRejection, TurnRequest, TurnStream};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -77,6 +78,7 @@ pub(crate) async fn post_turn(
         direct_line_mode: body.direct_line_mode,
         must_consult: body.must_consult,
         resume: None,
+        face: baton_runtime::FACE_API,
     };
     let stream = start(&state, &headers, request, "POST /v1/turns").await?;
     Ok(native(stream))
@@ -100,9 +102,24 @@ struct ResumeBody {
     episode_id: String,
     /// The interruption answered (from its `interruption` event).
     interruption_id: String,
-    /// `approve` or `decline`.
-    decision: Decision,
+    /// To an approval: `approve` or `decline`; to a question, `decline` not to answer.
+    #[serde(default)]
+    decision: Option<Decision>,
+    /// To a question: the answer, in words.
+    #[serde(default)]
+    answer: Option<String>,
 }
+
+/// A decision as the body names it.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Decision {
+    Approve,
+    Decline,
+}
+
+/// What the resume body must hold, for its error message.
+const RESUME_SHAPE: &str = "send {\"episode_id\", \"interruption_id\"} with \"decision\": \"approve\" or \"decline\", or with \"answer\": the answer to a question";
 
 /// `POST /v1/turns/{turn_id}/resume`: the user's answer to what the turn waits for
 /// (D-36). The resumed turn streams as `POST /v1/turns` does.
@@ -126,19 +143,34 @@ pub(crate) async fn post_resume(
         if e.is_syntax() || e.is_eof() {
             Error::MalformedJson
         } else {
-            Error::InvalidBody(format!(
-                "{e}; send {{\"episode_id\", \"interruption_id\", \"decision\": \"approve\" or \"decline\"}}"
-            ))
+            Error::InvalidBody(format!("{e}; {RESUME_SHAPE}"))
         }
     })?;
+    let answer = match (body.decision, body.answer) {
+        (Some(Decision::Approve), None) => Answer::Approve,
+        (Some(Decision::Decline), None) => Answer::Decline,
+        (None, Some(words)) => Answer::Text(words),
+        _ => {
+            return Err(Error::InvalidBody(format!(
+                "give a decision or an answer, not both or neither; {RESUME_SHAPE}"
+            )));
+        }
+    };
     let reply = Reply {
         interruption_id: body.interruption_id,
-        decision: body.decision,
+        answer,
     };
-    let run = state
-        .runtime
-        .resume_turn(principal, &body.episode_id, &turn_id, reply);
-    let stream = traced(&state, &headers, "POST /v1/turns/{turn_id}/resume", run).await?;
+    let stream = resume(
+        &state,
+        &headers,
+        principal,
+        &body.episode_id,
+        &turn_id,
+        reply,
+        baton_runtime::FACE_API,
+        "POST /v1/turns/{turn_id}/resume",
+    )
+    .await?;
     Ok(native(stream))
 }
 
@@ -176,6 +208,68 @@ pub(crate) async fn start_new_in(
     span: &'static str,
 ) -> Result<TurnStream, Error> {
     let run = state.runtime.run_turn_in_new(conversation, request);
+    traced(state, headers, span, run).await
+}
+
+/// Starts `request`, or, when its episode waits for the user (D-36) and its text answers
+/// that in words (a yes or a no to an approval, anything to a question), resumes the
+/// waiting turn with it: how a face that only carries the next message takes a reply.
+/// Words that do not answer an approval start a turn as usual, which sets it aside.
+pub(crate) async fn start_or_answer(
+    state: &AppState,
+    headers: &HeaderMap,
+    request: TurnRequest,
+    span: &'static str,
+) -> Result<TurnStream, Error> {
+    if let Some(episode) = request.episode_id.as_deref() {
+        // An unknown episode or a store that is down: the turn's own start says so.
+        let awaiting = state
+            .runtime
+            .awaiting(&request.principal, episode)
+            .await
+            .ok()
+            .flatten();
+        if let Some(awaiting) = awaiting
+            && let Ok(answer) = Answer::from_words(&awaiting.interruption, &request.text)
+        {
+            let reply = Reply {
+                interruption_id: awaiting.interruption.id.clone(),
+                answer,
+            };
+            let episode = episode.to_owned();
+            let face = request.face;
+            return resume(
+                state,
+                headers,
+                request.principal,
+                &episode,
+                &awaiting.turn_id,
+                reply,
+                face,
+                span,
+            )
+            .await;
+        }
+    }
+    start(state, headers, request, span).await
+}
+
+/// Resumes `principal`'s turn `turn_id` of `episode_id` with `reply`, given through
+/// `face` (see `Runtime::resume_turn`), under the caller's trace as [`start`] does.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn resume(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: Principal,
+    episode_id: &str,
+    turn_id: &str,
+    reply: Reply,
+    face: &'static str,
+    span: &'static str,
+) -> Result<TurnStream, Error> {
+    let run = state
+        .runtime
+        .resume_turn(principal, episode_id, turn_id, reply, face);
     traced(state, headers, span, run).await
 }
 

@@ -44,6 +44,9 @@ pub struct HistoryTurn {
     /// What the privacy guard masked in the answer.
     #[serde(default)]
     pub privacy: PrivacyReceipt,
+    /// The interruption this turn answered or set aside (D-36).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered: Option<baton_core::interruption::AnswerRecord>,
 }
 
 impl From<&TurnRecord> for HistoryTurn {
@@ -58,6 +61,7 @@ impl From<&TurnRecord> for HistoryTurn {
             outcome: r.outcome,
             direct: r.direct.clone(),
             privacy: r.privacy.clone(),
+            answered: r.routing.answered.clone(),
         }
     }
 }

@@ -31,6 +31,6 @@ mod services;
 pub mod stream;
 
 pub use config::RuntimeConfig;
-pub use request::{RejectionKind, TurnRejection, TurnRequest};
+pub use request::{FACE_API, RejectionKind, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use stream::{OutputLimits, TurnStream};

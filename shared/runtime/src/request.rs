@@ -6,6 +6,9 @@ use baton_core::directive::DirectMode;
 use baton_core::interruption::Reply;
 use baton_core::ports::store::{StoreError, request_fingerprint};
 
+/// The face of a turn that came through the native HTTP API (and the console).
+pub const FACE_API: &str = "api";
+
 /// One user turn.
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
@@ -28,6 +31,9 @@ pub struct TurnRequest {
     /// The user's reply to the interruption this turn resumes (D-36); set by
     /// [`Runtime::resume_turn`](crate::Runtime::resume_turn).
     pub resume: Option<Reply>,
+    /// The face the turn came through (`api`, `chat`, `a2a`, `ag-ui`, `openai`, `mcp`):
+    /// the record of an answered interruption names it.
+    pub face: &'static str,
 }
 
 impl TurnRequest {
@@ -41,7 +47,7 @@ impl TurnRequest {
         let reply = self
             .resume
             .as_ref()
-            .map(|r| format!("{}:{}", r.interruption_id, r.decision.as_str()))
+            .map(|r| format!("{}:{}", r.interruption_id, r.answer.as_str()))
             .unwrap_or_default();
         let mode = self
             .direct_line_mode
@@ -73,6 +79,7 @@ impl TurnRequest {
             direct_line_mode: None,
             must_consult: Vec::new(),
             resume: None,
+            face: FACE_API,
         }
     }
 }

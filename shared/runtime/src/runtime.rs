@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::Principal;
-use baton_core::interruption::{Reply, ReplyError};
+use baton_core::interruption::{Awaiting, Reply, ReplyError};
 use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::{Connector, TraceContext};
 use baton_core::ports::metrics::{Metrics, NoMetrics};
@@ -291,21 +291,23 @@ impl Runtime {
     }
 
     /// Resumes `principal`'s turn `turn_id` of `episode_id`, which waits for the user
-    /// (D-36), with their `reply`: a new turn of the episode that goes on from the waiting
-    /// work and composes the answer from all of it (or asks the next question). Its id
-    /// derives from the waiting turn and the interruption, so the same reply sent twice is
-    /// one turn: never run twice.
+    /// (D-36), with their `reply`, given through `face`: a new turn of the episode that
+    /// goes on from the waiting work and composes the answer from all of it (or asks the
+    /// next question). Its id derives from the waiting turn and the interruption, so the
+    /// same reply sent again is that turn replayed: never run twice.
     ///
     /// # Errors
     /// `NotFound` for another principal's episode or an unknown one; `Invalid` when the turn
-    /// is not waiting, the reply names another question, or the question has expired; and
-    /// any refusal of [`Runtime::run_turn`] (the store unavailable, the episode busy).
+    /// is not waiting, the reply names another question or does not fit it, or the
+    /// question has expired; `Mismatch` for another answer to a question already answered;
+    /// and any refusal of [`Runtime::run_turn`] (the store unavailable, the episode busy).
     pub async fn resume_turn(
         &self,
         principal: Principal,
         episode_id: &str,
         turn_id: &str,
         reply: Reply,
+        face: &'static str,
     ) -> Result<TurnStream, TurnRejection> {
         let meta = self
             .inner
@@ -314,28 +316,72 @@ impl Runtime {
             .await
             .map_err(store_rejection)?;
         let now = self.inner.clock.now_ms();
-        let Some(awaiting) = meta.state.awaiting.as_deref() else {
-            return Err(TurnRejection::new(
-                RejectionKind::Invalid,
-                ReplyError::NotWaiting.to_string(),
-            ));
+        let resume_id =
+            crate::engine::interruption::resume_turn_id(turn_id, &reply.interruption_id);
+        let text = match meta.state.awaiting.as_deref() {
+            Some(awaiting) if awaiting.turn_id == turn_id => {
+                awaiting
+                    .check(turn_id, &reply, now)
+                    .map_err(|e| TurnRejection::new(RejectionKind::Invalid, e.to_string()))?;
+                crate::engine::interruption::reply_text(awaiting, &reply.answer)
+            }
+            // Answered already: the same reply again replays the turn it resumed.
+            _ => self
+                .answered(&principal, episode_id, &resume_id)
+                .await?
+                .ok_or_else(|| {
+                    TurnRejection::new(RejectionKind::Invalid, ReplyError::NotWaiting.to_string())
+                })?,
         };
-        awaiting
-            .check(turn_id, &reply, now)
-            .map_err(|e| TurnRejection::new(RejectionKind::Invalid, e.to_string()))?;
         let request = TurnRequest {
             episode_id: Some(episode_id.to_owned()),
-            turn_id: Some(crate::engine::interruption::resume_turn_id(
-                turn_id,
-                &reply.interruption_id,
-            )),
-            resume: Some(reply.clone()),
-            ..TurnRequest::new(
-                principal,
-                crate::engine::interruption::reply_text(awaiting, reply.decision),
-            )
+            turn_id: Some(resume_id),
+            resume: Some(reply),
+            face,
+            ..TurnRequest::new(principal, text)
         };
         crate::engine::start(self.inner.clone(), request, None).await
+    }
+
+    /// What `principal`'s episode `episode_id` waits on (D-36), if anything.
+    ///
+    /// # Errors
+    /// `NotFound` for another principal's episode or an unknown one; `Unavailable` when
+    /// the store is.
+    pub async fn awaiting(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+    ) -> Result<Option<Box<Awaiting>>, TurnRejection> {
+        let meta = self
+            .inner
+            .store
+            .episode(principal, episode_id)
+            .await
+            .map_err(store_rejection)?;
+        Ok(meta.state.awaiting)
+    }
+
+    /// The user text of the committed turn `resume_id` (a reply already answered) among the
+    /// episode's latest turns, if it is there.
+    async fn answered(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        resume_id: &str,
+    ) -> Result<Option<String>, TurnRejection> {
+        /// How far back a reply sent again is looked for: a retry comes soon after.
+        const RECENT_TURNS: usize = 20;
+        let turns = self
+            .inner
+            .store
+            .turns(principal, episode_id, RECENT_TURNS)
+            .await
+            .map_err(store_rejection)?;
+        Ok(turns
+            .into_iter()
+            .find(|t| t.turn_id == resume_id)
+            .map(|t| t.user_text))
     }
 
     /// Asks `principal`'s turn `turn_id` of `episode_id`, running in this process, to stop:

@@ -1,45 +1,21 @@
-//! `baton chat` with a turn that waits for the user's approval (D-36): it asks on the
-//! terminal, and the answer resumes the turn, which runs the approved call once, or never.
+//! `baton chat` with a turn that waits for the user's approval (D-36): the shipped
+//! registry's `redeem_points` on the demo ledger. Chat asks on the terminal, and the answer
+//! resumes the turn, which redeems once, or never; the ledger counts what really ran.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use baton_tests::ledger::Ledger;
 use serde_json::Value;
 
 use crate::support::*;
 
-/// The shipped registry with a redemption that needs approval, given to rewards.
-pub(crate) fn registry_with_approval(sandbox: &Sandbox) -> PathBuf {
-    let copy = sandbox.path().join("registry");
-    copy_dir(std::path::Path::new(registry()), &copy);
-    let tools = copy.join("tools.yaml");
-    let mut text = std::fs::read_to_string(&tools).unwrap();
-    text.push_str(
-        r#"
-  redeem_points:
-    description: Redeem points for a reward.
-    connector:
-      kind: fixture
-      file: fixtures/rewards/balance.yaml
-    schema:
-      type: object
-      properties:
-        points: { type: integer }
-      required: [points]
-    approval:
-      when: "points > 500"
-      action: "Redeem {points} points"
-"#,
-    );
-    std::fs::write(&tools, text).unwrap();
-    let card = copy.join("agents/rewards.yaml");
-    let text = std::fs::read_to_string(&card).unwrap().replace(
-        "  - get_points_balance\n",
-        "  - get_points_balance\n  - redeem_points\n",
-    );
-    std::fs::write(&card, text).unwrap();
-    copy
+/// The demo ledger and a copy of the shipped registry that redeems points on it.
+pub(crate) fn with_ledger(sandbox: &Sandbox) -> (Ledger, PathBuf) {
+    let ledger = Ledger::start();
+    let registry = ledger.registry_copy(sandbox.path());
+    (ledger, registry)
 }
 
 pub(crate) const SCRIPT: &str = r#"
@@ -51,15 +27,16 @@ agents:
       text: ["All done with your points."]
   rewards:
     - when: { after_tool_results: false }
-      tool_calls: [{ name: redeem_points, args: { points: 800 } }]
+      tool_calls: [{ name: redeem_points, args: { points: 800, reward_type: gift_card } }]
     - when: { after_tool_results: true }
       text: ["The redemption is through."]
 "#;
 
-/// Runs `baton chat --json` with `answer` typed at the prompt; its events and stderr.
-fn chat(answer: &str) -> (Vec<Value>, String) {
+/// Runs `baton chat --json` with `answer` typed at the prompt; its events, stderr and the
+/// redemptions the ledger recorded.
+fn chat(answer: &str) -> (Vec<Value>, String, Vec<Value>) {
     let sandbox = Sandbox::new();
-    let registry = registry_with_approval(&sandbox);
+    let (ledger, registry) = with_ledger(&sandbox);
     let model = sandbox.script(SCRIPT);
     let mut child = sandbox
         .baton()
@@ -79,7 +56,8 @@ fn chat(answer: &str) -> (Vec<Value>, String) {
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
-    (events(&String::from_utf8_lossy(&out.stdout)), stderr)
+    let events = events(&String::from_utf8_lossy(&out.stdout));
+    (events, stderr, ledger.redemptions())
 }
 
 fn kinds(events: &[Value]) -> Vec<&str> {
@@ -95,14 +73,14 @@ fn redeemed(events: &[Value]) -> usize {
 
 #[test]
 fn chat_asks_for_approval_and_an_approved_redemption_runs_once() {
-    let (events, stderr) = chat("y\n");
+    let (events, stderr, ledger) = chat("y\n");
     assert!(stderr.contains("Approve? [y/N]"), "{stderr}");
     let kinds = kinds(&events);
     let asked = events
         .iter()
         .find(|e| e["type"] == "interruption")
         .unwrap_or_else(|| panic!("{kinds:?}"));
-    assert_eq!(asked["action"], "Redeem 800 points");
+    assert_eq!(asked["action"], "Redeem 800 points (gift_card)");
     assert_eq!(asked["agent"], "rewards");
     let completed: Vec<&Value> = events.iter().filter(|e| e["type"] == "completed").collect();
     assert_eq!(completed.len(), 2, "{kinds:?}");
@@ -115,20 +93,25 @@ fn chat_asks_for_approval_and_an_approved_redemption_runs_once() {
         .unwrap();
     assert_eq!(consulted["agents"][0]["agent_id"], "rewards");
     assert_eq!(consulted["agents"][0]["status"], "ok");
+    assert_eq!(ledger.len(), 1, "{ledger:?}");
+    assert_eq!(ledger[0]["points"], 800);
+    assert_eq!(ledger[0]["principal"], "local-user");
 }
 
 #[test]
 fn a_declined_redemption_never_runs() {
-    let (events, _) = chat("n\n");
+    let (events, _, ledger) = chat("n\n");
     assert_eq!(redeemed(&events), 0);
+    assert!(ledger.is_empty(), "{ledger:?}");
     let last = events.iter().rfind(|e| e["type"] == "completed").unwrap();
     assert_eq!(last["outcome"], "answered");
 }
 
 #[test]
 fn with_no_answer_the_turn_is_left_waiting() {
-    let (events, stderr) = chat("");
+    let (events, stderr, ledger) = chat("");
     assert_eq!(redeemed(&events), 0);
+    assert!(ledger.is_empty(), "{ledger:?}");
     let last = events.iter().rfind(|e| e["type"] == "completed").unwrap();
     assert_eq!(last["outcome"], "awaiting_user");
     assert!(stderr.contains("left waiting"), "{stderr}");
@@ -146,7 +129,7 @@ fn sse_events(response: &str) -> Vec<Value> {
 #[test]
 fn a_waiting_turn_survives_sigkill_and_resumes_after_a_restart() {
     let sandbox = Sandbox::new();
-    let registry = registry_with_approval(&sandbox);
+    let (ledger, registry) = with_ledger(&sandbox);
     let model = sandbox.script(SCRIPT);
     let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
     let first = Serving::start(&sandbox, &args, &[]);
@@ -174,4 +157,11 @@ fn a_waiting_turn_survives_sigkill_and_resumes_after_a_restart() {
     let events = sse_events(&resumed);
     assert_eq!(redeemed(&events), 1, "{resumed}");
     assert_eq!(events.last().unwrap()["outcome"], "answered", "{resumed}");
+    // The same answer again replays the resumed turn: the ledger is not asked twice.
+    let again = second.request(
+        "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
+        &body.to_string(),
+    );
+    assert!(again.starts_with("HTTP/1.1 200"), "{again}");
+    assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
 }

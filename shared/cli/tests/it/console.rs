@@ -671,7 +671,7 @@ async fn a_planned_turn_draws_its_plan_as_a_graph_that_fills_in() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_is_asked_in_place_and_approving_resumes_the_turn() {
     let sandbox = Sandbox::new();
-    let registry = crate::approvals::registry_with_approval(&sandbox);
+    let (ledger, registry) = crate::approvals::with_ledger(&sandbox);
     let model = sandbox.script(crate::approvals::SCRIPT);
     let registry = registry.to_str().unwrap().to_owned();
     let served = Arc::new(Served::start_in(sandbox, &registry, &["--model", &model]));
@@ -688,7 +688,7 @@ async fn an_approval_is_asked_in_place_and_approving_resumes_the_turn() {
             Vec::new(),
         )
         .await;
-        assert_eq!(asked["action"], "Redeem 800 points", "{asked:#}");
+        assert_eq!(asked["action"], "Redeem 800 points (gift_card)", "{asked:#}");
         assert!(str_field(&asked, "args").contains("800"), "{asked:#}");
         client
             .find(Locator::Css(".interruption .decide-approve"))
@@ -715,6 +715,65 @@ async fn an_approval_is_asked_in_place_and_approving_resumes_the_turn() {
         )
         .await;
         assert_eq!(disabled, json!(true));
+    })
+    .await;
+    assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_specialists_question_gets_a_box_and_the_answer_resumes_the_turn() {
+    const ASKING: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "redeem my points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Your points go to a gift card."]
+  rewards:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: ask_user, args: { question: "Gift card or cash out?" } }]
+    - when: { after_tool_results: true }
+      text: ["Gift card it is."]
+"#;
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(ASKING);
+    let served = Arc::new(Served::start_in(sandbox, registry(), &["--model", &model]));
+    let page = served.clone();
+    with_browser(|client| async move {
+        open_console(&client, &page).await;
+        type_and_send(&client, "redeem my points").await;
+        assert_eq!(turn_finished(&client, 1).await, "completed");
+        let asked = eval(
+            &client,
+            "(() => { const b = document.querySelector('.interruption'); return b && { kind: b.dataset.kind, action: b.querySelector('.interruption-action').textContent, args: !!b.querySelector('.interruption-args') }; })()",
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(asked["kind"], "question", "{asked:#}");
+        assert_eq!(asked["action"], "Gift card or cash out?", "{asked:#}");
+        assert_eq!(asked["args"], false, "{asked:#}");
+        // An empty answer is not sent.
+        let answer = client
+            .find(Locator::Css(".interruption .decide-answer"))
+            .await
+            .unwrap();
+        answer.click().await.unwrap();
+        let box_ = client
+            .find(Locator::Css(".interruption .interruption-answer"))
+            .await
+            .unwrap();
+        assert_eq!(box_.prop("disabled").await.unwrap().as_deref(), Some("false"));
+        box_.send_keys("gift card please").await.unwrap();
+        answer.click().await.unwrap();
+        assert_eq!(turn_finished(&client, 2).await, "completed");
+        let second = turn_view(&client, 1).await;
+        assert_eq!(second["outcome"], "answered", "{second:#}");
+        assert!(
+            str_field(&second, "answer").contains("Your points go to a gift card."),
+            "{second:#}"
+        );
+        let pills = second["pills"].as_array().unwrap();
+        assert_eq!(pills[0]["agent"], "rewards", "{second:#}");
     })
     .await;
 }

@@ -43,6 +43,9 @@ pub(crate) struct RawCard {
     /// Extra `ask_<id>` argument properties (JSON Schema), e.g. a support category.
     #[serde(default)]
     pub(crate) ask_args: BTreeMap<String, serde_json::Value>,
+    /// Whether the specialist may ask the user a question mid-task (D-36).
+    #[serde(default)]
+    pub(crate) asks_user: bool,
     // Orchestrator-only fields.
     #[serde(default)]
     pub(crate) composition: Option<String>,

@@ -292,7 +292,11 @@ pub struct Agent {
     pub ask_tool: ToolDef,
     /// Compiled `ask_<id>` schema.
     pub ask_validator: Arc<jsonschema::Validator>,
-    /// Tools as the model sees them: its own tools, then one `ask_<id>` per sub-agent.
+    /// Whether it may ask the user a question mid-task (`asks_user: true`): it is then
+    /// offered the `ask_user` tool, and its question pauses the turn (D-36).
+    pub asks_user: bool,
+    /// Tools as the model sees them: its own tools (and `ask_user`), then one `ask_<id>`
+    /// per sub-agent.
     pub model_tools: Arc<[ToolDef]>,
     /// Orchestrator settings when it has sub-agents.
     pub orchestration: Option<Orchestration>,

@@ -330,7 +330,7 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
                 &json!({ "message": { "messageId": "m", "role": "ROLE_USER", "taskId": "t", "parts": [{ "text": "hi" }] } }),
                 None,
             ),
-            -32004,
+            -32001,
         ),
         (
             rpc("SendMessage", &message("m-e", "   ", None), None),
@@ -367,4 +367,73 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
     let frames = frames(&text(response).await);
     assert_eq!(frames.len(), 1);
     assert_eq!(frames[0]["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn a_task_waits_for_approval_in_input_required_and_the_next_message_on_it_answers() {
+    let state = crate::resume::state();
+    let on_task = |id: &str, text: &str, task: &Value| {
+        let mut params = message(id, text, Some("ctx-r"));
+        params["message"]["taskId"] = task.clone();
+        rpc("SendMessage", &params, None)
+    };
+    let first = call(
+        &state,
+        rpc(
+            "SendMessage",
+            &message("m-1", "redeem my points", Some("ctx-r")),
+            None,
+        ),
+    )
+    .await;
+    let task = &first["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{first}"
+    );
+    let task_id = task["id"].clone();
+
+    // Words that are neither a yes nor a no leave it waiting, with a plain message.
+    let unclear = call(&state, on_task("m-2", "what would it cost?", &task_id)).await;
+    assert_eq!(unclear["error"]["code"], -32602, "{unclear}");
+    assert!(
+        unclear["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("yes or a no"),
+        "{unclear}"
+    );
+
+    let approved = call(&state, on_task("m-3", "yes", &task_id)).await;
+    let done = &approved["result"]["task"];
+    assert_eq!(done["id"], task_id, "the same task goes on");
+    assert_eq!(
+        done["status"]["state"], "TASK_STATE_COMPLETED",
+        "{approved}"
+    );
+    let answer = done["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(answer.contains("All done."), "{answer}");
+
+    // The task reads back as completed; the record names the face.
+    let got = call(&state, rpc("GetTask", &json!({ "id": task_id }), None)).await;
+    assert_eq!(
+        got["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got}"
+    );
+    let episode = done["metadata"]["baton"]["episode_id"].as_str().unwrap();
+    let history = send(&state, get(&format!("/v1/episodes/{episode}"), None)).await;
+    let history: Value = serde_json::from_str(&text(history).await).unwrap();
+    let last = history["turns"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["answered"]["face"], "a2a", "{last}");
+    assert_eq!(last["answered"]["answer"], "approve", "{last}");
+
+    // Answered, it waits no more.
+    let late = call(&state, on_task("m-4", "yes", &task_id)).await;
+    assert!(
+        late["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not waiting"),
+        "{late}"
+    );
 }

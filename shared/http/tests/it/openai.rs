@@ -197,3 +197,29 @@ async fn the_assistant_is_the_model_to_pick() {
     assert_eq!(body["data"][0]["object"], "model");
     assert_eq!(body["data"][0]["id"], "orchestrator");
 }
+
+#[tokio::test]
+async fn a_waiting_turn_asks_in_the_answer_and_the_next_message_is_the_reply() {
+    let state = crate::resume::state();
+    let first = send(&state, post_chat(&ask("redeem my points"), None)).await;
+    let episode = first.headers()["x-baton-episode-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body: Value = serde_json::from_str(&text(first).await).unwrap();
+    let said = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(said.contains("Approve or decline?"), "{said}");
+
+    let mut yes = ask("yes");
+    yes["metadata"] = json!({"episode_id": episode});
+    let second = send(&state, post_chat(&yes, None)).await;
+    assert_eq!(second.status(), StatusCode::OK);
+    let body: Value = serde_json::from_str(&text(second).await).unwrap();
+    let said = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(said.contains("All done."), "{said}");
+    let history = send(&state, get(&format!("/v1/episodes/{episode}"), None)).await;
+    let history: Value = serde_json::from_str(&text(history).await).unwrap();
+    let last = history["turns"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["answered"]["face"], "openai", "{last}");
+    assert_eq!(last["answered"]["answer"], "approve", "{last}");
+}

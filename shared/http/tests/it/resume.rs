@@ -29,7 +29,7 @@ agents:
     - { when: { after_tool_results: true }, text: ["Redeemed."] }
 "#;
 
-fn state() -> baton_http::AppState {
+pub(crate) fn state() -> baton_http::AppState {
     Rig {
         registry: TestRegistry {
             rewards_tool: "redeem",
@@ -95,10 +95,20 @@ async fn a_waiting_turn_resumes_with_the_users_approval() {
     );
     assert_eq!(resumed.last().unwrap()["outcome"], "answered");
 
-    // Sent again, it is refused: the turn no longer waits.
+    // Sent again, the resumed turn is replayed: nothing runs twice.
     let again = send(&state, resume("t1", &body, None)).await;
-    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
-    let (_, message) = error_of(again).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    let replayed = events(&text(again).await);
+    assert!(!replayed.iter().any(|e| e["type"] == "tool_call_start"));
+    assert_eq!(replayed.last().unwrap()["outcome"], "answered");
+    // Another answer to it is refused.
+    let declined = json!({ "episode_id": episode, "interruption_id": id, "decision": "decline" });
+    let other = send(&state, resume("t1", &declined, None)).await;
+    assert_eq!(other.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // A turn that never waited has nothing to answer.
+    let never = send(&state, resume("t9", &body, None)).await;
+    assert_eq!(never.status(), StatusCode::BAD_REQUEST);
+    let (_, message) = error_of(never).await;
     assert!(message.contains("not waiting"), "{message}");
 }
 
@@ -128,6 +138,16 @@ async fn replies_that_do_not_fit_are_refused() {
         ),
         (
             json!({ "episode_id": episode, "decision": "approve" }),
+            None,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            json!({ "episode_id": episode, "interruption_id": id, "answer": "yes please" }),
+            None,
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            json!({ "episode_id": episode, "interruption_id": id, "decision": "approve", "answer": "x" }),
             None,
             StatusCode::BAD_REQUEST,
         ),

@@ -49,6 +49,8 @@ pub(crate) struct TurnCtx {
     pub(crate) fingerprint: String,
     /// The user's reply this turn resumes with (D-36).
     pub(crate) resume: Option<baton_core::interruption::Reply>,
+    /// The face the turn came through (for the record of an answer).
+    pub(crate) face: &'static str,
     /// Whether a sub-agent may stop for the user: a routed turn (not a Direct Line one, not
     /// a planned one) can wait; elsewhere a call that needs approval is held back.
     pub(crate) pausable: bool,
@@ -100,6 +102,7 @@ impl TurnCtx {
             direct_mode: request.direct_line_mode,
             must_consult: request.must_consult,
             resume: request.resume,
+            face: request.face,
             pausable: false,
             started: tokio::time::Instant::now(),
             fingerprint: String::new(),

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
 use baton_core::interruption::{
-    Awaiting, Decision, Interruption, InterruptionKind, Reply, SavedJob, args_sha256,
+    ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, Reply, SavedJob,
+    args_sha256,
 };
 use baton_core::message::Message;
+use baton_core::registry::Agent;
 use baton_core::trace::GuardName;
 use baton_core::turn::{AgentStatus, TurnOutcome};
 
@@ -29,6 +31,40 @@ pub(super) fn waiting(work: &Work) -> bool {
         .any(|r| r.status == AgentStatus::Awaiting)
 }
 
+/// What a held call asks the user.
+struct Ask {
+    kind: InterruptionKind,
+    /// The action to approve, or the question, in plain words.
+    words: String,
+    /// The arguments it is asked over.
+    args: serde_json::Value,
+}
+
+/// What `held`, a call of `agent`'s waiting reply, asks the user: its question, or the
+/// approval its tool's rule needs. `None` when nothing asks about it any more (the registry
+/// changed under the waiting turn).
+fn ask_about(agent: &Agent, held: &HeldCall) -> Option<Ask> {
+    if held.name == ASK_USER_TOOL && agent.asks_user {
+        let words = held.input.get("question").and_then(|q| q.as_str())?;
+        return Some(Ask {
+            kind: InterruptionKind::Question,
+            words: words.trim().to_owned(),
+            args: held.input.clone(),
+        });
+    }
+    let call = RawCall {
+        id: held.id.clone(),
+        name: held.name.clone(),
+        args: held.input.to_string(),
+    };
+    let needs = tools::needs_approval(agent, &call)?;
+    Some(Ask {
+        kind: InterruptionKind::Approval,
+        words: needs.action,
+        args: needs.args,
+    })
+}
+
 /// Pauses the turn: asks about the first waiting call, in words and as an `interruption`
 /// event, and keeps everything in `work.awaiting` for the commit. `preamble` is what the
 /// orchestrator said before it asked the sub-agents.
@@ -39,18 +75,13 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         .zip(&work.results)
         .find_map(|(job, result)| {
             let held = result.waiting.as_ref()?.next_held()?;
-            let call = RawCall {
-                id: held.id.clone(),
-                name: held.name.clone(),
-                args: held.input.to_string(),
-            };
-            let needs = tools::needs_approval(&job.agent, &call)?;
-            Some((job.agent.clone(), held.name.clone(), needs))
+            let ask = ask_about(&job.agent, held)?;
+            Some((job.agent.clone(), held.name.clone(), ask))
         });
-    let Some((agent, tool, needs)) = asked else {
-        // A call waits that no rule asks about any more (the registry changed under it):
+    let Some((agent, tool, ask)) = asked else {
+        // A call waits that nothing asks about any more (the registry changed under it):
         // nothing can be asked, so the turn cannot go on.
-        tracing::error!(turn_id = %ctx.turn_id, "a waiting call has no approval rule to ask with");
+        tracing::error!(turn_id = %ctx.turn_id, "a waiting call has nothing to ask the user");
         work.outcome = TurnOutcome::Failed;
         work.error = Some(TROUBLE.into());
         return;
@@ -58,13 +89,13 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
     let now = ctx.inner.clock.now_ms();
     let interruption = Interruption {
         id: format!("int_{}", uuid::Uuid::new_v4().simple()),
-        kind: InterruptionKind::Approval,
+        kind: ask.kind,
         agent_id: agent.id.to_string(),
         label: agent.label.to_string(),
         tool,
-        action: ctx.out.mask_stored(&needs.action),
-        args_sha256: args_sha256(&needs.args),
-        args: ctx.out.mask_stored_value(needs.args.clone()),
+        action: ctx.out.mask_stored(&ask.words),
+        args_sha256: args_sha256(&ask.args),
+        args: ctx.out.mask_stored_value(ask.args.clone()),
         created_ms: now,
         expires_ms: now.saturating_add(ctx.inner.config.interruption_ttl_ms),
     };
@@ -72,21 +103,22 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         t.guard(
             GuardName::ApprovalNeeded,
             format!(
-                "{}: asked the user ({})",
-                interruption.tool, interruption.id
+                "{}: asked the user ({}, {})",
+                interruption.tool,
+                interruption.kind.as_str(),
+                interruption.id
             ),
         )
     });
     ctx.out.paragraph().await;
-    ctx.out
-        .text(
-            SOURCE_ORCHESTRATOR,
-            &format!(
-                "{} needs your approval to go on: {}. Approve or decline?",
-                agent.label, needs.action
-            ),
-        )
-        .await;
+    let said = match ask.kind {
+        InterruptionKind::Approval => format!(
+            "{} needs your approval to go on: {}. Approve or decline?",
+            agent.label, ask.words
+        ),
+        InterruptionKind::Question => format!("{} asks: {}", agent.label, ask.words),
+    };
+    ctx.out.text(SOURCE_ORCHESTRATOR, &said).await;
     ctx.out
         .emit(Event::Interruption {
             id: interruption.id.clone(),
@@ -94,8 +126,8 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
             agent: interruption.agent_id.clone(),
             label: interruption.label.clone(),
             tool: interruption.tool.clone(),
-            action: needs.action,
-            args: needs.args,
+            action: ask.words,
+            args: ask.args,
             expires_ms: interruption.expires_ms,
         })
         .await;
@@ -106,8 +138,13 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         .map(|(job, result)| saved(job, result))
         .collect();
     work.outcome = TurnOutcome::AwaitingUser;
+    let origin_turn_id = work
+        .origin
+        .clone()
+        .unwrap_or_else(|| ctx.turn_id.to_string());
     work.awaiting = Some(Box::new(Awaiting {
         turn_id: ctx.turn_id.to_string(),
+        origin_turn_id,
         user_text: ctx.user_text.clone(),
         preamble: preamble.to_owned(),
         jobs,
@@ -142,6 +179,7 @@ pub(super) async fn resume(
     reply: &Reply,
     work: &mut Work,
 ) -> Option<Vec<Message>> {
+    work.origin = Some(awaiting.origin().to_owned());
     let Awaiting {
         preamble,
         jobs: saved_jobs,
@@ -183,24 +221,24 @@ pub(super) async fn resume(
         t.guard(
             GuardName::ApprovalNeeded,
             format!(
-                "{}: the user chose {} ({}, arguments sha256 {})",
+                "{}: the user answered {} ({}, arguments sha256 {})",
                 interruption.tool,
-                reply.decision.as_str(),
+                reply.answer.as_str(),
                 interruption.id,
                 interruption.args_sha256
             ),
         )
     });
-    // The sub-agent that asked goes on with the answer; any other that waits keeps
-    // waiting for its own question.
-    let mut decision = Some(reply.decision);
+    // The sub-agent that asked goes on with the answer, and only it hears it; any other
+    // that waits keeps waiting for its own question.
+    let mut given = Some(reply.answer.clone());
     for (i, w) in held {
         let job = &jobs[i];
-        if job.agent.id.as_ref() != interruption.agent_id || decision.is_none() {
+        if job.agent.id.as_ref() != interruption.agent_id || given.is_none() {
             results[i].waiting = Some(w);
             continue;
         }
-        let Some(answer) = decision.take() else {
+        let Some(answer) = given.take() else {
             continue;
         };
         results[i] = continued(ctx, job, *w, answer).await;
@@ -228,7 +266,7 @@ async fn continued(
     ctx: &TurnCtx,
     job: &AgentJob,
     waiting: baton_core::interruption::WaitingAgent,
-    decision: Decision,
+    answer: Answer,
 ) -> AgentResult {
     let agent = &job.agent;
     let mut result = AgentResult {
@@ -245,7 +283,7 @@ async fn continued(
     let run = async {
         let ran = tokio::time::timeout(
             limit,
-            subagent::resume(ctx, job, &mode, &board, &mut result, waiting, decision),
+            subagent::resume(ctx, job, &mode, &board, &mut result, waiting, answer),
         )
         .await;
         board.close();
@@ -262,11 +300,12 @@ async fn continued(
 /// The id of the turn that resumes `turn_id` with an answer to `interruption_id`.
 pub(crate) use baton_core::interruption::resume_turn_id;
 
-/// The words a reply is recorded as, in the user's place.
-pub(crate) fn reply_text(awaiting: &Awaiting, decision: Decision) -> String {
-    let verb = match decision {
-        Decision::Approve => "Approved",
-        Decision::Decline => "Declined",
-    };
-    format!("{verb}: {}", awaiting.interruption.action)
+/// The words a reply is recorded as, in the user's place: the decision on the action, or
+/// the answer itself.
+pub(crate) fn reply_text(awaiting: &Awaiting, answer: &Answer) -> String {
+    match answer {
+        Answer::Approve => format!("Approved: {}", awaiting.interruption.action),
+        Answer::Decline => format!("Declined: {}", awaiting.interruption.action),
+        Answer::Text(words) => words.clone(),
+    }
 }

@@ -3,11 +3,13 @@
 
 use std::fmt::Write as _;
 
-use baton_core::interruption::{Decision, HeldAnswer, HeldCall, WaitingAgent, args_sha256};
+use baton_core::interruption::{
+    ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, WaitingAgent, args_sha256,
+};
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::CallPurpose;
 use baton_core::registry::Agent;
-use baton_core::tool_result::DataStatus;
+use baton_core::tool_result::{DataStatus, ToolData};
 use baton_core::trace::GuardName;
 use baton_core::turn::AgentStatus;
 use futures::future::join_all;
@@ -82,8 +84,9 @@ fn opening_request(ctx: &TurnCtx, job: &AgentJob) -> baton_core::model::ModelReq
 }
 
 /// Continues a specialist that stopped for the user (D-36): its next held call gets the
-/// user's `decision` (run once, with exactly the approved arguments, or declined), and
-/// its tool loop goes on from there. No earlier model or tool call runs again.
+/// user's `answer` (an approved call runs once, with exactly the approved arguments; a
+/// declined one never; a question gets the user's words), and its tool loop goes on from
+/// there. No earlier model or tool call runs again.
 pub(crate) async fn resume(
     ctx: &TurnCtx,
     job: &AgentJob,
@@ -91,7 +94,7 @@ pub(crate) async fn resume(
     status: &Board,
     result: &mut AgentResult,
     waiting: WaitingAgent,
-    decision: Decision,
+    answer: Answer,
 ) {
     let started = Instant::now();
     let WaitingAgent {
@@ -109,30 +112,34 @@ pub(crate) async fn resume(
     result.tool_calls = tool_calls;
     let mut data_outcomes: Vec<DataStatus> = data.iter().filter_map(|d| data_status(d)).collect();
     if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
-        let answer = match decision {
-            Decision::Approve => {
-                let approved = args_sha256(&held.input);
-                let call = RawCall {
-                    id: held.id.clone(),
-                    name: held.name.clone(),
-                    args: held.input.to_string(),
-                };
-                let run = tools::run(ctx, &job.agent, &call, status, Some(&approved)).await;
-                result.tool_calls += 1;
-                data_outcomes.push(run.data.status);
-                HeldAnswer {
-                    status: tool_status(run.data.status),
-                    content: as_json_text(&run.data),
-                }
+        let given = if held.name == ASK_USER_TOOL {
+            answer_to_question(answer)
+        } else if answer == Answer::Approve {
+            let approved = args_sha256(&held.input);
+            let call = RawCall {
+                id: held.id.clone(),
+                name: held.name.clone(),
+                args: held.input.to_string(),
+            };
+            let run = tools::run(ctx, &job.agent, &call, status, Some(&approved)).await;
+            result.tool_calls += 1;
+            data_outcomes.push(run.data.status);
+            HeldAnswer {
+                status: tool_status(run.data.status),
+                content: as_json_text(&run.data),
             }
-            Decision::Decline => HeldAnswer {
+        } else {
+            // Not a data outage: the specialist is told the user said no, in words it can
+            // pass on plainly.
+            HeldAnswer {
                 status: ToolResultStatus::Error,
-                content: Value::String(
-                    "The user declined this action, so it was not done. Say so plainly.".to_owned(),
-                ),
-            },
+                content: as_json_text(&ToolData::unavailable(
+                    &held.name,
+                    "Declined by the user, so nothing was done.",
+                )),
+            }
         };
-        held.answer = Some(answer);
+        held.answer = Some(given);
     }
     let elapsed = duration_ms + started.elapsed().as_millis() as u64;
     if calls.iter().any(|c| c.answer.is_none()) {
@@ -164,6 +171,37 @@ pub(crate) async fn resume(
         started,
     )
     .await;
+}
+
+/// What `ask_user` answers with: the user's words, or that they would not say.
+fn answer_to_question(answer: Answer) -> HeldAnswer {
+    match answer {
+        Answer::Text(words) => HeldAnswer {
+            status: ToolResultStatus::Ok,
+            content: as_json_text(&ToolData {
+                tool: ASK_USER_TOOL.to_owned(),
+                status: DataStatus::Ok,
+                data: serde_json::json!({ "answer": words }),
+                note: None,
+            }),
+        },
+        Answer::Approve | Answer::Decline => HeldAnswer {
+            status: ToolResultStatus::Error,
+            content: as_json_text(&ToolData::unavailable(
+                ASK_USER_TOOL,
+                "The user chose not to answer; go on without it and say what is missing.",
+            )),
+        },
+    }
+}
+
+/// Whether `call` waits for the user: a question, or an act that needs approval. Only a
+/// routed specialist's, in a turn that can wait (D-36).
+fn waits_for_user(ctx: &TurnCtx, job: &AgentJob, call: &RawCall) -> bool {
+    ctx.pausable
+        && job.worker.is_none()
+        && ((call.name == ASK_USER_TOOL && job.agent.asks_user)
+            || tools::needs_approval(&job.agent, call).is_some())
 }
 
 fn tool_status(status: DataStatus) -> ToolResultStatus {
@@ -279,12 +317,7 @@ async fn tool_loop(
         let taken = &reply.calls[..reply.calls.len().min(room)];
         // A routed specialist stops at a call that needs the user; what does not depend on
         // the answer (the reply's other calls) runs now.
-        let held: Vec<bool> = taken
-            .iter()
-            .map(|c| {
-                ctx.pausable && job.worker.is_none() && tools::needs_approval(agent, c).is_some()
-            })
-            .collect();
+        let held: Vec<bool> = taken.iter().map(|c| waits_for_user(ctx, job, c)).collect();
         let runs = join_all(
             taken
                 .iter()
@@ -359,6 +392,15 @@ async fn tool_loop(
 /// Runs one of the sub-agent's calls; a planned sub-agent's `use_skill` runs its skill's
 /// tool, or is refused.
 async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board) -> ToolRun {
+    if call.name == ASK_USER_TOOL && job.agent.asks_user {
+        // A question in a turn that cannot wait for the answer.
+        return ToolRun {
+            data: ToolData::unavailable(
+                ASK_USER_TOOL,
+                "The user can't be asked during this request: answer with what you have, and say what you would need to know.",
+            ),
+        };
+    }
     let Some(brief) = &job.worker else {
         return tools::run(ctx, &job.agent, call, status, None).await;
     };

@@ -70,6 +70,8 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         },
     };
 
+    record_answer(&ctx, &state, resuming.as_ref(), now);
+
     let mut work = Work::default();
     let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
     ctx.set_window_calls(used);
@@ -167,6 +169,31 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
             work.awaiting = None;
         }
     }
+}
+
+/// Puts in the routing record what became of the interruption the episode waited on: the
+/// user's answer (this turn resumes it), or, for any other turn, that it was set aside
+/// unanswered (`expired` past its time, which counts as declined; `set_aside` before).
+fn record_answer(
+    ctx: &TurnCtx,
+    state: &baton_core::turn::EpisodeState,
+    resuming: Option<&(
+        Box<baton_core::interruption::Awaiting>,
+        baton_core::interruption::Reply,
+    )>,
+    now_ms: u64,
+) {
+    use baton_core::interruption::AnswerRecord;
+    let (awaiting, answer) = match (resuming, state.awaiting.as_deref()) {
+        (Some((awaiting, reply)), _) => (&**awaiting, reply.answer.as_str()),
+        (None, Some(awaiting)) if now_ms >= awaiting.interruption.expires_ms => {
+            (awaiting, "expired")
+        }
+        (None, Some(awaiting)) => (awaiting, "set_aside"),
+        (None, None) => return,
+    };
+    let record = AnswerRecord::new(awaiting, answer, ctx.principal.as_str(), ctx.face, now_ms);
+    ctx.trace(|t| t.answered = Some(record));
 }
 
 /// The waiting work `reply` resumes, taken from `state`, when this turn is the one that

@@ -117,6 +117,8 @@ pub(crate) struct Work {
     pub(crate) error: Option<String>,
     /// What the turn keeps while it waits for the user (D-36).
     pub(crate) awaiting: Option<Box<Awaiting>>,
+    /// The turn whose message started the work this turn resumes, when it resumes one.
+    pub(crate) origin: Option<String>,
 }
 
 impl Default for Work {
@@ -130,6 +132,7 @@ impl Default for Work {
             outcome: TurnOutcome::Answered,
             error: None,
             awaiting: None,
+            origin: None,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! approved call runs once, a declined one never, and nothing finished runs again.
 
 use baton_core::events::{Event, WireEvent};
-use baton_core::interruption::{Decision, Reply};
+use baton_core::interruption::{Answer, InterruptionKind, Reply};
 use baton_core::ports::store::Store;
 use baton_core::trace::GuardName;
 use baton_core::turn::{AgentStatus, TurnOutcome};
@@ -87,20 +87,14 @@ fn model_calls(rig: &Rig, agent: &str) -> usize {
         .count()
 }
 
-async fn resume(
-    rig: &Rig,
-    episode: &str,
-    turn: &str,
-    id: &str,
-    decision: Decision,
-) -> Vec<WireEvent> {
+async fn resume(rig: &Rig, episode: &str, turn: &str, id: &str, answer: Answer) -> Vec<WireEvent> {
     let reply = Reply {
         interruption_id: id.to_owned(),
-        decision,
+        answer,
     };
     let stream = rig
         .runtime
-        .resume_turn(alice(), episode, turn, reply)
+        .resume_turn(alice(), episode, turn, reply, baton_runtime::FACE_API)
         .await
         .unwrap();
     stream.collect().await
@@ -141,7 +135,7 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     assert_eq!(rewards.status, AgentStatus::Awaiting);
     let (shop_calls, rewards_calls) = (model_calls(&rig, "shop"), model_calls(&rig, "rewards"));
 
-    let resumed = resume(&rig, &episode, "t1", &id, Decision::Approve).await;
+    let resumed = resume(&rig, &episode, "t1", &id, Answer::Approve).await;
     assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
     assert_eq!(started(&resumed, "redeem"), 1, "the approved call ran once");
     assert_eq!(started(&resumed, "search_offers"), 0);
@@ -173,16 +167,35 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     assert!(approval.detail.contains("approve"), "{}", approval.detail);
     assert!(approval.detail.contains("sha256"), "{}", approval.detail);
 
-    // The same answer again: the turn no longer waits, and nothing runs twice.
+    // The record says who answered what, over which arguments, through which face.
+    let answered = last.routing.answered.as_ref().expect("the answer's record");
+    assert_eq!(answered.answer, "approve");
+    assert_eq!(answered.by, "alice");
+    assert_eq!(answered.face, "api");
+    assert_eq!(answered.waited_turn_id, "t1");
+    assert_eq!(answered.agent_id, "rewards");
+    assert_eq!(answered.args_sha256.len(), 64);
+
+    // The same answer again replays the resumed turn: nothing runs twice.
+    let calls_before = model_calls(&rig, "rewards");
+    let again = resume(&rig, &episode, "t1", &id, Answer::Approve).await;
+    assert_eq!(outcome(&again), TurnOutcome::Answered);
+    assert_eq!(started(&again, "redeem"), 0);
+    assert_eq!(model_calls(&rig, "rewards"), calls_before);
+    assert_eq!(
+        rig.store.turns(&alice(), &episode, 9).await.unwrap().len(),
+        2
+    );
+    // Another answer to the answered question is refused.
     let reply = Reply {
         interruption_id: id.clone(),
-        decision: Decision::Approve,
+        answer: Answer::Decline,
     };
-    let again = rig
+    let other = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", reply)
+        .resume_turn(alice(), &episode, "t1", reply, baton_runtime::FACE_API)
         .await;
-    assert_eq!(again.err().map(|r| r.kind), Some(RejectionKind::Invalid));
+    assert_eq!(other.err().map(|r| r.kind), Some(RejectionKind::Mismatch));
 }
 
 #[tokio::test(start_paused = true)]
@@ -194,7 +207,7 @@ async fn a_declined_call_never_runs_and_the_specialist_is_told() {
     )
     .await;
     let (id, _, _) = interruption(&paused);
-    let resumed = resume(&rig, &episode, "t1", &id, Decision::Decline).await;
+    let resumed = resume(&rig, &episode, "t1", &id, Answer::Decline).await;
     assert_eq!(outcome(&resumed), TurnOutcome::Answered);
     assert_eq!(started(&resumed, "redeem"), 0);
     let told = rig
@@ -203,7 +216,7 @@ async fn a_declined_call_never_runs_and_the_specialist_is_told() {
         .into_iter()
         .rfind(|r| &*r.agent_id == "rewards")
         .unwrap();
-    assert!(format!("{:?}", told.messages).contains("The user declined"));
+    assert!(format!("{:?}", told.messages).contains("Declined by the user"));
     let last = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
     assert_eq!(last.user_text, "Declined: Redeem 800 points");
 }
@@ -220,11 +233,15 @@ async fn a_reply_that_does_not_fit_is_refused_in_plain_words() {
     let try_reply = |turn: &'static str, id: String, who: baton_core::Principal| {
         let reply = Reply {
             interruption_id: id,
-            decision: Decision::Approve,
+            answer: Answer::Approve,
         };
         let episode = episode.clone();
         let runtime = &rig.runtime;
-        async move { runtime.resume_turn(who, &episode, turn, reply).await }
+        async move {
+            runtime
+                .resume_turn(who, &episode, turn, reply, baton_runtime::FACE_API)
+                .await
+        }
     };
     let wrong = try_reply("t1", "int_forged".into(), alice())
         .await
@@ -245,7 +262,7 @@ async fn a_reply_that_does_not_fit_is_refused_in_plain_words() {
     let theirs = try_reply("t1", id.clone(), mallory).await.unwrap_err();
     assert_eq!(theirs.kind, RejectionKind::NotFound);
     // Still waiting: the right reply still works.
-    let resumed = resume(&rig, &episode, "t1", &id, Decision::Approve).await;
+    let resumed = resume(&rig, &episode, "t1", &id, Answer::Approve).await;
     assert_eq!(outcome(&resumed), TurnOutcome::Answered);
 }
 
@@ -264,11 +281,11 @@ async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside(
     let (id, _, _) = interruption(&paused);
     let reply = Reply {
         interruption_id: id.clone(),
-        decision: Decision::Approve,
+        answer: Answer::Approve,
     };
     let late = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", reply)
+        .resume_turn(alice(), &episode, "t1", reply, baton_runtime::FACE_API)
         .await
         .unwrap_err();
     assert!(late.message.contains("expired"), "{}", late.message);
@@ -283,11 +300,11 @@ async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside(
     run(&rig, request("never mind, hello", Some(&episode), "t2")).await;
     let reply = Reply {
         interruption_id: id,
-        decision: Decision::Approve,
+        answer: Answer::Approve,
     };
     let after = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", reply)
+        .resume_turn(alice(), &episode, "t1", reply, baton_runtime::FACE_API)
         .await;
     assert!(after.is_err(), "a new message set the question aside");
 }
@@ -335,15 +352,152 @@ agents:
     let (episode, paused) = run(&rig, request("redeem twice", None, "t1")).await;
     let (first, action, _) = interruption(&paused);
     assert_eq!(action, "Redeem 800 points");
-    let again = resume(&rig, &episode, "t1", &first, Decision::Approve).await;
+    let again = resume(&rig, &episode, "t1", &first, Answer::Approve).await;
     assert_eq!(outcome(&again), TurnOutcome::AwaitingUser);
     assert_eq!(started(&again, "redeem"), 1);
     let (second, action, _) = interruption(&again);
     assert_eq!(action, "Redeem 900 points");
     // The turn to answer now is the one that asked.
     let waiting_turn = again[0].turn_id.to_string();
-    let done = resume(&rig, &episode, &waiting_turn, &second, Decision::Approve).await;
+    let done = resume(&rig, &episode, &waiting_turn, &second, Answer::Approve).await;
     assert_eq!(outcome(&done), TurnOutcome::Answered);
     assert_eq!(started(&done, "redeem"), 1);
     assert!(answer(&done).contains("Both handled."));
+}
+
+/// Rewards may ask the user; it asks which reward type, while shop answers.
+fn asking() -> TestRegistry {
+    TestRegistry::default().file(
+        "agents/rewards.yaml",
+        r#"
+id: rewards
+label: Rewards
+description: Points balance and redemptions.
+role: native
+model: m1
+tools: [points_balance]
+prompt_blocks: [rewards-instructions]
+asks_user: true
+limits: { timeout_ms: 5000 }
+"#,
+    )
+}
+
+const ASKING_SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls:
+        - { name: ask_shop, args: { query: "coffee deals", intent_count: 2 } }
+        - { name: ask_rewards, args: { query: "redeem my points", intent_count: 2 } }
+    - when: { purpose: compose }
+      text: ["Here is everything."]
+  shop:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: search_offers, args: { query: "coffee deals" } }]
+    - when: { after_tool_results: true }
+      text: ["Roast coffee earns 500 points."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: ask_user, args: { question: "Gift card or cash out?" } }] }
+    - { when: { after_tool_results: true }, text: ["Noted your choice."] }
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_specialists_question_reaches_the_user_and_the_answer_reaches_only_it() {
+    let rig = make_rig(&asking(), ASKING_SCRIPT);
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    assert_eq!(outcome(&paused), TurnOutcome::AwaitingUser);
+    let asked = paused
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Interruption {
+                id, kind, action, ..
+            } => Some((id.clone(), *kind, action.clone())),
+            _ => None,
+        })
+        .expect("an interruption");
+    assert_eq!(asked.1, InterruptionKind::Question);
+    assert_eq!(asked.2, "Gift card or cash out?");
+    assert!(answer(&paused).contains("Rewards asks: Gift card or cash out?"));
+
+    // A question takes words, not a yes.
+    let yes = Reply {
+        interruption_id: asked.0.clone(),
+        answer: Answer::Approve,
+    };
+    let refused = rig
+        .runtime
+        .resume_turn(alice(), &episode, "t1", yes, baton_runtime::FACE_API)
+        .await
+        .expect_err("refused");
+    assert!(refused.message.contains("question"), "{}", refused.message);
+
+    let shop_calls = model_calls(&rig, "shop");
+    let resumed = resume(
+        &rig,
+        &episode,
+        "t1",
+        &asked.0,
+        Answer::Text("a gift card, please".into()),
+    )
+    .await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
+    assert!(answer(&resumed).contains("Here is everything."));
+    assert_eq!(
+        model_calls(&rig, "shop"),
+        shop_calls,
+        "shop was not asked again"
+    );
+    let requests = rig.model.requests();
+    let told = requests
+        .iter()
+        .rfind(|r| &*r.agent_id == "rewards")
+        .unwrap();
+    assert!(format!("{:?}", told.messages).contains("a gift card, please"));
+    assert!(
+        requests
+            .iter()
+            .filter(|r| &*r.agent_id == "shop")
+            .all(|r| !format!("{:?}", r.messages).contains("gift card, please")),
+        "only the specialist that asked hears the answer"
+    );
+    let last = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    assert_eq!(last.user_text, "a gift card, please");
+    let answered = last.routing.answered.as_ref().unwrap();
+    assert_eq!(answered.kind, InterruptionKind::Question);
+    assert_eq!(answered.answer, "answered");
+    assert!(last.consulted.iter().all(|a| a.status == AgentStatus::Ok));
+}
+
+#[tokio::test(start_paused = true)]
+async fn where_the_turn_cannot_wait_a_question_is_answered_with_a_note() {
+    let rig = make_rig(&asking(), ASKING_SCRIPT);
+    let (_, events) = run(&rig, request("#rewards redeem my points", None, "t1")).await;
+    assert_ne!(outcome(&events), TurnOutcome::AwaitingUser);
+    let told = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "rewards")
+        .unwrap();
+    assert!(format!("{:?}", told.messages).contains("can't be asked"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_message_sets_a_question_aside_and_the_record_says_so() {
+    let rig = make_rig(&asking(), ASKING_SCRIPT);
+    let (episode, _) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    run(&rig, request("never mind", Some(&episode), "t2")).await;
+    let last = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    let answered = last.routing.answered.as_ref().unwrap();
+    assert_eq!(answered.answer, "set_aside");
+    assert_eq!(answered.waited_turn_id, "t1");
 }

@@ -145,6 +145,7 @@ pub fn busy_state(minute_ms: u64) -> EpisodeState {
 fn awaiting() -> Awaiting {
     let args = serde_json::json!({ "points": 800 });
     Awaiting {
+        origin_turn_id: String::new(),
         turn_id: "t-wait".into(),
         user_text: "coffee deals and redeem my points".into(),
         preamble: "Let me check.".into(),

@@ -94,6 +94,30 @@ pub(super) fn ask_tool(raw: &RawCard, description: &Arc<str>, schema: Value) -> 
     }
 }
 
+/// The tool a specialist with `asks_user: true` asks the user a question with.
+pub(crate) fn ask_user_tool() -> ToolDef {
+    ToolDef {
+        name: Arc::from(crate::interruption::ASK_USER_TOOL),
+        description: Arc::from(
+            "Ask the user one short question when you cannot go on without their answer \
+             (a choice only they can make, a detail they left out). The turn waits for the \
+             answer; do not ask what a tool can look up.",
+        ),
+        input_schema: Arc::new(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "question": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The question, in plain words, as the user will read it."
+                }
+            },
+            "required": ["question"],
+            "additionalProperties": false
+        })),
+    }
+}
+
 /// Sets each card's model tools: its own tools, then for an orchestrator one ask tool per
 /// sub-agent in declared order (D-6).
 pub(super) fn link_model_tools(agents: &mut BTreeMap<String, Agent>) {
@@ -103,6 +127,9 @@ pub(super) fn link_model_tools(agents: &mut BTreeMap<String, Agent>) {
         .collect();
     for agent in agents.values_mut() {
         let mut defs: Vec<ToolDef> = agent.tools.iter().map(|t| tool_def(t)).collect();
+        if agent.asks_user && agent.orchestration.is_none() {
+            defs.push(ask_user_tool());
+        }
         if let Some(o) = &agent.orchestration {
             defs.extend(o.sub_agents.iter().filter_map(|s| asks.get(&**s).cloned()));
             if let Some(planner) = o.mode.planner() {

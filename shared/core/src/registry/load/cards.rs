@@ -129,6 +129,14 @@ impl Loader<'_> {
         self.check_sub_agent_refs(card);
         self.check_orchestration_mode(card);
         let mut orchestration = if orchestrates(card) {
+            if raw.asks_user {
+                self.problems.add(
+                    card.file,
+                    "asks_user",
+                    "true",
+                    "only a specialist asks the user; an orchestrator asks its specialists",
+                );
+            }
             Some(self.build_orchestration(card, model.as_ref()))
         } else {
             self.check_leaf_fields(card);
@@ -169,6 +177,7 @@ impl Loader<'_> {
             ask_args: raw.ask_args.clone(),
             ask_tool: super::ask::ask_tool(raw, &description, ask_schema),
             ask_validator: Arc::new(ask_validator),
+            asks_user: raw.asks_user,
             model_tools: Arc::from(Vec::new()),
             orchestration,
             file: Arc::from(card.file),

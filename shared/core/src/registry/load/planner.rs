@@ -178,6 +178,7 @@ impl Loader<'_> {
                 input_schema: Arc::new(serde_json::json!({"type": "object"})),
             },
             ask_validator: Arc::new(validator),
+            asks_user: false,
             model_tools: Arc::from(Vec::new()),
             orchestration: None,
             file: Arc::from(card.file),

@@ -47,7 +47,12 @@ fn shipped_sources() -> RegistrySources {
 
 fn shipped_options() -> LoadOptions {
     LoadOptions {
-        connector_kinds: vec!["fixture".into(), "rate_table".into(), "a2a".into()],
+        connector_kinds: vec![
+            "fixture".into(),
+            "rate_table".into(),
+            "a2a".into(),
+            "http".into(),
+        ],
         providers: vec![
             "bedrock".into(),
             "offline".into(),

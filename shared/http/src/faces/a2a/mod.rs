@@ -32,6 +32,7 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use baton_core::Principal;
+use baton_core::interruption::{Answer, Reply};
 use baton_runtime::{RejectionKind, TurnRequest};
 use futures::StreamExt as _;
 use serde_json::Value;
@@ -51,6 +52,8 @@ const CARD_PATH: &str = "/.well-known/agent-card.json";
 const VERSION_HEADER: &str = "a2a-version";
 /// The message metadata key that names a skill.
 const SKILL_KEY: &str = "skillId";
+/// The face the record names for answers given here.
+const FACE: &str = "a2a";
 /// How long `CancelTask` waits for the stopped turn to commit before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -159,9 +162,15 @@ struct Prepared {
     user: Message,
     /// The message named no context: this one was just made.
     new_context: bool,
+    /// The message answers what its task waits on (D-36): the waiting turn and the reply.
+    reply: Option<(String, Reply)>,
 }
 
-fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepared, A2AError> {
+async fn prepare(
+    state: &AppState,
+    principal: Principal,
+    call: &Call,
+) -> Result<Prepared, A2AError> {
     let SendMessageRequest { message, .. } = rpc::params(call)?;
     if message.role != Role::User {
         return Err(A2AError::invalid_params(
@@ -181,11 +190,8 @@ fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepar
         }
     }
     let mut text = texts.join("\n");
-    if message.task_id.as_deref().is_some_and(|t| !t.is_empty()) {
-        // No task of Baton's waits for more input: a message for a task is a mistake.
-        return Err(A2AError::unsupported_operation(
-            "That task has ended; send a new message in its context (contextId) to go on.",
-        ));
+    if let Some(task_id) = message.task_id.clone().filter(|t| !t.is_empty()) {
+        return answering(state, principal, &task_id, text, message).await;
     }
     if let Some(skill) = message
         .metadata
@@ -206,6 +212,7 @@ fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepar
     };
     let request = TurnRequest {
         turn_id: Some(task.turn_id.clone()),
+        face: FACE,
         ..TurnRequest::new(principal, text)
     };
     Ok(Prepared {
@@ -213,6 +220,47 @@ fn prepare(state: &AppState, principal: Principal, call: &Call) -> Result<Prepar
         task,
         user,
         new_context,
+        reply: None,
+    })
+}
+
+/// A message on task `task_id`: the user's answer to what the task waits on
+/// (`INPUT_REQUIRED`), in words — a yes or a no to an approval, anything to a question.
+async fn answering(
+    state: &AppState,
+    principal: Principal,
+    task_id: &str,
+    text: String,
+    message: Message,
+) -> Result<Prepared, A2AError> {
+    let task = task_ref(&principal, task_id)?;
+    let awaiting = state
+        .runtime
+        .awaiting(&principal, &task.episode_id)
+        .await
+        .map_err(|r| rpc::rejection(&r))?;
+    let Some(awaiting) = awaiting.filter(|a| a.origin() == task.turn_id) else {
+        return Err(A2AError::unsupported_operation(
+            "That task is not waiting for an answer; send a new message in its context (contextId) to go on.",
+        ));
+    };
+    let answer = Answer::from_words(&awaiting.interruption, &text)
+        .map_err(|e| A2AError::invalid_params(e.to_string()))?;
+    let reply = Reply {
+        interruption_id: awaiting.interruption.id.clone(),
+        answer,
+    };
+    let user = Message {
+        context_id: Some(task.context_id.clone()),
+        task_id: Some(task.task_id()),
+        ..message
+    };
+    Ok(Prepared {
+        request: TurnRequest::new(principal, text),
+        task,
+        user,
+        new_context: false,
+        reply: Some((awaiting.turn_id.clone(), reply)),
     })
 }
 
@@ -250,7 +298,19 @@ async fn start(
     prepared: &Prepared,
 ) -> Result<baton_runtime::TurnStream, A2AError> {
     let (context, request) = (&prepared.task.context_id, prepared.request.clone());
-    let started = if prepared.new_context {
+    let started = if let Some((waiting, reply)) = &prepared.reply {
+        turns::resume(
+            state,
+            headers,
+            request.principal,
+            &prepared.task.episode_id,
+            waiting,
+            reply.clone(),
+            FACE,
+            "POST /a2a",
+        )
+        .await
+    } else if prepared.new_context {
         turns::start_new_in(state, headers, context, request, "POST /a2a").await
     } else {
         turns::start_in(state, headers, context, request, "POST /a2a").await
@@ -274,7 +334,7 @@ async fn send(
         .pointer("/configuration/returnImmediately")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let prepared = prepare(state, principal, call)?;
+    let prepared = prepare(state, principal, call).await?;
     let mut stream = start(state, headers, &prepared).await?;
     let task = if immediately {
         Task {
@@ -300,7 +360,7 @@ async fn stream(
     headers: &HeaderMap,
     call: &Call,
 ) -> Result<Response, A2AError> {
-    let prepared = prepare(state, principal, call)?;
+    let prepared = prepare(state, principal, call).await?;
     let turn = start(state, headers, &prepared).await?;
     let ids = turns::id_headers(&turn);
     let mut run = TaskRun::new(prepared.task.clone(), false);
@@ -335,11 +395,19 @@ async fn committed(
     task: &TaskRef,
 ) -> Result<Option<Task>, A2AError> {
     match state.runtime.history(principal, &task.episode_id).await {
-        Ok(history) => Ok(history
-            .turns
-            .iter()
-            .find(|t| t.turn_id == task.turn_id)
-            .map(|t| task::from_history(task, t))),
+        Ok(history) => {
+            // A task that waited and was answered lives on in the turns that resumed it:
+            // its state is the latest of them.
+            let resumed = history.turns.iter().rev().find(|t| {
+                t.answered.as_ref().is_some_and(|a| {
+                    a.origin_turn_id == task.turn_id
+                        && !matches!(a.answer.as_str(), "set_aside" | "expired")
+                })
+            });
+            Ok(resumed
+                .or_else(|| history.turns.iter().find(|t| t.turn_id == task.turn_id))
+                .map(|t| task::from_history(task, t)))
+        }
         Err(r) if r.kind == RejectionKind::NotFound => Ok(None),
         Err(r) => Err(rpc::rejection(&r)),
     }

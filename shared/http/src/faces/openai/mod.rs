@@ -108,8 +108,11 @@ async fn complete(
         direct_line_mode: None,
         must_consult: Vec::new(),
         resume: None,
+        face: "openai",
     };
-    let stream = turns::start(&state, &headers, request, "POST /v1/chat/completions").await?;
+    // The next message answers what the conversation waits on, if it does (D-36).
+    let stream =
+        turns::start_or_answer(&state, &headers, request, "POST /v1/chat/completions").await?;
     let mut extra = turns::id_headers(&stream);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
