@@ -1,5 +1,7 @@
 //! The audit trail: one `AUDIT` item per sub-agent execution, with its mission when the
-//! planner made it and one child record per data tool (skill) call it made (003 §12).
+//! planner made it, one child record per data tool (skill) call it made (003 §12), and,
+//! on the specialist that asked, what became of a wait for the user: who approved or
+//! answered what, when, over which arguments' hash, through which face (D-36).
 //!
 //! Items are written with plain puts of content derived from the turn alone (no clock),
 //! so a redelivered turn rewrites identical items.
@@ -40,6 +42,8 @@ pub struct AuditEntry {
     pub mission: Option<String>,
     /// Each data tool call it made, in the order they ended.
     pub calls: Vec<AuditCall>,
+    /// The user's answer to what it asked, on the turn that resumed it (D-36).
+    pub answer: Option<AuditAnswer>,
     /// The principal the turn ran for (`None` if the item holds no valid principal id).
     pub principal: Option<Principal>,
     /// Commit time of the turn, epoch ms.
@@ -55,6 +59,76 @@ pub struct AuditCall {
     pub outcome: String,
     /// Wall time, ms.
     pub duration_ms: u64,
+}
+
+/// What became of a specialist's wait for the user (D-36), as the audit item keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuditAnswer {
+    /// The interruption.
+    pub interruption_id: String,
+    /// `approval` or `question`.
+    pub kind: String,
+    /// The tool asked about.
+    pub tool: String,
+    /// `approve`, `decline`, `answered`, `set_aside` or `expired`.
+    pub answer: String,
+    /// SHA-256 of the call's exact arguments.
+    pub args_sha256: String,
+    /// Who answered.
+    pub by: String,
+    /// The face the answer came through.
+    pub face: String,
+    /// When it was asked, epoch ms.
+    pub asked_ms: u64,
+    /// When it was answered, epoch ms.
+    pub answered_ms: u64,
+}
+
+impl AuditAnswer {
+    fn from_record(a: &baton_core::interruption::AnswerRecord) -> Self {
+        AuditAnswer {
+            interruption_id: a.interruption_id.clone(),
+            kind: a.kind.as_str().to_owned(),
+            tool: a.tool.clone(),
+            answer: a.answer.clone(),
+            args_sha256: a.args_sha256.clone(),
+            by: a.by.clone(),
+            face: a.face.clone(),
+            asked_ms: a.asked_ms,
+            answered_ms: a.answered_ms,
+        }
+    }
+
+    fn item(&self) -> AttributeValue {
+        let s = |v: &str| AttributeValue::S(v.to_owned());
+        let n = |v: u64| AttributeValue::N(v.to_string());
+        AttributeValue::M(HashMap::from([
+            ("interruption_id".to_owned(), s(&self.interruption_id)),
+            ("kind".to_owned(), s(&self.kind)),
+            ("tool".to_owned(), s(&self.tool)),
+            ("answer".to_owned(), s(&self.answer)),
+            ("args_sha256".to_owned(), s(&self.args_sha256)),
+            ("by".to_owned(), s(&self.by)),
+            ("face".to_owned(), s(&self.face)),
+            ("asked_ms".to_owned(), n(self.asked_ms)),
+            ("answered_ms".to_owned(), n(self.answered_ms)),
+        ]))
+    }
+
+    fn from_item(item: &HashMap<String, AttributeValue>) -> Self {
+        let string = |name: &str| read::string(item, name);
+        AuditAnswer {
+            interruption_id: string("interruption_id"),
+            kind: string("kind"),
+            tool: string("tool"),
+            answer: string("answer"),
+            args_sha256: string("args_sha256"),
+            by: string("by"),
+            face: string("face"),
+            asked_ms: read::number::<u64>(item.get("asked_ms")),
+            answered_ms: read::number::<u64>(item.get("answered_ms")),
+        }
+    }
 }
 
 impl AuditEntry {
@@ -113,6 +187,10 @@ impl AuditEntry {
                     duration_ms: read::number::<u64>(c.get("duration_ms")),
                 })
                 .collect(),
+            answer: item
+                .get("answer")
+                .and_then(|v| v.as_m().ok())
+                .map(AuditAnswer::from_item),
             principal: Principal::new(&string("principal")).ok(),
             created_ms: whole(keys::CREATED_MS),
         }
@@ -207,6 +285,15 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             put
         } else {
             put.item("calls", AttributeValue::L(calls))
+        };
+        let put = match record
+            .routing
+            .answered
+            .as_ref()
+            .filter(|a| a.agent_id == agent.agent_id)
+        {
+            Some(answered) => put.item("answer", AuditAnswer::from_record(answered).item()),
+            None => put,
         };
         put.send()
     });

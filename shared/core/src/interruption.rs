@@ -297,6 +297,10 @@ pub struct Awaiting {
     /// What the orchestrator said before it asked the specialists.
     #[serde(default)]
     pub preamble: String,
+    /// The Direct Line mode, when the user addressed the specialists directly: the
+    /// resumed turn delivers their answers word for word instead of composing (D-21).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direct: Option<crate::directive::DirectMode>,
     /// The sub-agents asked, in order, finished or waiting.
     pub jobs: Vec<SavedJob>,
     /// What the user is asked now.
@@ -398,6 +402,7 @@ mod tests {
             origin_turn_id: String::new(),
             user_text: "redeem".into(),
             preamble: String::new(),
+            direct: None,
             jobs: Vec::new(),
             interruption: Interruption {
                 id: "int_1".into(),

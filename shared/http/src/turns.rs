@@ -221,37 +221,65 @@ pub(crate) async fn start_or_answer(
     request: TurnRequest,
     span: &'static str,
 ) -> Result<TurnStream, Error> {
-    if let Some(episode) = request.episode_id.as_deref() {
-        // An unknown episode or a store that is down: the turn's own start says so.
-        let awaiting = state
-            .runtime
-            .awaiting(&request.principal, episode)
-            .await
-            .ok()
-            .flatten();
-        if let Some(awaiting) = awaiting
-            && let Ok(answer) = Answer::from_words(&awaiting.interruption, &request.text)
-        {
-            let reply = Reply {
-                interruption_id: awaiting.interruption.id.clone(),
-                answer,
-            };
-            let episode = episode.to_owned();
-            let face = request.face;
-            return resume(
-                state,
-                headers,
-                request.principal,
-                &episode,
-                &awaiting.turn_id,
-                reply,
-                face,
-                span,
-            )
-            .await;
-        }
+    if let Some(episode) = request.episode_id.clone()
+        && let Some(resumed) = answer_in_words(state, headers, &episode, &request, span).await
+    {
+        return resumed;
     }
     start(state, headers, request, span).await
+}
+
+/// Like [`start_or_answer`], in the caller's conversation `conversation` (see
+/// [`start_in`]).
+pub(crate) async fn start_or_answer_in(
+    state: &AppState,
+    headers: &HeaderMap,
+    conversation: &str,
+    request: TurnRequest,
+    span: &'static str,
+) -> Result<TurnStream, Error> {
+    let episode = request.principal.episode_for(conversation);
+    if let Some(resumed) = answer_in_words(state, headers, &episode, &request, span).await {
+        return resumed;
+    }
+    start_in(state, headers, conversation, request, span).await
+}
+
+/// The resumed turn, when `episode` waits for the user and `request`'s text answers it;
+/// `None` to start `request` as a turn of its own.
+async fn answer_in_words(
+    state: &AppState,
+    headers: &HeaderMap,
+    episode: &str,
+    request: &TurnRequest,
+    span: &'static str,
+) -> Option<Result<TurnStream, Error>> {
+    // An unknown episode or a store that is down: the turn's own start says so.
+    let awaiting = state
+        .runtime
+        .awaiting(&request.principal, episode)
+        .await
+        .ok()
+        .flatten()?;
+    let answer = Answer::from_words(&awaiting.interruption, &request.text).ok()?;
+    let reply = Reply {
+        interruption_id: awaiting.interruption.id.clone(),
+        answer,
+    };
+    let principal = request.principal.clone();
+    Some(
+        resume(
+            state,
+            headers,
+            principal,
+            episode,
+            &awaiting.turn_id,
+            reply,
+            request.face,
+            span,
+        )
+        .await,
+    )
 }
 
 /// Resumes `principal`'s turn `turn_id` of `episode_id` with `reply`, given through

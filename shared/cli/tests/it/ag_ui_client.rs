@@ -80,3 +80,58 @@ fn the_official_ag_ui_client_runs_a_thread_and_rebuilds_its_messages() {
     assert_eq!(kinds.last(), Some(&"RUN_FINISHED"));
     serving.kill();
 }
+
+#[test]
+fn the_official_client_answers_an_interrupt_and_the_redemption_runs_once() {
+    let sandbox = Sandbox::new();
+    let (ledger, registry) = crate::approvals::with_ledger(&sandbox);
+    let model = sandbox.script(crate::approvals::SCRIPT);
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry.to_str().unwrap(), "--model", &model],
+        &[],
+    );
+    let (_work, script) = js_client("agui_interrupt.mjs", "@ag-ui/client");
+    let output = Command::new("node")
+        .arg(&script)
+        .arg(format!("http://{}", serving.addr))
+        .arg("alice@example.com")
+        .arg("redeem 800 points for me")
+        .arg(r#"{"approved": true}"#)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the AG-UI client failed: {stderr}");
+    let out: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+
+    // The first run ends in the interrupt, as the client reads it.
+    assert_eq!(out["outcomes"][0]["outcome"], "interrupt", "{out:#}");
+    let pending = out["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 1, "{out:#}");
+    assert_eq!(pending[0]["reason"], "approval");
+    assert_eq!(pending[0]["message"], "Redeem 800 points (gift_card)");
+    assert_eq!(pending[0]["metadata"]["agent"], "rewards");
+    assert!(
+        pending[0]["expiresAt"].as_str().unwrap().ends_with('Z'),
+        "{out:#}"
+    );
+    // The resume completes the turn, and the client has nothing left to answer.
+    assert_eq!(out["outcomes"][1]["outcome"], "success", "{out:#}");
+    assert_eq!(out["pendingAfter"], serde_json::json!([]), "{out:#}");
+    let answer = out["second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["content"].is_string())
+        .unwrap_or_else(|| panic!("no answer in {out:#}"));
+    assert!(
+        answer["content"]
+            .as_str()
+            .unwrap()
+            .contains("All done with your points."),
+        "{answer:#}"
+    );
+    let redemptions = ledger.redemptions();
+    assert_eq!(redemptions.len(), 1, "{redemptions:?}");
+}

@@ -129,10 +129,22 @@ fn sse_events(response: &str) -> Vec<Value> {
 #[test]
 fn a_waiting_turn_survives_sigkill_and_resumes_after_a_restart() {
     let sandbox = Sandbox::new();
-    let (ledger, registry) = with_ledger(&sandbox);
+    survives_sigkill(&sandbox, || sandbox.baton(), &[]);
+}
+
+/// A turn waits for approval in `baton serve` (made by `baton`, on the store `store`
+/// selects), which is killed with SIGKILL; after a restart the approval resumes it, the
+/// redemption runs once, and the same approval again runs nothing.
+pub(crate) fn survives_sigkill(
+    sandbox: &Sandbox,
+    baton: impl Fn() -> std::process::Command,
+    store: &[&str],
+) {
+    let (ledger, registry) = with_ledger(sandbox);
     let model = sandbox.script(SCRIPT);
-    let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
-    let first = Serving::start(&sandbox, &args, &[]);
+    let mut args = vec!["--registry", registry.to_str().unwrap(), "--model", &model];
+    args.extend_from_slice(store);
+    let first = Serving::spawn(baton(), &args, &[]);
     let paused = first.turn(
         "alice",
         r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#,
@@ -144,24 +156,43 @@ fn a_waiting_turn_survives_sigkill_and_resumes_after_a_restart() {
         .unwrap_or_else(|| panic!("{paused}"));
     first.kill();
 
-    let second = Serving::start(&sandbox, &args, &[]);
+    let second = Serving::spawn(baton(), &args, &[]);
     let body = serde_json::json!({
         "episode_id": episode,
         "interruption_id": asked["id"],
         "decision": "approve",
     });
-    let resumed = second.request(
-        "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
-        &body.to_string(),
-    );
+    let head = "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice";
+    let resumed = second.request(head, &body.to_string());
     let events = sse_events(&resumed);
     assert_eq!(redeemed(&events), 1, "{resumed}");
     assert_eq!(events.last().unwrap()["outcome"], "answered", "{resumed}");
     // The same answer again replays the resumed turn: the ledger is not asked twice.
-    let again = second.request(
-        "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
-        &body.to_string(),
-    );
+    let again = second.request(head, &body.to_string());
     assert!(again.starts_with("HTTP/1.1 200"), "{again}");
+    assert_eq!(redeemed(&sse_events(&again)), 0, "{again}");
     assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
+}
+
+#[test]
+fn the_demo_ledger_records_a_key_once_and_refuses_it_again() {
+    use std::io::{Read as _, Write as _};
+    let ledger = Ledger::start();
+    let post = |key: &str| {
+        let body = r#"{"principal":"alice","args":{"points":800,"reward_type":"gift_card"}}"#;
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", ledger.port())).unwrap();
+        write!(
+            stream,
+            "POST /redemptions HTTP/1.1\r\nHost: ledger\r\nConnection: close\r\nIdempotency-Key: {key}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    assert!(post("k-1").starts_with("HTTP/1.0 200"));
+    assert!(post("k-1").starts_with("HTTP/1.0 409"));
+    assert!(post("k-2").starts_with("HTTP/1.0 200"));
+    assert_eq!(ledger.redemptions().len(), 2);
 }

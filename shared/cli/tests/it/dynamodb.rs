@@ -276,3 +276,17 @@ async fn compact_due_folds_a_long_conversation_on_dynamodb() {
         "{summary}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_turn_survives_sigkill_and_resumes_on_dynamodb() {
+    let db = DynamoDbLocal::connect().await;
+    let table = db.fresh_table().await;
+    let sandbox = Sandbox::new();
+    let store = [
+        "--store", "dynamodb", "--table", &table, "--bucket", "bodies",
+    ];
+    // The processes are blocking; the emulator's client stays on this runtime.
+    tokio::task::block_in_place(|| {
+        crate::approvals::survives_sigkill(&sandbox, || baton(&sandbox, &db), &store);
+    });
+}

@@ -369,3 +369,43 @@ fn call_body(message: &str) -> String {
         json!({"name": "ask", "arguments": {"message": message}}),
     )
 }
+
+#[tokio::test]
+async fn a_waiting_turn_says_how_to_answer_and_the_next_call_in_the_conversation_answers() {
+    let state = crate::resume::state();
+    let args = json!({"message": "redeem my points", "conversation": "c-wait"});
+    let first = call(&state, Some("alice"), "ask", args).await;
+    let result = &response(&first)["result"];
+    assert_eq!(
+        result["structuredContent"]["outcome"], "awaiting_user",
+        "{result}"
+    );
+    assert_eq!(
+        result["structuredContent"]["interruption"]["kind"],
+        "approval"
+    );
+    assert_eq!(
+        result["structuredContent"]["interruption"]["asks"],
+        "Redeem 800 points"
+    );
+    let said = answer_text(result);
+    assert!(said.contains("call this tool again"), "{said}");
+
+    let yes = json!({"message": "yes", "conversation": "c-wait"});
+    let second = call(&state, Some("alice"), "ask", yes).await;
+    let result = &response(&second)["result"];
+    assert_eq!(
+        result["structuredContent"]["outcome"], "answered",
+        "{result}"
+    );
+    assert!(answer_text(result).contains("All done."), "{result}");
+    let episode = result["structuredContent"]["episode_id"].as_str().unwrap();
+    let history = send(
+        &state,
+        get(&format!("/v1/episodes/{episode}"), Some("alice")),
+    )
+    .await;
+    let history: Value = serde_json::from_str(&text(history).await).unwrap();
+    let last = history["turns"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["answered"]["face"], "mcp", "{last}");
+}

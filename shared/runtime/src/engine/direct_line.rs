@@ -263,6 +263,10 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
     let results = dispatch(ctx, &jobs, &TextMode::Delegated).await;
     let mut answers = Vec::with_capacity(jobs.len());
     for (job, result) in jobs.iter().zip(&results) {
+        if result.status == AgentStatus::Awaiting {
+            // It stopped for the user: its answer is delivered when the turn resumes.
+            continue;
+        }
         let text = deliverable(&job.agent.label, result);
         let shown = ctx
             .out
@@ -291,7 +295,7 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
 
 /// The specialist's answer as it is delivered: its own words when it answered; when it
 /// failed, a plain statement of that — never a stand-in answer.
-fn deliverable(label: &str, result: &AgentResult) -> String {
+pub(super) fn deliverable(label: &str, result: &AgentResult) -> String {
     match result.status {
         AgentStatus::Ok | AgentStatus::Partial if !result.text.trim().is_empty() => {
             result.text.clone()

@@ -5,18 +5,20 @@
 
 use std::time::Duration;
 
-use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
+use baton_core::events::{DirectLineState, Event, SOURCE_ORCHESTRATOR};
 use baton_core::interruption::{
     ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, Reply, SavedJob,
     args_sha256,
 };
 use baton_core::message::Message;
 use baton_core::registry::Agent;
-use baton_core::trace::GuardName;
+use baton_core::trace::{DirectLineRecord, GuardName};
 use baton_core::turn::{AgentStatus, TurnOutcome};
+use baton_core::turn::{Delegated, DirectExchange};
 
 use super::compose;
 use super::context::TurnCtx;
+use super::direct_line;
 use super::model_call::RawCall;
 use super::route;
 use super::status::{self, Board};
@@ -142,9 +144,11 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         .origin
         .clone()
         .unwrap_or_else(|| ctx.turn_id.to_string());
+    let direct = work.direct.as_ref().map(|_| direct_line::mode(ctx));
     work.awaiting = Some(Box::new(Awaiting {
         turn_id: ctx.turn_id.to_string(),
         origin_turn_id,
+        direct,
         user_text: ctx.user_text.clone(),
         preamble: preamble.to_owned(),
         jobs,
@@ -184,6 +188,7 @@ pub(super) async fn resume(
         preamble,
         jobs: saved_jobs,
         interruption,
+        direct,
         ..
     } = awaiting;
     let registry = &ctx.inner.registry;
@@ -232,6 +237,12 @@ pub(super) async fn resume(
     // The sub-agent that asked goes on with the answer, and only it hears it; any other
     // that waits keeps waiting for its own question.
     let mut given = Some(reply.answer.clone());
+    // On the Direct Line the specialist's words stream as its own answer (D-21).
+    let mode = match direct {
+        Some(_) => TextMode::Delegated,
+        None => TextMode::Collect,
+    };
+    let mut went_on = Vec::new();
     for (i, w) in held {
         let job = &jobs[i];
         if job.agent.id.as_ref() != interruption.agent_id || given.is_none() {
@@ -241,12 +252,54 @@ pub(super) async fn resume(
         let Some(answer) = given.take() else {
             continue;
         };
-        results[i] = continued(ctx, job, *w, answer).await;
+        results[i] = continued(ctx, job, *w, answer, &mode).await;
+        went_on.push(i);
     }
     work.jobs = jobs;
     work.results = results;
+    if let Some(mode) = direct {
+        // A Direct Line turn's answers are delivered, never composed: the ones that went
+        // on now, word for word (the others were delivered by the turn that waited).
+        if let Some(first) = went_on.first().map(|&i| &work.jobs[i].agent) {
+            ctx.out
+                .direct_line(&first.id, &first.label, mode, DirectLineState::Single)
+                .await;
+            ctx.trace(|t| {
+                t.direct_line = Some(DirectLineRecord {
+                    agent_id: first.id.to_string(),
+                    mode,
+                    sticky: false,
+                })
+            });
+        }
+        let mut answers = Vec::new();
+        for &i in &went_on {
+            let (job, result) = (&work.jobs[i], &work.results[i]);
+            if result.status == AgentStatus::Awaiting {
+                continue;
+            }
+            let text = direct_line::deliverable(&job.agent.label, result);
+            let shown = ctx
+                .out
+                .delegated(&job.agent.id, &job.agent.label, result.status, &text)
+                .await;
+            answers.push(Delegated {
+                agent_id: job.agent.id.to_string(),
+                label: job.agent.label.to_string(),
+                status: result.status,
+                text: shown,
+            });
+        }
+        work.direct = Some(DirectExchange {
+            answers,
+            note: None,
+        });
+    }
     if waiting(work) {
         pause(ctx, work, &preamble).await;
+        return None;
+    }
+    if direct.is_some() {
         return None;
     }
     ctx.out.paragraph().await;
@@ -267,6 +320,7 @@ async fn continued(
     job: &AgentJob,
     waiting: baton_core::interruption::WaitingAgent,
     answer: Answer,
+    mode: &TextMode,
 ) -> AgentResult {
     let agent = &job.agent;
     let mut result = AgentResult {
@@ -279,11 +333,10 @@ async fn continued(
     };
     let board = Board::new(std::iter::once(agent.id.clone()));
     let limit = Duration::from_millis(agent.limits.timeout_ms);
-    let mode = TextMode::Collect;
     let run = async {
         let ran = tokio::time::timeout(
             limit,
-            subagent::resume(ctx, job, &mode, &board, &mut result, waiting, answer),
+            subagent::resume(ctx, job, mode, &board, &mut result, waiting, answer),
         )
         .await;
         board.close();

@@ -108,8 +108,13 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
             .as_ref()
             .and_then(|o| o.mode.planner())
             .cloned();
-        // D-36: only a routed turn can wait for the user.
-        ctx.pausable = matches!(decision, Decision::Route { .. }) && planner.is_none();
+        // D-36: a routed turn and a Direct Line turn can wait for the user; a planned one
+        // cannot yet.
+        ctx.pausable = match &decision {
+            Decision::Route { .. } => planner.is_none(),
+            Decision::Direct(_) => true,
+            Decision::Reply { .. } => false,
+        };
         // One deadline bounds the whole turn, retries included; the lease outlives it.
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
@@ -134,6 +139,9 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                     work.jobs = done.jobs;
                     work.results = done.results;
                     work.direct = Some(done.exchange);
+                    if interruption::waiting(&work) {
+                        interruption::pause(&ctx, &mut work, "").await;
+                    }
                 }
                 Decision::Reply { text, indicator } => {
                     work.pending = previous;

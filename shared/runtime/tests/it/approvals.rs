@@ -289,6 +289,11 @@ async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside(
         .await
         .unwrap_err();
     assert!(late.message.contains("expired"), "{}", late.message);
+    // The next message finds it expired: the record counts it as declined.
+    run(&rig, request("hello again", Some(&episode), "t2")).await;
+    let next = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    assert_eq!(next.routing.answered.as_ref().unwrap().answer, "expired");
+    assert_eq!(started(&paused, "redeem"), 0);
 
     let rig = make_rig(&setup(), &script(800));
     let (episode, paused) = run(
@@ -310,7 +315,7 @@ async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside(
 }
 
 #[tokio::test(start_paused = true)]
-async fn under_the_rule_the_call_runs_at_once_and_on_the_direct_line_it_is_held_back() {
+async fn under_the_rule_the_call_runs_at_once_and_on_the_direct_line_it_waits_too() {
     let rig = make_rig(&setup(), &script(100));
     let (_, events) = run(
         &rig,
@@ -320,17 +325,36 @@ async fn under_the_rule_the_call_runs_at_once_and_on_the_direct_line_it_is_held_
     assert_eq!(outcome(&events), TurnOutcome::Answered);
     assert_eq!(started(&events, "redeem"), 1);
 
-    // A Direct Line turn cannot wait yet: the call is held back and the specialist told.
+    // On the Direct Line the turn waits too, and the specialist's answer, once it goes
+    // on, is delivered word for word, never composed.
     let rig = make_rig(&setup(), &script(800));
-    let (episode, events) = run(&rig, request("#rewards redeem my points", None, "t1")).await;
-    assert_eq!(started(&events, "redeem"), 0);
-    assert_ne!(outcome(&events), TurnOutcome::AwaitingUser);
-    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    let (episode, paused) = run(&rig, request("#rewards redeem my points", None, "t1")).await;
+    assert_eq!(started(&paused, "redeem"), 0);
+    assert_eq!(outcome(&paused), TurnOutcome::AwaitingUser);
+    let (id, _, _) = interruption(&paused);
+    let resumed = resume(&rig, &episode, "t1", &id, Answer::Approve).await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
+    assert_eq!(started(&resumed, "redeem"), 1);
+    let delivered = resumed
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::DelegatedAnswer { agent, text, .. } if agent == "rewards" => Some(text.clone()),
+            _ => None,
+        })
+        .expect("the specialist's own answer");
+    assert_eq!(delivered, "The redemption went as the tool said.");
     assert!(
-        turn.routing
-            .guards
-            .iter()
-            .any(|g| g.guard == GuardName::ApprovalNeeded)
+        !answer(&resumed).contains("Here is everything."),
+        "not composed"
+    );
+    let last = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    assert_eq!(last.direct.as_ref().unwrap().answers[0].text, delivered);
+    assert_eq!(
+        last.routing
+            .direct_line
+            .as_ref()
+            .map(|d| d.agent_id.as_str()),
+        Some("rewards")
     );
 }
 
@@ -474,17 +498,25 @@ async fn a_specialists_question_reaches_the_user_and_the_answer_reaches_only_it(
 }
 
 #[tokio::test(start_paused = true)]
-async fn where_the_turn_cannot_wait_a_question_is_answered_with_a_note() {
+async fn on_the_direct_line_a_question_waits_and_the_answer_goes_to_the_specialist() {
     let rig = make_rig(&asking(), ASKING_SCRIPT);
-    let (_, events) = run(&rig, request("#rewards redeem my points", None, "t1")).await;
-    assert_ne!(outcome(&events), TurnOutcome::AwaitingUser);
+    let (episode, paused) = run(&rig, request("#rewards redeem my points", None, "t1")).await;
+    assert_eq!(outcome(&paused), TurnOutcome::AwaitingUser);
+    let (id, action, _) = interruption(&paused);
+    assert_eq!(action, "Gift card or cash out?");
+    let resumed = resume(&rig, &episode, "t1", &id, Answer::Text("cash out".into())).await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
     let told = rig
         .model
         .requests()
         .into_iter()
         .rfind(|r| &*r.agent_id == "rewards")
         .unwrap();
-    assert!(format!("{:?}", told.messages).contains("can't be asked"));
+    assert!(format!("{:?}", told.messages).contains("cash out"));
+    assert!(resumed.iter().any(|e| matches!(
+        &e.event,
+        Event::DelegatedAnswer { agent, text, .. } if agent == "rewards" && text == "Noted your choice."
+    )));
 }
 
 #[tokio::test(start_paused = true)]

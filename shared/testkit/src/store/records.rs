@@ -149,6 +149,7 @@ fn awaiting() -> Awaiting {
         turn_id: "t-wait".into(),
         user_text: "coffee deals and redeem my points".into(),
         preamble: "Let me check.".into(),
+        direct: None,
         jobs: vec![
             SavedJob {
                 agent_id: "shop".into(),

@@ -67,8 +67,30 @@ async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
         })
         .collect();
     assert_eq!(found, expected);
+    assert_eq!(audit.iter().filter(|e| e.answer.is_some()).count(), 1);
     for entry in &audit {
         let record = records.iter().find(|r| r.seq == entry.seq).unwrap();
+        // Who approved what, when, over which arguments and through which face: on the
+        // specialist that asked, on the turn that resumed it.
+        match record.routing.answered.as_ref() {
+            Some(a) if a.agent_id == entry.agent_id => {
+                let kept = entry.answer.as_ref().expect("the answer's audit");
+                assert_eq!(
+                    (kept.answer.as_str(), kept.by.as_str(), kept.face.as_str()),
+                    ("approve", "alice", "a2a")
+                );
+                assert_eq!(kept.args_sha256, a.args_sha256);
+                assert_eq!(
+                    (kept.asked_ms, kept.answered_ms),
+                    (a.asked_ms, a.answered_ms)
+                );
+                assert_eq!(
+                    (kept.kind.as_str(), kept.tool.as_str()),
+                    ("approval", "redeem_points")
+                );
+            }
+            _ => assert_eq!(entry.answer, None, "{entry:?}"),
+        }
         assert_eq!(
             entry.principal.as_ref().map(baton_core::Principal::as_str),
             Some("alice")

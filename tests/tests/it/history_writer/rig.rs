@@ -316,9 +316,25 @@ fn sample_routing(seq: u64, consulted: &[ConsultedAgent]) -> RoutingRecord {
             .collect();
         serde_json::from_value(serde_json::json!({ "nodes": nodes, "outcomes": [] })).unwrap()
     });
+    // Turn 3 resumed a wait: its first specialist had asked for approval.
+    let answered = (seq == 3).then(|| baton_core::interruption::AnswerRecord {
+        interruption_id: "int_3".into(),
+        waited_turn_id: "turn-2".into(),
+        origin_turn_id: "turn-2".into(),
+        kind: baton_core::interruption::InterruptionKind::Approval,
+        agent_id: consulted[0].agent_id.clone(),
+        tool: "redeem_points".into(),
+        answer: "approve".into(),
+        args_sha256: "ab".repeat(32),
+        by: "alice".into(),
+        face: "a2a".into(),
+        asked_ms: 1_763_716_001_000,
+        answered_ms: 1_763_716_002_500,
+    });
     RoutingRecord {
         tool_calls,
         plan,
+        answered,
         ..RoutingRecord::default()
     }
 }

@@ -10,12 +10,16 @@
 //! - each planner wave as a step (`STEP_STARTED`/`STEP_FINISHED`);
 //! - progress lines as an activity (`ACTIVITY_SNAPSHOT`, replaced as they come);
 //! - the consulted record and the privacy receipt as a `baton.consulted` custom event and
-//!   in a `STATE_SNAPSHOT` under `baton`.
+//!   in a `STATE_SNAPSHOT` under `baton`;
+//! - a turn that waits for the user (D-36) as AG-UI's interrupt: `RUN_FINISHED` with the
+//!   outcome `interrupt`, naming it (its id, `reason` `approval` or `question`, the words
+//!   as `message`, `expiresAt`, and the answer's `responseSchema`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use baton_core::consulted::ConsultedAgent;
 use baton_core::events::{Event, SOURCE_NOTE};
+use baton_core::interruption::InterruptionKind;
 use baton_core::turn::{ModelUsage, TurnOutcome};
 use serde_json::{Value, json};
 
@@ -47,6 +51,8 @@ pub(crate) struct Run {
     error: Option<String>,
     consulted: Vec<ConsultedAgent>,
     footer: String,
+    /// What the turn waits on, as an AG-UI interrupt.
+    interrupt: Option<Value>,
 }
 
 impl Run {
@@ -66,6 +72,7 @@ impl Run {
             error: None,
             consulted: Vec::new(),
             footer: String::new(),
+            interrupt: None,
         }
     }
 
@@ -162,6 +169,27 @@ impl Run {
                 self.results(agents, footer, &mut out);
             }
             Event::Usage { models, .. } => self.usage.clone_from(models),
+            Event::Interruption {
+                id,
+                kind,
+                agent,
+                label,
+                tool,
+                action,
+                args,
+                expires_ms,
+            } => {
+                self.interrupt = Some(interrupt(
+                    id,
+                    *kind,
+                    agent,
+                    label,
+                    tool,
+                    action,
+                    args,
+                    *expires_ms,
+                ))
+            }
             Event::Error { message } => self.error = Some(message.clone()),
             _ => {}
         }
@@ -229,11 +257,58 @@ impl Run {
                 })
             })
             .collect();
-        out.push(json!({
+        let mut finished = json!({
             "type": "RUN_FINISHED",
             "threadId": self.thread_id,
             "runId": self.run_id,
             "usage": usage,
-        }));
+        });
+        if outcome == TurnOutcome::AwaitingUser
+            && let Some(interrupt) = self.interrupt.take()
+        {
+            finished["outcome"] = json!({ "type": "interrupt", "interrupts": [interrupt] });
+        }
+        out.push(finished);
     }
+}
+
+/// An interruption as AG-UI's `Interrupt`: the answer it expects is `{"approved": bool}`
+/// to an approval and `{"answer": "…"}` to a question (see `input.rs`).
+#[allow(clippy::too_many_arguments)]
+fn interrupt(
+    id: &str,
+    kind: InterruptionKind,
+    agent: &str,
+    label: &str,
+    tool: &str,
+    words: &str,
+    args: &Value,
+    expires_ms: u64,
+) -> Value {
+    let schema = match kind {
+        InterruptionKind::Approval => json!({
+            "type": "object",
+            "properties": { "approved": { "type": "boolean" } },
+            "required": ["approved"],
+        }),
+        InterruptionKind::Question => json!({
+            "type": "object",
+            "properties": { "answer": { "type": "string", "minLength": 1 } },
+            "required": ["answer"],
+        }),
+    };
+    let mut interrupt = json!({
+        "id": id,
+        "reason": kind.as_str(),
+        "message": words,
+        "responseSchema": schema,
+        "metadata": { "agent": agent, "label": label, "tool": tool, "args": args },
+    });
+    let expires = i64::try_from(expires_ms)
+        .ok()
+        .and_then(chrono::DateTime::from_timestamp_millis);
+    if let Some(at) = expires {
+        interrupt["expiresAt"] = json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    }
+    interrupt
 }

@@ -1,5 +1,6 @@
-//! AG-UI's run input: the thread, the run, and the last user message as the turn. The
-//! rest (state, tools, context, forwarded props) is accepted and not used.
+//! AG-UI's run input: the thread, the run, and the last user message as the turn, or the
+//! answer to the interrupt the thread waits on (`resume`). The rest (state, tools,
+//! context, forwarded props) is accepted and not used.
 
 use serde_json::Value;
 
@@ -13,8 +14,54 @@ pub(crate) struct RunInput {
     pub thread_id: String,
     /// The run: the turn's id, so that a retried run is its replay.
     pub run_id: String,
-    /// The last user message's text.
+    /// The last user message's text (empty in a resume that sends none).
     pub text: String,
+    /// The answer to the interrupt the previous run ended with, when this run resumes.
+    pub resume: Option<Resume>,
+}
+
+/// One `resume` entry: the answer to an interrupt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resume {
+    /// The interrupt answered.
+    pub interrupt_id: String,
+    /// `status: "cancelled"`: abandoned (a decline).
+    pub cancelled: bool,
+    /// The answer (`{"approved": bool}` or `{"answer": "…"}`); null when absent.
+    pub payload: Value,
+}
+
+/// The `resume` list: at most one entry (Baton's turns wait on one thing at a time).
+fn resume(input: &Value) -> Result<Option<Resume>, Error> {
+    let Some(entries) = input.get("resume").filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let entries = entries
+        .as_array()
+        .ok_or_else(|| Error::InvalidBody("`resume` must be a list".into()))?;
+    let [entry] = entries.as_slice() else {
+        return match entries.len() {
+            0 => Ok(None),
+            _ => Err(Error::InvalidBody(
+                "`resume` answers one interrupt: the run waits on one at a time".into(),
+            )),
+        };
+    };
+    let interrupt_id = string_field(entry, "interruptId")?;
+    let cancelled = match entry.get("status").and_then(Value::as_str) {
+        Some("resolved") => false,
+        Some("cancelled") => true,
+        _ => {
+            return Err(Error::InvalidBody(
+                "`resume[0].status` must be `resolved` or `cancelled`".into(),
+            ));
+        }
+    };
+    Ok(Some(Resume {
+        interrupt_id,
+        cancelled,
+        payload: entry.get("payload").cloned().unwrap_or(Value::Null),
+    }))
 }
 
 fn string_field(input: &Value, name: &str) -> Result<String, Error> {
@@ -39,16 +86,26 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<RunInput, Error> {
     let Some(messages) = input.get("messages").and_then(Value::as_array) else {
         return Err(Error::InvalidBody("`messages` must be a list".into()));
     };
+    let resume = resume(&input)?;
     let last = messages
         .iter()
         .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .ok_or_else(|| Error::InvalidBody("`messages` has no message with role `user`".into()))?;
-    let text = text_of(last.get("content"))?;
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"));
+    let text = match (last, &resume) {
+        (Some(last), _) => text_of(last.get("content"))?,
+        // A resume carries its answer in `resume`, not in a message.
+        (None, Some(_)) => String::new(),
+        (None, None) => {
+            return Err(Error::InvalidBody(
+                "`messages` has no message with role `user`".into(),
+            ));
+        }
+    };
     Ok(RunInput {
         thread_id,
         run_id,
         text,
+        resume,
     })
 }
 
@@ -71,7 +128,37 @@ mod tests {
                 thread_id: "th-1".into(),
                 run_id: "run-1".into(),
                 text: "coffee deals".into(),
+                resume: None,
             }
+        );
+    }
+
+    #[test]
+    fn a_resume_answers_one_interrupt() {
+        let input = parse(
+            br#"{"threadId":"t","runId":"r2","messages":[],
+                "resume":[{"interruptId":"int_1","status":"resolved","payload":{"approved":true}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            input.resume,
+            Some(Resume {
+                interrupt_id: "int_1".into(),
+                cancelled: false,
+                payload: serde_json::json!({ "approved": true }),
+            })
+        );
+        let refusal = |b: &str| parse(b.as_bytes()).unwrap_err().to_string();
+        assert!(
+            refusal(r#"{"threadId":"t","runId":"r","messages":[],"resume":{}}"#).contains("list")
+        );
+        assert!(
+            refusal(r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"maybe"}]}"#)
+                .contains("resolved")
+        );
+        assert!(
+            refusal(r#"{"threadId":"t","runId":"r","messages":[],"resume":[{"interruptId":"i","status":"resolved"},{"interruptId":"j","status":"resolved"}]}"#)
+                .contains("one interrupt")
         );
     }
 

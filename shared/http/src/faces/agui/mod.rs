@@ -9,6 +9,8 @@
 //! - A refused turn (too long, busy) is a `RUN_ERROR` with the plain message after
 //!   `RUN_STARTED`; input that is not a run at all is refused before any run, with the
 //!   native error body.
+//! - A turn that waits for the user ends its run with AG-UI's interrupt outcome; the next
+//!   run answers it in `resume` (D-36, `answer`).
 
 mod events;
 mod input;
@@ -21,6 +23,8 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use baton_core::Principal;
+use baton_core::interruption::{Answer, InterruptionKind, Reply, ReplyError};
 use baton_runtime::TurnRequest;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
@@ -34,6 +38,86 @@ use crate::{body, sse, turns};
 /// The face's routes.
 pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/v1/agui", post(run))
+}
+
+/// The face the record names for answers given here.
+const FACE: &str = "ag-ui";
+/// The span a run's turn starts under.
+const SPAN: &str = "POST /v1/agui";
+
+/// A run that answers the interrupt thread `thread_id` waits on (D-36): `{"approved":
+/// bool}` (or a bare boolean, or a yes or a no in words) to an approval, `{"answer": "…"}`
+/// (or a bare string) to a question; `cancelled` declines.
+async fn answer(
+    state: &AppState,
+    headers: &HeaderMap,
+    principal: Principal,
+    thread_id: &str,
+    resume: &input::Resume,
+) -> Result<baton_runtime::TurnStream, Error> {
+    let episode = principal.episode_for(thread_id);
+    let awaiting = state
+        .runtime
+        .awaiting(&principal, &episode)
+        .await
+        .map_err(Error::Rejected)?
+        .filter(|a| a.interruption.id == resume.interrupt_id)
+        .ok_or_else(|| {
+            Error::Rejected(baton_runtime::TurnRejection {
+                kind: baton_runtime::RejectionKind::Invalid,
+                message: ReplyError::NotWaiting.to_string(),
+            })
+        })?;
+    let payload = &resume.payload;
+    let answer = match awaiting.interruption.kind {
+        _ if resume.cancelled => Some(Answer::Decline),
+        InterruptionKind::Approval => payload
+            .get("approved")
+            .or(Some(payload))
+            .and_then(Value::as_bool)
+            .map(|yes| {
+                if yes {
+                    Answer::Approve
+                } else {
+                    Answer::Decline
+                }
+            })
+            .or_else(|| {
+                let words = payload.as_str()?;
+                Answer::from_words(&awaiting.interruption, words).ok()
+            }),
+        InterruptionKind::Question => payload
+            .get("answer")
+            .or(Some(payload))
+            .and_then(Value::as_str)
+            .and_then(|words| Answer::from_words(&awaiting.interruption, words).ok()),
+    };
+    let answer = answer.ok_or_else(|| {
+        Error::InvalidBody(match awaiting.interruption.kind {
+            InterruptionKind::Approval => {
+                "answer an approval with the payload {\"approved\": true} or {\"approved\": false}"
+                    .to_owned()
+            }
+            InterruptionKind::Question => {
+                "answer a question with the payload {\"answer\": \"…\"}".to_owned()
+            }
+        })
+    })?;
+    let reply = Reply {
+        interruption_id: awaiting.interruption.id.clone(),
+        answer,
+    };
+    turns::resume(
+        state,
+        headers,
+        principal,
+        &episode,
+        &awaiting.turn_id,
+        reply,
+        FACE,
+        SPAN,
+    )
+    .await
 }
 
 fn frame(event: &Value) -> Result<SseEvent, Infallible> {
@@ -51,13 +135,18 @@ async fn run(
         return Err(Error::ContentType);
     }
     let input = input::parse(&bytes)?;
-    let request = TurnRequest {
-        turn_id: Some(input.run_id.clone()),
-        ..TurnRequest::new(principal, input.text.clone())
+    let started = match &input.resume {
+        Some(resume) => answer(&state, &headers, principal, &input.thread_id, resume).await,
+        None => {
+            let request = TurnRequest {
+                turn_id: Some(input.run_id.clone()),
+                face: FACE,
+                ..TurnRequest::new(principal, input.text.clone())
+            };
+            turns::start_in(&state, &headers, &input.thread_id, request, SPAN).await
+        }
     };
-    let stream = match turns::start_in(&state, &headers, &input.thread_id, request, "POST /v1/agui")
-        .await
-    {
+    let stream = match started {
         Ok(stream) => stream,
         Err(refused @ Error::Rejected(_)) => {
             // The run exists for the client from its first event: it ends in RUN_ERROR.

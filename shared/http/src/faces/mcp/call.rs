@@ -28,6 +28,8 @@ pub(crate) struct Reply {
     cost_usd: f64,
     /// Whether the specialist asked directly failed to answer.
     direct_failed: bool,
+    /// What the turn waits on (D-36), as the structured content carries it.
+    interruption: Option<serde_json::Value>,
 }
 
 impl Reply {
@@ -46,6 +48,7 @@ impl Reply {
             outcome: None,
             cost_usd: 0.0,
             direct_failed: false,
+            interruption: None,
         }
     }
 
@@ -58,6 +61,18 @@ impl Reply {
                 self.footer.clone_from(footer);
             }
             Event::Usage { cost_usd, .. } => self.cost_usd = *cost_usd,
+            Event::Interruption {
+                id,
+                kind,
+                agent,
+                action,
+                expires_ms,
+                ..
+            } => {
+                self.interruption = Some(json!({
+                    "id": id, "kind": kind, "agent": agent, "asks": action, "expires_ms": expires_ms,
+                }));
+            }
             Event::Completed { outcome, privacy } => {
                 self.outcome = Some(*outcome);
                 self.privacy = privacy.clone();
@@ -88,11 +103,18 @@ impl Reply {
     /// The result, once the turn's stream is over.
     pub(crate) fn result(self) -> CallToolResult {
         let error = self.unanswered();
-        let text = if self.text.is_empty() && self.outcome.is_none() {
+        let mut text = if self.text.is_empty() && self.outcome.is_none() {
             "The turn stopped before it finished; please try again.".to_owned()
         } else {
             self.text
         };
+        if self.outcome == Some(TurnOutcome::AwaitingUser) {
+            // This face cannot ask in place: say how the answer comes back (D-36).
+            text.push_str(
+                "\n\n(Waiting for the user. To answer, call this tool again with the same \
+                 `conversation` and the answer as the message: yes or no to an approval.)",
+            );
+        }
         let structured = json!({
             "answer": text,
             "turn_id": self.turn_id,
@@ -102,6 +124,7 @@ impl Reply {
             "privacy": self.privacy,
             "outcome": self.outcome,
             "cost_usd": self.cost_usd,
+            "interruption": self.interruption,
         });
         let mut result = if error {
             CallToolResult::error(vec![ContentBlock::text(text)])

@@ -22,6 +22,8 @@ use crate::agents;
 use crate::state::AppState;
 use crate::turns;
 
+/// The face the record names for answers given here.
+const FACE: &str = "mcp";
 /// Where a call's principal comes from (D-30).
 #[derive(Debug, Clone)]
 enum Caller {
@@ -135,10 +137,14 @@ impl ServerHandler for McpServer {
         let turn = TurnRequest {
             // The specialist's answer alone, word for word (D-21).
             direct_line_mode: direct.as_ref().map(|_| DirectMode::Strict),
+            face: FACE,
             ..TurnRequest::new(principal, self.toolbox.text(&target, &ask.message))
         };
+        // In a conversation, the next message answers what it waits on (D-36).
         let started = match &ask.conversation {
-            Some(c) => turns::start_in(&self.state, &headers, c, turn, "MCP tools/call").await,
+            Some(c) => {
+                turns::start_or_answer_in(&self.state, &headers, c, turn, "MCP tools/call").await
+            }
             None => turns::start(&self.state, &headers, turn, "MCP tools/call").await,
         };
         let mut stream = match started {

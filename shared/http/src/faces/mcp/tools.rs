@@ -168,9 +168,20 @@ fn output_schema() -> Arc<JsonObject> {
             },
             "outcome": {
                 "type": ["string", "null"],
-                "description": "answered, limited or failed; null when the turn did not finish."
+                "description": "answered, limited, failed or awaiting_user; null when the turn did not finish."
             },
-            "cost_usd": { "type": "number" }
+            "cost_usd": { "type": "number" },
+            "interruption": {
+                "type": ["object", "null"],
+                "description": "What the turn waits on (awaiting_user): its id, kind (approval or question), the agent and what it asks. Answer with the next call in the same conversation.",
+                "properties": {
+                    "id": { "type": "string" },
+                    "kind": { "type": "string" },
+                    "agent": { "type": "string" },
+                    "asks": { "type": "string" },
+                    "expires_ms": { "type": "integer" }
+                }
+            }
         },
         "required": ["answer", "turn_id", "episode_id", "consulted", "footer", "privacy", "outcome"]
     })))
