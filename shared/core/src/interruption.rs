@@ -241,6 +241,10 @@ pub struct WaitingAgent {
     pub data: Vec<String>,
     /// Time it had run, ms.
     pub duration_ms: u64,
+    /// It is a remote agent that asked the user something (A2A's `INPUT_REQUIRED`): its one
+    /// held call stands for the question, and the answer is its next message.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote: bool,
 }
 
 impl WaitingAgent {
@@ -303,6 +307,10 @@ pub struct Awaiting {
     pub direct: Option<crate::directive::DirectMode>,
     /// The sub-agents asked, in order, finished or waiting.
     pub jobs: Vec<SavedJob>,
+    /// A planned turn's progress when it stopped (D-16): the resumed turn goes on from it,
+    /// the waiting sub-agents' nodes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Box<crate::plan::PlanCheckpoint>>,
     /// What the user is asked now.
     pub interruption: Interruption,
 }
@@ -404,6 +412,7 @@ mod tests {
             preamble: String::new(),
             direct: None,
             jobs: Vec::new(),
+            plan: None,
             interruption: Interruption {
                 id: "int_1".into(),
                 kind: InterruptionKind::Approval,

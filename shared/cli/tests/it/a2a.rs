@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use crate::support::*;
 
 /// The store agent on a free port, killed when dropped.
@@ -177,4 +179,63 @@ fn without_its_agent_the_registry_loads_and_validate_names_it() {
         "{}",
         run.stdout
     );
+}
+
+#[test]
+fn the_store_finders_question_waits_for_the_user_and_the_answer_continues_its_task() {
+    use std::io::Write as _;
+    let agent = Agent::start(None);
+    let sandbox = Sandbox::new();
+    let registry = registry_at(&sandbox, agent.port);
+    let mut child = sandbox
+        .baton()
+        .args(["--registry", registry.to_str().unwrap()])
+        .args(["chat", "--json", "which stores have a bakery?"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Lakeside\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Your answer"), "{stderr}");
+    let said = events(&String::from_utf8_lossy(&out.stdout));
+    let asked = said
+        .iter()
+        .find(|e| e["type"] == "interruption")
+        .unwrap_or_else(|| panic!("{said:#?}"));
+    assert_eq!(asked["kind"], "question");
+    assert_eq!(asked["agent"], "stores");
+    assert!(
+        asked["action"]
+            .as_str()
+            .unwrap()
+            .contains("Which city are you in?"),
+        "{asked}"
+    );
+    let completed: Vec<&Value> = said.iter().filter(|e| e["type"] == "completed").collect();
+    assert_eq!(completed.len(), 2, "{said:#?}");
+    assert_eq!(completed[0]["outcome"], "awaiting_user");
+    assert_eq!(completed[1]["outcome"], "answered");
+    // The answer went to the agent on its open task, and its answer reached the user.
+    let answer: String = said
+        .iter()
+        .skip_while(|e| e["type"] != "interruption")
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(answer.contains("FreshMart Lakeside"), "{answer}");
+    let consulted = said
+        .iter()
+        .rfind(|e| e["type"] == "agents_consulted")
+        .unwrap();
+    assert_eq!(consulted["agents"][0]["agent_id"], "stores", "{consulted}");
+    assert_eq!(consulted["agents"][0]["status"], "ok", "{consulted}");
 }

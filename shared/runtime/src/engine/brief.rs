@@ -102,6 +102,28 @@ impl WorkerBrief {
     }
 }
 
+impl WorkerBrief {
+    /// The call of a granted skill's tool that `call` (a `use_skill`) asks for, when it
+    /// does; nothing is recorded ([`WorkerBrief::resolve`] records refusals).
+    pub(crate) fn granted(&self, call: &RawCall) -> Option<RawCall> {
+        if call.name != USE_SKILL {
+            return None;
+        }
+        let args = call.parse().ok()?;
+        let name = args.get("skill").and_then(Value::as_str)?;
+        let skill = self.skills.iter().find(|s| &*s.name == name)?;
+        let arguments = args
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        Some(RawCall {
+            id: call.id.clone(),
+            name: skill.tool.id.to_string(),
+            args: arguments.to_string(),
+        })
+    }
+}
+
 /// A node's call resolved: the tool call to run, or the refusal it gets instead.
 pub(crate) enum Resolved {
     /// Run this call of a granted skill's tool.

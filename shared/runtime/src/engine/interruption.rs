@@ -8,10 +8,9 @@ use std::time::Duration;
 use baton_core::events::{DirectLineState, Event, SOURCE_ORCHESTRATOR};
 use baton_core::interruption::{
     ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, Reply, SavedJob,
-    args_sha256,
+    WaitingAgent, args_sha256,
 };
 use baton_core::message::Message;
-use baton_core::registry::Agent;
 use baton_core::trace::{DirectLineRecord, GuardName};
 use baton_core::turn::{AgentStatus, TurnOutcome};
 use baton_core::turn::{Delegated, DirectExchange};
@@ -19,7 +18,6 @@ use baton_core::turn::{Delegated, DirectExchange};
 use super::compose;
 use super::context::TurnCtx;
 use super::direct_line;
-use super::model_call::RawCall;
 use super::route;
 use super::status::{self, Board};
 use super::subagent;
@@ -36,6 +34,8 @@ pub(super) fn waiting(work: &Work) -> bool {
 /// What a held call asks the user.
 struct Ask {
     kind: InterruptionKind,
+    /// The tool it asks about.
+    tool: String,
     /// The action to approve, or the question, in plain words.
     words: String,
     /// The arguments it is asked over.
@@ -45,23 +45,22 @@ struct Ask {
 /// What `held`, a call of `agent`'s waiting reply, asks the user: its question, or the
 /// approval its tool's rule needs. `None` when nothing asks about it any more (the registry
 /// changed under the waiting turn).
-fn ask_about(agent: &Agent, held: &HeldCall) -> Option<Ask> {
-    if held.name == ASK_USER_TOOL && agent.asks_user {
+fn ask_about(job: &AgentJob, waiting: &WaitingAgent, held: &HeldCall) -> Option<Ask> {
+    let agent = &job.agent;
+    if waiting.remote || (held.name == ASK_USER_TOOL && agent.asks_user) {
         let words = held.input.get("question").and_then(|q| q.as_str())?;
         return Some(Ask {
             kind: InterruptionKind::Question,
+            tool: held.name.clone(),
             words: words.trim().to_owned(),
             args: held.input.clone(),
         });
     }
-    let call = RawCall {
-        id: held.id.clone(),
-        name: held.name.clone(),
-        args: held.input.to_string(),
-    };
+    let call = subagent::acting_call(job, held)?;
     let needs = tools::needs_approval(agent, &call)?;
     Some(Ask {
         kind: InterruptionKind::Approval,
+        tool: call.name,
         words: needs.action,
         args: needs.args,
     })
@@ -76,11 +75,12 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         .iter()
         .zip(&work.results)
         .find_map(|(job, result)| {
-            let held = result.waiting.as_ref()?.next_held()?;
-            let ask = ask_about(&job.agent, held)?;
-            Some((job.agent.clone(), held.name.clone(), ask))
+            let waiting = result.waiting.as_ref()?;
+            let held = waiting.next_held()?;
+            let ask = ask_about(job, waiting, held)?;
+            Some((job.agent.clone(), ask))
         });
-    let Some((agent, tool, ask)) = asked else {
+    let Some((agent, ask)) = asked else {
         // A call waits that nothing asks about any more (the registry changed under it):
         // nothing can be asked, so the turn cannot go on.
         tracing::error!(turn_id = %ctx.turn_id, "a waiting call has nothing to ask the user");
@@ -94,7 +94,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         kind: ask.kind,
         agent_id: agent.id.to_string(),
         label: agent.label.to_string(),
-        tool,
+        tool: ask.tool.clone(),
         action: ctx.out.mask_stored(&ask.words),
         args_sha256: args_sha256(&ask.args),
         args: ctx.out.mask_stored_value(ask.args.clone()),
@@ -145,10 +145,12 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         .clone()
         .unwrap_or_else(|| ctx.turn_id.to_string());
     let direct = work.direct.as_ref().map(|_| direct_line::mode(ctx));
+    let plan = work.plan.take();
     work.awaiting = Some(Box::new(Awaiting {
         turn_id: ctx.turn_id.to_string(),
         origin_turn_id,
         direct,
+        plan,
         user_text: ctx.user_text.clone(),
         preamble: preamble.to_owned(),
         jobs,
@@ -315,10 +317,10 @@ pub(super) async fn resume(
 
 /// One waiting sub-agent going on with the user's answer, bounded by its card's timeout
 /// and with its progress lines, as a dispatched one is.
-async fn continued(
+pub(super) async fn continued(
     ctx: &TurnCtx,
     job: &AgentJob,
-    waiting: baton_core::interruption::WaitingAgent,
+    waiting: WaitingAgent,
     answer: Answer,
     mode: &TextMode,
 ) -> AgentResult {

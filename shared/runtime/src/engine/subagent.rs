@@ -97,6 +97,10 @@ pub(crate) async fn resume(
     answer: Answer,
 ) {
     let started = Instant::now();
+    if waiting.remote {
+        answer_remote(ctx, job, mode, status, result, &waiting, answer).await;
+        return;
+    }
     let WaitingAgent {
         messages,
         reply_text,
@@ -105,6 +109,7 @@ pub(crate) async fn resume(
         tool_calls,
         data,
         duration_ms,
+        ..
     } = waiting;
     let mut request = opening_request(ctx, job);
     request.messages = messages;
@@ -114,13 +119,10 @@ pub(crate) async fn resume(
     if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
         let given = if held.name == ASK_USER_TOOL {
             answer_to_question(answer)
-        } else if answer == Answer::Approve {
-            let approved = args_sha256(&held.input);
-            let call = RawCall {
-                id: held.id.clone(),
-                name: held.name.clone(),
-                args: held.input.to_string(),
-            };
+        } else if answer == Answer::Approve
+            && let Some(call) = acting_call(job, held)
+        {
+            let approved = call.parse().map(|a| args_sha256(&a)).unwrap_or_default();
             let run = tools::run(ctx, &job.agent, &call, status, Some(&approved)).await;
             result.tool_calls += 1;
             data_outcomes.push(run.data.status);
@@ -173,6 +175,54 @@ pub(crate) async fn resume(
     .await;
 }
 
+/// A remote agent that asked the user something goes on with the answer as its next
+/// message on the same exchange; a declined question is left unanswered, in plain words.
+async fn answer_remote(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    mode: &TextMode,
+    status: &Board,
+    result: &mut AgentResult,
+    waiting: &WaitingAgent,
+    answer: Answer,
+) {
+    let agent = &job.agent;
+    result.tool_calls = waiting.tool_calls;
+    result.duration_ms = waiting.duration_ms;
+    let words = match answer {
+        Answer::Text(words) => words,
+        Answer::Approve | Answer::Decline => {
+            result.status = AgentStatus::Partial;
+            result.text = format!(
+                "You chose not to answer {}'s question, so this part can't be answered.",
+                agent.label
+            );
+            return;
+        }
+    };
+    let Some((tool, chat)) = upstream::served_by(ctx, agent) else {
+        // The registry changed under the waiting turn.
+        tracing::error!(agent = %agent.id, "a remote specialist that asked is no longer served by a remote agent");
+        result.status = AgentStatus::Error;
+        return;
+    };
+    let job = AgentJob {
+        query: words,
+        prior_context: None,
+        ..job.clone()
+    };
+    let mut sink = AgentSink {
+        ctx,
+        agent_id: &agent.id,
+        label: &agent.label,
+        mode,
+        status,
+    };
+    let started = Instant::now();
+    upstream::run(ctx, &job, tool, chat, &mut sink, result).await;
+    result.duration_ms = waiting.duration_ms + started.elapsed().as_millis() as u64;
+}
+
 /// What `ask_user` answers with: the user's words, or that they would not say.
 fn answer_to_question(answer: Answer) -> HeldAnswer {
     match answer {
@@ -195,13 +245,35 @@ fn answer_to_question(answer: Answer) -> HeldAnswer {
     }
 }
 
-/// Whether `call` waits for the user: a question, or an act that needs approval. Only a
-/// routed specialist's, in a turn that can wait (D-36).
+/// Whether `call` waits for the user, in a turn that can wait (D-36): a question, or an
+/// act that needs approval (a planned sub-agent's, the skill's tool call it names).
 fn waits_for_user(ctx: &TurnCtx, job: &AgentJob, call: &RawCall) -> bool {
-    ctx.pausable
-        && job.worker.is_none()
-        && ((call.name == ASK_USER_TOOL && job.agent.asks_user)
-            || tools::needs_approval(&job.agent, call).is_some())
+    if !ctx.pausable {
+        return false;
+    }
+    match &job.worker {
+        Some(brief) => brief
+            .granted(call)
+            .is_some_and(|c| tools::needs_approval(&job.agent, &c).is_some()),
+        None => {
+            (call.name == ASK_USER_TOOL && job.agent.asks_user)
+                || tools::needs_approval(&job.agent, call).is_some()
+        }
+    }
+}
+
+/// The tool call a held call runs once approved: itself, or for a planned sub-agent the
+/// call of the skill it names.
+pub(crate) fn acting_call(job: &AgentJob, held: &HeldCall) -> Option<RawCall> {
+    let call = RawCall {
+        id: held.id.clone(),
+        name: held.name.clone(),
+        args: held.input.to_string(),
+    };
+    match &job.worker {
+        Some(brief) => brief.granted(&call),
+        None => Some(call),
+    }
 }
 
 fn tool_status(status: DataStatus) -> ToolResultStatus {
@@ -232,6 +304,7 @@ fn stop_for_user(
         tool_calls: result.tool_calls,
         data: data.iter().map(|d| data_name(*d).to_owned()).collect(),
         duration_ms: elapsed,
+        remote: false,
     }));
 }
 

@@ -86,10 +86,24 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         ctx.pausable = true;
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
+        let planner = ctx
+            .orchestrator
+            .orchestration
+            .as_ref()
+            .and_then(|o| o.mode.planner())
+            .cloned();
         let body = async {
-            if let Some(messages) = interruption::resume(&ctx, *awaiting, &reply, &mut work).await {
-                let mut iterations = 1;
-                compose_rounds(&ctx, messages, &mut iterations, &mut work).await;
+            match (awaiting.plan.is_some(), &planner) {
+                (true, Some(planner)) => {
+                    planner::orchestrate_resumed(&ctx, planner, *awaiting, &reply, &mut work).await;
+                }
+                _ => {
+                    let resumed = interruption::resume(&ctx, *awaiting, &reply, &mut work).await;
+                    if let Some(messages) = resumed {
+                        let mut iterations = 1;
+                        compose_rounds(&ctx, messages, &mut iterations, &mut work).await;
+                    }
+                }
             }
         };
         let ended = tokio::select! {
@@ -108,13 +122,8 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
             .as_ref()
             .and_then(|o| o.mode.planner())
             .cloned();
-        // D-36: a routed turn and a Direct Line turn can wait for the user; a planned one
-        // cannot yet.
-        ctx.pausable = match &decision {
-            Decision::Route { .. } => planner.is_none(),
-            Decision::Direct(_) => true,
-            Decision::Reply { .. } => false,
-        };
+        // D-36: a routed turn (planned or not) and a Direct Line turn can wait for the user.
+        ctx.pausable = !matches!(decision, Decision::Reply { .. });
         // One deadline bounds the whole turn, retries included; the lease outlives it.
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();

@@ -11,12 +11,14 @@
 //!
 //! A service may say it is working (the tool's status code is reported), end without an
 //! answer (failed, rejected, canceled, or needing the user's authorization: each its own
-//! plain acknowledgement), or ask the user something: its question is the answer, and the
-//! exchange it keeps open is saved with the conversation, so that the user's next message
-//! to that specialist continues it.
+//! plain acknowledgement), or ask the user something: the exchange it keeps open is saved
+//! with the conversation; where the turn can wait (D-36) the question waits for the user
+//! and the answer goes back on that exchange, elsewhere the question is the answer and the
+//! user's next message to that specialist continues it.
 
 use std::sync::Arc;
 
+use baton_core::interruption::{HeldCall, WaitingAgent};
 use baton_core::ports::connector::Connector;
 use baton_core::ports::upstream::{
     ConversationPolicy, Exchange, UpstreamChat, UpstreamConversation, UpstreamEnd, UpstreamError,
@@ -145,6 +147,7 @@ pub(crate) async fn run(
             conversation_id,
             pending,
         }) => {
+            let asked = pending.is_some();
             let kept = UpstreamConversation {
                 agent_id: agent.id.to_string(),
                 conversation_id,
@@ -163,6 +166,12 @@ pub(crate) async fn run(
             } else {
                 AgentStatus::Ok
             };
+            // D-36: a remote agent's question waits for the user where the turn can wait;
+            // the answer goes back on the exchange kept open above.
+            if asked && result.status == AgentStatus::Ok && ctx.pausable && job.worker.is_none() {
+                result.status = AgentStatus::Awaiting;
+                result.waiting = Some(Box::new(remote_question(tool, result)));
+            }
         }
         Err(e) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, error = %e, "upstream chat failed");
@@ -177,6 +186,26 @@ pub(crate) async fn run(
             sink.text(&note).await;
             result.text.push_str(&note);
         }
+    }
+}
+
+/// A remote agent's question as waiting work: its one held call stands for the question
+/// (its words are the answer so far), and the user's answer becomes its next message.
+fn remote_question(tool: &Tool, result: &AgentResult) -> WaitingAgent {
+    WaitingAgent {
+        messages: Vec::new(),
+        reply_text: String::new(),
+        calls: vec![HeldCall {
+            id: format!("{}_question", tool.id),
+            name: tool.id.to_string(),
+            input: serde_json::json!({ "question": result.text.trim() }),
+            answer: None,
+        }],
+        text: String::new(),
+        tool_calls: result.tool_calls,
+        data: Vec::new(),
+        duration_ms: result.duration_ms,
+        remote: true,
     }
 }
 

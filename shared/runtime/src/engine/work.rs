@@ -119,6 +119,8 @@ pub(crate) struct Work {
     pub(crate) awaiting: Option<Box<Awaiting>>,
     /// The turn whose message started the work this turn resumes, when it resumes one.
     pub(crate) origin: Option<String>,
+    /// A planned turn's progress when a sub-agent stopped for the user (D-36).
+    pub(crate) plan: Option<Box<baton_core::plan::PlanCheckpoint>>,
 }
 
 impl Default for Work {
@@ -133,6 +135,7 @@ impl Default for Work {
             error: None,
             awaiting: None,
             origin: None,
+            plan: None,
         }
     }
 }

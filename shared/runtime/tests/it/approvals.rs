@@ -533,3 +533,104 @@ async fn a_new_message_sets_a_question_aside_and_the_record_says_so() {
     assert_eq!(answered.answer, "set_aside");
     assert_eq!(answered.waited_turn_id, "t1");
 }
+
+/// A planner whose step runs `offers` and `redeemer` at once, then `after` on the
+/// redemption; `redeemer` redeems 800 points.
+const PLANNED: &str = r#"
+agents:
+  planner:
+    - when: { purpose: route, after_tool_results: false }
+      tool_calls: [{ name: get_skill, args: { domain: rewards } }]
+    - when: { purpose: route, after_tool_results: true }
+      tool_calls:
+        - { name: dispatch_agent, args: { agent_id: offers, mission: "find coffee deals", skills: [shop.search_offers] } }
+        - { name: dispatch_agent, args: { agent_id: redeemer, mission: "redeem 800 points", skills: [rewards.redeem] } }
+        - { name: dispatch_agent, args: { agent_id: after, mission: "deals to spend the reward on", skills: [shop.search_offers], depends_on: [redeemer] } }
+    - when: { purpose: compose }
+      text: ["Here is the whole picture."]
+  offers:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: use_skill, args: { skill: shop.search_offers, arguments: { query: coffee } } }] }
+    - { when: { after_tool_results: true }, text: ["Roast coffee earns 500 points."] }
+  redeemer:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: use_skill, args: { skill: rewards.redeem, arguments: { points: 800 } } }] }
+    - { when: { after_tool_results: true }, text: ["Redeemed 800 points."] }
+  after:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: use_skill, args: { skill: shop.search_offers, arguments: { query: gift } } }] }
+    - { when: { after_tool_results: true }, text: ["Gift deals found."] }
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn a_planned_sub_agent_waits_for_approval_and_the_plan_goes_on_from_there() {
+    let config = baton_runtime::RuntimeConfig {
+        orchestrator: Some("planner".into()),
+        ..Default::default()
+    };
+    let rig = make_rig_with(&setup().with_planner(""), PLANNED, config);
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem 800 points", None, "t1"),
+    )
+    .await;
+    assert_eq!(outcome(&paused), TurnOutcome::AwaitingUser, "{paused:#?}");
+    assert_eq!(
+        started(&paused, "redeem"),
+        0,
+        "nothing acted before approval"
+    );
+    assert_eq!(
+        started(&paused, "search_offers"),
+        1,
+        "its wave's other node finished"
+    );
+    let (id, action, _) = interruption(&paused);
+    assert_eq!(action, "Redeem 800 points");
+    let asked = paused
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Interruption { agent, tool, .. } => Some((agent.clone(), tool.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(asked, ("redeemer".to_owned(), "redeem".to_owned()));
+    let offers_calls = model_calls(&rig, "offers");
+
+    let resumed = resume(&rig, &episode, "t1", &id, Answer::Approve).await;
+    assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
+    assert_eq!(started(&resumed, "redeem"), 1, "the approved call ran once");
+    assert_eq!(
+        model_calls(&rig, "offers"),
+        offers_calls,
+        "offers did not run again"
+    );
+    assert_eq!(
+        model_calls(&rig, "after"),
+        2,
+        "the dependent wave ran after the answer"
+    );
+    assert!(answer(&resumed).contains("Here is the whole picture."));
+    let last = &rig.store.turns(&alice(), &episode, 2).await.unwrap()[1];
+    let mut who: Vec<&str> = last.consulted.iter().map(|a| a.agent_id.as_str()).collect();
+    who.sort_unstable();
+    assert_eq!(who, ["after", "offers", "redeemer"]);
+    let plan = last.routing.plan.as_ref().expect("the plan's record");
+    assert_eq!(plan.outcomes.len(), 3, "{plan:?}");
+
+    // Declined, the redemption never runs and the plan still answers.
+    let rig = make_rig_with(
+        &setup().with_planner(""),
+        PLANNED,
+        baton_runtime::RuntimeConfig {
+            orchestrator: Some("planner".into()),
+            ..Default::default()
+        },
+    );
+    let (episode, paused) = run(
+        &rig,
+        request("coffee deals and redeem 800 points", None, "t1"),
+    )
+    .await;
+    let (id, _, _) = interruption(&paused);
+    let declined = resume(&rig, &episode, "t1", &id, Answer::Decline).await;
+    assert_eq!(outcome(&declined), TurnOutcome::Answered, "{declined:#?}");
+    assert_eq!(started(&declined, "redeem"), 0);
+}

@@ -150,6 +150,7 @@ fn awaiting() -> Awaiting {
         user_text: "coffee deals and redeem my points".into(),
         preamble: "Let me check.".into(),
         direct: None,
+        plan: None,
         jobs: vec![
             SavedJob {
                 agent_id: "shop".into(),
@@ -186,6 +187,7 @@ fn awaiting() -> Awaiting {
                     tool_calls: 0,
                     data: vec!["ok".into()],
                     duration_ms: 20,
+                    remote: false,
                 })),
             },
         ],

@@ -11,17 +11,7 @@ use crate::engine::context::TurnCtx;
 /// Saves where the turn is. A store that cannot save only loses the ability to resume:
 /// the turn goes on.
 pub(super) async fn save(ctx: &TurnCtx, run: &PlanRun, step: &Step) {
-    let checkpoint = PlanCheckpoint {
-        messages: run.messages.clone(),
-        reply_text: step.text.clone(),
-        calls: step.calls.clone(),
-        nodes: run.nodes.clone(),
-        results: run.results.clone(),
-        waves_done: run.waves_done,
-        iterations: run.iterations,
-        record: run.record.clone(),
-        limit: ctx.trace(|t| t.limit).flatten(),
-    };
+    let checkpoint = build(ctx, run, step);
     let json = match checkpoint.to_json() {
         Ok(json) => json,
         Err(e) => {
@@ -36,6 +26,21 @@ pub(super) async fn save(ctx: &TurnCtx, run: &PlanRun, step: &Step) {
         .await
     {
         tracing::warn!(turn_id = %ctx.turn_id, error = %e, "checkpoint not saved");
+    }
+}
+
+/// Where the turn is, in the middle of `step`.
+pub(super) fn build(ctx: &TurnCtx, run: &PlanRun, step: &Step) -> PlanCheckpoint {
+    PlanCheckpoint {
+        messages: run.messages.clone(),
+        reply_text: step.text.clone(),
+        calls: step.calls.clone(),
+        nodes: run.nodes.clone(),
+        results: run.results.clone(),
+        waves_done: run.waves_done,
+        iterations: run.iterations,
+        record: run.record.clone(),
+        limit: ctx.trace(|t| t.limit).flatten(),
     }
 }
 

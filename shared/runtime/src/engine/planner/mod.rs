@@ -61,6 +61,8 @@ pub(crate) struct PlanRun {
     pub(crate) iterations: u32,
     /// Nodes a limit stopped.
     pub(crate) pending: Vec<PlanNode>,
+    /// Where the turn stopped when a sub-agent waits for the user (D-36).
+    pub(crate) paused: Option<Box<baton_core::plan::PlanCheckpoint>>,
 }
 
 impl PlanRun {
@@ -92,8 +94,37 @@ pub(super) async fn orchestrate(
     } else if let Some(pending) = previous.filter(|_| route::is_continue(&ctx.user_text)) {
         waves::continue_pending(ctx, planner, *pending, &mut run, work).await;
     }
-    if !over_limit(ctx) {
+    drive(ctx, planner, run, work).await;
+}
+
+/// Goes on with a planned turn after the user answered what one of its sub-agents stopped
+/// for (D-36): from the plan as it was, with the answer, to the answer of the turn.
+pub(super) async fn orchestrate_resumed(
+    ctx: &TurnCtx,
+    planner: &Arc<Planner>,
+    awaiting: baton_core::interruption::Awaiting,
+    reply: &baton_core::interruption::Reply,
+    work: &mut Work,
+) {
+    work.origin = Some(awaiting.origin().to_owned());
+    let mut run = PlanRun::default();
+    resume::after_answer(ctx, planner, awaiting, reply, &mut run, work).await;
+    drive(ctx, planner, run, work).await;
+}
+
+/// Plans until the answer (unless a limit tripped or a sub-agent waits for the user), then
+/// keeps what a limit left for "continue", or pauses the turn for the user, and records
+/// the plan.
+async fn drive(ctx: &TurnCtx, planner: &Arc<Planner>, mut run: PlanRun, work: &mut Work) {
+    if run.paused.is_none() && !over_limit(ctx) {
         plan(ctx, planner, &mut run, work).await;
+    }
+    if let Some(saved) = run.paused.take() {
+        // D-36: the turn waits, its plan kept with the waiting work.
+        work.plan = Some(saved);
+        super::interruption::pause(ctx, work, "").await;
+        ctx.trace(|t| t.plan = Some(record(ctx, run)));
+        return;
     }
     if over_limit(ctx) && work.outcome == TurnOutcome::Answered {
         // The runtime's own words for what was done; `finish` adds what was not, and the
@@ -222,7 +253,10 @@ async fn plan(ctx: &TurnCtx, planner: &Arc<Planner>, run: &mut PlanRun, work: &m
         }
         sink.release().await;
         step::run(ctx, planner, run, reply, work).await;
-        if over_limit(ctx) || (ctx.inner.config.routing_only && !run.nodes.is_empty()) {
+        if run.paused.is_some()
+            || over_limit(ctx)
+            || (ctx.inner.config.routing_only && !run.nodes.is_empty())
+        {
             return;
         }
     }

@@ -31,6 +31,10 @@ pub(super) async fn run(
     work: &mut Work,
 ) {
     let refused = dispatch(ctx, planner, run, &reply, work).await;
+    if run.paused.is_some() {
+        // The step's calls are answered when the turn goes on after the user's answer.
+        return;
+    }
     answer(run, planner, &reply.text, &reply.calls, refused.as_deref());
 }
 

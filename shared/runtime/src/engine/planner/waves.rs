@@ -13,6 +13,7 @@ use baton_core::plan::outcome::{blocked, inputs, results_document};
 use baton_core::plan::{GET_AGENT_RESULTS, NodeResult, NodeStatus, PendingPlan, PlanNode};
 use baton_core::registry::Planner;
 use baton_core::trace::{GuardName, LimitHit};
+use baton_core::turn::AgentStatus;
 use serde_json::Value;
 
 use super::Step;
@@ -95,11 +96,22 @@ pub(super) async fn run(
                 .instrument(span)
                 .await
         };
+        let mut waiting = false;
         for (job, result) in jobs.into_iter().zip(results) {
-            let node = worker::node_result(&job, &result);
-            run.results.push(node);
+            // A sub-agent that stopped for the user has no result yet (D-36).
+            if result.status == AgentStatus::Awaiting {
+                waiting = true;
+            } else {
+                run.results.push(worker::node_result(&job, &result));
+            }
             work.jobs.push(job);
             work.results.push(result);
+        }
+        if waiting {
+            // The turn waits with the wave's finished nodes kept; the rest of the step goes
+            // on when the user answers.
+            run.paused = Some(Box::new(checkpoint::build(ctx, run, step)));
+            return;
         }
         run.waves_done = run.waves_done.max(wave);
         checkpoint::save(ctx, run, step).await;
@@ -148,6 +160,9 @@ pub(super) async fn continue_pending(
         }],
     };
     self::run(ctx, planner, run, &go, &step, work).await;
+    if run.paused.is_some() {
+        return;
+    }
     let document = results_document(&run.nodes, &run.results, None).unwrap_or(Value::Null);
     run.messages.extend(tool_exchange(
         "",
