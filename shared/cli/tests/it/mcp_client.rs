@@ -160,3 +160,82 @@ async fn the_official_rust_sdk_uses_baton_mcp_over_stdio() {
     let client = watcher.clone().serve(transport).await.unwrap();
     exercise(client, &watcher).await;
 }
+
+/// A client that can ask its user, who approves whatever is asked (and says so).
+#[derive(Clone, Default)]
+struct Approver {
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Approver {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let asked = serde_json::to_value(&request).unwrap();
+        self.asked
+            .lock()
+            .unwrap()
+            .push(asked["message"].as_str().unwrap_or_default().to_owned());
+        Ok(
+            serde_json::from_value(json!({"action": "accept", "content": {"approved": true}}))
+                .unwrap(),
+        )
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities.elicitation = Some(serde_json::from_value(json!({"form": {}})).unwrap());
+        info
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_can_ask_its_user_answers_an_approval_by_elicitation() {
+    baton_connectors::install_tls_provider();
+    let sandbox = Sandbox::new();
+    let (ledger, registry) = crate::approvals::with_ledger(&sandbox);
+    let model = sandbox.script(crate::approvals::SCRIPT);
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry.to_str().unwrap(), "--model", &model],
+        &[],
+    );
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", serving.addr));
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let approver = Approver::default();
+    // Multi round-trip requests come with the protocol's 2026-07-28 version, which a client
+    // starts with `server/discover`.
+    let lifecycle = rmcp::service::ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    let client = rmcp::service::ClientServiceExt::serve_with_lifecycle(
+        approver.clone(),
+        transport,
+        lifecycle,
+    )
+    .await
+    .unwrap();
+    let Value::Object(arguments) = json!({"message": "redeem 800 points for me"}) else {
+        unreachable!()
+    };
+    // The SDK fulfils the elicitation through the handler and calls again with the answer.
+    let result = client
+        .call_tool(CallToolRequestParams::new("ask").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(
+        approver.asked.lock().unwrap().as_slice(),
+        ["Redeem 800 points (gift_card)"]
+    );
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert!(
+        text_of(&result).contains("All done with your points."),
+        "{result:?}"
+    );
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["outcome"], "answered", "{structured}");
+    assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
+}

@@ -93,6 +93,30 @@ impl Reply {
         }
     }
 
+    /// What the turn waits on, when it ended waiting for the user: its kind
+    /// (`approval`, `question`), what it asks, and the interruption's id.
+    pub(crate) fn waiting(&self) -> Option<(&str, &str, &str)> {
+        if self.outcome != Some(TurnOutcome::AwaitingUser) {
+            return None;
+        }
+        let i = self.interruption.as_ref()?;
+        Some((
+            i.get("kind")?.as_str()?,
+            i.get("asks")?.as_str()?,
+            i.get("id")?.as_str()?,
+        ))
+    }
+
+    /// The turn's id.
+    pub(crate) fn turn_id(&self) -> &str {
+        &self.turn_id
+    }
+
+    /// The episode's id.
+    pub(crate) fn episode_id(&self) -> &str {
+        &self.episode_id
+    }
+
     /// Whether the turn went unanswered: it failed, or never finished, or the specialist
     /// asked directly could not answer. The client is told with `isError` (a tool
     /// execution error, which a model reads and may act on).

@@ -15,6 +15,7 @@
 //!   a request without one is refused (401) before the protocol is read.
 
 mod call;
+mod elicit;
 mod message;
 #[cfg(test)]
 mod props;

@@ -17,6 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::call::{self, Reply};
+use super::elicit;
 use super::tools::{self, Target, Toolbox};
 use crate::agents;
 use crate::state::AppState;
@@ -140,12 +141,33 @@ impl ServerHandler for McpServer {
             face: FACE,
             ..TurnRequest::new(principal, self.toolbox.text(&target, &ask.message))
         };
-        // In a conversation, the next message answers what it waits on (D-36).
-        let started = match &ask.conversation {
-            Some(c) => {
+        // A call again with an elicitation's result answers the turn it asked for; in a
+        // conversation, the next message answers what it waits on (D-36).
+        let elicited = match (&request.request_state, &request.input_responses) {
+            (Some(state), Some(responses)) => Some(
+                elicit::answered(state, responses)
+                    .map_err(|why| ErrorData::invalid_params(why, None))?,
+            ),
+            _ => None,
+        };
+        let started = match (elicited, &ask.conversation) {
+            (Some(answered), _) => {
+                turns::resume(
+                    &self.state,
+                    &headers,
+                    turn.principal,
+                    &answered.episode_id,
+                    &answered.turn_id,
+                    answered.reply,
+                    FACE,
+                    "MCP tools/call",
+                )
+                .await
+            }
+            (None, Some(c)) => {
                 turns::start_or_answer_in(&self.state, &headers, c, turn, "MCP tools/call").await
             }
-            None => turns::start(&self.state, &headers, turn, "MCP tools/call").await,
+            (None, None) => turns::start(&self.state, &headers, turn, "MCP tools/call").await,
         };
         let mut stream = match started {
             Ok(stream) => stream,
@@ -178,6 +200,19 @@ impl ServerHandler for McpServer {
                     tracing::debug!(error = %e, "a progress notification could not be sent");
                 }
             }
+        }
+        // A client that can ask its user is asked with an elicitation (D-36).
+        if let Some((kind, asks, interruption)) = reply.waiting()
+            && elicit::supported(&context)
+            && let Some(input) = elicit::ask(
+                kind,
+                asks,
+                reply.episode_id(),
+                reply.turn_id(),
+                interruption,
+            )
+        {
+            return Ok(CallToolResponse::InputRequired(input));
         }
         Ok(reply.result().into())
     }

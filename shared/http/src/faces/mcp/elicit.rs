@@ -1,0 +1,195 @@
+//! What a turn waits for (D-36), asked with MCP's elicitation: the tool call answers with
+//! an `InputRequiredResult` (MCP's multi round-trip request) holding one form elicitation
+//! — `{"approved": bool}` for an approval, `{"answer": "…"}` for a question — and an
+//! opaque `requestState` naming the waiting turn. The client asks its user, then calls
+//! the tool again with the elicitation's result and that state; the call resumes the turn
+//! and answers with it. Only a client that negotiated a protocol version with multi
+//! round-trip requests and declared form elicitation is asked so; any other reads the
+//! question in the answer and replies with its next call in the conversation.
+//!
+//! The state is untrusted: it only names the turn. The runtime checks that the turn is the
+//! caller's and waits on that interruption before anything runs.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use baton_core::interruption::{Answer, Reply};
+use rmcp::RoleServer;
+use rmcp::model::{
+    ElicitRequest, ElicitRequestParams, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ProtocolVersion,
+};
+use rmcp::service::RequestContext;
+use serde_json::{Value, json};
+
+/// The key of the one input request (and of its response).
+const KEY: &str = "baton_answer";
+
+/// The turn a resumed call answers: its episode and turn, and the reply.
+pub(crate) struct Answered {
+    pub(crate) episode_id: String,
+    pub(crate) turn_id: String,
+    pub(crate) reply: Reply,
+}
+
+/// Whether the caller can be asked with an elicitation in a multi round-trip request.
+pub(crate) fn supported(context: &RequestContext<RoleServer>) -> bool {
+    let new_enough = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let form = context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        // An empty elicitation capability means form (the spec's backwards compatibility).
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    new_enough && form
+}
+
+/// The result that asks `asks` (of `kind`, `approval` or `question`) for the interruption
+/// `interruption_id` of turn `turn_id` in `episode_id`.
+pub(crate) fn ask(
+    kind: &str,
+    asks: &str,
+    episode_id: &str,
+    turn_id: &str,
+    interruption_id: &str,
+) -> Option<InputRequiredResult> {
+    let schema = match kind {
+        "approval" => json!({
+            "type": "object",
+            "properties": { "approved": { "type": "boolean", "title": "Approve", "description": asks } },
+            "required": ["approved"],
+        }),
+        _ => json!({
+            "type": "object",
+            "properties": { "answer": { "type": "string", "title": "Your answer", "description": asks } },
+            "required": ["answer"],
+        }),
+    };
+    let params: ElicitRequestParams = serde_json::from_value(json!({
+        "mode": "form",
+        "message": asks,
+        "requestedSchema": schema,
+    }))
+    .ok()?;
+    let mut requests = InputRequests::new();
+    requests.insert(
+        KEY.to_owned(),
+        InputRequest::Elicitation(ElicitRequest::new(params)),
+    );
+    let state = json!({ "e": episode_id, "t": turn_id, "i": interruption_id }).to_string();
+    Some(InputRequiredResult::new(
+        Some(requests),
+        Some(URL_SAFE_NO_PAD.encode(state)),
+    ))
+}
+
+/// The answer a retried call carries, from its `requestState` and `inputResponses`.
+///
+/// # Errors
+/// A plain message when the state or the response is not one this face made.
+pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answered, String> {
+    let bad_state = || "the requestState is not one this server gave".to_owned();
+    let decoded = URL_SAFE_NO_PAD.decode(state).map_err(|_| bad_state())?;
+    let named: Value = serde_json::from_slice(&decoded).map_err(|_| bad_state())?;
+    let field = |k: &str| named.get(k).and_then(Value::as_str).map(str::to_owned);
+    let (Some(episode_id), Some(turn_id), Some(interruption_id)) =
+        (field("e"), field("t"), field("i"))
+    else {
+        return Err(bad_state());
+    };
+    let response = responses
+        .get(KEY)
+        .ok_or_else(|| format!("inputResponses has no `{KEY}`"))?;
+    let answer = match response.get("action").and_then(Value::as_str) {
+        Some("accept") => {
+            let content = response.get("content").cloned().unwrap_or(Value::Null);
+            match (
+                content.get("approved").and_then(Value::as_bool),
+                content.get("answer").and_then(Value::as_str),
+            ) {
+                (Some(true), None) => Answer::Approve,
+                (Some(false), None) => Answer::Decline,
+                (None, Some(words)) if !words.trim().is_empty() => {
+                    Answer::Text(words.trim().to_owned())
+                }
+                _ => {
+                    return Err(
+                        "the accepted elicitation holds neither `approved` nor an `answer`"
+                            .to_owned(),
+                    );
+                }
+            }
+        }
+        Some("decline" | "cancel") => Answer::Decline,
+        _ => return Err("the elicitation result has no action".to_owned()),
+    };
+    Ok(Answered {
+        episode_id,
+        turn_id,
+        reply: Reply {
+            interruption_id,
+            answer,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_of(result: &InputRequiredResult) -> String {
+        result.request_state.clone().unwrap()
+    }
+
+    #[test]
+    fn an_approval_is_asked_as_a_form_and_its_result_is_the_reply() {
+        let asked = ask("approval", "Redeem 800 points", "ep_1", "t1", "int_1").unwrap();
+        let wire = serde_json::to_value(&asked).unwrap();
+        assert_eq!(wire["resultType"], "input_required", "{wire}");
+        let request = &wire["inputRequests"][KEY];
+        assert_eq!(request["method"], "elicitation/create", "{wire}");
+        assert_eq!(request["params"]["mode"], "form", "{wire}");
+        assert_eq!(
+            request["params"]["requestedSchema"]["required"],
+            json!(["approved"])
+        );
+        let state = state_of(&asked);
+        let mut responses = InputResponses::new();
+        responses.insert(
+            KEY.into(),
+            json!({"action": "accept", "content": {"approved": true}}),
+        );
+        let got = answered(&state, &responses).unwrap();
+        assert_eq!(
+            (got.episode_id.as_str(), got.turn_id.as_str()),
+            ("ep_1", "t1")
+        );
+        assert_eq!(got.reply.interruption_id, "int_1");
+        assert_eq!(got.reply.answer, Answer::Approve);
+        responses.insert(KEY.into(), json!({"action": "decline"}));
+        assert_eq!(
+            answered(&state, &responses).unwrap().reply.answer,
+            Answer::Decline
+        );
+    }
+
+    #[test]
+    fn a_question_takes_words_and_anything_else_is_refused_plainly() {
+        let asked = ask("question", "Which city?", "ep_1", "t1", "int_2").unwrap();
+        let state = state_of(&asked);
+        let mut responses = InputResponses::new();
+        responses.insert(
+            KEY.into(),
+            json!({"action": "accept", "content": {"answer": " Lakeside "}}),
+        );
+        assert_eq!(
+            answered(&state, &responses).unwrap().reply.answer,
+            Answer::Text("Lakeside".into())
+        );
+        responses.insert(KEY.into(), json!({"action": "accept", "content": {}}));
+        assert!(answered(&state, &responses).is_err());
+        assert!(answered("not-base64!", &responses).is_err());
+        assert!(answered(&URL_SAFE_NO_PAD.encode("{}"), &responses).is_err());
+        assert!(answered(&state, &InputResponses::new()).is_err());
+    }
+}
