@@ -5,13 +5,19 @@
 //! `MCP_CONFORMANCE_CONTEXT`. The program configures one `mcp` tool exactly as a
 //! `tools.yaml` would (the credentials by reference), discovers it and calls it.
 //!
+//! A scenario that hands over no client credentials is one where a user signs in (the
+//! authorization-code grant): the tool's server gets `grant: authorization_code`, and the
+//! "user" is a stand-in that opens the authorization URL and reads where the suite's
+//! authorization server sends the browser back (it approves at once), as a user's browser
+//! would land on Baton's callback.
+//!
 //! The connectors' conformance test runs it (docs/connectors-mcp.md, "Conformance").
 
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use baton_connectors::{McpConnector, SecretRef, SecretSource};
+use baton_connectors::{McpConnector, SecretRef, SecretSource, UserAuthorizer};
 use baton_core::Principal;
 use baton_core::ports::connector::{Connector, ConnectorRequest};
 use serde_json::{Value, json};
@@ -44,10 +50,63 @@ fn tool_of(scenario: &str) -> Option<(&'static str, Value)> {
     }
 }
 
-/// The `server:` block: the URL, and the OAuth client the context describes.
-fn server_of(url: &str, context: &Value, secrets: &mut HashMap<String, String>) -> Value {
+/// Where the stand-in user's browser is sent back to.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+/// The client ID metadata document URL the suite expects a client to use where the
+/// authorization server takes one.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The user, for the suite's authorization server, which approves at once: opens the
+/// authorization URL and reads where the browser is sent back (the redirect's
+/// `Location`), without following it.
+struct StandInUser(reqwest::Client);
+
+#[async_trait::async_trait]
+impl UserAuthorizer for StandInUser {
+    async fn sign_in(&self, authorize_url: &str, redirect_uri: &str) -> Result<String, String> {
+        let response = self
+            .0
+            .get(authorize_url)
+            .send()
+            .await
+            .map_err(|e| format!("the authorization page could not be opened: {e}"))?;
+        let landed = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                format!(
+                    "the authorization page answered {} without sending the browser back",
+                    response.status()
+                )
+            })?;
+        if !landed.starts_with(redirect_uri) {
+            return Err(format!(
+                "the browser was sent to {landed}, not back to {redirect_uri}"
+            ));
+        }
+        Ok(landed.to_owned())
+    }
+}
+
+/// The `server:` block: the URL, and the OAuth client the context describes (none for a
+/// scenario where the user signs in).
+fn server_of(
+    url: &str,
+    scenario: &str,
+    context: &Value,
+    secrets: &mut HashMap<String, String>,
+) -> Value {
     let mut server = json!({"url": url});
     let Some(client_id) = context.get("client_id").and_then(Value::as_str) else {
+        if scenario.starts_with("auth/") {
+            server["oauth"] = json!({
+                "grant": "authorization_code",
+                "redirect_uri": REDIRECT_URI,
+                "client_metadata_url": CLIENT_METADATA_URL,
+                "client_name": "Baton conformance client",
+            });
+        }
         return server;
     };
     let mut oauth = json!({"client_id": client_id});
@@ -77,12 +136,24 @@ async fn main() -> ExitCode {
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
+    baton_connectors::install_tls_provider();
     let mut secrets = HashMap::new();
-    let server = server_of(&url, &context, &mut secrets);
+    let server = server_of(&url, &scenario, &context, &mut secrets);
+    let browser = match reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+    {
+        Ok(browser) => browser,
+        Err(e) => {
+            eprintln!("no HTTP client: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let connector = McpConnector::with_secret_source(
         std::path::Path::new("."),
         Arc::new(ContextSecrets(secrets)),
-    );
+    )
+    .with_user_authorizer(Arc::new(StandInUser(browser)));
     let (tool, args) = tool_of(&scenario).unwrap_or(("none", json!({})));
     let config = json!({
         "kind": "mcp",

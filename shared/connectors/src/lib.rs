@@ -47,6 +47,7 @@ pub use a2a::A2aConnector;
 pub use fixture::FixtureConnector;
 pub use http::HttpConnector;
 pub use mcp::McpConnector;
+pub use oauth::UserAuthorizer;
 pub use rate_table::RateTableConnector;
 pub use secrets::{EnvSecretSource, SecretRef, SecretSource, arns_in};
 pub use upstream_chat::UpstreamChatConnector;

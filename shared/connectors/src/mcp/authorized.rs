@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_client::{
     StreamableHttpResponseLimits,
 };
 
-use crate::oauth::{Challenge, TokenSource};
+use crate::oauth::{Challenge, Tokens};
 use crate::secrets::Secret;
 
 /// Step-ups tried for one request before its refusal stands.
@@ -25,7 +25,7 @@ type Result<T> = std::result::Result<T, StreamableHttpError<reqwest::Error>>;
 #[derive(Clone)]
 pub(crate) struct Authorized {
     pub(crate) http: reqwest::Client,
-    pub(crate) tokens: Arc<TokenSource>,
+    pub(crate) tokens: Arc<dyn Tokens>,
 }
 
 impl Authorized {

@@ -8,7 +8,7 @@ use reqwest::header::HeaderName;
 use serde_json::{Map, Value};
 
 use crate::envelope::EnvelopeMeta;
-use crate::oauth::OAuthSpec;
+use crate::oauth::AuthSpec;
 use crate::secrets::{HeaderSpec, parse_headers};
 
 /// The settings a tool's `connector:` block may hold (`kind` included).
@@ -73,7 +73,7 @@ pub(crate) struct HttpServer {
     /// Sent on every request (secrets by reference, as the `http` connector's).
     pub(crate) headers: Vec<(HeaderName, HeaderSpec)>,
     /// OAuth as a client acting as itself.
-    pub(crate) oauth: Option<OAuthSpec>,
+    pub(crate) oauth: Option<AuthSpec>,
 }
 
 impl Server {
@@ -197,7 +197,7 @@ fn server_of(server: Option<&Value>) -> Result<Server, String> {
             };
             let oauth = match server.get("oauth") {
                 None => None,
-                Some(raw) => Some(OAuthSpec::parse("server.oauth", raw)?),
+                Some(raw) => Some(AuthSpec::parse("server.oauth", raw)?),
             };
             if oauth.is_some()
                 && headers

@@ -38,6 +38,7 @@ use baton_core::ports::connector::{
 };
 use serde_json::{Map, Value};
 
+use crate::oauth::{AuthSpec, UserAuthorizer};
 use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
 use call::{Origin, baton_meta, call_tool, envelope_of};
 use config::{EnvValue, McpConfig, Server};
@@ -75,6 +76,14 @@ impl McpConnector {
         McpConnector {
             pool: Pool::new(registry_root, Arc::new(Secrets::new(source))),
         }
+    }
+
+    /// Has users sign in through `authorizer` for servers that act with the user's own
+    /// authorization (`oauth: {grant: authorization_code, ...}`). One connector's tokens
+    /// are one user's: this is for a connector that serves a single user.
+    pub fn with_user_authorizer(mut self, authorizer: Arc<dyn UserAuthorizer>) -> Self {
+        self.pool.set_authorizer(authorizer);
+        self
     }
 }
 
@@ -156,6 +165,15 @@ impl Connector for McpConnector {
                     oauth
                         .check(self.pool.secrets())
                         .map_err(|e| format!("server.oauth: {e}"))?;
+                    if matches!(oauth, AuthSpec::User(_)) && !self.pool.can_sign_in() {
+                        // Per-user tokens come with account links: until then a server
+                        // that acts for the user cannot be used (a token must never be
+                        // shared between users).
+                        return Err(
+                            "server.oauth: grant authorization_code needs the user's own sign-in (account links), which this Baton does not offer yet"
+                                .to_owned(),
+                        );
+                    }
                 }
             }
         }

@@ -24,7 +24,7 @@ use super::authorized::Authorized;
 use super::config::{EnvValue, HttpServer, Server};
 use super::fault::{Fault, chain, clip};
 use super::progress::ProgressRouter;
-use crate::oauth::TokenSource;
+use crate::oauth::{AuthSpec, TokenSource, Tokens, UserAuthorizer, UserTokenSource};
 use crate::secrets::Secrets;
 
 /// What a stdio server inherits of Baton's environment (as the official MCP SDKs do):
@@ -66,7 +66,7 @@ impl Session {
 struct Slot {
     current: Mutex<Option<Arc<Session>>>,
     starting: tokio::sync::Mutex<()>,
-    tokens: std::sync::OnceLock<Arc<TokenSource>>,
+    tokens: std::sync::OnceLock<Arc<dyn Tokens>>,
 }
 
 impl Slot {
@@ -82,6 +82,8 @@ pub(crate) struct Pool {
     http: Result<reqwest::Client, String>,
     secrets: Arc<Secrets>,
     slots: Mutex<HashMap<Server, Arc<Slot>>>,
+    /// Who has the user sign in, for servers that need the user's own authorization.
+    authorizer: Option<Arc<dyn UserAuthorizer>>,
 }
 
 impl Pool {
@@ -95,7 +97,18 @@ impl Pool {
             http: reqwest::Client::builder().build().map_err(|e| chain(&e)),
             secrets,
             slots: Mutex::new(HashMap::new()),
+            authorizer: None,
         }
+    }
+
+    /// Has users sign in through `authorizer` (servers with `grant: authorization_code`).
+    pub(crate) fn set_authorizer(&mut self, authorizer: Arc<dyn UserAuthorizer>) {
+        self.authorizer = Some(authorizer);
+    }
+
+    /// Whether users can be asked to sign in.
+    pub(crate) fn can_sign_in(&self) -> bool {
+        self.authorizer.is_some()
     }
 
     /// The secrets of the HTTP servers' headers and OAuth credentials.
@@ -244,7 +257,7 @@ impl Pool {
         http: &HttpServer,
         slot: &Slot,
         client: &reqwest::Client,
-    ) -> Result<Option<Arc<TokenSource>>, Fault> {
+    ) -> Result<Option<Arc<dyn Tokens>>, Fault> {
         let Some(spec) = &http.oauth else {
             return Ok(None);
         };
@@ -253,12 +266,29 @@ impl Pool {
         }
         let resource = reqwest::Url::parse(&http.url)
             .map_err(|e| Fault::Start(format!("server.url is not a URL: {e}")))?;
-        let tokens = Arc::new(TokenSource::new(
-            spec.clone(),
-            resource,
-            client.clone(),
-            self.secrets.clone(),
-        ));
+        let tokens: Arc<dyn Tokens> = match spec {
+            AuthSpec::Client(spec) => Arc::new(TokenSource::new(
+                spec.clone(),
+                resource,
+                client.clone(),
+                self.secrets.clone(),
+            )),
+            AuthSpec::User(spec) => {
+                let authorizer = self.authorizer.clone().ok_or_else(|| {
+                    Fault::Start(
+                        "server.oauth: this server needs the user's own sign-in, which is not available here"
+                            .to_owned(),
+                    )
+                })?;
+                Arc::new(UserTokenSource::new(
+                    spec.clone(),
+                    resource,
+                    client.clone(),
+                    self.secrets.clone(),
+                    authorizer,
+                ))
+            }
+        };
         Ok(Some(slot.tokens.get_or_init(|| tokens).clone()))
     }
 

@@ -27,6 +27,19 @@ pub(crate) struct ServerMetadata {
     pub(crate) token_endpoint: String,
     #[serde(default)]
     pub(crate) token_endpoint_auth_methods_supported: Option<Vec<String>>,
+    /// Where a user signs in (the authorization-code grant).
+    #[serde(default)]
+    pub(crate) authorization_endpoint: Option<String>,
+    /// Where a client registers itself (RFC 7591).
+    #[serde(default)]
+    pub(crate) registration_endpoint: Option<String>,
+    #[serde(default)]
+    pub(crate) scopes_supported: Option<Vec<String>>,
+    #[serde(default)]
+    pub(crate) code_challenge_methods_supported: Option<Vec<String>>,
+    /// Whether a client's id may be the URL of its metadata document.
+    #[serde(default)]
+    pub(crate) client_id_metadata_document_supported: Option<bool>,
 }
 
 /// What discovery found for one resource.
@@ -74,6 +87,7 @@ pub(crate) async fn discover(
             found
         }
     };
+    let legacy = prm.is_none();
     let (resource, scopes_supported, issuer) = match prm {
         Some(prm) => {
             let resource = match prm.resource {
@@ -117,16 +131,26 @@ pub(crate) async fn discover(
             break;
         }
     }
-    let server = server.ok_or_else(|| {
-        AuthFault::Discovery(format!(
-            "no authorization server metadata for {}",
-            shown(&issuer_url)
-        ))
-    })?;
+    let server = match server {
+        Some(server) => server,
+        // The 2025-03-26 spec's fallback: a server with no metadata at all serves the
+        // default endpoints at its origin.
+        None if legacy => legacy_endpoints(&issuer_url),
+        None => {
+            return Err(AuthFault::Discovery(format!(
+                "no authorization server metadata for {}",
+                shown(&issuer_url)
+            )));
+        }
+    };
     if let Some(said) = &server.issuer
+        && !legacy
         && said.trim_end_matches('/') != issuer.trim_end_matches('/')
     {
-        // RFC 8414 §3.3: metadata naming another issuer must not be used.
+        // RFC 8414 §3.3: metadata naming another issuer must not be used. (A 2025-03-26
+        // server's metadata is found at the resource's own origin, which names its
+        // authorization server: there the document is the resource's word, not a claim
+        // about an issuer asked for.)
         return Err(AuthFault::Discovery(format!(
             "the authorization server metadata of {issuer} names another issuer, {said}"
         )));
@@ -140,6 +164,26 @@ pub(crate) async fn discover(
         issuer: server.issuer.clone().unwrap_or(issuer),
         server,
     })
+}
+
+/// The default endpoints of a 2025-03-26 server without metadata, at its origin.
+fn legacy_endpoints(origin: &Url) -> ServerMetadata {
+    let at = |path: &str| {
+        let mut url = origin.clone();
+        url.set_path(path);
+        url.set_query(None);
+        url.to_string()
+    };
+    ServerMetadata {
+        issuer: None,
+        token_endpoint: at("/token"),
+        token_endpoint_auth_methods_supported: None,
+        authorization_endpoint: Some(at("/authorize")),
+        registration_endpoint: Some(at("/register")),
+        scopes_supported: None,
+        code_challenge_methods_supported: None,
+        client_id_metadata_document_supported: None,
+    }
 }
 
 /// Where a resource's metadata may be, in order (RFC 9728 §3.1): under the well-known

@@ -17,6 +17,7 @@
 mod assertion;
 mod challenge;
 mod discovery;
+mod user;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +34,7 @@ use crate::secrets::{Secret, SecretRef, Secrets};
 use assertion::{Algorithm, SigningKey};
 pub(crate) use challenge::Challenge;
 use discovery::{Discovered, discover, shown};
+pub(crate) use user::UserSpec;
 
 /// The settings an `oauth:` block may hold.
 const SETTINGS: &[&str] = &[
@@ -227,6 +229,80 @@ impl OAuthSpec {
     }
 }
 
+/// Where a protected resource's tokens come from: the client's own grant
+/// ([`TokenSource`]) or the user's sign-in ([`user::UserTokenSource`]).
+#[async_trait::async_trait]
+pub(crate) trait Tokens: Send + Sync {
+    /// The current token while it is fresh.
+    async fn cached(&self) -> Option<Secret>;
+
+    /// A new token after the resource refused `stale` (or no token) with `challenge`.
+    async fn renew(
+        &self,
+        stale: Option<&Secret>,
+        challenge: &Challenge,
+    ) -> Result<Secret, AuthFault>;
+}
+
+/// Has the user sign in to a protected resource: sends them to the authorization URL and
+/// returns the URL their browser was sent back to (the redirect URI, with the code and
+/// the state). The product's account links do this through the user's own browser; the
+/// conformance client through a stand-in that follows the redirect.
+#[async_trait::async_trait]
+pub trait UserAuthorizer: Send + Sync {
+    /// The URL the sign-in at `authorize_url` came back to, at `redirect_uri`.
+    ///
+    /// # Errors
+    /// Why the user could not sign in, in plain words.
+    async fn sign_in(&self, authorize_url: &str, redirect_uri: &str) -> Result<String, String>;
+}
+
+pub(crate) use user::UserTokenSource;
+
+/// A server's `oauth:` block: the client's own grant, or the user's sign-in
+/// (`grant: authorization_code`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum AuthSpec {
+    Client(OAuthSpec),
+    User(UserSpec),
+}
+
+impl AuthSpec {
+    /// Parses the block at `field`.
+    ///
+    /// # Errors
+    /// A message naming the setting.
+    pub(crate) fn parse(field: &str, value: &Value) -> Result<Self, String> {
+        match value.get("grant") {
+            Some(Value::String(grant)) if grant == "authorization_code" => {
+                UserSpec::parse(field, value).map(AuthSpec::User)
+            }
+            Some(Value::String(grant)) if grant == "client_credentials" => {
+                let mut value = value.clone();
+                if let Some(map) = value.as_object_mut() {
+                    map.remove("grant");
+                }
+                OAuthSpec::parse(field, &value).map(AuthSpec::Client)
+            }
+            Some(_) => Err(format!(
+                "{field}.grant: client_credentials (the default) or authorization_code"
+            )),
+            None => OAuthSpec::parse(field, value).map(AuthSpec::Client),
+        }
+    }
+
+    /// Checks that the credentials can be read.
+    ///
+    /// # Errors
+    /// What is wrong, without a value.
+    pub(crate) fn check(&self, secrets: &Secrets) -> Result<(), String> {
+        match self {
+            AuthSpec::Client(spec) => spec.check(secrets),
+            AuthSpec::User(spec) => spec.check(secrets),
+        }
+    }
+}
+
 /// A token and when it stops being good.
 struct Token {
     value: Secret,
@@ -257,6 +333,21 @@ pub(crate) struct TokenSource {
     http: reqwest::Client,
     secrets: Arc<Secrets>,
     state: tokio::sync::Mutex<State>,
+}
+
+#[async_trait::async_trait]
+impl Tokens for TokenSource {
+    async fn cached(&self) -> Option<Secret> {
+        TokenSource::cached(self).await
+    }
+
+    async fn renew(
+        &self,
+        stale: Option<&Secret>,
+        challenge: &Challenge,
+    ) -> Result<Secret, AuthFault> {
+        TokenSource::renew(self, stale, challenge).await
+    }
 }
 
 impl TokenSource {
@@ -355,21 +446,10 @@ impl TokenSource {
         match (&self.spec.credential, method) {
             (Credential::Secret(reference), Method::ClientSecretBasic) => {
                 let secret = self.secret(reference)?;
-                // RFC 6749 §2.3.1: both parts form-encoded before Basic encoding.
-                let pair = format!(
-                    "{}:{}",
-                    form_encode(&self.spec.client_id),
-                    form_encode(secret.expose())
+                request = request.header(
+                    reqwest::header::AUTHORIZATION,
+                    basic_header(&self.spec.client_id, &secret)?,
                 );
-                let mut value = reqwest::header::HeaderValue::from_str(&format!(
-                    "Basic {}",
-                    STANDARD.encode(pair)
-                ))
-                .map_err(|_| {
-                    AuthFault::Credentials("the client secret cannot be sent".to_owned())
-                })?;
-                value.set_sensitive(true);
-                request = request.header(reqwest::header::AUTHORIZATION, value);
                 secret_shown = Some(secret);
             }
             (Credential::Secret(reference), _) => {
@@ -393,51 +473,7 @@ impl TokenSource {
                 form.push(("client_assertion", assertion));
             }
         }
-        let endpoint_shown = Url::parse(endpoint).map_or_else(|_| endpoint.clone(), |u| shown(&u));
-        let response = request
-            .header(reqwest::header::ACCEPT, "application/json")
-            .form(&form)
-            .send()
-            .await
-            .map_err(|e| AuthFault::Unreachable(format!("{endpoint_shown}: {}", chain(&e))))?;
-        let status = response.status();
-        let redact = |text: String| match &secret_shown {
-            Some(secret) if !secret.expose().is_empty() => {
-                text.replace(secret.expose(), "<redacted>")
-            }
-            _ => text,
-        };
-        if !status.is_success() {
-            let body: Result<TokenError, _> = read_json(response).await;
-            let why = match body {
-                Ok(TokenError {
-                    error,
-                    error_description: Some(description),
-                }) => format!("{error} ({description})"),
-                Ok(TokenError { error, .. }) => error,
-                Err(_) => format!("HTTP {}", status.as_u16()),
-            };
-            return Err(AuthFault::Refused(clip(redact(why))));
-        }
-        let body: TokenResponse = read_json(response)
-            .await
-            .map_err(|why| AuthFault::Garbage(redact(why)))?;
-        if body.access_token.is_empty() {
-            return Err(AuthFault::Garbage("the access token is empty".to_owned()));
-        }
-        if let Some(kind) = &body.token_type
-            && !kind.eq_ignore_ascii_case("bearer")
-        {
-            return Err(AuthFault::Garbage(format!(
-                "the token type is {}, not Bearer",
-                clip(kind.clone())
-            )));
-        }
-        if reqwest::header::HeaderValue::from_str(&body.access_token).is_err() {
-            return Err(AuthFault::Garbage(
-                "the access token cannot travel in a header".to_owned(),
-            ));
-        }
+        let body = send_token(request, endpoint, &form, secret_shown.as_ref()).await?;
         Ok(Token {
             value: Secret::new(body.access_token),
             expires: body
@@ -482,6 +518,88 @@ struct TokenResponse {
     token_type: Option<String>,
     #[serde(default)]
     expires_in: Option<u64>,
+    #[serde(default)]
+    refresh_token: Option<String>,
+}
+
+/// A token request to `endpoint` with `form`, authenticated with HTTP Basic as `basic`
+/// when given; `shown_secret` is redacted from any message.
+async fn post_token(
+    http: &reqwest::Client,
+    endpoint: &str,
+    form: &[(&str, String)],
+    basic: Option<(&str, &Secret)>,
+    shown_secret: Option<&Secret>,
+) -> Result<TokenResponse, AuthFault> {
+    let mut request = http.post(endpoint);
+    if let Some((id, secret)) = basic {
+        request = request.header(reqwest::header::AUTHORIZATION, basic_header(id, secret)?);
+    }
+    send_token(request, endpoint, form, shown_secret).await
+}
+
+/// HTTP Basic for a client (RFC 6749 §2.3.1: both parts form-encoded first).
+fn basic_header(id: &str, secret: &Secret) -> Result<reqwest::header::HeaderValue, AuthFault> {
+    let pair = format!("{}:{}", form_encode(id), form_encode(secret.expose()));
+    let mut value =
+        reqwest::header::HeaderValue::from_str(&format!("Basic {}", STANDARD.encode(pair)))
+            .map_err(|_| AuthFault::Credentials("the client secret cannot be sent".to_owned()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// Sends a token request and reads the answer: an error the server gave, or a usable
+/// Bearer token.
+async fn send_token(
+    request: reqwest::RequestBuilder,
+    endpoint: &str,
+    form: &[(&str, String)],
+    shown_secret: Option<&Secret>,
+) -> Result<TokenResponse, AuthFault> {
+    let endpoint_shown = Url::parse(endpoint).map_or_else(|_| endpoint.to_owned(), |u| shown(&u));
+    let response = request
+        .header(reqwest::header::ACCEPT, "application/json")
+        .form(form)
+        .send()
+        .await
+        .map_err(|e| AuthFault::Unreachable(format!("{endpoint_shown}: {}", chain(&e))))?;
+    let status = response.status();
+    let redact = |text: String| match shown_secret {
+        Some(secret) if !secret.expose().is_empty() => text.replace(secret.expose(), "<redacted>"),
+        _ => text,
+    };
+    if !status.is_success() {
+        let body: Result<TokenError, _> = read_json(response).await;
+        let why = match body {
+            Ok(TokenError {
+                error,
+                error_description: Some(description),
+            }) => format!("{error} ({description})"),
+            Ok(TokenError { error, .. }) => error,
+            Err(_) => format!("HTTP {}", status.as_u16()),
+        };
+        return Err(AuthFault::Refused(clip(redact(why))));
+    }
+    let body: TokenResponse = read_json(response)
+        .await
+        .map_err(|why| AuthFault::Garbage(redact(why)))?;
+    if body.access_token.is_empty() {
+        return Err(AuthFault::Garbage("the access token is empty".to_owned()));
+    }
+    if let Some(kind) = &body.token_type
+        && !kind.eq_ignore_ascii_case("bearer")
+    {
+        return Err(AuthFault::Garbage(format!(
+            "the token type is {}, not Bearer",
+            clip(kind.clone())
+        )));
+    }
+    if reqwest::header::HeaderValue::from_str(&body.access_token).is_err() {
+        return Err(AuthFault::Garbage(
+            "the access token cannot travel in a header".to_owned(),
+        ));
+    }
+    Ok(body)
 }
 
 #[derive(Deserialize)]

@@ -573,6 +573,19 @@ fn bad_auth_settings_are_named() {
             json!({"url": format!("{app_base}/mcp"), "headers": {"Mcp-Session-Id": "y"}}),
             "set by the connector itself",
         ),
+        (
+            json!({"url": format!("{app_base}/mcp"), "oauth": {"grant": "device_code"}}),
+            "client_credentials (the default) or authorization_code",
+        ),
+        (
+            json!({"url": format!("{app_base}/mcp"), "oauth": {"grant": "authorization_code"}}),
+            "server.oauth.redirect_uri: required",
+        ),
+        // A user's own sign-in needs per-user tokens (account links): refused until then.
+        (
+            json!({"url": format!("{app_base}/mcp"), "oauth": {"grant": "authorization_code", "redirect_uri": "http://127.0.0.1:8787/callback"}}),
+            "account links",
+        ),
     ] {
         let e = c.check_config("t", &base(server)).unwrap_err();
         assert!(e.contains(expected), "expected {expected:?} in: {e}");
