@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -194,6 +194,26 @@ impl Store for TrackedStore {
         self.inner
             .save_upstream_conversation(principal, episode_id, conversation)
             .await
+    }
+
+    async fn link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<Option<AccountLink>, StoreError> {
+        self.inner.link(principal, server).await
+    }
+
+    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
+        self.inner.links(principal).await
+    }
+
+    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
+        self.inner.save_link(principal, link).await
+    }
+
+    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
+        self.inner.delete_link(principal, server).await
     }
 
     async fn body(

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -30,6 +30,8 @@ struct Inner {
     /// Claims by (principal, turn id); at most one live per episode. Dead ones linger, so
     /// that a turn id sent again finds its episode.
     claims: HashMap<(Principal, String), ClaimEntry>,
+    /// Account links by principal, then server (sorted, for listing).
+    links: HashMap<Principal, std::collections::BTreeMap<String, AccountLink>>,
 }
 
 #[derive(Debug)]
@@ -378,6 +380,46 @@ impl Store for HeapStore {
             .upstream
             .insert(conversation.agent_id.clone(), conversation.clone());
         Ok(())
+    }
+
+    async fn link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<Option<AccountLink>, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner
+            .links
+            .get(principal)
+            .and_then(|links| links.get(server))
+            .cloned())
+    }
+
+    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner
+            .links
+            .get(principal)
+            .map(|links| links.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        inner
+            .links
+            .entry(principal.clone())
+            .or_default()
+            .insert(link.server.clone(), link.clone());
+        Ok(())
+    }
+
+    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
+        let mut inner = self.lock()?;
+        Ok(inner
+            .links
+            .get_mut(principal)
+            .is_some_and(|links| links.remove(server).is_some()))
     }
 
     async fn body(

@@ -32,6 +32,10 @@ pub const UPSTREAM_PREFIX: &str = "UPSTREAM#";
 pub const CHECKPOINT_PREFIX: &str = "CKPT#";
 /// `AGG` sort key: the episode's aggregates (history writer).
 pub const AGG: &str = "AGG";
+/// Sort key prefix of a principal's account links (D-37), under `PR#<principal>`.
+pub const LINK_PREFIX: &str = "LINK#";
+/// A link's sealed tokens.
+pub const SEALED: &str = "sealed";
 /// Prefix of an audit item's sort key (history writer).
 pub const AUDIT_PREFIX: &str = "AUDIT#";
 
@@ -127,6 +131,11 @@ pub fn turn_id_sk(turn_id: &str) -> String {
 /// `BODY#<key>`: the key is taken literally (any characters).
 pub fn body_sk(key: &str) -> String {
     format!("{BODY_PREFIX}{key}")
+}
+
+/// `LINK#<server>`: the server's key is taken literally.
+pub fn link_sk(server: &str) -> String {
+    format!("{LINK_PREFIX}{server}")
 }
 
 /// `UPSTREAM#<agent_id>`: the agent id is taken literally.

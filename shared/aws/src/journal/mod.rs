@@ -46,6 +46,7 @@ mod commit;
 mod errors;
 mod items;
 pub mod keys;
+mod links;
 mod memory;
 mod read;
 pub mod schema;

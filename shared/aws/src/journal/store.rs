@@ -7,12 +7,12 @@ use aws_sdk_s3::config::{RequestChecksumCalculation, ResponseChecksumValidation}
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 
-use super::{checkpoint, claim, commit, memory, read, upstream};
+use super::{checkpoint, claim, commit, links, memory, read, upstream};
 
 /// Where the journal lives and when a body leaves the table for S3.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +211,26 @@ impl Store for DynamoStore {
         conversation: &UpstreamConversation,
     ) -> Result<(), StoreError> {
         upstream::save(self, principal, episode_id, conversation).await
+    }
+
+    async fn link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<Option<AccountLink>, StoreError> {
+        links::link(self, principal, server).await
+    }
+
+    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
+        links::links(self, principal).await
+    }
+
+    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
+        links::save(self, principal, link).await
+    }
+
+    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
+        links::delete(self, principal, server).await
     }
 
     async fn body(

@@ -209,6 +209,19 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// A principal's link to a server that acts for them (D-37): the server's key and its
+/// tokens, sealed (encrypted and authenticated) before the store sees them, so a store
+/// holds nothing it could use or show.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountLink {
+    /// The server linked to (its settings' key, as the connector names it).
+    pub server: String,
+    /// The sealed tokens.
+    pub sealed: String,
+    /// When it was linked or last refreshed, epoch ms.
+    pub updated_ms: u64,
+}
+
 /// The episode journal.
 ///
 /// Every method is atomic: on `Err` nothing was changed. Futures may be dropped at any
@@ -328,6 +341,34 @@ pub trait Store: Send + Sync {
         episode_id: &str,
         conversation: &UpstreamConversation,
     ) -> Result<(), StoreError>;
+
+    /// The principal's link to `server` (an account they connected, D-37), if any.
+    ///
+    /// # Errors
+    /// `Unavailable` or `Corrupt`.
+    async fn link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<Option<AccountLink>, StoreError>;
+
+    /// Every link of the principal, by server.
+    ///
+    /// # Errors
+    /// `Unavailable` or `Corrupt`.
+    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError>;
+
+    /// Saves (or replaces) the principal's link to `link.server`.
+    ///
+    /// # Errors
+    /// `Unavailable`.
+    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError>;
+
+    /// Removes the principal's link to `server`; whether there was one.
+    ///
+    /// # Errors
+    /// `Unavailable`.
+    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError>;
 
     /// Reads one body, checked for ownership.
     async fn body(

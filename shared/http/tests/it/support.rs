@@ -9,7 +9,7 @@ use axum::http::{Request, Response};
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -88,6 +88,18 @@ impl Store for DownStore {
         _: &str,
         _: &UpstreamConversation,
     ) -> Result<(), StoreError> {
+        Err(down())
+    }
+    async fn link(&self, _: &Principal, _: &str) -> Result<Option<AccountLink>, StoreError> {
+        Err(down())
+    }
+    async fn links(&self, _: &Principal) -> Result<Vec<AccountLink>, StoreError> {
+        Err(down())
+    }
+    async fn save_link(&self, _: &Principal, _: &AccountLink) -> Result<(), StoreError> {
+        Err(down())
+    }
+    async fn delete_link(&self, _: &Principal, _: &str) -> Result<bool, StoreError> {
         Err(down())
     }
     async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {

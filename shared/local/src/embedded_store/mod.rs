@@ -28,6 +28,7 @@
 mod bodies;
 mod failure;
 mod journal;
+mod links;
 mod owner;
 mod room;
 mod schema;
@@ -42,7 +43,7 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -381,6 +382,33 @@ impl Store for EmbeddedStore {
             conversation.clone(),
         );
         self.run(move |conn, _| upstream::save(conn, &principal, &episode_id, &conversation))
+            .await
+    }
+
+    async fn link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<Option<AccountLink>, StoreError> {
+        let (principal, server) = (principal.clone(), server.to_owned());
+        self.read(move |conn| links::link(conn, &principal, &server))
+            .await
+    }
+
+    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
+        let principal = principal.clone();
+        self.read(move |conn| links::links(conn, &principal)).await
+    }
+
+    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
+        let (principal, link) = (principal.clone(), link.clone());
+        self.run(move |conn, _| links::save(conn, &principal, &link))
+            .await
+    }
+
+    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
+        let (principal, server) = (principal.clone(), server.to_owned());
+        self.run(move |conn, _| links::delete(conn, &principal, &server))
             .await
     }
 

@@ -13,7 +13,7 @@ use super::failure;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 6;
+const SCHEMA_VERSION: i32 = 7;
 
 /// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
 /// its episode over) and know the store that made them and what their request asked.
@@ -81,6 +81,17 @@ const MIGRATE_5_TO_6: &str = "
 ALTER TABLE upstream_conversations ADD COLUMN pending TEXT;
 ";
 
+/// Version 6 to 7: account links (D-37), the tokens sealed before they reach the store.
+const MIGRATE_6_TO_7: &str = "
+CREATE TABLE links (
+    principal TEXT NOT NULL,
+    server TEXT NOT NULL,
+    sealed TEXT NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    PRIMARY KEY (principal, server)
+);
+";
+
 /// Each step from a layout to the next, by the version it starts from.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, MIGRATE_1_TO_2),
@@ -88,6 +99,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (3, MIGRATE_3_TO_4),
     (4, MIGRATE_4_TO_5),
     (5, MIGRATE_5_TO_6),
+    (6, MIGRATE_6_TO_7),
 ];
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
@@ -104,7 +116,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// `claimed_by` is the turn id that claimed the episode last; it holds the claim (lease
 /// running or not) for as long as its claim row is there, i.e. until it releases or
 /// commits. Checkpoints: what a running turn saved last, kept across releases and dead
-/// leases, deleted by the turn's commit.
+/// leases, deleted by the turn's commit. Links: a principal's account links by server,
+/// sealed.
 const TABLES: &str = "
 CREATE TABLE episodes (
     id INTEGER PRIMARY KEY,
@@ -158,6 +171,13 @@ CREATE TABLE checkpoints (
     turn_id TEXT NOT NULL,
     checkpoint TEXT NOT NULL,
     PRIMARY KEY (episode_id, turn_id)
+);
+CREATE TABLE links (
+    principal TEXT NOT NULL,
+    server TEXT NOT NULL,
+    sealed TEXT NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    PRIMARY KEY (principal, server)
 );
 ";
 
@@ -410,12 +430,12 @@ mod tests {
             let store = EmbeddedStore::open(dir.path()).unwrap();
             claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
         }
-        // The third layout is this one without the upstream table and the fifth's additions
-        // (the sixth's is in the upstream table).
+        // The third layout is this one without the upstream table and the fifth's and the
+        // seventh's additions (the sixth's is in the upstream table).
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
-                "DROP TABLE upstream_conversations; DROP TABLE checkpoints;
+                "DROP TABLE upstream_conversations; DROP TABLE checkpoints; DROP TABLE links;
                  ALTER TABLE episodes DROP COLUMN claimed_by; PRAGMA user_version = 3;",
             )
             .unwrap();
@@ -464,7 +484,7 @@ mod tests {
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
-                "DROP TABLE checkpoints; ALTER TABLE episodes DROP COLUMN claimed_by;
+                "DROP TABLE checkpoints; DROP TABLE links; ALTER TABLE episodes DROP COLUMN claimed_by;
                  ALTER TABLE upstream_conversations DROP COLUMN pending;
                  PRAGMA user_version = 4;",
             )
@@ -534,10 +554,13 @@ mod tests {
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
-                "ALTER TABLE upstream_conversations DROP COLUMN pending; PRAGMA user_version = 5;",
+                "ALTER TABLE upstream_conversations DROP COLUMN pending; DROP TABLE links;
+                 PRAGMA user_version = 5;",
             )
             .unwrap();
         let store = EmbeddedStore::open(dir.path()).unwrap();
+        // The seventh layout's links come with the migration.
+        assert_eq!(store.links(&alice).await, Ok(Vec::new()));
         assert_eq!(
             store.upstream_conversation(&alice, "ep-1", "stores").await,
             Ok(Some(kept.clone()))

@@ -886,6 +886,35 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<serde_json::Value, baton_core::ports::store::StoreError> {
         self.0.body(principal, episode_id, key).await
     }
+    async fn link(
+        &self,
+        principal: &baton_core::Principal,
+        server: &str,
+    ) -> Result<Option<baton_core::ports::store::AccountLink>, baton_core::ports::store::StoreError>
+    {
+        self.0.link(principal, server).await
+    }
+    async fn links(
+        &self,
+        principal: &baton_core::Principal,
+    ) -> Result<Vec<baton_core::ports::store::AccountLink>, baton_core::ports::store::StoreError>
+    {
+        self.0.links(principal).await
+    }
+    async fn save_link(
+        &self,
+        principal: &baton_core::Principal,
+        link: &baton_core::ports::store::AccountLink,
+    ) -> Result<(), baton_core::ports::store::StoreError> {
+        self.0.save_link(principal, link).await
+    }
+    async fn delete_link(
+        &self,
+        principal: &baton_core::Principal,
+        server: &str,
+    ) -> Result<bool, baton_core::ports::store::StoreError> {
+        self.0.delete_link(principal, server).await
+    }
 }
 
 /// A caller that gives up while its turn is being claimed leaves no claim that nothing
