@@ -13,6 +13,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::try_join_all;
 
 use baton_core::Principal;
+use baton_core::interruption::AnswerRecord;
 
 use crate::change::TurnChange;
 use crate::error::{Error, Result};
@@ -43,7 +44,7 @@ pub struct AuditEntry {
     /// Each data tool call it made, in the order they ended.
     pub calls: Vec<AuditCall>,
     /// The user's answer to what it asked, on the turn that resumed it (D-36).
-    pub answer: Option<AuditAnswer>,
+    pub answer: Option<AnswerRecord>,
     /// The principal the turn ran for (`None` if the item holds no valid principal id).
     pub principal: Option<Principal>,
     /// Commit time of the turn, epoch ms.
@@ -61,74 +62,45 @@ pub struct AuditCall {
     pub duration_ms: u64,
 }
 
-/// What became of a specialist's wait for the user (D-36), as the audit item keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AuditAnswer {
-    /// The interruption.
-    pub interruption_id: String,
-    /// `approval` or `question`.
-    pub kind: String,
-    /// The tool asked about.
-    pub tool: String,
-    /// `approve`, `decline`, `answered`, `set_aside` or `expired`.
-    pub answer: String,
-    /// SHA-256 of the call's exact arguments.
-    pub args_sha256: String,
-    /// Who answered.
-    pub by: String,
-    /// The face the answer came through.
-    pub face: String,
-    /// When it was asked, epoch ms.
-    pub asked_ms: u64,
-    /// When it was answered, epoch ms.
-    pub answered_ms: u64,
+/// The record of an answered wait (D-36) as the audit item's `answer` map: every field as
+/// an attribute of its own.
+fn answer_item(a: &AnswerRecord) -> AttributeValue {
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let n = |v: u64| AttributeValue::N(v.to_string());
+    AttributeValue::M(HashMap::from([
+        ("interruption_id".to_owned(), s(&a.interruption_id)),
+        ("waited_turn_id".to_owned(), s(&a.waited_turn_id)),
+        ("origin_turn_id".to_owned(), s(&a.origin_turn_id)),
+        ("kind".to_owned(), s(a.kind.as_str())),
+        ("agent_id".to_owned(), s(&a.agent_id)),
+        ("tool".to_owned(), s(&a.tool)),
+        ("answer".to_owned(), s(&a.answer)),
+        ("args_sha256".to_owned(), s(&a.args_sha256)),
+        ("by".to_owned(), s(&a.by)),
+        ("face".to_owned(), s(&a.face)),
+        ("asked_ms".to_owned(), n(a.asked_ms)),
+        ("answered_ms".to_owned(), n(a.answered_ms)),
+    ]))
 }
 
-impl AuditAnswer {
-    fn from_record(a: &baton_core::interruption::AnswerRecord) -> Self {
-        AuditAnswer {
-            interruption_id: a.interruption_id.clone(),
-            kind: a.kind.as_str().to_owned(),
-            tool: a.tool.clone(),
-            answer: a.answer.clone(),
-            args_sha256: a.args_sha256.clone(),
-            by: a.by.clone(),
-            face: a.face.clone(),
-            asked_ms: a.asked_ms,
-            answered_ms: a.answered_ms,
-        }
-    }
-
-    fn item(&self) -> AttributeValue {
-        let s = |v: &str| AttributeValue::S(v.to_owned());
-        let n = |v: u64| AttributeValue::N(v.to_string());
-        AttributeValue::M(HashMap::from([
-            ("interruption_id".to_owned(), s(&self.interruption_id)),
-            ("kind".to_owned(), s(&self.kind)),
-            ("tool".to_owned(), s(&self.tool)),
-            ("answer".to_owned(), s(&self.answer)),
-            ("args_sha256".to_owned(), s(&self.args_sha256)),
-            ("by".to_owned(), s(&self.by)),
-            ("face".to_owned(), s(&self.face)),
-            ("asked_ms".to_owned(), n(self.asked_ms)),
-            ("answered_ms".to_owned(), n(self.answered_ms)),
-        ]))
-    }
-
-    fn from_item(item: &HashMap<String, AttributeValue>) -> Self {
-        let string = |name: &str| read::string(item, name);
-        AuditAnswer {
-            interruption_id: string("interruption_id"),
-            kind: string("kind"),
-            tool: string("tool"),
-            answer: string("answer"),
-            args_sha256: string("args_sha256"),
-            by: string("by"),
-            face: string("face"),
-            asked_ms: read::number::<u64>(item.get("asked_ms")),
-            answered_ms: read::number::<u64>(item.get("answered_ms")),
-        }
-    }
+/// The `answer` map read back; `None` when it is not one this writer writes.
+fn answer_of(item: &HashMap<String, AttributeValue>) -> Option<AnswerRecord> {
+    let string = |name: &str| read::string(item, name);
+    let kind = serde_json::from_value(serde_json::Value::String(string("kind"))).ok()?;
+    Some(AnswerRecord {
+        interruption_id: string("interruption_id"),
+        waited_turn_id: string("waited_turn_id"),
+        origin_turn_id: string("origin_turn_id"),
+        kind,
+        agent_id: string("agent_id"),
+        tool: string("tool"),
+        answer: string("answer"),
+        args_sha256: string("args_sha256"),
+        by: string("by"),
+        face: string("face"),
+        asked_ms: read::number::<u64>(item.get("asked_ms")),
+        answered_ms: read::number::<u64>(item.get("answered_ms")),
+    })
 }
 
 impl AuditEntry {
@@ -190,7 +162,7 @@ impl AuditEntry {
             answer: item
                 .get("answer")
                 .and_then(|v| v.as_m().ok())
-                .map(AuditAnswer::from_item),
+                .and_then(answer_of),
             principal: Principal::new(&string("principal")).ok(),
             created_ms: whole(keys::CREATED_MS),
         }
@@ -292,7 +264,7 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             .as_ref()
             .filter(|a| a.agent_id == agent.agent_id)
         {
-            Some(answered) => put.item("answer", AuditAnswer::from_record(answered).item()),
+            Some(answered) => put.item("answer", answer_item(answered)),
             None => put,
         };
         put.send()

@@ -30,7 +30,7 @@ mod writer;
 
 pub use aggregate::{AgentTally, EpisodeAggregates};
 pub use archive::archive_key;
-pub use audit::{AuditAnswer, AuditCall, AuditEntry};
+pub use audit::{AuditCall, AuditEntry};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use writer::{BatchSummary, HistoryWriter};

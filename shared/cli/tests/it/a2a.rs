@@ -183,30 +183,15 @@ fn without_its_agent_the_registry_loads_and_validate_names_it() {
 
 #[test]
 fn the_store_finders_question_waits_for_the_user_and_the_answer_continues_its_task() {
-    use std::io::Write as _;
     let agent = Agent::start(None);
     let sandbox = Sandbox::new();
     let registry = registry_at(&sandbox, agent.port);
-    let mut child = sandbox
-        .baton()
+    let mut command = sandbox.baton();
+    command
         .args(["--registry", registry.to_str().unwrap()])
-        .args(["chat", "--json", "which stores have a bakery?"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"Lakeside\n")
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+        .args(["chat", "--json", "which stores have a bakery?"]);
+    let (said, stderr) = chat_typing(command, "Lakeside\n");
     assert!(stderr.contains("Your answer"), "{stderr}");
-    let said = events(&String::from_utf8_lossy(&out.stdout));
     let asked = said
         .iter()
         .find(|e| e["type"] == "interruption")

@@ -2,9 +2,7 @@
 //! registry's `redeem_points` on the demo ledger. Chat asks on the terminal, and the answer
 //! resumes the turn, which redeems once, or never; the ledger counts what really ran.
 
-use std::io::Write as _;
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use baton_tests::ledger::Ledger;
 use serde_json::Value;
@@ -38,25 +36,11 @@ fn chat(answer: &str) -> (Vec<Value>, String, Vec<Value>) {
     let sandbox = Sandbox::new();
     let (ledger, registry) = with_ledger(&sandbox);
     let model = sandbox.script(SCRIPT);
-    let mut child = sandbox
-        .baton()
+    let mut command = sandbox.baton();
+    command
         .args(["--registry", registry.to_str().unwrap(), "--model", &model])
-        .args(["chat", "--json", "redeem 800 points for me"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answer.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{stderr}");
-    let events = events(&String::from_utf8_lossy(&out.stdout));
+        .args(["chat", "--json", "redeem 800 points for me"]);
+    let (events, stderr) = chat_typing(command, answer);
     (events, stderr, ledger.redemptions())
 }
 

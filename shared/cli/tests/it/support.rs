@@ -269,3 +269,25 @@ pub(crate) fn js_client(name: &str, package: &str) -> (TempDir, PathBuf) {
     .unwrap();
     (work, script)
 }
+
+/// Runs a prepared `baton … chat --json …` with `input` typed at its prompts; its events
+/// and its stderr. Fails the test when it exits unsuccessfully.
+pub(crate) fn chat_typing(mut command: Command, input: &str) -> (Vec<serde_json::Value>, String) {
+    use std::io::Write as _;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{stderr}");
+    (events(&String::from_utf8_lossy(&out.stdout)), stderr)
+}

@@ -119,15 +119,7 @@ impl OAuthSpec {
     /// # Errors
     /// A message naming the setting (never a value of a secret).
     pub(crate) fn parse(field: &str, value: &Value) -> Result<Self, String> {
-        let map = value
-            .as_object()
-            .ok_or_else(|| format!("{field}: must be a mapping"))?;
-        if let Some(unknown) = map.keys().find(|k| !SETTINGS.contains(&k.as_str())) {
-            return Err(format!(
-                "{field}: unknown setting {unknown:?} (allowed: {})",
-                SETTINGS.join(", ")
-            ));
-        }
+        let map = settings(field, value, SETTINGS)?;
         let client_id = match map.get("client_id") {
             Some(Value::String(id)) if !id.trim().is_empty() => id.clone(),
             _ => return Err(format!("{field}.client_id: required, a non-empty string")),
@@ -192,21 +184,7 @@ impl OAuthSpec {
             }
             Some(_) => return Err(format!("{field}.token_endpoint_auth: must be a string")),
         };
-        let scopes = match map.get("scopes") {
-            None => None,
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|s| match s.as_str() {
-                        Some(s) if !s.is_empty() && !s.contains(char::is_whitespace) => {
-                            Ok(s.to_owned())
-                        }
-                        _ => Err(format!("{field}.scopes: each a scope name without spaces")),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            Some(_) => return Err(format!("{field}.scopes: a list of scope names")),
-        };
+        let scopes = parse_scopes(field, map.get("scopes"))?;
         Ok(OAuthSpec {
             client_id,
             credential,
@@ -303,6 +281,40 @@ impl AuthSpec {
     }
 }
 
+/// An `oauth:` block as a mapping of only the `allowed` settings.
+fn settings<'v>(
+    field: &str,
+    value: &'v Value,
+    allowed: &[&str],
+) -> Result<&'v serde_json::Map<String, Value>, String> {
+    let map = value
+        .as_object()
+        .ok_or_else(|| format!("{field}: must be a mapping"))?;
+    match map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        Some(unknown) => Err(format!(
+            "{field}: unknown setting {unknown:?} (allowed: {})",
+            allowed.join(", ")
+        )),
+        None => Ok(map),
+    }
+}
+
+/// An `oauth:` block's `scopes`: a list of scope names, if given.
+fn parse_scopes(field: &str, value: Option<&Value>) -> Result<Option<Vec<String>>, String> {
+    match value {
+        None => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|s| match s.as_str() {
+                Some(s) if !s.is_empty() && !s.contains(char::is_whitespace) => Ok(s.to_owned()),
+                _ => Err(format!("{field}.scopes: each a scope name without spaces")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(format!("{field}.scopes: a list of scope names")),
+    }
+}
+
 /// A token and when it stops being good.
 struct Token {
     value: Secret,
@@ -310,6 +322,16 @@ struct Token {
 }
 
 impl Token {
+    /// A token just issued, good for `expires_in` seconds when the server said (at most a
+    /// year: a longer promise is not believed).
+    fn issued(value: String, expires_in: Option<u64>) -> Self {
+        Token {
+            value: Secret::new(value),
+            expires: expires_in
+                .map(|secs| Instant::now() + Duration::from_secs(secs.min(365 * 24 * 3600))),
+        }
+    }
+
     fn fresh(&self) -> bool {
         self.expires
             .is_none_or(|at| Instant::now() + EXPIRY_MARGIN < at)
@@ -474,12 +496,7 @@ impl TokenSource {
             }
         }
         let body = send_token(request, endpoint, &form, secret_shown.as_ref()).await?;
-        Ok(Token {
-            value: Secret::new(body.access_token),
-            expires: body
-                .expires_in
-                .map(|secs| Instant::now() + Duration::from_secs(secs.min(365 * 24 * 3600))),
-        })
+        Ok(Token::issued(body.access_token, body.expires_in))
     }
 
     /// The configured method, or the best the server lists for this credential.

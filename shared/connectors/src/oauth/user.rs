@@ -17,7 +17,6 @@
 //! ```
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -63,15 +62,7 @@ impl UserSpec {
     /// # Errors
     /// A message naming the setting (never a secret's value).
     pub(crate) fn parse(field: &str, value: &Value) -> Result<Self, String> {
-        let map = value
-            .as_object()
-            .ok_or_else(|| format!("{field}: must be a mapping"))?;
-        if let Some(unknown) = map.keys().find(|k| !SETTINGS.contains(&k.as_str())) {
-            return Err(format!(
-                "{field}: unknown setting {unknown:?} with grant authorization_code (allowed: {})",
-                SETTINGS.join(", ")
-            ));
-        }
+        let map = super::settings(field, value, SETTINGS)?;
         let text = |name: &str| -> Result<Option<String>, String> {
             match map.get(name) {
                 None => Ok(None),
@@ -102,21 +93,7 @@ impl UserSpec {
             )?),
             Some(_) => return Err(format!("{field}.client_secret: only with client_id")),
         };
-        let scopes = match map.get("scopes") {
-            None => None,
-            Some(Value::Array(items)) => Some(
-                items
-                    .iter()
-                    .map(|s| match s.as_str() {
-                        Some(s) if !s.is_empty() && !s.contains(char::is_whitespace) => {
-                            Ok(s.to_owned())
-                        }
-                        _ => Err(format!("{field}.scopes: each a scope name without spaces")),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?,
-            ),
-            Some(_) => return Err(format!("{field}.scopes: a list of scope names")),
-        };
+        let scopes = super::parse_scopes(field, map.get("scopes"))?;
         Ok(UserSpec {
             redirect_uri,
             client_id,
@@ -312,12 +289,7 @@ fn tokens(
     scopes: Vec<String>,
 ) -> UserTokens {
     UserTokens {
-        access: Token {
-            value: Secret::new(body.access_token),
-            expires: body
-                .expires_in
-                .map(|secs| Instant::now() + Duration::from_secs(secs.min(365 * 24 * 3600))),
-        },
+        access: Token::issued(body.access_token, body.expires_in),
         refresh: body
             .refresh_token
             .filter(|r| !r.is_empty())

@@ -263,21 +263,10 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
     let results = dispatch(ctx, &jobs, &TextMode::Delegated).await;
     let mut answers = Vec::with_capacity(jobs.len());
     for (job, result) in jobs.iter().zip(&results) {
-        if result.status == AgentStatus::Awaiting {
-            // It stopped for the user: its answer is delivered when the turn resumes.
-            continue;
+        // One that stopped for the user is delivered when the turn resumes.
+        if let Some(answer) = deliver(ctx, job, result).await {
+            answers.push(answer);
         }
-        let text = deliverable(&job.agent.label, result);
-        let shown = ctx
-            .out
-            .delegated(&job.agent.id, &job.agent.label, result.status, &text)
-            .await;
-        answers.push(Delegated {
-            agent_id: job.agent.id.to_string(),
-            label: job.agent.label.to_string(),
-            status: result.status,
-            text: shown,
-        });
     }
     let mut exchange = DirectExchange {
         answers,
@@ -293,9 +282,32 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
     }
 }
 
+/// Delivers `job`'s answer word for word (D-21), unless it waits for the user; what was
+/// delivered, after the privacy guard.
+pub(super) async fn deliver(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    result: &AgentResult,
+) -> Option<Delegated> {
+    if result.status == AgentStatus::Awaiting {
+        return None;
+    }
+    let text = deliverable(&job.agent.label, result);
+    let shown = ctx
+        .out
+        .delegated(&job.agent.id, &job.agent.label, result.status, &text)
+        .await;
+    Some(Delegated {
+        agent_id: job.agent.id.to_string(),
+        label: job.agent.label.to_string(),
+        status: result.status,
+        text: shown,
+    })
+}
+
 /// The specialist's answer as it is delivered: its own words when it answered; when it
 /// failed, a plain statement of that — never a stand-in answer.
-pub(super) fn deliverable(label: &str, result: &AgentResult) -> String {
+fn deliverable(label: &str, result: &AgentResult) -> String {
     match result.status {
         AgentStatus::Ok | AgentStatus::Partial if !result.text.trim().is_empty() => {
             result.text.clone()

@@ -12,8 +12,8 @@ use baton_core::interruption::{
 };
 use baton_core::message::Message;
 use baton_core::trace::{DirectLineRecord, GuardName};
+use baton_core::turn::DirectExchange;
 use baton_core::turn::{AgentStatus, TurnOutcome};
-use baton_core::turn::{Delegated, DirectExchange};
 
 use super::compose;
 use super::context::TurnCtx;
@@ -276,21 +276,9 @@ pub(super) async fn resume(
         }
         let mut answers = Vec::new();
         for &i in &went_on {
-            let (job, result) = (&work.jobs[i], &work.results[i]);
-            if result.status == AgentStatus::Awaiting {
-                continue;
+            if let Some(answer) = direct_line::deliver(ctx, &work.jobs[i], &work.results[i]).await {
+                answers.push(answer);
             }
-            let text = direct_line::deliverable(&job.agent.label, result);
-            let shown = ctx
-                .out
-                .delegated(&job.agent.id, &job.agent.label, result.status, &text)
-                .await;
-            answers.push(Delegated {
-                agent_id: job.agent.id.to_string(),
-                label: job.agent.label.to_string(),
-                status: result.status,
-                text: shown,
-            });
         }
         work.direct = Some(DirectExchange {
             answers,

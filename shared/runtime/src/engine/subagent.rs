@@ -36,13 +36,7 @@ pub(crate) async fn run(
     let agent = &job.agent;
     let started = Instant::now();
     if let Some((tool, chat)) = upstream::served_by(ctx, agent) {
-        let mut sink = AgentSink {
-            ctx,
-            agent_id: &agent.id,
-            label: &agent.label,
-            mode,
-            status,
-        };
+        let mut sink = AgentSink::new(ctx, agent, mode, status);
         upstream::run(ctx, job, tool, chat, &mut sink, result).await;
         result.duration_ms = started.elapsed().as_millis() as u64;
         return;
@@ -211,13 +205,7 @@ async fn answer_remote(
         prior_context: None,
         ..job.clone()
     };
-    let mut sink = AgentSink {
-        ctx,
-        agent_id: &agent.id,
-        label: &agent.label,
-        mode,
-        status,
-    };
+    let mut sink = AgentSink::new(ctx, agent, mode, status);
     let started = Instant::now();
     upstream::run(ctx, &job, tool, chat, &mut sink, result).await;
     result.duration_ms = waiting.duration_ms + started.elapsed().as_millis() as u64;
@@ -355,13 +343,7 @@ async fn tool_loop(
     started: Instant,
 ) {
     let agent = &job.agent;
-    let mut sink = AgentSink {
-        ctx,
-        agent_id: &agent.id,
-        label: &agent.label,
-        mode,
-        status,
-    };
+    let mut sink = AgentSink::new(ctx, agent, mode, status);
     let max_calls = agent.limits.max_tool_calls;
     loop {
         let reply = match model_call::call(ctx, agent, request, &mut sink).await {

@@ -86,12 +86,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         ctx.pausable = true;
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
-        let planner = ctx
-            .orchestrator
-            .orchestration
-            .as_ref()
-            .and_then(|o| o.mode.planner())
-            .cloned();
+        let planner = planner_of(&ctx);
         let body = async {
             match (awaiting.plan.is_some(), &planner) {
                 (true, Some(planner)) => {
@@ -116,12 +111,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         let decision = direct_line::decide(&ctx, &mut state);
         let previous = std::mem::take(&mut state.pending);
         let previous_plan = state.pending_plan.take();
-        let planner = ctx
-            .orchestrator
-            .orchestration
-            .as_ref()
-            .and_then(|o| o.mode.planner())
-            .cloned();
+        let planner = planner_of(&ctx);
         // D-36: a routed turn (planned or not) and a Direct Line turn can wait for the user.
         ctx.pausable = !matches!(decision, Decision::Reply { .. });
         // One deadline bounds the whole turn, retries included; the lease outlives it.
@@ -166,6 +156,15 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         stopped(&ctx, ended, &mut work);
     }
     finish(&ctx, meta, state, work).await;
+}
+
+/// The entry card's planner, when it plans (D-16) rather than routes.
+fn planner_of(ctx: &TurnCtx) -> Option<std::sync::Arc<baton_core::registry::Planner>> {
+    ctx.orchestrator
+        .orchestration
+        .as_ref()
+        .and_then(|o| o.mode.planner())
+        .cloned()
 }
 
 /// Records how a turn's body ended when it did not run to its end. The work stopped

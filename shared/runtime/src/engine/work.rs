@@ -83,6 +83,24 @@ pub(crate) struct AgentSink<'a> {
     pub(crate) status: &'a Board,
 }
 
+impl<'a> AgentSink<'a> {
+    /// Where `agent`'s text goes in `mode`, its activity shown on `status`.
+    pub(crate) fn new(
+        ctx: &'a TurnCtx,
+        agent: &'a baton_core::registry::Agent,
+        mode: &'a TextMode,
+        status: &'a Board,
+    ) -> Self {
+        AgentSink {
+            ctx,
+            agent_id: &agent.id,
+            label: &agent.label,
+            mode,
+            status,
+        }
+    }
+}
+
 impl Sink for AgentSink<'_> {
     async fn text(&mut self, text: &str) {
         self.status.activity(self.agent_id);

@@ -559,13 +559,18 @@ agents:
     - { when: { after_tool_results: true }, text: ["Gift deals found."] }
 "#;
 
-#[tokio::test(start_paused = true)]
-async fn a_planned_sub_agent_waits_for_approval_and_the_plan_goes_on_from_there() {
+/// The planner as the entry, over the redemption that needs approval.
+fn planned_rig() -> Rig {
     let config = baton_runtime::RuntimeConfig {
         orchestrator: Some("planner".into()),
         ..Default::default()
     };
-    let rig = make_rig_with(&setup().with_planner(""), PLANNED, config);
+    make_rig_with(&setup().with_planner(""), PLANNED, config)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_planned_sub_agent_waits_for_approval_and_the_plan_goes_on_from_there() {
+    let rig = planned_rig();
     let (episode, paused) = run(
         &rig,
         request("coffee deals and redeem 800 points", None, "t1"),
@@ -616,14 +621,7 @@ async fn a_planned_sub_agent_waits_for_approval_and_the_plan_goes_on_from_there(
     assert_eq!(plan.outcomes.len(), 3, "{plan:?}");
 
     // Declined, the redemption never runs and the plan still answers.
-    let rig = make_rig_with(
-        &setup().with_planner(""),
-        PLANNED,
-        baton_runtime::RuntimeConfig {
-            orchestrator: Some("planner".into()),
-            ..Default::default()
-        },
-    );
+    let rig = planned_rig();
     let (episode, paused) = run(
         &rig,
         request("coffee deals and redeem 800 points", None, "t1"),
