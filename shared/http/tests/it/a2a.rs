@@ -437,3 +437,31 @@ async fn a_task_waits_for_approval_in_input_required_and_the_next_message_on_it_
         "{late}"
     );
 }
+
+#[tokio::test]
+async fn a_question_waits_in_input_required_and_any_words_on_the_task_answer_it() {
+    let state = crate::resume::asking_state();
+    let first = call(
+        &state,
+        rpc(
+            "SendMessage",
+            &message("q-1", "redeem my points", Some("ctx-q")),
+            None,
+        ),
+    )
+    .await;
+    let task = &first["result"]["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{first}"
+    );
+    let mut params = message("q-2", "the gift card", Some("ctx-q"));
+    params["message"]["taskId"] = task["id"].clone();
+    let answered = call(&state, rpc("SendMessage", &params, None)).await;
+    let done = &answered["result"]["task"];
+    assert_eq!(done["id"], task["id"]);
+    assert_eq!(
+        done["status"]["state"], "TASK_STATE_COMPLETED",
+        "{answered}"
+    );
+}

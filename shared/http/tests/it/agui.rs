@@ -174,3 +174,44 @@ async fn refusals_are_a_run_error_or_the_native_error_before_any_run() {
     let response = send(&anonymous, post_run(&run_input("th", "r", "hi"), None)).await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_run_ends_in_an_interrupt_and_the_next_runs_resume_answers_it() {
+    let state = crate::resume::asking_state();
+    let first = events(
+        &text(
+            send(
+                &state,
+                post_run(&run_input("th-q", "run-1", "redeem my points"), None),
+            )
+            .await,
+        )
+        .await,
+    );
+    let finished = first.iter().find(|e| e["type"] == "RUN_FINISHED").unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{first:?}");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "question");
+    assert_eq!(interrupt["message"], "Gift card or cash out?");
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["answer"]));
+
+    // A payload that does not answer a question is refused, and the turn still waits.
+    let mut wrong = run_input("th-q", "run-2", "");
+    wrong["messages"] = json!([]);
+    wrong["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": true}}]);
+    let refused = send(&state, post_run(&wrong, None)).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+
+    let mut answer = wrong.clone();
+    answer["runId"] = json!("run-3");
+    answer["resume"] = json!([{"interruptId": interrupt["id"], "status": "resolved", "payload": {"answer": "gift card"}}]);
+    let second = events(&text(send(&state, post_run(&answer, None)).await).await);
+    let finished = second.iter().find(|e| e["type"] == "RUN_FINISHED").unwrap();
+    assert!(finished.get("outcome").is_none(), "{second:?}");
+    let said: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str())
+        .collect();
+    assert!(said.contains("All done."), "{said}");
+}

@@ -409,3 +409,22 @@ async fn a_waiting_turn_says_how_to_answer_and_the_next_call_in_the_conversation
     let last = history["turns"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["answered"]["face"], "mcp", "{last}");
 }
+
+#[tokio::test]
+async fn a_question_is_answered_by_the_next_call_in_the_conversation() {
+    let state = crate::resume::asking_state();
+    let args = json!({"message": "redeem my points", "conversation": "c-q"});
+    let first = call(&state, Some("alice"), "ask", args).await;
+    let result = &response(&first)["result"];
+    assert_eq!(
+        result["structuredContent"]["interruption"]["kind"],
+        "question"
+    );
+    let reply = json!({"message": "cash out", "conversation": "c-q"});
+    let second = call(&state, Some("alice"), "ask", reply).await;
+    let result = &response(&second)["result"];
+    assert_eq!(
+        result["structuredContent"]["outcome"], "answered",
+        "{result}"
+    );
+}

@@ -223,3 +223,30 @@ async fn a_waiting_turn_asks_in_the_answer_and_the_next_message_is_the_reply() {
     assert_eq!(last["answered"]["face"], "openai", "{last}");
     assert_eq!(last["answered"]["answer"], "approve", "{last}");
 }
+
+#[tokio::test]
+async fn a_question_is_asked_in_the_answer_and_the_next_message_answers_it() {
+    let state = crate::resume::asking_state();
+    let first = send(&state, post_chat(&ask("redeem my points"), None)).await;
+    let episode = first.headers()["x-baton-episode-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body: Value = serde_json::from_str(&text(first).await).unwrap();
+    let said = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(
+        said.contains("Rewards asks: Gift card or cash out?"),
+        "{said}"
+    );
+    let mut reply = ask("cash out, please");
+    reply["metadata"] = json!({"episode_id": episode});
+    let second = send(&state, post_chat(&reply, None)).await;
+    let body: Value = serde_json::from_str(&text(second).await).unwrap();
+    let said = body["choices"][0]["message"]["content"].as_str().unwrap();
+    assert!(said.contains("All done."), "{said}");
+    let history = send(&state, get(&format!("/v1/episodes/{episode}"), None)).await;
+    let history: Value = serde_json::from_str(&text(history).await).unwrap();
+    let last = history["turns"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["answered"]["kind"], "question", "{last}");
+    assert_eq!(last["answered"]["face"], "openai", "{last}");
+}

@@ -29,6 +29,32 @@ agents:
     - { when: { after_tool_results: true }, text: ["Redeemed."] }
 "#;
 
+/// Rewards asks the user which reward type, then answers.
+const ASKING: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "redeem", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["All done."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: ask_user, args: { question: "Gift card or cash out?" } }] }
+    - { when: { after_tool_results: true }, text: ["Noted."] }
+"#;
+
+/// A server whose rewards specialist may ask the user, and does.
+pub(crate) fn asking_state() -> baton_http::AppState {
+    Rig {
+        registry: TestRegistry::default().file(
+            "agents/rewards.yaml",
+            "id: rewards\nlabel: Rewards\ndescription: Points balance and redemptions.\nrole: native\nmodel: m1\ntools: [points_balance]\nprompt_blocks: [rewards-instructions]\nasks_user: true\n",
+        ),
+        script: ASKING.into(),
+        ..Rig::default()
+    }
+    .state()
+}
+
 pub(crate) fn state() -> baton_http::AppState {
     Rig {
         registry: TestRegistry {
@@ -164,4 +190,30 @@ async fn replies_that_do_not_fit_are_refused() {
     let resumed = events(&text(response).await);
     assert!(!resumed.iter().any(|e| e["type"] == "tool_call_start"));
     assert_eq!(resumed.last().unwrap()["outcome"], "answered");
+}
+
+#[tokio::test]
+async fn a_question_is_answered_in_words_and_refuses_a_decision() {
+    let state = asking_state();
+    let (episode, paused) = pause(&state).await;
+    let asked = paused.iter().find(|e| e["type"] == "interruption").unwrap();
+    assert_eq!(asked["kind"], "question");
+    assert_eq!(asked["action"], "Gift card or cash out?");
+    let id = asked["id"].as_str().unwrap();
+    let yes = json!({ "episode_id": episode, "interruption_id": id, "decision": "approve" });
+    let refused = send(&state, resume("t1", &yes, None)).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    let answer = json!({ "episode_id": episode, "interruption_id": id, "answer": "a gift card" });
+    let resumed = events(&text(send(&state, resume("t1", &answer, None)).await).await);
+    assert_eq!(
+        resumed.last().unwrap()["outcome"],
+        "answered",
+        "{resumed:?}"
+    );
+    let history = send(&state, get(&format!("/v1/episodes/{episode}"), None)).await;
+    let history: Value = serde_json::from_str(&text(history).await).unwrap();
+    let last = history["turns"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["user_text"], "a gift card", "{last}");
+    assert_eq!(last["answered"]["answer"], "answered", "{last}");
+    assert_eq!(last["answered"]["kind"], "question", "{last}");
 }
