@@ -25,9 +25,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::discovery::{Discovered, discover, shown};
-use super::{
-    AuthFault, Challenge, Token, TokenResponse, Tokens, UserAuthorizer, post_token, read_json,
-};
+use super::token::{Token, TokenResponse, post_token, read_json};
+use super::{AuthFault, Challenge, Tokens, UserAuthorizer};
 use crate::error::{chain, clip};
 use crate::secrets::{Secret, SecretRef, Secrets};
 
