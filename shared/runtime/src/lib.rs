@@ -11,7 +11,8 @@
 //! is only ever called the task handle.
 //!
 //! This crate talks to ports only: it never depends on an AWS SDK, an HTTP server or a
-//! database. It adds tokio for concurrency and time.
+//! database. It adds tokio for concurrency and time, and ring to seal what a store keeps
+//! for a user ([`seal`], D-37).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -27,10 +28,12 @@ pub mod replay;
 pub mod request;
 mod running;
 mod runtime;
+pub mod seal;
 mod services;
 pub mod stream;
 
 pub use config::RuntimeConfig;
 pub use request::{FACE_API, RejectionKind, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
+pub use seal::{SealError, Sealer};
 pub use stream::{OutputLimits, TurnStream};
