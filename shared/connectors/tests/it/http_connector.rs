@@ -5,7 +5,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -640,13 +640,9 @@ async fn connecting_is_bounded_by_connect_timeout_ms() {
     }
     let config =
         json!({"url": format!("http://{addr}/x"), "connect_timeout_ms": 100, "deadline_ms": 5000});
-    let started = Instant::now();
+    // The connect timeout, not the 5 s deadline, ended it: the failure says so (a clock
+    // read here would only measure how busy the machine is).
     let detail = unavailable(call(config, json!({})).await);
-    let took = started.elapsed();
-    assert!(
-        took >= Duration::from_millis(90) && took < Duration::from_millis(1_000),
-        "{took:?} {detail}"
-    );
     assert!(detail.contains("connecting took too long"), "{detail}");
     drop(listener);
 }
@@ -662,9 +658,10 @@ async fn a_slow_body_ends_at_the_deadline() {
     })
     .await;
     let config = json!({"url": format!("http://{addr}/x"), "deadline_ms": 200});
-    let started = Instant::now();
+    // The deadline ended the read: had it not, the server's close after 5 s would have cut
+    // the body off instead ("the connection failed while the answer was read").
     let detail = unavailable(call(config, json!({})).await);
-    assert!(started.elapsed() < Duration::from_millis(1_000), "{detail}");
+    assert!(detail.contains("took too long"), "{detail}");
 }
 
 #[tokio::test]
@@ -753,10 +750,10 @@ async fn a_huge_body_is_cut_at_the_limit_not_buffered() {
         tokio::time::sleep(Duration::from_secs(5)).await;
     })
     .await;
-    let started = Instant::now();
+    // Refused on the announced length: the server never sends the body, so reading it
+    // would have ended with the connection instead.
     let detail = unavailable(call(json!({"url": format!("http://{addr}/x")}), json!({})).await);
     assert!(detail.contains("over 1048576 bytes"), "{detail}");
-    assert!(started.elapsed() < Duration::from_millis(1_000));
 }
 
 #[tokio::test]
