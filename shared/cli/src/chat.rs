@@ -126,6 +126,7 @@ impl Chat<'_> {
             direct_line_mode: self.direct_line_mode,
             must_consult: self.must_consult.clone(),
             resume: None,
+            reply_in_words: false,
             face: FACE,
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {

@@ -336,6 +336,18 @@ pub enum ReplyError {
 }
 
 impl Awaiting {
+    /// The reply that `words`, the user's next message, give to what this waits on (see
+    /// [`Answer::from_words`]).
+    ///
+    /// # Errors
+    /// The words do not answer it.
+    pub fn reply_in_words(&self, words: &str) -> Result<Reply, ReplyError> {
+        Ok(Reply {
+            interruption_id: self.interruption.id.clone(),
+            answer: Answer::from_words(&self.interruption, words)?,
+        })
+    }
+
     /// The turn whose message started the waiting work.
     pub fn origin(&self) -> &str {
         if self.origin_turn_id.is_empty() {

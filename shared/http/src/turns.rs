@@ -78,6 +78,7 @@ pub(crate) async fn post_turn(
         direct_line_mode: body.direct_line_mode,
         must_consult: body.must_consult,
         resume: None,
+        reply_in_words: false,
         face: baton_runtime::FACE_API,
     };
     let stream = start(&state, &headers, request, "POST /v1/turns").await?;
@@ -209,77 +210,6 @@ pub(crate) async fn start_new_in(
 ) -> Result<TurnStream, Error> {
     let run = state.runtime.run_turn_in_new(conversation, request);
     traced(state, headers, span, run).await
-}
-
-/// Starts `request`, or, when its episode waits for the user (D-36) and its text answers
-/// that in words (a yes or a no to an approval, anything to a question), resumes the
-/// waiting turn with it: how a face that only carries the next message takes a reply.
-/// Words that do not answer an approval start a turn as usual, which sets it aside.
-pub(crate) async fn start_or_answer(
-    state: &AppState,
-    headers: &HeaderMap,
-    request: TurnRequest,
-    span: &'static str,
-) -> Result<TurnStream, Error> {
-    if let Some(episode) = request.episode_id.clone()
-        && let Some(resumed) = answer_in_words(state, headers, &episode, &request, span).await
-    {
-        return resumed;
-    }
-    start(state, headers, request, span).await
-}
-
-/// Like [`start_or_answer`], in the caller's conversation `conversation` (see
-/// [`start_in`]).
-pub(crate) async fn start_or_answer_in(
-    state: &AppState,
-    headers: &HeaderMap,
-    conversation: &str,
-    request: TurnRequest,
-    span: &'static str,
-) -> Result<TurnStream, Error> {
-    let episode = request.principal.episode_for(conversation);
-    if let Some(resumed) = answer_in_words(state, headers, &episode, &request, span).await {
-        return resumed;
-    }
-    start_in(state, headers, conversation, request, span).await
-}
-
-/// The resumed turn, when `episode` waits for the user and `request`'s text answers it;
-/// `None` to start `request` as a turn of its own.
-async fn answer_in_words(
-    state: &AppState,
-    headers: &HeaderMap,
-    episode: &str,
-    request: &TurnRequest,
-    span: &'static str,
-) -> Option<Result<TurnStream, Error>> {
-    // An unknown episode or a store that is down: the turn's own start says so.
-    let awaiting = state
-        .runtime
-        .awaiting(&request.principal, episode)
-        .await
-        .ok()
-        .flatten()?;
-    let answer = Answer::from_words(&awaiting.interruption, &request.text).ok()?;
-    let reply = Reply {
-        interruption_id: awaiting.interruption.id.clone(),
-        answer,
-    };
-    let principal = request.principal.clone();
-    Some(
-        resume(
-            state,
-            headers,
-            principal,
-            episode,
-            &awaiting.turn_id,
-            reply,
-            request.face,
-            span,
-        )
-        .await,
-    )
 }
 
 /// Resumes `principal`'s turn `turn_id` of `episode_id` with `reply`, given through

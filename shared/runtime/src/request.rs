@@ -31,6 +31,10 @@ pub struct TurnRequest {
     /// The user's reply to the interruption this turn resumes (D-36); set by
     /// [`Runtime::resume_turn`](crate::Runtime::resume_turn).
     pub resume: Option<Reply>,
+    /// Whether the message itself may answer what the episode waits on (D-36): a face that
+    /// only carries the next message (chat completions, an MCP conversation) takes it as
+    /// the reply when its words answer the wait; otherwise it is a turn of its own.
+    pub reply_in_words: bool,
     /// The face the turn came through (`api`, `chat`, `a2a`, `ag-ui`, `openai`, `mcp`):
     /// the record of an answered interruption names it.
     pub face: &'static str,
@@ -79,6 +83,7 @@ impl TurnRequest {
             direct_line_mode: None,
             must_consult: Vec::new(),
             resume: None,
+            reply_in_words: false,
             face: FACE_API,
         }
     }

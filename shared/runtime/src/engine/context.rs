@@ -49,6 +49,8 @@ pub(crate) struct TurnCtx {
     pub(crate) fingerprint: String,
     /// The user's reply this turn resumes with (D-36).
     pub(crate) resume: Option<baton_core::interruption::Reply>,
+    /// Whether the user's message may itself answer what the episode waits on.
+    pub(crate) reply_in_words: bool,
     /// The face the turn came through (for the record of an answer).
     pub(crate) face: &'static str,
     /// Whether a sub-agent may stop for the user: a routed turn (not a Direct Line one, not
@@ -102,6 +104,7 @@ impl TurnCtx {
             direct_mode: request.direct_line_mode,
             must_consult: request.must_consult,
             resume: request.resume,
+            reply_in_words: request.reply_in_words,
             face: request.face,
             pausable: false,
             started: tokio::time::Instant::now(),

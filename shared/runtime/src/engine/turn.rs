@@ -52,9 +52,10 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
     }
     let mut state = meta.state.clone();
     let now = ctx.inner.clock.now_ms();
-    // D-36: a reply resumes the turn that waits for it, and nothing else.
+    // D-36: a reply resumes the turn that waits for it, and nothing else; a message that
+    // may answer in words does so when its words fit the wait, in time.
     let resuming = match ctx.resume.clone() {
-        None => None,
+        None => answered_in_words(&ctx, &mut state, now),
         Some(reply) => match resumable(&ctx, &mut state, &reply, now) {
             Ok(awaiting) => Some((awaiting, reply)),
             Err(e) => {
@@ -210,6 +211,27 @@ fn record_answer(
     };
     let record = AnswerRecord::new(awaiting, answer, ctx.principal.as_str(), ctx.face, now_ms);
     ctx.trace(|t| t.answered = Some(record));
+}
+
+/// The waiting work this turn's message answers in words, taken from `state`, when the
+/// request lets it and the words fit the wait before it expires; `None` leaves the wait to
+/// be set aside as any other turn does.
+fn answered_in_words(
+    ctx: &TurnCtx,
+    state: &mut baton_core::turn::EpisodeState,
+    now_ms: u64,
+) -> Option<(
+    Box<baton_core::interruption::Awaiting>,
+    baton_core::interruption::Reply,
+)> {
+    if !ctx.reply_in_words {
+        return None;
+    }
+    let awaiting = state.awaiting.as_deref()?;
+    let reply = awaiting.reply_in_words(&ctx.user_text).ok()?;
+    awaiting.check(&awaiting.turn_id, &reply, now_ms).ok()?;
+    let awaiting = state.awaiting.take()?;
+    Some((awaiting, reply))
 }
 
 /// The waiting work `reply` resumes, taken from `state`, when this turn is the one that

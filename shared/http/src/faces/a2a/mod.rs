@@ -32,7 +32,7 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use baton_core::Principal;
-use baton_core::interruption::{Answer, Reply};
+use baton_core::interruption::Reply;
 use baton_runtime::{RejectionKind, TurnRequest};
 use futures::StreamExt as _;
 use serde_json::Value;
@@ -244,12 +244,9 @@ async fn answering(
             "That task is not waiting for an answer; send a new message in its context (contextId) to go on.",
         ));
     };
-    let answer = Answer::from_words(&awaiting.interruption, &text)
+    let reply = awaiting
+        .reply_in_words(&text)
         .map_err(|e| A2AError::invalid_params(e.to_string()))?;
-    let reply = Reply {
-        interruption_id: awaiting.interruption.id.clone(),
-        answer,
-    };
     let user = Message {
         context_id: Some(task.context_id.clone()),
         task_id: Some(task.task_id()),

@@ -5,6 +5,7 @@
 
 use baton_core::consulted::ConsultedAgent;
 use baton_core::events::Event;
+use baton_core::interruption::InterruptionKind;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -28,8 +29,19 @@ pub(crate) struct Reply {
     cost_usd: f64,
     /// Whether the specialist asked directly failed to answer.
     direct_failed: bool,
-    /// What the turn waits on (D-36), as the structured content carries it.
-    interruption: Option<serde_json::Value>,
+    /// What the turn waits on (D-36).
+    interruption: Option<Waiting>,
+}
+
+/// What a turn waits on, as the structured content carries it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub(crate) struct Waiting {
+    pub(crate) id: String,
+    pub(crate) kind: InterruptionKind,
+    pub(crate) agent: String,
+    /// What the user is asked, in plain words.
+    pub(crate) asks: String,
+    pub(crate) expires_ms: u64,
 }
 
 impl Reply {
@@ -69,9 +81,13 @@ impl Reply {
                 expires_ms,
                 ..
             } => {
-                self.interruption = Some(json!({
-                    "id": id, "kind": kind, "agent": agent, "asks": action, "expires_ms": expires_ms,
-                }));
+                self.interruption = Some(Waiting {
+                    id: id.clone(),
+                    kind: *kind,
+                    agent: agent.clone(),
+                    asks: action.clone(),
+                    expires_ms: *expires_ms,
+                });
             }
             Event::Completed { outcome, privacy } => {
                 self.outcome = Some(*outcome);
@@ -93,18 +109,11 @@ impl Reply {
         }
     }
 
-    /// What the turn waits on, when it ended waiting for the user: its kind
-    /// (`approval`, `question`), what it asks, and the interruption's id.
-    pub(crate) fn waiting(&self) -> Option<(&str, &str, &str)> {
-        if self.outcome != Some(TurnOutcome::AwaitingUser) {
-            return None;
-        }
-        let i = self.interruption.as_ref()?;
-        Some((
-            i.get("kind")?.as_str()?,
-            i.get("asks")?.as_str()?,
-            i.get("id")?.as_str()?,
-        ))
+    /// What the turn waits on, when it ended waiting for the user.
+    pub(crate) fn waiting(&self) -> Option<&Waiting> {
+        self.interruption
+            .as_ref()
+            .filter(|_| self.outcome == Some(TurnOutcome::AwaitingUser))
     }
 
     /// The turn's id.

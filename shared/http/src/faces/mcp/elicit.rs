@@ -12,7 +12,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use baton_core::interruption::{Answer, Reply};
+use baton_core::interruption::{Answer, InterruptionKind, Reply};
 use rmcp::RoleServer;
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, InputRequest, InputRequests, InputRequiredResult,
@@ -20,6 +20,8 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
+
+use super::call::Waiting;
 
 /// The key of the one input request (and of its response).
 const KEY: &str = "baton_answer";
@@ -44,22 +46,20 @@ pub(crate) fn supported(context: &RequestContext<RoleServer>) -> bool {
     new_enough && form
 }
 
-/// The result that asks `asks` (of `kind`, `approval` or `question`) for the interruption
-/// `interruption_id` of turn `turn_id` in `episode_id`.
+/// The result that asks what `waiting` asks, for turn `turn_id` of `episode_id`.
 pub(crate) fn ask(
-    kind: &str,
-    asks: &str,
+    waiting: &Waiting,
     episode_id: &str,
     turn_id: &str,
-    interruption_id: &str,
 ) -> Option<InputRequiredResult> {
-    let schema = match kind {
-        "approval" => json!({
+    let (asks, interruption_id) = (waiting.asks.as_str(), waiting.id.as_str());
+    let schema = match waiting.kind {
+        InterruptionKind::Approval => json!({
             "type": "object",
             "properties": { "approved": { "type": "boolean", "title": "Approve", "description": asks } },
             "required": ["approved"],
         }),
-        _ => json!({
+        InterruptionKind::Question => json!({
             "type": "object",
             "properties": { "answer": { "type": "string", "title": "Your answer", "description": asks } },
             "required": ["answer"],
@@ -137,13 +137,28 @@ pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answer
 mod tests {
     use super::*;
 
+    fn waiting(kind: InterruptionKind, asks: &str, id: &str) -> Waiting {
+        Waiting {
+            id: id.into(),
+            kind,
+            agent: "rewards".into(),
+            asks: asks.into(),
+            expires_ms: 0,
+        }
+    }
+
     fn state_of(result: &InputRequiredResult) -> String {
         result.request_state.clone().unwrap()
     }
 
     #[test]
     fn an_approval_is_asked_as_a_form_and_its_result_is_the_reply() {
-        let asked = ask("approval", "Redeem 800 points", "ep_1", "t1", "int_1").unwrap();
+        let asked = ask(
+            &waiting(InterruptionKind::Approval, "Redeem 800 points", "int_1"),
+            "ep_1",
+            "t1",
+        )
+        .unwrap();
         let wire = serde_json::to_value(&asked).unwrap();
         assert_eq!(wire["resultType"], "input_required", "{wire}");
         let request = &wire["inputRequests"][KEY];
@@ -175,7 +190,12 @@ mod tests {
 
     #[test]
     fn a_question_takes_words_and_anything_else_is_refused_plainly() {
-        let asked = ask("question", "Which city?", "ep_1", "t1", "int_2").unwrap();
+        let asked = ask(
+            &waiting(InterruptionKind::Question, "Which city?", "int_2"),
+            "ep_1",
+            "t1",
+        )
+        .unwrap();
         let state = state_of(&asked);
         let mut responses = InputResponses::new();
         responses.insert(

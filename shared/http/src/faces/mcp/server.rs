@@ -138,11 +138,12 @@ impl ServerHandler for McpServer {
         let turn = TurnRequest {
             // The specialist's answer alone, word for word (D-21).
             direct_line_mode: direct.as_ref().map(|_| DirectMode::Strict),
+            // In a conversation, the next message answers what it waits on (D-36).
+            reply_in_words: ask.conversation.is_some(),
             face: FACE,
             ..TurnRequest::new(principal, self.toolbox.text(&target, &ask.message))
         };
-        // A call again with an elicitation's result answers the turn it asked for; in a
-        // conversation, the next message answers what it waits on (D-36).
+        // A call again with an elicitation's result answers the turn it asked for (D-36).
         let elicited = match (&request.request_state, &request.input_responses) {
             (Some(state), Some(responses)) => Some(
                 elicit::answered(state, responses)
@@ -165,7 +166,7 @@ impl ServerHandler for McpServer {
                 .await
             }
             (None, Some(c)) => {
-                turns::start_or_answer_in(&self.state, &headers, c, turn, "MCP tools/call").await
+                turns::start_in(&self.state, &headers, c, turn, "MCP tools/call").await
             }
             (None, None) => turns::start(&self.state, &headers, turn, "MCP tools/call").await,
         };
@@ -202,15 +203,9 @@ impl ServerHandler for McpServer {
             }
         }
         // A client that can ask its user is asked with an elicitation (D-36).
-        if let Some((kind, asks, interruption)) = reply.waiting()
+        if let Some(waiting) = reply.waiting()
             && elicit::supported(&context)
-            && let Some(input) = elicit::ask(
-                kind,
-                asks,
-                reply.episode_id(),
-                reply.turn_id(),
-                interruption,
-            )
+            && let Some(input) = elicit::ask(waiting, reply.episode_id(), reply.turn_id())
         {
             return Ok(CallToolResponse::InputRequired(input));
         }

@@ -108,11 +108,11 @@ async fn complete(
         direct_line_mode: None,
         must_consult: Vec::new(),
         resume: None,
+        // The next message answers what the conversation waits on, if it does (D-36).
+        reply_in_words: true,
         face: "openai",
     };
-    // The next message answers what the conversation waits on, if it does (D-36).
-    let stream =
-        turns::start_or_answer(&state, &headers, request, "POST /v1/chat/completions").await?;
+    let stream = turns::start(&state, &headers, request, "POST /v1/chat/completions").await?;
     let mut extra = turns::id_headers(&stream);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
