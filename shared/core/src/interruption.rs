@@ -14,6 +14,14 @@ pub const DEFAULT_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// The tool a specialist asks the user a question with (a card's `asks_user: true`).
 pub const ASK_USER_TOOL: &str = "ask_user";
 
+/// The question an `ask_user` call asks: its non-blank `question` argument.
+pub fn question_of(args: &Value) -> Option<&str> {
+    args.get("question")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+}
+
 /// What the turn waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use baton_core::events::{DirectLineState, Event, SOURCE_ORCHESTRATOR};
 use baton_core::interruption::{
     ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, Reply, SavedJob,
-    WaitingAgent, args_sha256,
+    WaitingAgent, args_sha256, question_of,
 };
 use baton_core::message::Message;
 use baton_core::trace::{DirectLineRecord, GuardName};
@@ -48,11 +48,11 @@ struct Ask {
 fn ask_about(job: &AgentJob, waiting: &WaitingAgent, held: &HeldCall) -> Option<Ask> {
     let agent = &job.agent;
     if waiting.remote || (held.name == ASK_USER_TOOL && agent.asks_user) {
-        let words = held.input.get("question").and_then(|q| q.as_str())?;
+        let words = question_of(&held.input)?;
         return Some(Ask {
             kind: InterruptionKind::Question,
             tool: held.name.clone(),
-            words: words.trim().to_owned(),
+            words: words.to_owned(),
             args: held.input.clone(),
         });
     }

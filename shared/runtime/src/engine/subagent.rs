@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use baton_core::interruption::{
-    ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, WaitingAgent, args_sha256,
+    ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, WaitingAgent, args_sha256, question_of,
 };
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::CallPurpose;
@@ -243,10 +243,11 @@ fn waits_for_user(ctx: &TurnCtx, job: &AgentJob, call: &RawCall) -> bool {
         Some(brief) => brief
             .granted(call)
             .is_some_and(|c| tools::needs_approval(&job.agent, &c).is_some()),
-        None => {
-            (call.name == ASK_USER_TOOL && job.agent.asks_user)
-                || tools::needs_approval(&job.agent, call).is_some()
+        // A question waits only when it asks something: a malformed one is answered so.
+        None if call.name == ASK_USER_TOOL && job.agent.asks_user => {
+            call.parse().is_ok_and(|args| question_of(&args).is_some())
         }
+        None => tools::needs_approval(&job.agent, call).is_some(),
     }
 }
 
@@ -448,12 +449,15 @@ async fn tool_loop(
 /// tool, or is refused.
 async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board) -> ToolRun {
     if call.name == ASK_USER_TOOL && job.agent.asks_user {
-        // A question in a turn that cannot wait for the answer.
+        let asks = call.parse().is_ok_and(|args| question_of(&args).is_some());
+        let note = if asks {
+            // A question in a turn that cannot wait for the answer.
+            "The user can't be asked during this request: answer with what you have, and say what you would need to know."
+        } else {
+            "Nothing was asked: give the question, in plain words, as `question`."
+        };
         return ToolRun {
-            data: ToolData::unavailable(
-                ASK_USER_TOOL,
-                "The user can't be asked during this request: answer with what you have, and say what you would need to know.",
-            ),
+            data: ToolData::unavailable(ASK_USER_TOOL, note),
         };
     }
     let Some(brief) = &job.worker else {

@@ -632,3 +632,26 @@ async fn a_planned_sub_agent_waits_for_approval_and_the_plan_goes_on_from_there(
     assert_eq!(outcome(&declined), TurnOutcome::Answered, "{declined:#?}");
     assert_eq!(started(&declined, "redeem"), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_garbled_question_does_not_stop_the_turn_and_the_specialist_is_told() {
+    let script = ASKING_SCRIPT.replace(
+        "{ name: ask_user, args: { question: \"Gift card or cash out?\" } }",
+        "{ name: ask_user, args: { question: \"   \" } }",
+    );
+    assert_ne!(script, ASKING_SCRIPT);
+    let rig = make_rig(&asking(), &script);
+    let (_, events) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    assert_eq!(outcome(&events), TurnOutcome::Answered, "{events:#?}");
+    let told = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "rewards")
+        .unwrap();
+    assert!(format!("{:?}", told.messages).contains("Nothing was asked"));
+}
