@@ -25,6 +25,7 @@ pub mod function_process;
 pub mod ledger;
 pub mod local_model;
 pub mod otlp_receiver;
+pub mod partner;
 pub mod requests;
 pub mod runtime_api;
 pub mod s3;

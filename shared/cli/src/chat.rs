@@ -63,14 +63,17 @@ async fn show<W: Write>(
     Ok(ending)
 }
 
-/// Asks on the terminal whether to approve; `None` when input has ended.
 /// Asks on the terminal what the turn waits on: a yes or no to an approval (anything but
-/// a yes declines), or the answer to a question (nothing declines to answer). `None` when
-/// input has ended: the turn is left waiting.
+/// a yes declines), the answer to a question (nothing declines to answer), or Enter once
+/// an account is connected (a no skips it). `None` when input has ended: the turn is left
+/// waiting.
 async fn ask_user(kind: InterruptionKind) -> anyhow::Result<Option<Answer>> {
     match kind {
         InterruptionKind::Approval => eprint!("Approve? [y/N] "),
         InterruptionKind::Question => eprint!("Your answer (empty to decline): "),
+        InterruptionKind::AccountLink => {
+            eprint!("Press Enter once you have signed in (or type no to skip): ")
+        }
     }
     let _ = io::stderr().flush();
     let line = tokio::task::spawn_blocking(|| {
@@ -92,6 +95,10 @@ async fn ask_user(kind: InterruptionKind) -> anyhow::Result<Option<Answer>> {
         },
         InterruptionKind::Question if text.is_empty() => Answer::Decline,
         InterruptionKind::Question => Answer::Text(text.to_owned()),
+        InterruptionKind::AccountLink => match text.to_ascii_lowercase().as_str() {
+            "n" | "no" | "skip" => Answer::Decline,
+            _ => Answer::Approve,
+        },
     }))
 }
 

@@ -82,6 +82,33 @@ pub(crate) enum Command {
     /// Show one of your conversations as you saw it, turn by turn, with who was consulted,
     /// how each turn was routed and what it cost.
     Replay(ReplayArgs),
+    /// Your account links: the servers you connected your own accounts to, and revoking
+    /// one (its tools then ask you to connect again).
+    Links(LinksArgs),
+}
+
+/// `baton links`.
+#[derive(Debug, Args)]
+pub(crate) struct LinksArgs {
+    /// What to do (default: list them).
+    #[command(subcommand)]
+    pub(crate) action: Option<LinksAction>,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+/// `baton links revoke`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum LinksAction {
+    /// List your links.
+    List,
+    /// Remove your link to a server (its URL, as `baton links` lists it).
+    Revoke {
+        /// The server's URL.
+        #[arg(value_name = "SERVER")]
+        server: String,
+    },
 }
 
 /// `baton replay`.
@@ -256,6 +283,7 @@ impl Cli {
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
             Command::Eval(args) => crate::eval::run(&settings, &args).await,
             Command::Replay(args) => crate::replay::run(&settings, &args).await,
+            Command::Links(args) => crate::links::run(&settings, &args).await,
         }
     }
 
@@ -287,7 +315,8 @@ impl Cli {
             | Command::Mcp
             | Command::Compact(_)
             | Command::Eval(_)
-            | Command::Replay(_) => {}
+            | Command::Replay(_)
+            | Command::Links(_) => {}
         }
         o
     }

@@ -87,11 +87,16 @@ pub(crate) struct Config {
         deserialize_with = "optional_text"
     )]
     pub(crate) log: Option<String>,
+    /// The key account links are sealed with: 32 bytes in base64 (default: a key made on
+    /// first use in `data_dir/link.key`). Never printed.
+    #[serde(skip_serializing, deserialize_with = "optional_text")]
+    pub(crate) link_key: Option<String>,
 }
 
 /// Every key, for picking `BATON_*` variables: others are left to other programs.
 const KEYS: &[&str] = &[
     "registry",
+    "link_key",
     "data_dir",
     "model",
     "store",
@@ -174,6 +179,7 @@ impl Default for Config {
             stream_buffer_bytes: runtime.output.buffer_bytes,
             stream_stall_ms: millis(runtime.output.stall),
             log: None,
+            link_key: None,
         }
     }
 }
@@ -232,6 +238,8 @@ pub(crate) enum StoreChoice {
 /// Checked settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
+    /// The account links' key (base64), when configured.
+    pub(crate) link_key: Option<String>,
     pub(crate) registry: PathBuf,
     pub(crate) data_dir: PathBuf,
     pub(crate) model: ModelChoice,
@@ -352,7 +360,17 @@ fn check(config: Config) -> anyhow::Result<Settings> {
             bail!("invalid configuration: key {key:?} must be at least 1 (milliseconds)");
         }
     }
+    let link_key = match config.link_key.filter(|k| !k.is_empty()) {
+        None => None,
+        // The value is never repeated in a message.
+        Some(key) => Some(
+            baton_runtime::Sealer::from_base64(&key)
+                .map(|_| key)
+                .map_err(|e| anyhow::anyhow!("invalid configuration: key \"link_key\": {e}"))?,
+        ),
+    };
     Ok(Settings {
+        link_key,
         registry: PathBuf::from(config.registry),
         data_dir: PathBuf::from(config.data_dir),
         model,

@@ -11,6 +11,7 @@ mod cli;
 mod compact;
 mod config;
 mod eval;
+mod links;
 mod logging;
 mod mcp;
 mod render;

@@ -188,6 +188,7 @@ impl<W: Write> Renderer<W> {
                 label,
                 action,
                 args,
+                url,
                 ..
             } => {
                 self.stop_spinner();
@@ -204,6 +205,14 @@ impl<W: Write> Renderer<W> {
                     }
                     InterruptionKind::Question => {
                         writeln!(self.out, "{b}\u{23f8} {label} asks:{r} {action}")?;
+                    }
+                    InterruptionKind::AccountLink => {
+                        writeln!(self.out, "{b}\u{23f8} {label} needs you to {action}.{r}")?;
+                        writeln!(
+                            self.out,
+                            "  Sign in at: {}",
+                            url.as_deref().unwrap_or("(no sign-in page was given)")
+                        )?;
                     }
                 }
             }

@@ -25,7 +25,7 @@ use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
 use baton_openai::OpenAiCompatible;
 use baton_runtime::metrics::LocalMetrics;
-use baton_runtime::{Runtime, RuntimeConfig};
+use baton_runtime::{Runtime, RuntimeConfig, Sealer};
 
 use crate::config::{ModelChoice, Settings, StoreChoice};
 
@@ -196,6 +196,9 @@ pub(crate) async fn assemble_for(
     };
     builder = builder.store(store.clone());
     builder = builder.connectors(connectors);
+    if !matches!(purpose, Purpose::Eval { .. }) {
+        builder = builder.link_key(link_key(settings)?);
+    }
     if baton_otel::exporting() {
         // Tool calls pass the trace on (D-33).
         builder = builder.trace_context(baton_otel::traceparent);
@@ -207,6 +210,49 @@ pub(crate) async fn assemble_for(
         metrics,
     })
 }
+
+/// The key account links are sealed with (D-37): the configured one, else the one kept in
+/// `data_dir/link.key`, made on first use (readable by its owner only). Machines that share
+/// a store must share the key: configure it.
+///
+/// # Errors
+/// The key file cannot be read or written, or holds no key.
+fn link_key(settings: &Settings) -> anyhow::Result<Sealer> {
+    if let Some(key) = &settings.link_key {
+        return Ok(Sealer::from_base64(key)?);
+    }
+    let path = settings.data_dir.join(LINK_KEY_FILE);
+    let shown = path.display();
+    std::fs::create_dir_all(&settings.data_dir)
+        .with_context(|| format!("creating {}", settings.data_dir.display()))?;
+    let key = Sealer::new_key()?;
+    let made = {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut file| {
+                file.write_all(key.as_bytes())
+                    .and_then(|()| file.sync_all())
+            })
+    };
+    match made {
+        Ok(()) => Ok(Sealer::from_base64(&key)?),
+        // Made before (or by another process just now): that one is the key.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let text =
+                std::fs::read_to_string(&path).with_context(|| format!("reading {shown}"))?;
+            Sealer::from_base64(&text).with_context(|| format!("the link key in {shown}"))
+        }
+        Err(e) => Err(e).with_context(|| format!("writing {shown}")),
+    }
+}
+
+/// The file in `data_dir` that holds the link key when none is configured.
+pub(crate) const LINK_KEY_FILE: &str = "link.key";
 
 /// The model that serves every card for `--model KEY`.
 ///

@@ -366,6 +366,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> Input {
         progress: None,
         traceparent: None,
         idempotency_key: None,
+        links: None,
     })
 }
 

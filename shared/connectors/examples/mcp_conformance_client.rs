@@ -195,6 +195,7 @@ async fn main() -> ExitCode {
         progress: None,
         traceparent: None,
         idempotency_key: None,
+        links: None,
     };
     match connector.call(request).await {
         Ok(envelope) => {

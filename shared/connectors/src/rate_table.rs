@@ -190,6 +190,7 @@ mod tests {
             progress: None,
             traceparent: None,
             idempotency_key: None,
+            links: None,
         }
     }
 

@@ -201,6 +201,9 @@ pub enum Event {
         args: serde_json::Value,
         /// When it counts as declined, epoch ms.
         expires_ms: u64,
+        /// The sign-in page to open, for an account link (D-37).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
     },
     /// The turn is over; the stream closes.
     Completed {

@@ -30,6 +30,9 @@ pub enum InterruptionKind {
     Approval,
     /// The user's answer to a specialist's question.
     Question,
+    /// The user connecting their own account to a server that acts for them (D-37): the
+    /// reply says they did (approve) or will not (decline).
+    AccountLink,
 }
 
 impl InterruptionKind {
@@ -38,6 +41,7 @@ impl InterruptionKind {
         match self {
             InterruptionKind::Approval => "approval",
             InterruptionKind::Question => "question",
+            InterruptionKind::AccountLink => "account_link",
         }
     }
 }
@@ -67,6 +71,19 @@ pub struct Interruption {
     pub created_ms: u64,
     /// When it counts as declined, epoch ms.
     pub expires_ms: u64,
+    /// Where the user connects their account, for an account link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkAsk>,
+}
+
+/// An account link the user is asked to make (D-37).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkAsk {
+    /// The server to connect to, as the connector names it (the link's key).
+    pub server: String,
+    /// The sign-in page to open. Its `state` is sealed: it names the principal and holds
+    /// what the sign-in is finished with, readable only by this runtime.
+    pub url: String,
 }
 
 /// The user's answer: a decision on an approval, or the words that answer a question.
@@ -103,7 +120,7 @@ impl Answer {
         match interruption.kind {
             InterruptionKind::Question if words.is_empty() => Err(ReplyError::NeedsAnswer),
             InterruptionKind::Question => Ok(Answer::Text(words.to_owned())),
-            InterruptionKind::Approval => {
+            InterruptionKind::Approval | InterruptionKind::AccountLink => {
                 let said: String = words
                     .chars()
                     .filter(|c| c.is_alphanumeric() || c.is_whitespace())
@@ -122,6 +139,8 @@ impl Answer {
                     "yes please",
                     "do it",
                 ];
+                // An account link is made on the sign-in page; the message only says so.
+                const LINKED: &[&str] = &["done", "connected", "linked", "signed in", "i did"];
                 const NO: &[&str] = &[
                     "no",
                     "n",
@@ -133,7 +152,8 @@ impl Answer {
                     "no thanks",
                     "dont do it",
                 ];
-                if YES.contains(&said.as_str()) {
+                let linking = interruption.kind == InterruptionKind::AccountLink;
+                if YES.contains(&said.as_str()) || (linking && LINKED.contains(&said.as_str())) {
                     Ok(Answer::Approve)
                 } else if NO.contains(&said.as_str()) {
                     Ok(Answer::Decline)
@@ -220,6 +240,10 @@ pub struct HeldCall {
     /// Its answer once it has one (it ran, or the user decided); `None` while it waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<HeldAnswer>,
+    /// The account link it waits for: it ran, and its server needs the user's own
+    /// sign-in first (D-37).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkAsk>,
 }
 
 /// A held call's answer, as the specialist will read it.
@@ -380,7 +404,9 @@ impl Awaiting {
             return Err(ReplyError::Expired);
         }
         match (self.interruption.kind, &reply.answer) {
-            (InterruptionKind::Approval, Answer::Text(_)) => Err(ReplyError::NeedsDecision),
+            (InterruptionKind::Approval | InterruptionKind::AccountLink, Answer::Text(_)) => {
+                Err(ReplyError::NeedsDecision)
+            }
             (InterruptionKind::Question, Answer::Approve) => Err(ReplyError::NeedsAnswer),
             (InterruptionKind::Question, Answer::Text(t)) if t.trim().is_empty() => {
                 Err(ReplyError::NeedsAnswer)
@@ -444,8 +470,38 @@ mod tests {
                 args_sha256: args_sha256(&json!({ "points": 800 })),
                 created_ms: 0,
                 expires_ms,
+                link: None,
             },
         }
+    }
+
+    #[test]
+    fn an_account_link_is_answered_with_done_or_a_no_never_words() {
+        let mut waiting = awaiting(1_000);
+        waiting.interruption.kind = InterruptionKind::AccountLink;
+        let i = &waiting.interruption;
+        for done in ["done", "Connected!", "yes", "I did"] {
+            assert_eq!(Answer::from_words(i, done), Ok(Answer::Approve), "{done}");
+        }
+        assert_eq!(Answer::from_words(i, "no"), Ok(Answer::Decline));
+        assert_eq!(
+            Answer::from_words(i, "my password is hunter2"),
+            Err(ReplyError::NeedsDecision)
+        );
+        let words = Reply {
+            interruption_id: "int_1".into(),
+            answer: Answer::Text("done".into()),
+        };
+        assert_eq!(
+            waiting.check("t1", &words, 0),
+            Err(ReplyError::NeedsDecision)
+        );
+        // "done" says nothing to an approval.
+        waiting.interruption.kind = InterruptionKind::Approval;
+        assert_eq!(
+            Answer::from_words(&waiting.interruption, "done"),
+            Err(ReplyError::NeedsDecision)
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{agents, console, episodes, faces, health, turns};
+use crate::{agents, console, episodes, faces, health, links, turns};
 
 /// The Baton HTTP app over `state`: every route, the body limit, and JSON
 /// refusals for unknown paths (404) and methods (405).
@@ -19,6 +19,11 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/turns/{turn_id}/resume", post(turns::post_resume))
         .route("/v1/episodes/{id}", get(episodes::get_episode))
         .route("/v1/agents", get(agents::get_agents))
+        .route(
+            "/v1/links",
+            get(links::get_links).delete(links::delete_link),
+        )
+        .route("/v1/links/callback", get(links::get_callback))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(faces::routes(&state));

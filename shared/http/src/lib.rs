@@ -36,6 +36,7 @@ mod episodes;
 mod error;
 mod faces;
 mod health;
+mod links;
 mod principal;
 mod serve;
 pub mod sse;

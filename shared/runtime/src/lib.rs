@@ -22,6 +22,7 @@ pub mod compaction;
 pub mod config;
 mod engine;
 pub mod history;
+pub mod links;
 pub mod metrics;
 pub mod registry_folder;
 pub mod replay;
@@ -33,6 +34,7 @@ mod services;
 pub mod stream;
 
 pub use config::RuntimeConfig;
+pub use links::{LinkError, Linked};
 pub use request::{FACE_API, RejectionKind, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use seal::{SealError, Sealer};

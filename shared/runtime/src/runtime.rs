@@ -17,7 +17,9 @@ use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
+use crate::links::{LinkError, LinkKeeper, Linked};
 use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
+use crate::seal::Sealer;
 use crate::services::Inner;
 use crate::stream::TurnStream;
 
@@ -43,9 +45,17 @@ pub struct RuntimeBuilder {
     metrics: Arc<dyn Metrics>,
     config: RuntimeConfig,
     trace_context: Option<TraceContext>,
+    link_key: Option<Arc<Sealer>>,
 }
 
 impl RuntimeBuilder {
+    /// Keeps the principals' account links sealed under `key` (D-37): without one, a tool
+    /// whose server acts with the user's own sign-in cannot be served.
+    pub fn link_key(mut self, key: Sealer) -> Self {
+        self.link_key = Some(Arc::new(key));
+        self
+    }
+
     /// Serves every model whose `provider` is `provider` with `model`.
     pub fn provider(mut self, provider: &str, model: Arc<dyn Model>) -> Self {
         self.models.insert(provider.to_owned(), model);
@@ -159,6 +169,26 @@ impl RuntimeBuilder {
         let (Some(entry), Some(store), true) = (entry, self.store, problems.is_empty()) else {
             return Err(BuildError(problems));
         };
+        if self.link_key.is_none() {
+            for t in self.registry.tools() {
+                if self
+                    .connectors
+                    .get(&*t.connector_kind)
+                    .is_some_and(|c| c.acts_for_user(&t.connector_config))
+                {
+                    // Served, and its calls answer that it cannot be used: one such tool
+                    // must not stop the others.
+                    tracing::warn!(tool = %t.id, "the tool acts with the user's own sign-in, and no link key is configured: its calls will fail");
+                }
+            }
+        }
+        let links = self.link_key.map(|sealer| {
+            Arc::new(LinkKeeper {
+                store: store.clone(),
+                sealer,
+                clock: self.clock.clone(),
+            })
+        });
         let privacy = Arc::new(PrivacyGuard::new(
             &entry
                 .orchestration
@@ -181,6 +211,7 @@ impl RuntimeBuilder {
                 privacy,
                 trace_context: self.trace_context,
                 running: Arc::default(),
+                links,
             }),
         })
     }
@@ -230,7 +261,78 @@ impl Runtime {
             metrics: Arc::new(NoMetrics),
             config: RuntimeConfig::default(),
             trace_context: None,
+            link_key: None,
         }
+    }
+
+    /// Finishes a sign-in at the callback (D-37): its sealed `state`, and the `code` (or
+    /// the `error`) the authorization server sent back. The link is kept for the
+    /// principal the state names.
+    ///
+    /// # Errors
+    /// What went wrong, in words for the user; nothing is kept.
+    pub async fn finish_link(
+        &self,
+        state: &str,
+        code: Option<&str>,
+        error: Option<&str>,
+    ) -> Result<Linked, LinkError> {
+        let keeper = self.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
+        let inner = &self.inner;
+        keeper
+            .finish(
+                |tool_id| {
+                    let tool = inner.registry.tool(tool_id)?;
+                    let connector = inner.connectors.get(&*tool.connector_kind)?.clone();
+                    Some((connector, tool.connector_config.clone()))
+                },
+                state,
+                code,
+                error,
+            )
+            .await
+    }
+
+    /// The principal's account links: each server, and when it was linked or renewed.
+    ///
+    /// # Errors
+    /// No links are kept here, or the store failed.
+    pub async fn links(&self, principal: &Principal) -> Result<Vec<(String, u64)>, LinkError> {
+        self.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
+        let links = self.inner.store.links(principal).await.map_err(|e| {
+            tracing::warn!(error = %e, "account links could not be listed");
+            LinkError::Store
+        })?;
+        Ok(links
+            .into_iter()
+            .map(|l| (l.server, l.updated_ms))
+            .collect())
+    }
+
+    /// Removes the principal's link to `server`: later calls ask them to connect again.
+    /// Whether there was one.
+    ///
+    /// # Errors
+    /// No links are kept here, or the store failed.
+    pub async fn revoke_link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<bool, LinkError> {
+        self.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
+        let removed = self
+            .inner
+            .store
+            .delete_link(principal, server)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "an account link could not be removed");
+                LinkError::Store
+            })?;
+        if removed {
+            tracing::info!(principal = %principal.as_str(), %server, "an account link was revoked");
+        }
+        Ok(removed)
     }
 
     /// The registry.

@@ -16,6 +16,9 @@ use ring::rand::{SecureRandom as _, SystemRandom};
 
 /// The version tag in front of every sealed value.
 const VERSION: &str = "v1.";
+/// What a sign-in's state is bound to: nothing a link is (a link's data begins
+/// `baton-link/`), so neither opens as the other.
+const STATE_AAD: &[u8] = b"baton-link-state/v1";
 
 /// Why sealing or opening failed. Never holds the key or the plaintext.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,6 +72,18 @@ impl Sealer {
         Self::new(&key)
     }
 
+    /// A new random key, in base64, for configuration to hold.
+    ///
+    /// # Errors
+    /// [`SealError::Randomness`] when the system gives none.
+    pub fn new_key() -> Result<String, SealError> {
+        let mut key = [0u8; 32];
+        SystemRandom::new()
+            .fill(&mut key)
+            .map_err(|_| SealError::Randomness)?;
+        Ok(STANDARD.encode(key))
+    }
+
     /// `plaintext` sealed for `principal`'s link to `server`.
     ///
     /// # Errors
@@ -79,6 +94,27 @@ impl Sealer {
         server: &str,
         plaintext: &[u8],
     ) -> Result<String, SealError> {
+        self.seal_with(bound_to(principal, server), plaintext)
+    }
+
+    /// `plaintext` sealed as a sign-in's `state` (D-37): it travels through the user's
+    /// browser and comes back to the callback, which alone can read it.
+    ///
+    /// # Errors
+    /// [`SealError::Randomness`] when no nonce can be drawn.
+    pub fn seal_state(&self, plaintext: &[u8]) -> Result<String, SealError> {
+        self.seal_with(STATE_AAD.to_vec(), plaintext)
+    }
+
+    /// What a sign-in's `state` holds, if this key sealed it as one.
+    ///
+    /// # Errors
+    /// [`SealError::Unopenable`] otherwise.
+    pub fn open_state(&self, sealed: &str) -> Result<Vec<u8>, SealError> {
+        self.open_with(STATE_AAD.to_vec(), sealed)
+    }
+
+    fn seal_with(&self, aad: Vec<u8>, plaintext: &[u8]) -> Result<String, SealError> {
         let mut nonce = [0u8; NONCE_LEN];
         self.random
             .fill(&mut nonce)
@@ -87,7 +123,7 @@ impl Sealer {
         self.key
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(bound_to(principal, server)),
+                Aad::from(aad),
                 &mut sealed,
             )
             .map_err(|_| SealError::Randomness)?;
@@ -107,6 +143,10 @@ impl Sealer {
         server: &str,
         sealed: &str,
     ) -> Result<Vec<u8>, SealError> {
+        self.open_with(bound_to(principal, server), sealed)
+    }
+
+    fn open_with(&self, aad: Vec<u8>, sealed: &str) -> Result<Vec<u8>, SealError> {
         let body = sealed.strip_prefix(VERSION).ok_or(SealError::Unopenable)?;
         let mut bytes = URL_SAFE_NO_PAD
             .decode(body)
@@ -118,11 +158,7 @@ impl Sealer {
         let nonce = Nonce::try_assume_unique_for_key(&bytes).map_err(|_| SealError::Unopenable)?;
         let opened = self
             .key
-            .open_in_place(
-                nonce,
-                Aad::from(bound_to(principal, server)),
-                &mut ciphertext,
-            )
+            .open_in_place(nonce, Aad::from(aad), &mut ciphertext)
             .map_err(|_| SealError::Unopenable)?;
         Ok(opened.to_vec())
     }
@@ -206,6 +242,20 @@ mod tests {
             Some(SealError::BadKey)
         );
         assert_eq!(format!("{:?}", key(9)), "Sealer { .. }");
+    }
+
+    #[test]
+    fn a_state_and_a_link_do_not_open_as_each_other() {
+        let sealer = key(7);
+        let state = sealer.seal_state(b"sign-in").unwrap();
+        assert_eq!(sealer.open_state(&state), Ok(b"sign-in".to_vec()));
+        assert_eq!(
+            sealer.open(&alice(), "s", &state),
+            Err(SealError::Unopenable)
+        );
+        let link = sealer.seal(&alice(), "s", b"tokens").unwrap();
+        assert_eq!(sealer.open_state(&link), Err(SealError::Unopenable));
+        assert_eq!(key(8).open_state(&state), Err(SealError::Unopenable));
     }
 
     proptest::proptest! {

@@ -13,6 +13,7 @@ use baton_core::registry::{Agent, ModelSpec, Registry};
 
 use crate::breaker::Breakers;
 use crate::config::RuntimeConfig;
+use crate::links::LinkKeeper;
 use crate::running::RunningTurns;
 
 /// What every turn of a [`Runtime`](crate::Runtime) runs against.
@@ -33,6 +34,8 @@ pub(crate) struct Inner {
     pub(crate) trace_context: Option<TraceContext>,
     /// The turns running in this process, each with its stop signal.
     pub(crate) running: Arc<RunningTurns>,
+    /// The principals' account links, when a link key is configured (D-37).
+    pub(crate) links: Option<Arc<LinkKeeper>>,
 }
 
 impl Inner {

@@ -290,3 +290,16 @@ async fn a_waiting_turn_survives_sigkill_and_resumes_on_dynamodb() {
         crate::approvals::survives_sigkill(&sandbox, || baton(&sandbox, &db), &store);
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_link_is_kept_across_a_restart_on_dynamodb() {
+    let db = DynamoDbLocal::connect().await;
+    let table = db.fresh_table().await;
+    let sandbox = Sandbox::new();
+    let store = [
+        "--store", "dynamodb", "--table", &table, "--bucket", "bodies",
+    ];
+    tokio::task::block_in_place(|| {
+        crate::account_links::connects_once(&sandbox, || baton(&sandbox, &db), &store);
+    });
+}

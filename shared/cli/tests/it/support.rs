@@ -163,8 +163,15 @@ impl Serving {
     /// Like [`Serving::start`], for a prepared command (e.g. under a shell).
     pub(crate) fn spawn(mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Serving {
         use std::io::BufRead;
+        // A free port unless the test names its own address.
+        let addr: &[&str] = if args.contains(&"--addr") {
+            &[]
+        } else {
+            &["--addr", "127.0.0.1:0"]
+        };
         let mut child = command
-            .args(["serve", "--log-json", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--log-json"])
+            .args(addr)
             .args(args)
             .envs(env.iter().copied())
             .stderr(Stdio::piped())

@@ -44,6 +44,7 @@ use call::{Origin, baton_meta, call_tool, envelope_of};
 use config::{EnvValue, McpConfig, Server};
 use fault::Fault;
 use session::Pool;
+use session::User;
 
 /// Calls tools on MCP servers (`connector: {kind: mcp, server: ...}`), over stdio or
 /// streamable HTTP. Sessions are shared per server and started on first use; a session
@@ -107,11 +108,28 @@ impl Connector for McpConnector {
             (Some(sink), Some(status)) => Some((sink.clone(), Arc::from(status.as_str()))),
             _ => None,
         };
-        let session = self
+        // A server that acts for the user gets the principal's own session and tokens.
+        let user = match (&request.links, acts_for_user(&config)) {
+            (Some(links), true) => Some(User {
+                principal: request.principal.clone(),
+                links: links.clone(),
+            }),
+            _ => None,
+        };
+        let user = user.as_ref();
+        let needs_link = || {
+            self.pool
+                .take_needed(&config.server, user)
+                .map(|needed| ConnectorError::NeedsLink(Box::new(needed)))
+        };
+        let session = match self
             .pool
-            .session(&config.server, config.connect_timeout)
+            .session(&config.server, user, config.connect_timeout)
             .await
-            .map_err(|f| ConnectorError::Unavailable(fail(f)))?;
+        {
+            Ok(session) => session,
+            Err(f) => return Err(needs_link().unwrap_or(ConnectorError::Unavailable(fail(f)))),
+        };
         let call = call_tool(&session, tool, args, baton_meta(&request), progress);
         let answer = match config.call_timeout {
             Some(after) => tokio::time::timeout(after, call)
@@ -131,7 +149,10 @@ impl Connector for McpConnector {
             )),
             Err(fault) => {
                 if fault.ends_session() {
-                    self.pool.forget(&config.server, &session);
+                    self.pool.forget(&config.server, user, &session);
+                }
+                if let Some(needed) = needs_link() {
+                    return Err(needed);
                 }
                 Err(match fault {
                     Fault::Garbage(_) => ConnectorError::InvalidEnvelope(fail(fault)),
@@ -165,15 +186,6 @@ impl Connector for McpConnector {
                     oauth
                         .check(self.pool.secrets())
                         .map_err(|e| format!("server.oauth: {e}"))?;
-                    if matches!(oauth, AuthSpec::User(_)) && !self.pool.can_sign_in() {
-                        // Per-user tokens come with account links: until then a server
-                        // that acts for the user cannot be used (a token must never be
-                        // shared between users).
-                        return Err(
-                            "server.oauth: grant authorization_code needs the user's own sign-in (account links), which this Baton does not offer yet"
-                                .to_owned(),
-                        );
-                    }
                 }
             }
         }
@@ -186,12 +198,16 @@ impl Connector for McpConnector {
         config: &Value,
     ) -> Result<Option<DiscoveredTool>, String> {
         let config = McpConfig::parse(config)?;
+        if acts_for_user(&config) {
+            // Only a signed-in user may list its tools: `tools.yaml` describes them.
+            return Ok(None);
+        }
         let server = config.server.label();
         let tool = config.tool_name(tool_id);
         let fail = |what: String| format!("MCP server {server}, tool {tool}: {what}");
         let session = self
             .pool
-            .session(&config.server, config.connect_timeout)
+            .session(&config.server, None, config.connect_timeout)
             .await
             .map_err(|f| fail(f.to_string()))?;
         let listing = tokio::time::timeout(config.connect_timeout, session.peer().list_all_tools())
@@ -206,7 +222,7 @@ impl Connector for McpConnector {
             Err(e) => {
                 let fault = Fault::from(e);
                 if fault.ends_session() {
-                    self.pool.forget(&config.server, &session);
+                    self.pool.forget(&config.server, None, &session);
                 }
                 return Err(fail(format!("listing its tools failed: {fault}")));
             }
@@ -233,4 +249,36 @@ impl Connector for McpConnector {
             schema,
         }))
     }
+
+    fn acts_for_user(&self, config: &Value) -> bool {
+        McpConfig::parse(config).is_ok_and(|c| acts_for_user(&c))
+    }
+
+    async fn finish_link(
+        &self,
+        config: &Value,
+        pending: &str,
+        code: &str,
+    ) -> Result<String, ConnectorError> {
+        let config = McpConfig::parse(config).map_err(ConnectorError::Config)?;
+        if !acts_for_user(&config) {
+            return Err(ConnectorError::Config(
+                "this server does not act with the user's own sign-in".to_owned(),
+            ));
+        }
+        let http = self.pool.http().map_err(ConnectorError::Unavailable)?;
+        crate::oauth::finish_link(&http, pending, code)
+            .await
+            .map_err(|fault| match fault {
+                crate::oauth::AuthFault::Unreachable(_) => {
+                    ConnectorError::Unavailable(fault.to_string())
+                }
+                _ => ConnectorError::InvalidEnvelope(fault.to_string()),
+            })
+    }
+}
+
+/// Whether the server acts with the user's own authorization (`grant: authorization_code`).
+fn acts_for_user(config: &McpConfig) -> bool {
+    matches!(&config.server, Server::Url(http) if matches!(http.oauth, Some(AuthSpec::User(_))))
 }

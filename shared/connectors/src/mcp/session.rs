@@ -1,6 +1,7 @@
-//! MCP sessions, one per server and process: started on first use, shared by every call
-//! and every tool naming that server, and dropped (to be started again on the next use)
-//! once the server is gone.
+//! MCP sessions, one per server and process (per server and principal for a server that
+//! acts with the user's own authorization, D-37): started on first use, shared by every
+//! call and every tool naming that server, and dropped (to be started again on the next
+//! use) once the server is gone.
 //!
 //! No lock is held while a call waits for its answer: a call holds only its session, so a
 //! call that hangs, or whose future is dropped, cannot hold up the others. Starting a
@@ -24,7 +25,12 @@ use super::authorized::Authorized;
 use super::config::{EnvValue, HttpServer, Server};
 use super::fault::{Fault, chain, clip};
 use super::progress::ProgressRouter;
-use crate::oauth::{AuthSpec, TokenSource, Tokens, UserAuthorizer, UserTokenSource};
+use baton_core::Principal;
+use baton_core::ports::connector::{AccountLinks, LinkNeeded};
+
+use crate::oauth::{
+    AuthSpec, LinkedTokenSource, TokenSource, Tokens, UserAuthorizer, UserTokenSource,
+};
 use crate::secrets::Secrets;
 
 /// What a stdio server inherits of Baton's environment (as the official MCP SDKs do):
@@ -76,12 +82,24 @@ impl Slot {
     }
 }
 
-/// The sessions of one connector, keyed by server settings.
+/// A session's key: its server, and the principal for a server that acts for the user.
+type SlotKey = (Server, Option<Principal>);
+
+/// Whose session: the principal, for a server that acts with their own authorization, and
+/// where their links are kept.
+#[derive(Clone)]
+pub(crate) struct User {
+    pub(crate) principal: Principal,
+    pub(crate) links: Arc<dyn AccountLinks>,
+}
+
+/// The sessions of one connector, keyed by server settings (and principal, for a server
+/// that acts for the user).
 pub(crate) struct Pool {
     root: PathBuf,
     http: Result<reqwest::Client, String>,
     secrets: Arc<Secrets>,
-    slots: Mutex<HashMap<Server, Arc<Slot>>>,
+    slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
     /// Who has the user sign in, for servers that need the user's own authorization.
     authorizer: Option<Arc<dyn UserAuthorizer>>,
 }
@@ -106,28 +124,37 @@ impl Pool {
         self.authorizer = Some(authorizer);
     }
 
-    /// Whether users can be asked to sign in.
-    pub(crate) fn can_sign_in(&self) -> bool {
-        self.authorizer.is_some()
-    }
-
     /// The secrets of the HTTP servers' headers and OAuth credentials.
     pub(crate) fn secrets(&self) -> &Secrets {
         &self.secrets
     }
 
-    fn slot(&self, server: &Server) -> Arc<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
-        slots.entry(server.clone()).or_default().clone()
+    /// The HTTP client of the servers (and their authorization servers).
+    pub(crate) fn http(&self) -> Result<reqwest::Client, String> {
+        self.http.clone()
     }
 
-    /// The server's live session, started if there is none (within `timeout`).
+    fn slot(&self, server: &Server, user: Option<&User>) -> Arc<Slot> {
+        let key = (server.clone(), user.map(|u| u.principal.clone()));
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        slots.entry(key).or_default().clone()
+    }
+
+    /// The sign-in a session of `server` for `user` started because the user must
+    /// connect their account, once.
+    pub(crate) fn take_needed(&self, server: &Server, user: Option<&User>) -> Option<LinkNeeded> {
+        self.slot(server, user).tokens.get()?.take_needed()
+    }
+
+    /// The server's live session, started if there is none (within `timeout`); for a
+    /// server that acts for the user, `user`'s own.
     pub(crate) async fn session(
         &self,
         server: &Server,
+        user: Option<&User>,
         timeout: Duration,
     ) -> Result<Arc<Session>, Fault> {
-        let slot = self.slot(server);
+        let slot = self.slot(server, user);
         if let Some(session) = slot.live() {
             return Ok(session);
         }
@@ -137,7 +164,7 @@ impl Pool {
             if let Some(session) = slot.live() {
                 return Ok(session);
             }
-            let session = Arc::new(self.start(server, &slot).await?);
+            let session = Arc::new(self.start(server, user, &slot).await?);
             let old = slot
                 .current
                 .lock()
@@ -152,8 +179,8 @@ impl Pool {
     }
 
     /// Drops `session` if it is still the server's current one: the next use starts anew.
-    pub(crate) fn forget(&self, server: &Server, session: &Arc<Session>) {
-        let slot = self.slot(server);
+    pub(crate) fn forget(&self, server: &Server, user: Option<&User>, session: &Arc<Session>) {
+        let slot = self.slot(server, user);
         let old = {
             let mut current = slot.current.lock().unwrap_or_else(PoisonError::into_inner);
             match current.as_ref() {
@@ -165,7 +192,12 @@ impl Pool {
         drop(old);
     }
 
-    async fn start(&self, server: &Server, slot: &Slot) -> Result<Session, Fault> {
+    async fn start(
+        &self,
+        server: &Server,
+        user: Option<&User>,
+        slot: &Slot,
+    ) -> Result<Session, Fault> {
         let router = Arc::new(ProgressRouter::default());
         let service = match server {
             Server::Command { command, env } => {
@@ -230,7 +262,7 @@ impl Pool {
                     .iter()
                     .map(|(name, value)| (name.clone(), value.clone()))
                     .collect();
-                let started = match self.tokens(http, slot, &client)? {
+                let started = match self.tokens(http, user, slot, &client)? {
                     None => {
                         let transport = StreamableHttpClientTransport::with_client(client, config);
                         router.clone().serve(transport).await
@@ -255,6 +287,7 @@ impl Pool {
     fn tokens(
         &self,
         http: &HttpServer,
+        user: Option<&User>,
         slot: &Slot,
         client: &reqwest::Client,
     ) -> Result<Option<Arc<dyn Tokens>>, Fault> {
@@ -273,21 +306,31 @@ impl Pool {
                 client.clone(),
                 self.secrets.clone(),
             )),
-            AuthSpec::User(spec) => {
-                let authorizer = self.authorizer.clone().ok_or_else(|| {
-                    Fault::Start(
-                        "server.oauth: this server needs the user's own sign-in, which is not available here"
-                            .to_owned(),
-                    )
-                })?;
-                Arc::new(UserTokenSource::new(
+            // The principal's own tokens, kept as their account link.
+            AuthSpec::User(spec) => match (user, self.authorizer.clone()) {
+                (Some(user), _) => Arc::new(LinkedTokenSource::new(
+                    spec.clone(),
+                    resource,
+                    client.clone(),
+                    self.secrets.clone(),
+                    user.links.clone(),
+                    user.principal.clone(),
+                )),
+                // A connector that serves a single user, who signs in through its authorizer.
+                (None, Some(authorizer)) => Arc::new(UserTokenSource::new(
                     spec.clone(),
                     resource,
                     client.clone(),
                     self.secrets.clone(),
                     authorizer,
-                ))
-            }
+                )),
+                (None, None) => {
+                    return Err(Fault::Start(
+                        "server.oauth: this server acts with the user's own sign-in, and this runtime keeps no account links"
+                            .to_owned(),
+                    ));
+                }
+            },
         };
         Ok(Some(slot.tokens.get_or_init(|| tokens).clone()))
     }

@@ -1,13 +1,15 @@
 //! OAuth 2.1 as the MCP authorization spec describes it, for the connectors that call
 //! protected resources: a client acting as itself (`client.rs`, the client-credentials
-//! grant) or a user's own sign-in (`user.rs`, the authorization-code grant with PKCE),
-//! both found from the resource's challenge (`challenge.rs`, `discovery.rs`) and both
+//! grant) or a user's own sign-in (`user.rs`, the authorization-code grant with PKCE;
+//! `linked.rs` keeps it per principal as an account link), both found from the resource's challenge (`challenge.rs`, `discovery.rs`) and both
 //! getting their tokens through one request and answer (`token.rs`).
 
 mod assertion;
+mod audience;
 mod challenge;
 mod client;
 mod discovery;
+mod linked;
 mod token;
 mod user;
 
@@ -16,6 +18,7 @@ use serde_json::Value;
 use crate::secrets::{Secret, Secrets};
 pub(crate) use challenge::Challenge;
 pub(crate) use client::{OAuthSpec, TokenSource};
+pub(crate) use linked::{LinkedTokenSource, finish_link};
 pub(crate) use token::read_json;
 pub(crate) use user::{UserSpec, UserTokenSource};
 
@@ -37,6 +40,9 @@ pub(crate) enum AuthFault {
     /// The token response could not be used.
     #[error("authorization: the token response is not usable: {0}")]
     Garbage(String),
+    /// The user must connect their account first: a sign-in was started (D-37).
+    #[error("authorization: the user must connect their account")]
+    NeedsLink,
 }
 
 /// Where a protected resource's tokens come from: the client's own grant
@@ -52,6 +58,11 @@ pub(crate) trait Tokens: Send + Sync {
         stale: Option<&Secret>,
         challenge: &Challenge,
     ) -> Result<Secret, AuthFault>;
+
+    /// The sign-in a renewal started because the user must connect their account, once.
+    fn take_needed(&self) -> Option<baton_core::ports::connector::LinkNeeded> {
+        None
+    }
 }
 
 /// Has the user sign in to a protected resource: sends them to the authorization URL and

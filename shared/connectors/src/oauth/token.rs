@@ -175,3 +175,29 @@ pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(
     }
     serde_json::from_slice(&body).map_err(|e| format!("not the expected JSON: {e}"))
 }
+
+/// Now, in milliseconds since the Unix epoch (what a kept token's expiry is written in).
+fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Token {
+    /// When it stops being good, epoch ms (to keep it beyond this process).
+    pub(super) fn expires_epoch_ms(&self) -> Option<u64> {
+        self.expires.map(|at| {
+            epoch_ms()
+                .saturating_add(at.saturating_duration_since(Instant::now()).as_millis() as u64)
+        })
+    }
+
+    /// A kept token, good until `expires_ms` (epoch ms) when it said.
+    pub(super) fn kept(value: String, expires_ms: Option<u64>) -> Self {
+        Token {
+            value: Secret::new(value),
+            expires: expires_ms
+                .map(|at| Instant::now() + Duration::from_millis(at.saturating_sub(epoch_ms()))),
+        }
+    }
+}

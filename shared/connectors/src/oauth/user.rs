@@ -21,7 +21,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use reqwest::Url;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::discovery::{Discovered, discover, shown};
@@ -117,7 +117,7 @@ impl UserSpec {
 
 /// How the client authenticates at the token endpoint.
 #[derive(Debug, Clone)]
-enum ClientAuth {
+pub(crate) enum ClientAuth {
     /// A public client: its id in the form.
     None,
     Basic(Secret),
@@ -127,20 +127,28 @@ enum ClientAuth {
 /// The client as the authorization server knows it.
 #[derive(Debug, Clone)]
 pub(crate) struct Client {
-    id: String,
-    auth: ClientAuth,
+    pub(crate) id: String,
+    pub(crate) auth: ClientAuth,
+}
+
+/// Where tokens for one resource are asked for: all a refresh needs once discovery is done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Endpoint {
+    /// The authorization server's token endpoint.
+    pub(crate) token_endpoint: String,
+    /// The resource indicator sent with token requests (RFC 8707).
+    pub(crate) resource: String,
 }
 
 /// A sign-in under way: what the redirect's code is exchanged with.
 pub(crate) struct SignIn {
-    /// Where the user is sent.
+    /// Where the user is sent (without `state`: its caller adds the one it checks).
     pub(crate) authorize_url: Url,
-    state: String,
-    verifier: Secret,
-    redirect_uri: String,
-    client: Client,
-    discovered: Arc<Discovered>,
-    scopes: Vec<String>,
+    pub(crate) verifier: Secret,
+    pub(crate) redirect_uri: String,
+    pub(crate) client: Client,
+    pub(crate) endpoint: Endpoint,
+    pub(crate) scopes: Vec<String>,
 }
 
 /// The user's tokens for one resource.
@@ -148,7 +156,7 @@ pub(crate) struct UserTokens {
     pub(crate) access: Token,
     pub(crate) refresh: Option<Secret>,
     pub(crate) client: Client,
-    pub(crate) discovered: Arc<Discovered>,
+    pub(crate) endpoint: Endpoint,
     pub(crate) scopes: Vec<String>,
 }
 
@@ -183,7 +191,6 @@ pub(crate) async fn begin(
     let client = client(http, spec, secrets, &discovered).await?;
     let scopes = scopes(spec, challenge, &discovered, held);
     let (verifier, code_challenge) = pkce()?;
-    let state = random_text()?;
     {
         let mut query = authorize_url.query_pairs_mut();
         query
@@ -192,7 +199,6 @@ pub(crate) async fn begin(
             .append_pair("redirect_uri", &spec.redirect_uri)
             .append_pair("code_challenge", &code_challenge)
             .append_pair("code_challenge_method", "S256")
-            .append_pair("state", &state)
             .append_pair("resource", &discovered.resource);
         if !scopes.is_empty() {
             query.append_pair("scope", &scopes.join(" "));
@@ -200,23 +206,26 @@ pub(crate) async fn begin(
     }
     Ok(SignIn {
         authorize_url,
-        state,
         verifier,
         redirect_uri: spec.redirect_uri.clone(),
         client,
-        discovered,
+        endpoint: Endpoint {
+            token_endpoint: discovered.server.token_endpoint.clone(),
+            resource: discovered.resource.clone(),
+        },
         scopes,
     })
 }
 
 /// Finishes `sign_in` with the URL the user's browser was sent back to: its `state` must
-/// be the sign-in's, and its code is exchanged (with the PKCE verifier) for tokens.
+/// be `state`, and its code is exchanged (with the PKCE verifier) for tokens.
 ///
 /// # Errors
 /// A wrong `state`, an error the authorization server sent back, or a refused exchange.
 pub(crate) async fn finish(
     http: &reqwest::Client,
     sign_in: SignIn,
+    state: &str,
     callback: &Url,
 ) -> Result<UserTokens, AuthFault> {
     let param = |name: &str| {
@@ -225,7 +234,7 @@ pub(crate) async fn finish(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.into_owned())
     };
-    if param("state").as_deref() != Some(sign_in.state.as_str()) {
+    if param("state").as_deref() != Some(state) {
         return Err(AuthFault::Refused(
             "the sign-in came back with another state; nothing was stored".to_owned(),
         ));
@@ -235,18 +244,37 @@ pub(crate) async fn finish(
     }
     let code = param("code")
         .ok_or_else(|| AuthFault::Garbage("the sign-in came back without a code".to_owned()))?;
+    exchange_code(http, sign_in, &code).await
+}
+
+/// Exchanges the `code` a sign-in came back with (with its PKCE verifier) for tokens, and
+/// refuses a token that says it is for another resource.
+///
+/// # Errors
+/// The exchange was refused or failed, or the token is another audience's.
+pub(crate) async fn exchange_code(
+    http: &reqwest::Client,
+    sign_in: SignIn,
+    code: &str,
+) -> Result<UserTokens, AuthFault> {
     let form = vec![
         ("grant_type", "authorization_code".to_owned()),
-        ("code", code),
+        ("code", code.to_owned()),
         ("redirect_uri", sign_in.redirect_uri.clone()),
         ("code_verifier", sign_in.verifier.expose().to_owned()),
-        ("resource", sign_in.discovered.resource.clone()),
+        ("resource", sign_in.endpoint.resource.clone()),
     ];
-    let body = exchange(http, &sign_in.client, &sign_in.discovered, form).await?;
+    let body = exchange(http, &sign_in.client, &sign_in.endpoint, form).await?;
+    if !super::audience::allows(&body.access_token, &sign_in.endpoint.resource) {
+        return Err(AuthFault::Refused(
+            "the authorization server issued a token for another resource; nothing was stored"
+                .to_owned(),
+        ));
+    }
     Ok(tokens(
         body,
         sign_in.client,
-        sign_in.discovered,
+        sign_in.endpoint,
         sign_in.scopes,
     ))
 }
@@ -266,13 +294,13 @@ pub(crate) async fn refresh(
     let form = vec![
         ("grant_type", "refresh_token".to_owned()),
         ("refresh_token", refresh.expose().to_owned()),
-        ("resource", held.discovered.resource.clone()),
+        ("resource", held.endpoint.resource.clone()),
     ];
-    let body = exchange(http, &held.client, &held.discovered, form).await?;
+    let body = exchange(http, &held.client, &held.endpoint, form).await?;
     let mut renewed = tokens(
         body,
         held.client.clone(),
-        held.discovered.clone(),
+        held.endpoint.clone(),
         held.scopes.clone(),
     );
     if renewed.refresh.is_none() {
@@ -284,7 +312,7 @@ pub(crate) async fn refresh(
 fn tokens(
     body: TokenResponse,
     client: Client,
-    discovered: Arc<Discovered>,
+    endpoint: Endpoint,
     scopes: Vec<String>,
 ) -> UserTokens {
     UserTokens {
@@ -294,7 +322,7 @@ fn tokens(
             .filter(|r| !r.is_empty())
             .map(Secret::new),
         client,
-        discovered,
+        endpoint,
         scopes,
     }
 }
@@ -303,7 +331,7 @@ fn tokens(
 async fn exchange(
     http: &reqwest::Client,
     client: &Client,
-    discovered: &Discovered,
+    endpoint: &Endpoint,
     mut form: Vec<(&'static str, String)>,
 ) -> Result<TokenResponse, AuthFault> {
     let basic = match &client.auth {
@@ -324,7 +352,7 @@ async fn exchange(
     };
     post_token(
         http,
-        &discovered.server.token_endpoint,
+        &endpoint.token_endpoint,
         &form,
         basic.as_ref().map(|(id, s)| (id.as_str(), s)),
         shown_secret.as_ref(),
@@ -537,7 +565,7 @@ impl Tokens for UserTokenSource {
             }
         }
         let scopes = held.as_ref().map(|t| t.scopes.clone()).unwrap_or_default();
-        let sign_in = begin(
+        let mut sign_in = begin(
             &self.http,
             &self.spec,
             &self.secrets,
@@ -546,6 +574,11 @@ impl Tokens for UserTokenSource {
             &scopes,
         )
         .await?;
+        let state = random_text()?;
+        sign_in
+            .authorize_url
+            .query_pairs_mut()
+            .append_pair("state", &state);
         let landed = self
             .authorizer
             .sign_in(sign_in.authorize_url.as_str(), &self.spec.redirect_uri)
@@ -554,7 +587,7 @@ impl Tokens for UserTokenSource {
         let landed = Url::parse(&landed).map_err(|_| {
             AuthFault::Garbage("the sign-in came back to something that is not a URL".to_owned())
         })?;
-        let tokens = finish(&self.http, sign_in, &landed).await?;
+        let tokens = finish(&self.http, sign_in, &state, &landed).await?;
         let value = tokens.access.value.clone();
         *held = Some(tokens);
         Ok(value)
@@ -562,7 +595,7 @@ impl Tokens for UserTokenSource {
 }
 
 /// 256 random bits as URL-safe text.
-fn random_text() -> Result<String, AuthFault> {
+pub(crate) fn random_text() -> Result<String, AuthFault> {
     use ring::rand::SecureRandom as _;
     let mut bytes = [0u8; 32];
     ring::rand::SystemRandom::new()

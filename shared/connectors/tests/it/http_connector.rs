@@ -153,6 +153,7 @@ fn request(config: Value, args: Value) -> ConnectorRequest {
         progress: None,
         traceparent: None,
         idempotency_key: None,
+        links: None,
     }
 }
 
@@ -251,6 +252,7 @@ async fn a_call_with_an_idempotency_key_sends_it_on_every_attempt() {
     connector
         .call(ConnectorRequest {
             idempotency_key: Some(Arc::from("bk_0123")),
+            links: None,
             ..request(config, json!({}))
         })
         .await

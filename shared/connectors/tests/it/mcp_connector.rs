@@ -206,6 +206,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
         progress: None,
         traceparent: None,
         idempotency_key: None,
+        links: None,
     }
 }
 

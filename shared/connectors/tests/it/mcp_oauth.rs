@@ -294,6 +294,7 @@ async fn call(connector: &McpConnector, config: &Value) -> Result<Value, Connect
         progress: None,
         traceparent: None,
         idempotency_key: None,
+        links: None,
     };
     connector.call(request).await.map(|envelope| {
         assert_eq!(envelope.status, EnvelopeStatus::Ok);
@@ -581,14 +582,16 @@ fn bad_auth_settings_are_named() {
             json!({"url": format!("{app_base}/mcp"), "oauth": {"grant": "authorization_code"}}),
             "server.oauth.redirect_uri: required",
         ),
-        // A user's own sign-in needs per-user tokens (account links): refused until then.
-        (
-            json!({"url": format!("{app_base}/mcp"), "oauth": {"grant": "authorization_code", "redirect_uri": "http://127.0.0.1:8787/callback"}}),
-            "account links",
-        ),
     ] {
         let e = c.check_config("t", &base(server)).unwrap_err();
         assert!(e.contains(expected), "expected {expected:?} in: {e}");
         no_secret_in(&e);
     }
+    // A user's own sign-in is a setting like any other: the runtime keeps the links.
+    let user = base(
+        json!({"url": format!("{app_base}/mcp"), "oauth": {"grant": "authorization_code", "redirect_uri": "http://127.0.0.1:8787/v1/links/callback"}}),
+    );
+    assert_eq!(c.check_config("t", &user), Ok(()));
+    assert!(c.acts_for_user(&user));
+    assert!(!c.acts_for_user(&base(json!({"url": format!("{app_base}/mcp")}))));
 }

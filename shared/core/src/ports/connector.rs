@@ -111,6 +111,51 @@ pub struct ConnectorRequest {
     /// after a crash or a retried resume): a connector passes it on (HTTP:
     /// `Idempotency-Key`) so that a service can refuse to act twice (D-36).
     pub idempotency_key: Option<Arc<str>>,
+    /// The principal's account links (D-37), for a connector whose server acts with the
+    /// user's own authorization; `None` where this runtime keeps none.
+    pub links: Option<Arc<dyn AccountLinks>>,
+}
+
+/// The account links a connector reads and renews for the principal of a call (D-37): what
+/// a server's sign-in left (the connector's own text: tokens and what renews them), kept
+/// sealed by the runtime, so a connector never sees another principal's.
+#[async_trait]
+pub trait AccountLinks: Send + Sync + std::fmt::Debug {
+    /// What `principal`'s link to `server` holds, if they connected it.
+    ///
+    /// # Errors
+    /// The store failed, or the link does not open (another key): in plain words.
+    async fn open(&self, principal: &Principal, server: &str) -> Result<Option<String>, String>;
+
+    /// Replaces what `principal`'s link to `server` holds (renewed tokens).
+    ///
+    /// # Errors
+    /// The store failed, in plain words.
+    async fn keep(&self, principal: &Principal, server: &str, contents: &str)
+    -> Result<(), String>;
+}
+
+/// A call that cannot run until the user connects their account (D-37): the sign-in a
+/// connector started, for the runtime to send the user to and to finish at its callback.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LinkNeeded {
+    /// The server, as the link's key.
+    pub server: String,
+    /// The server in plain words.
+    pub label: String,
+    /// The sign-in page, without its `state` (the runtime adds a sealed one).
+    pub authorize_url: String,
+    /// What the connector finishes the sign-in with (a PKCE verifier, its client): secret,
+    /// sealed into the `state` by the runtime, never shown.
+    pub pending: String,
+}
+
+impl std::fmt::Debug for LinkNeeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkNeeded")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The idempotency key of `agent_id`'s call of `tool_id` with `args` in turn `turn_id` of
@@ -172,6 +217,10 @@ pub enum ConnectorError {
     /// The connector is misconfigured.
     #[error("connector misconfigured: {0}")]
     Config(String),
+    /// The server acts with the user's own authorization, and this principal has not
+    /// connected their account (or it was revoked): the user must sign in first (D-37).
+    #[error("the user must connect their account at {}", .0.label)]
+    NeedsLink(Box<LinkNeeded>),
 }
 
 /// A kind of connector (fixture, envelope HTTP, ...).
@@ -226,6 +275,31 @@ pub trait Connector: Send + Sync {
     /// (see [`UpstreamChat`](super::upstream::UpstreamChat)).
     fn upstream_chat(&self) -> Option<&dyn super::upstream::UpstreamChat> {
         None
+    }
+
+    /// Whether one tool's server acts with the user's own authorization, so that its calls
+    /// need the principal's account links (D-37).
+    fn acts_for_user(&self, config: &serde_json::Value) -> bool {
+        let _ = config;
+        false
+    }
+
+    /// Finishes a sign-in this connector started for one tool ([`LinkNeeded::pending`])
+    /// with the `code` its authorization server sent back: what the link keeps (the
+    /// connector's own text for [`AccountLinks`]).
+    ///
+    /// # Errors
+    /// A refused or failed exchange, in plain words; nothing is kept.
+    async fn finish_link(
+        &self,
+        config: &serde_json::Value,
+        pending: &str,
+        code: &str,
+    ) -> Result<String, ConnectorError> {
+        let _ = (config, pending, code);
+        Err(ConnectorError::Config(
+            "this kind of tool does not link accounts".to_owned(),
+        ))
     }
 }
 

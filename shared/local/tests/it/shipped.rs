@@ -37,10 +37,11 @@ pub(crate) fn runtime() -> Runtime {
 /// [`runtime`] over `store`, which the test keeps to read the journal.
 pub(crate) fn runtime_over(store: Arc<HeapStore>) -> Runtime {
     let root = baton_testkit::crate_dir().join("../registry");
-    let connectors: BTreeMap<String, Arc<dyn Connector>> = ["fixture", "rate_table", "a2a", "http"]
-        .into_iter()
-        .map(|kind| (kind.to_owned(), Arc::new(NoData) as Arc<dyn Connector>))
-        .collect();
+    let connectors: BTreeMap<String, Arc<dyn Connector>> =
+        ["fixture", "rate_table", "a2a", "http", "mcp"]
+            .into_iter()
+            .map(|kind| (kind.to_owned(), Arc::new(NoData) as Arc<dyn Connector>))
+            .collect();
     let sources = read_sources(&root).unwrap();
     let registry = Arc::new(load_sources(&sources, &connectors, &Default::default()).unwrap());
     Runtime::builder(registry.clone())

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use baton_core::events::{DirectLineState, Event, SOURCE_ORCHESTRATOR};
 use baton_core::interruption::{
-    ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, Reply, SavedJob,
-    WaitingAgent, args_sha256, question_of,
+    ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, LinkAsk, Reply,
+    SavedJob, WaitingAgent, args_sha256, question_of,
 };
 use baton_core::message::Message;
 use baton_core::trace::{DirectLineRecord, GuardName};
@@ -40,6 +40,8 @@ struct Ask {
     words: String,
     /// The arguments it is asked over.
     args: serde_json::Value,
+    /// The account link it asks for.
+    link: Option<LinkAsk>,
 }
 
 /// What `held`, a call of `agent`'s waiting reply, asks the user: its question, or the
@@ -54,16 +56,36 @@ fn ask_about(job: &AgentJob, waiting: &WaitingAgent, held: &HeldCall) -> Option<
             tool: held.name.clone(),
             words: words.to_owned(),
             args: held.input.clone(),
+            link: None,
         });
     }
     let call = subagent::acting_call(job, held)?;
+    if let Some(link) = &held.link {
+        let args = call.parse().unwrap_or(serde_json::Value::Null);
+        return Some(Ask {
+            kind: InterruptionKind::AccountLink,
+            words: format!("connect your account at {}", server_name(&link.server)),
+            tool: call.name,
+            args,
+            link: Some(link.clone()),
+        });
+    }
     let needs = tools::needs_approval(agent, &call)?;
     Some(Ask {
         kind: InterruptionKind::Approval,
         tool: call.name,
         words: needs.action,
         args: needs.args,
+        link: None,
     })
+}
+
+/// A server's name as the user knows it: its host.
+fn server_name(server: &str) -> String {
+    url::Url::parse(server)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_else(|| server.to_owned())
 }
 
 /// Pauses the turn: asks about the first waiting call, in words and as an `interruption`
@@ -100,6 +122,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         args: ctx.out.mask_stored_value(ask.args.clone()),
         created_ms: now,
         expires_ms: now.saturating_add(ctx.inner.config.interruption_ttl_ms),
+        link: ask.link.clone(),
     };
     ctx.trace(|t| {
         t.guard(
@@ -119,6 +142,12 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
             agent.label, ask.words
         ),
         InterruptionKind::Question => format!("{} asks: {}", agent.label, ask.words),
+        InterruptionKind::AccountLink => format!(
+            "{} needs you to {} to go on. Sign in at {}, then say done (or no to skip it).",
+            agent.label,
+            ask.words,
+            ask.link.as_ref().map_or("", |l| l.url.as_str())
+        ),
     };
     ctx.out.text(SOURCE_ORCHESTRATOR, &said).await;
     ctx.out
@@ -131,6 +160,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
             action: ask.words,
             args: ask.args,
             expires_ms: interruption.expires_ms,
+            url: ask.link.map(|l| l.url),
         })
         .await;
     let jobs = work
@@ -347,6 +377,9 @@ pub(crate) use baton_core::interruption::resume_turn_id;
 /// the answer itself.
 pub(crate) fn reply_text(awaiting: &Awaiting, answer: &Answer) -> String {
     match answer {
+        Answer::Approve if awaiting.interruption.kind == InterruptionKind::AccountLink => {
+            format!("Connected: {}", awaiting.interruption.action)
+        }
         Answer::Approve => format!("Approved: {}", awaiting.interruption.action),
         Answer::Decline => format!("Declined: {}", awaiting.interruption.action),
         Answer::Text(words) => words.clone(),

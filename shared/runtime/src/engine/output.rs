@@ -177,6 +177,7 @@ impl Output {
                 action,
                 args,
                 expires_ms,
+                url,
             } => {
                 // What the user is asked to approve passes the guard like any answer.
                 self.flush(state);
@@ -191,6 +192,7 @@ impl Output {
                     action,
                     args,
                     expires_ms,
+                    url,
                 };
                 self.send(state, event);
             }

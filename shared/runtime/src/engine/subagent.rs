@@ -112,30 +112,43 @@ pub(crate) async fn resume(
     let mut data_outcomes: Vec<DataStatus> = data.iter().filter_map(|d| data_status(d)).collect();
     if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
         let given = if held.name == ASK_USER_TOOL {
-            answer_to_question(answer)
+            Some(answer_to_question(answer))
         } else if answer == Answer::Approve
             && let Some(call) = acting_call(job, held)
         {
+            // Approved, or the account it waited for connected: it runs now. A call held
+            // for an account link had passed its approval before it first ran.
             let approved = call.parse().map(|a| args_sha256(&a)).unwrap_or_default();
             let run = tools::run(ctx, &job.agent, &call, status, Some(&approved)).await;
-            result.tool_calls += 1;
-            data_outcomes.push(run.data.status);
-            HeldAnswer {
-                status: tool_status(run.data.status),
-                content: as_json_text(&run.data),
+            if let Some(link) = run.link.filter(|_| ctx.pausable) {
+                // Still not connected (or a new sign-in is needed): it waits again.
+                held.link = Some(link);
+                None
+            } else {
+                result.tool_calls += 1;
+                data_outcomes.push(run.data.status);
+                Some(HeldAnswer {
+                    status: tool_status(run.data.status),
+                    content: as_json_text(&run.data),
+                })
             }
         } else {
             // Not a data outage: the specialist is told the user said no, in words it can
             // pass on plainly.
-            HeldAnswer {
+            let note = if held.link.is_some() {
+                "The user did not connect their account, so nothing was done."
+            } else {
+                "Declined by the user, so nothing was done."
+            };
+            Some(HeldAnswer {
                 status: ToolResultStatus::Error,
-                content: as_json_text(&ToolData::unavailable(
-                    &held.name,
-                    "Declined by the user, so nothing was done.",
-                )),
-            }
+                content: as_json_text(&ToolData::unavailable(&held.name, note)),
+            })
         };
-        held.answer = Some(given);
+        if given.is_some() {
+            held.link = None;
+        }
+        held.answer = given;
     }
     let elapsed = duration_ms + started.elapsed().as_millis() as u64;
     if calls.iter().any(|c| c.answer.is_none()) {
@@ -385,7 +398,9 @@ async fn tool_loop(
         result.tool_calls += runs.len() as u32;
         let mut runs = runs.into_iter();
         let mut answers: Vec<Option<HeldAnswer>> = Vec::with_capacity(reply.calls.len());
+        let mut links = Vec::with_capacity(reply.calls.len());
         for (i, _) in reply.calls.iter().enumerate() {
+            let mut link = None;
             let answer = if i >= taken.len() {
                 Some(HeldAnswer {
                     status: ToolResultStatus::Error,
@@ -396,25 +411,34 @@ async fn tool_loop(
             } else if held[i] {
                 None
             } else {
-                runs.next().map(|run| {
+                runs.next().and_then(|run| {
+                    // A call whose server needs the user's account waits for the link
+                    // where the turn can wait; elsewhere it is not done, in words.
+                    if ctx.pausable && run.link.is_some() {
+                        link = run.link;
+                        return None;
+                    }
                     data_outcomes.push(run.data.status);
-                    HeldAnswer {
+                    Some(HeldAnswer {
                         status: tool_status(run.data.status),
                         content: as_json_text(&run.data),
-                    }
+                    })
                 })
             };
             answers.push(answer);
+            links.push(link);
         }
         let calls: Vec<HeldCall> = reply
             .calls
             .iter()
             .zip(answers)
-            .map(|(call, answer)| HeldCall {
+            .zip(links)
+            .map(|((call, answer), link)| HeldCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: call.parse().unwrap_or(Value::Object(Default::default())),
                 answer,
+                link,
             })
             .collect();
         if calls.iter().any(|c| c.answer.is_none()) {
@@ -457,6 +481,7 @@ async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board)
             "Nothing was asked: give the question, in plain words, as `question`."
         };
         return ToolRun {
+            link: None,
             data: ToolData::unavailable(ASK_USER_TOOL, note),
         };
     }
@@ -465,7 +490,7 @@ async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board)
     };
     match brief.resolve(ctx, &job.agent.id, call) {
         Resolved::Run(call) => tools::run(ctx, &job.agent, &call, status, None).await,
-        Resolved::Refused(data) => ToolRun { data },
+        Resolved::Refused(data) => ToolRun { data, link: None },
     }
 }
 

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::events::{Event, ToolOutcome};
-use baton_core::ports::connector::{ConnectorRequest, ProgressSink, idempotency_key};
+use baton_core::interruption::LinkAsk;
+use baton_core::ports::connector::{
+    AccountLinks, ConnectorError, ConnectorRequest, LinkNeeded, ProgressSink, idempotency_key,
+};
 use baton_core::ports::metrics::{
     ENVELOPE_VERSION_MISMATCH_TOTAL, FAILURES_TOTAL, PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
 };
@@ -148,6 +151,9 @@ impl Drop for CallEnd<'_> {
 /// What one tool call came to.
 pub(crate) struct ToolRun {
     pub(crate) data: ToolData,
+    /// The account link the call waits for: its server acts with the user's own sign-in,
+    /// and this principal has not connected their account (D-37).
+    pub(crate) link: Option<LinkAsk>,
 }
 
 /// A call that needs the user's approval before it runs (D-36).
@@ -189,6 +195,7 @@ pub(crate) async fn run(
             )
         });
         return ToolRun {
+            link: None,
             data: ToolData::unavailable(&call.name, "There is no such tool."),
         };
     };
@@ -198,6 +205,7 @@ pub(crate) async fn run(
             tracing::warn!(agent = %agent.id, tool = %tool.id, %problem, "tool arguments rejected");
             ctx.trace(|t| t.guard(GuardName::InvalidArgs, format!("{}: {}", tool.id, problem)));
             return ToolRun {
+                link: None,
                 data: ToolData {
                     tool: tool.id.to_string(),
                     status: DataStatus::Unavailable,
@@ -223,6 +231,7 @@ pub(crate) async fn run(
             )
         });
         return ToolRun {
+            link: None,
             data: ToolData {
                 tool: tool.id.to_string(),
                 status: DataStatus::Unavailable,
@@ -238,11 +247,13 @@ pub(crate) async fn run(
     let Some(connector) = ctx.inner.connectors.get(&*tool.connector_kind).cloned() else {
         tracing::error!(agent = %agent.id, tool = %tool.id, kind = %tool.connector_kind, "no connector for the tool's kind");
         return ToolRun {
+            link: None,
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
     if !ctx.take_window_call() {
         return ToolRun {
+            link: None,
             data: ToolData::unavailable(
                 &tool.id,
                 "This conversation has used all of its calls for the last few minutes.",
@@ -254,6 +265,7 @@ pub(crate) async fn run(
             t.limit.get_or_insert(LimitHit::TurnToolCalls);
         });
         return ToolRun {
+            link: None,
             data: ToolData::unavailable(&tool.id, "This turn has used all of its tool calls."),
         };
     }
@@ -267,6 +279,7 @@ pub(crate) async fn run(
     else {
         ctx.trace(|t| t.guard(GuardName::Breaker, format!("{} is open", tool.id)));
         return ToolRun {
+            link: None,
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
@@ -324,6 +337,11 @@ pub(crate) async fn run(
             &tool.id,
             &args,
         ))),
+        links: ctx
+            .inner
+            .links
+            .clone()
+            .map(|keeper| keeper as Arc<dyn AccountLinks>),
     };
     let call = connector.call(request).instrument(span);
     let answer = tokio::time::timeout(
@@ -333,7 +351,19 @@ pub(crate) async fn run(
         }),
     )
     .await;
+    let mut link = None;
     let data = match answer {
+        Ok(Err(ConnectorError::NeedsLink(needed))) => {
+            // Not a fault of the tool: the user has an account to connect first.
+            link = sign_in(ctx, &tool.id, &needed);
+            ToolData::unavailable(
+                &tool.id,
+                &format!(
+                    "Not done: the user must first connect their {} account.",
+                    needed.label
+                ),
+            )
+        }
         Err(_) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, "tool timed out");
             ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE)
@@ -382,8 +412,8 @@ pub(crate) async fn run(
     };
     // Only usable data is a success: an error envelope, another principal's envelope or
     // an incompatible one is a failure of the tool, as a timeout is.
-    permit.record(data.status != DataStatus::Unavailable);
-    if data.status == DataStatus::Unavailable {
+    permit.record(link.is_some() || data.status != DataStatus::Unavailable);
+    if data.status == DataStatus::Unavailable && link.is_none() {
         ctx.inner
             .metrics
             .count(FAILURES_TOTAL, 1, &[("axis", "tool"), ("name", &tool.id)]);
@@ -415,7 +445,23 @@ pub(crate) async fn run(
             tracing::warn!(tool = %tool.id, error = %e, "tool message not kept: it does not serialize")
         }
     }
-    ToolRun { data }
+    ToolRun { data, link }
+}
+
+/// The account link `needed` asks for, with its sign-in page; `None` where no links are
+/// kept (the call then stays not done, in words).
+fn sign_in(ctx: &TurnCtx, tool_id: &str, needed: &LinkNeeded) -> Option<LinkAsk> {
+    let keeper = ctx.inner.links.as_ref()?;
+    match keeper.sign_in_url(&ctx.principal, tool_id, needed) {
+        Ok(url) => Some(LinkAsk {
+            server: needed.server.clone(),
+            url,
+        }),
+        Err(e) => {
+            tracing::warn!(tool = %tool_id, error = %e, "a sign-in page could not be made");
+            None
+        }
+    }
 }
 
 #[cfg(test)]

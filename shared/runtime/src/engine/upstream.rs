@@ -199,6 +199,7 @@ fn remote_question(tool: &Tool, result: &AgentResult) -> WaitingAgent {
             id: format!("{}_question", tool.id),
             name: tool.id.to_string(),
             input: serde_json::json!({ "question": result.text.trim() }),
+            link: None,
             answer: None,
         }],
         text: String::new(),

@@ -181,6 +181,7 @@ fn awaiting() -> Awaiting {
                         id: "call-1".into(),
                         name: "redeem".into(),
                         input: args.clone(),
+                        link: None,
                         answer: None,
                     }],
                     text: "Redeeming.".into(),
@@ -202,6 +203,7 @@ fn awaiting() -> Awaiting {
             args,
             created_ms: 1,
             expires_ms: 86_400_001,
+            link: None,
         },
     }
 }

@@ -52,6 +52,7 @@ fn shipped_options() -> LoadOptions {
             "rate_table".into(),
             "a2a".into(),
             "http".into(),
+            "mcp".into(),
         ],
         providers: vec![
             "bedrock".into(),

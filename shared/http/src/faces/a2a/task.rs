@@ -19,6 +19,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use baton_core::Principal;
 use baton_core::consulted::ConsultedAgent;
 use baton_core::events::Event;
+use baton_core::interruption::InterruptionKind;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
 use baton_runtime::history::HistoryTurn;
@@ -121,6 +122,8 @@ pub(crate) struct TaskRun {
     consulted: Vec<ConsultedAgent>,
     footer: String,
     terminal: Option<(TaskState, Value)>,
+    /// What the turn waits for, once it asked.
+    waits_for: Option<InterruptionKind>,
 }
 
 impl TaskRun {
@@ -138,6 +141,7 @@ impl TaskRun {
             consulted: Vec::new(),
             footer: String::new(),
             terminal: None,
+            waits_for: None,
         }
     }
 
@@ -233,11 +237,19 @@ impl TaskRun {
                 self.consulted = agents.clone();
                 self.footer = footer.clone();
             }
+            Event::Interruption { kind, .. } => self.waits_for = Some(*kind),
             Event::Completed { outcome, privacy } => {
                 if self.kept.is_none() && self.chunked {
                     out.push(self.chunk(String::new(), true));
                 }
-                let state = state_of(*outcome);
+                let state = match (state_of(*outcome), self.waits_for) {
+                    // The user must connect an account (the answer says where): A2A's own
+                    // state for it; the next message on the task goes on.
+                    (TaskState::InputRequired, Some(InterruptionKind::AccountLink)) => {
+                        TaskState::AuthRequired
+                    }
+                    (state, _) => state,
+                };
                 let meta = self.record(*outcome, privacy);
                 let words = matches!(state, TaskState::Failed | TaskState::Canceled).then(|| {
                     self.error

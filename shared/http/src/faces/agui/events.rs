@@ -178,16 +178,16 @@ impl Run {
                 action,
                 args,
                 expires_ms,
+                url,
             } => {
                 self.interrupt = Some(interrupt(
                     id,
                     *kind,
-                    agent,
-                    label,
-                    tool,
+                    Asker { agent, label, tool },
                     action,
                     args,
                     *expires_ms,
+                    url.as_deref(),
                 ))
             }
             Event::Error { message } => self.error = Some(message.clone()),
@@ -272,21 +272,27 @@ impl Run {
     }
 }
 
+/// Who asks: the specialist and the tool.
+struct Asker<'a> {
+    agent: &'a str,
+    label: &'a str,
+    tool: &'a str,
+}
+
 /// An interruption as AG-UI's `Interrupt`: the answer it expects is `{"approved": bool}`
-/// to an approval and `{"answer": "…"}` to a question (see `input.rs`).
-#[allow(clippy::too_many_arguments)]
+/// to an approval or an account link (once connected at `metadata.url`) and
+/// `{"answer": "…"}` to a question (see `input.rs`).
 fn interrupt(
     id: &str,
     kind: InterruptionKind,
-    agent: &str,
-    label: &str,
-    tool: &str,
+    asker: Asker<'_>,
     words: &str,
     args: &Value,
     expires_ms: u64,
+    url: Option<&str>,
 ) -> Value {
     let schema = match kind {
-        InterruptionKind::Approval => json!({
+        InterruptionKind::Approval | InterruptionKind::AccountLink => json!({
             "type": "object",
             "properties": { "approved": { "type": "boolean" } },
             "required": ["approved"],
@@ -302,8 +308,11 @@ fn interrupt(
         "reason": kind.as_str(),
         "message": words,
         "responseSchema": schema,
-        "metadata": { "agent": agent, "label": label, "tool": tool, "args": args },
+        "metadata": { "agent": asker.agent, "label": asker.label, "tool": asker.tool, "args": args },
     });
+    if let Some(url) = url {
+        interrupt["metadata"]["url"] = json!(url);
+    }
     let expires = i64::try_from(expires_ms)
         .ok()
         .and_then(chrono::DateTime::from_timestamp_millis);

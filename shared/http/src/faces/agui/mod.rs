@@ -71,7 +71,7 @@ async fn answer(
     let payload = &resume.payload;
     let answer = match awaiting.interruption.kind {
         _ if resume.cancelled => Some(Answer::Decline),
-        InterruptionKind::Approval => payload
+        InterruptionKind::Approval | InterruptionKind::AccountLink => payload
             .get("approved")
             .or(Some(payload))
             .and_then(Value::as_bool)
@@ -100,6 +100,10 @@ async fn answer(
             }
             InterruptionKind::Question => {
                 "answer a question with the payload {\"answer\": \"…\"}".to_owned()
+            }
+            InterruptionKind::AccountLink => {
+                "answer an account link with the payload {\"approved\": true} once connected, or {\"approved\": false}"
+                    .to_owned()
             }
         })
     })?;

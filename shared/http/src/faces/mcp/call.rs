@@ -42,6 +42,8 @@ pub(crate) struct Waiting {
     /// What the user is asked, in plain words.
     pub(crate) asks: String,
     pub(crate) expires_ms: u64,
+    /// The sign-in page, for an account link.
+    pub(crate) url: Option<String>,
 }
 
 impl Reply {
@@ -79,6 +81,7 @@ impl Reply {
                 agent,
                 action,
                 expires_ms,
+                url,
                 ..
             } => {
                 self.interruption = Some(Waiting {
@@ -87,6 +90,7 @@ impl Reply {
                     agent: agent.clone(),
                     asks: action.clone(),
                     expires_ms: *expires_ms,
+                    url: url.clone(),
                 });
             }
             Event::Completed { outcome, privacy } => {

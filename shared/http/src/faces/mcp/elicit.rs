@@ -3,9 +3,11 @@
 //! — `{"approved": bool}` for an approval, `{"answer": "…"}` for a question — and an
 //! opaque `requestState` naming the waiting turn. The client asks its user, then calls
 //! the tool again with the elicitation's result and that state; the call resumes the turn
-//! and answers with it. Only a client that negotiated a protocol version with multi
-//! round-trip requests and declared form elicitation is asked so; any other reads the
-//! question in the answer and replies with its next call in the conversation.
+//! and answers with it. An account link is asked with a URL elicitation: the sign-in page,
+//! which the client opens for its user; its accept says the user went there. Only a client
+//! that negotiated a protocol version with multi round-trip requests and declared the
+//! elicitation mode needed is asked so; any other reads the question (and the page) in the
+//! answer and replies with its next call in the conversation.
 //!
 //! The state is untrusted: it only names the turn. The runtime checks that the turn is the
 //! caller's and waits on that interruption before anything runs.
@@ -33,17 +35,19 @@ pub(crate) struct Answered {
     pub(crate) reply: Reply,
 }
 
-/// Whether the caller can be asked with an elicitation in a multi round-trip request.
-pub(crate) fn supported(context: &RequestContext<RoleServer>) -> bool {
+/// Whether the caller can be asked about `kind` with an elicitation in a multi round-trip
+/// request.
+pub(crate) fn supported(context: &RequestContext<RoleServer>, kind: InterruptionKind) -> bool {
     let new_enough = context
         .protocol_version()
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let form = context
-        .client_capabilities()
-        .and_then(|c| c.elicitation)
+    let declared = context.client_capabilities().and_then(|c| c.elicitation);
+    let can = match kind {
+        InterruptionKind::AccountLink => declared.is_some_and(|e| e.url.is_some()),
         // An empty elicitation capability means form (the spec's backwards compatibility).
-        .is_some_and(|e| e.form.is_some() || e.url.is_none());
-    new_enough && form
+        _ => declared.is_some_and(|e| e.form.is_some() || e.url.is_none()),
+    };
+    new_enough && can
 }
 
 /// The result that asks what `waiting` asks, for turn `turn_id` of `episode_id`.
@@ -53,13 +57,32 @@ pub(crate) fn ask(
     turn_id: &str,
 ) -> Option<InputRequiredResult> {
     let (asks, interruption_id) = (waiting.asks.as_str(), waiting.id.as_str());
+    let state =
+        json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": waiting.kind.as_str() })
+            .to_string();
+    let state = Some(URL_SAFE_NO_PAD.encode(state));
+    if waiting.kind == InterruptionKind::AccountLink {
+        let params: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "url",
+            "message": asks,
+            "url": waiting.url.as_deref()?,
+            "elicitationId": interruption_id,
+        }))
+        .ok()?;
+        let mut requests = InputRequests::new();
+        requests.insert(
+            KEY.to_owned(),
+            InputRequest::Elicitation(ElicitRequest::new(params)),
+        );
+        return Some(InputRequiredResult::new(Some(requests), state));
+    }
     let schema = match waiting.kind {
         InterruptionKind::Approval => json!({
             "type": "object",
             "properties": { "approved": { "type": "boolean", "title": "Approve", "description": asks } },
             "required": ["approved"],
         }),
-        InterruptionKind::Question => json!({
+        InterruptionKind::Question | InterruptionKind::AccountLink => json!({
             "type": "object",
             "properties": { "answer": { "type": "string", "title": "Your answer", "description": asks } },
             "required": ["answer"],
@@ -76,11 +99,7 @@ pub(crate) fn ask(
         KEY.to_owned(),
         InputRequest::Elicitation(ElicitRequest::new(params)),
     );
-    let state = json!({ "e": episode_id, "t": turn_id, "i": interruption_id }).to_string();
-    Some(InputRequiredResult::new(
-        Some(requests),
-        Some(URL_SAFE_NO_PAD.encode(state)),
-    ))
+    Some(InputRequiredResult::new(Some(requests), state))
 }
 
 /// The answer a retried call carries, from its `requestState` and `inputResponses`.
@@ -111,6 +130,14 @@ pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answer
                 (Some(false), None) => Answer::Decline,
                 (None, Some(words)) if !words.trim().is_empty() => {
                     Answer::Text(words.trim().to_owned())
+                }
+                // A URL elicitation's accept carries nothing: the user went to the page.
+                // Only an account link is asked so (a form's accept must say yes).
+                (None, None)
+                    if field("k").as_deref() == Some("account_link")
+                        && content.as_object().is_none_or(|c| c.is_empty()) =>
+                {
+                    Answer::Approve
                 }
                 _ => {
                     return Err(
@@ -144,6 +171,7 @@ mod tests {
             agent: "rewards".into(),
             asks: asks.into(),
             expires_ms: 0,
+            url: None,
         }
     }
 

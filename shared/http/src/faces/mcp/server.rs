@@ -204,7 +204,7 @@ impl ServerHandler for McpServer {
         }
         // A client that can ask its user is asked with an elicitation (D-36).
         if let Some(waiting) = reply.waiting()
-            && elicit::supported(&context)
+            && elicit::supported(&context, waiting.kind)
             && let Some(input) = elicit::ask(waiting, reply.episode_id(), reply.turn_id())
         {
             return Ok(CallToolResponse::InputRequired(input));

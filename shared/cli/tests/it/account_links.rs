@@ -1,0 +1,370 @@
+//! Account links (D-37) in `baton serve`, against the example registry's demo partner
+//! airline (an OAuth server and the MCP server it protects, started per test): a tool that
+//! acts with the user's own sign-in makes the turn wait with a sign-in page; the callback
+//! keeps the link for that principal only; the turn resumes; later turns (after a SIGKILL
+//! and a restart) use the link without asking; a refresh token renews it; a revoked link
+//! asks again. Every bad callback is a plain page, and stores nothing.
+
+use std::process::Command;
+
+use baton_tests::partner::Partner;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// The rewards specialist reads the partner miles; the orchestrator composes.
+const SCRIPT: &str = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "my partner miles", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Here is what Partner Air says."]
+  rewards:
+    - when: { after_tool_results: false }
+      tool_calls: [{ name: get_partner_miles, args: {} }]
+    - when: { after_tool_results: true }
+      text: ["Your Partner Air miles are in."]
+"#;
+
+/// The data events of a raw SSE response.
+fn sse_events(response: &str) -> Vec<Value> {
+    response
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+/// A partner, a registry using it, and a `baton serve` at an address known beforehand
+/// (the partner sends the browser back there).
+struct Scene {
+    partner: Partner,
+    addr: String,
+    args: Vec<String>,
+}
+
+impl Scene {
+    fn new(sandbox: &Sandbox, store: &[&str]) -> Scene {
+        let partner = Partner::start();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let registry = partner.registry_copy(sandbox.path(), &addr);
+        let model = sandbox.script(SCRIPT);
+        let mut args: Vec<String> = [
+            "--registry",
+            registry.to_str().unwrap(),
+            "--model",
+            &model,
+            "--addr",
+            &addr,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        args.extend(store.iter().map(|s| (*s).to_owned()));
+        Scene {
+            partner,
+            addr,
+            args,
+        }
+    }
+
+    fn serve(&self, baton: Command) -> Serving {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        Serving::spawn(baton, &args, &[])
+    }
+}
+
+/// A turn asking for the miles as `principal`: its events and episode.
+fn ask(serving: &Serving, principal: &str) -> (Vec<Value>, String) {
+    let response = serving.turn(principal, r#"{"message":"what are my partner miles"}"#);
+    let episode = header(&response, "x-baton-episode-id")
+        .unwrap_or_else(|| panic!("{response}"))
+        .to_owned();
+    (sse_events(&response), episode)
+}
+
+fn interruption(events: &[Value]) -> Option<&Value> {
+    events.iter().find(|e| e["type"] == "interruption")
+}
+
+fn outcome(events: &[Value]) -> &str {
+    events
+        .iter()
+        .rfind(|e| e["type"] == "completed")
+        .and_then(|e| e["outcome"].as_str())
+        .unwrap_or("none")
+}
+
+fn miles_read(events: &[Value]) -> bool {
+    events.iter().any(|e| {
+        e["type"] == "tool_result" && e["tool"] == "get_partner_miles" && e["status"] == "ok"
+    })
+}
+
+/// The browser coming back to Baton's callback at `back`: the status line and the page.
+fn callback(serving: &Serving, scene: &Scene, back: &str) -> (u16, String) {
+    callback_at(serving, &scene.addr, back)
+}
+
+fn callback_at(serving: &Serving, addr: &str, back: &str) -> (u16, String) {
+    let target = back
+        .strip_prefix(&format!("http://{addr}"))
+        .unwrap_or_else(|| panic!("sent back elsewhere: {back}"));
+    let response = serving.request(&format!("GET {target} HTTP/1.1"), "");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    (status, response)
+}
+
+fn links(serving: &Serving, principal: &str) -> Vec<Value> {
+    let response = serving.request(
+        &format!("GET /v1/links HTTP/1.1\r\nx-baton-principal: {principal}"),
+        "",
+    );
+    let body = response.split_once("\r\n\r\n").unwrap().1;
+    let parsed: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("{response}"));
+    parsed["links"].as_array().cloned().unwrap_or_default()
+}
+
+fn resume(
+    serving: &Serving,
+    principal: &str,
+    episode: &str,
+    asked: &Value,
+    decision: &str,
+) -> Vec<Value> {
+    let body = json!({
+        "episode_id": episode,
+        "interruption_id": asked["id"],
+        "decision": decision,
+    });
+    let turn = asked["turn_id"].as_str().unwrap();
+    let response = serving.request(
+        &format!(
+            "POST /v1/turns/{turn}/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: {principal}"
+        ),
+        &body.to_string(),
+    );
+    sse_events(&response)
+}
+
+/// Alice connects her Partner Air account once, at the sign-in page the waiting turn
+/// gave: the turn resumes and reads her miles; after a SIGKILL and a restart her next turn
+/// reads them without asking; Bob is asked for his own; `baton links` lists and revokes
+/// hers, and her next turn asks again.
+pub(crate) fn connects_once(sandbox: &Sandbox, baton: impl Fn() -> Command, store: &[&str]) {
+    let scene = Scene::new(sandbox, store);
+    let first = scene.serve(baton());
+    let (events, episode) = ask(&first, "alice");
+    let asked = interruption(&events).unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(asked["kind"], "account_link");
+    assert_eq!(asked["tool"], "get_partner_miles");
+    assert_eq!(outcome(&events), "awaiting_user");
+    assert!(!miles_read(&events));
+    let url = asked["url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!(
+            "http://127.0.0.1:{}/authorize?",
+            scene.partner.port()
+        )),
+        "{url}"
+    );
+    assert!(
+        url.contains("code_challenge_method=S256") && url.contains("state=v1."),
+        "{url}"
+    );
+
+    let back = scene.partner.sign_in(url, "allow");
+    let (status, page) = callback(&first, &scene, &back);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Account connected"), "{page}");
+    assert!(header(&page, "cache-control").is_some_and(|v| v.contains("no-store")));
+    // The same sign-in again finishes nothing more.
+    let (status, page) = callback(&first, &scene, &back);
+    assert_eq!(status, 409, "{page}");
+    assert!(page.contains("already finished"), "{page}");
+    assert_eq!(scene.partner.stats()["tokens"], 1);
+    let linked = links(&first, "alice");
+    assert_eq!(linked.len(), 1, "{linked:?}");
+    let server = format!("http://127.0.0.1:{}/mcp", scene.partner.port());
+    assert_eq!(linked[0]["server"], server.as_str());
+    assert!(links(&first, "bob").is_empty());
+
+    let resumed = resume(&first, "alice", &episode, asked, "approve");
+    assert!(miles_read(&resumed), "{resumed:?}");
+    assert_eq!(outcome(&resumed), "answered");
+    assert_eq!(scene.partner.stats()["calls"], 1);
+
+    // A restart loses nothing: the link is in the store, sealed under the key in the
+    // data directory.
+    first.kill();
+    let second = scene.serve(baton());
+    let (later, _) = ask(&second, "alice");
+    assert!(interruption(&later).is_none(), "{later:?}");
+    assert!(miles_read(&later), "{later:?}");
+    assert_eq!(scene.partner.stats()["calls"], 2);
+    assert_eq!(scene.partner.stats()["tokens"], 1, "no new sign-in");
+
+    // Another principal is never served with Alice's link.
+    let (bobs, _) = ask(&second, "bob");
+    assert_eq!(interruption(&bobs).unwrap()["kind"], "account_link");
+    assert_eq!(scene.partner.stats()["calls"], 2);
+
+    // `baton links` on the same store: list, then revoke.
+    let cli = |args: &[&str]| {
+        let mut command = baton();
+        let scene_args: Vec<&str> = scene.args.iter().map(String::as_str).collect();
+        // The same registry, model and store; no address (nothing is served).
+        let without_addr: Vec<&str> = scene_args
+            .chunks(2)
+            .filter(|pair| pair[0] != "--addr")
+            .flatten()
+            .copied()
+            .collect();
+        let output = command
+            .args(without_addr)
+            .args(["--principal", "alice", "links", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    assert_eq!(cli(&[])["links"][0]["server"], server.as_str());
+    assert_eq!(cli(&["revoke", &server])["revoked"], true);
+    assert_eq!(cli(&[])["links"], json!([]));
+    let (asked_again, _) = ask(&second, "alice");
+    assert_eq!(interruption(&asked_again).unwrap()["kind"], "account_link");
+    assert_eq!(scene.partner.stats()["calls"], 2);
+}
+
+#[test]
+fn an_account_connected_once_serves_later_turns_across_a_restart() {
+    let sandbox = Sandbox::new();
+    connects_once(&sandbox, || sandbox.baton(), &[]);
+}
+
+/// Each callback that goes wrong is a plain page and keeps nothing: no state, a forged or
+/// changed one, a denied sign-in, a token for another resource, a code spent before, an
+/// authorization server that is down.
+#[test]
+fn a_bad_callback_is_a_plain_page_and_stores_nothing() {
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let sign_in_page = || {
+        let (events, _) = ask(&serving, "alice");
+        interruption(&events).unwrap()["url"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let page_of = |target: &str| {
+        let response = serving.request(&format!("GET {target} HTTP/1.1"), "");
+        let status: u16 = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, response)
+    };
+
+    let (status, page) = page_of("/v1/links/callback");
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("not one of ours"), "{page}");
+    let (status, page) = page_of("/v1/links/callback?state=v1.AAAA&code=x");
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("not one of ours"), "{page}");
+
+    // A state changed on its way back does not open.
+    let back = scene.partner.sign_in(&sign_in_page(), "allow");
+    let changed = back.replacen("state=v1.", "state=v1.A", 1);
+    let (status, page) = callback(&serving, &scene, &changed);
+    assert_eq!(status, 400, "{page}");
+    assert!(links(&serving, "alice").is_empty());
+
+    // The user said no at the sign-in page.
+    let back = scene.partner.sign_in(&sign_in_page(), "deny");
+    assert!(back.contains("error=access_denied"), "{back}");
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("access was not granted"), "{page}");
+    assert!(links(&serving, "alice").is_empty());
+
+    // A token issued for another resource.
+    scene.partner.control(&json!({ "wrong_audience": true }));
+    let back = scene.partner.sign_in(&sign_in_page(), "allow");
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("another resource"), "{page}");
+    assert!(links(&serving, "alice").is_empty());
+    scene.partner.control(&json!({ "wrong_audience": false }));
+
+    // A code spent before: linked, revoked, and the same callback again.
+    let back = scene.partner.sign_in(&sign_in_page(), "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    let server = format!("http://127.0.0.1:{}/mcp", scene.partner.port());
+    let revoke = serving.request(
+        &format!("DELETE /v1/links?server={server} HTTP/1.1\r\nx-baton-principal: alice"),
+        "",
+    );
+    assert!(revoke.contains("\"revoked\":true"), "{revoke}");
+    let refused_before = scene.partner.stats()["refused"].as_u64().unwrap();
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("did not complete"), "{page}");
+    assert_eq!(
+        scene.partner.stats()["refused"].as_u64().unwrap(),
+        refused_before + 1
+    );
+    assert!(links(&serving, "alice").is_empty());
+
+    // The authorization server is down when the browser comes back.
+    let back = scene.partner.sign_in(&sign_in_page(), "allow");
+    let Scene { partner, addr, .. } = scene;
+    partner.stop();
+    let (status, page) = callback_at(&serving, &addr, &back);
+    assert_eq!(status, 503, "{page}");
+    assert!(page.contains("could not be reached"), "{page}");
+    assert!(links(&serving, "alice").is_empty());
+}
+
+/// An expired access token is renewed with the refresh token, without asking; a refresh
+/// token the server refuses makes the next turn ask to connect again.
+#[test]
+fn a_link_is_refreshed_and_a_refused_refresh_asks_again() {
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    // Tokens that are stale at once: every later use renews.
+    scene.partner.control(&json!({ "access_ttl": 1 }));
+    let serving = scene.serve(sandbox.baton());
+    let (events, episode) = ask(&serving, "alice");
+    let asked = interruption(&events).unwrap();
+    let back = scene
+        .partner
+        .sign_in(asked["url"].as_str().unwrap(), "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    let resumed = resume(&serving, "alice", &episode, asked, "approve");
+    assert!(miles_read(&resumed), "{resumed:?}");
+    assert!(scene.partner.stats()["refreshes"].as_u64().unwrap() >= 1);
+
+    let before = scene.partner.stats()["refreshes"].as_u64().unwrap();
+    let (later, _) = ask(&serving, "alice");
+    assert!(interruption(&later).is_none(), "{later:?}");
+    assert!(miles_read(&later));
+    assert!(scene.partner.stats()["refreshes"].as_u64().unwrap() > before);
+    assert_eq!(scene.partner.stats()["codes"], 1, "no new sign-in");
+
+    scene.partner.control(&json!({ "refuse_refresh": true }));
+    let (refused, episode) = ask(&serving, "alice");
+    let asked = interruption(&refused).unwrap_or_else(|| panic!("{refused:?}"));
+    assert_eq!(asked["kind"], "account_link");
+    // Declining the link: the specialist is told, and the turn answers.
+    let declined = resume(&serving, "alice", &episode, asked, "decline");
+    assert_eq!(outcome(&declined), "answered");
+    assert!(!miles_read(&declined));
+}
