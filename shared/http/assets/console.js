@@ -570,11 +570,16 @@
       this.meta.hidden = false;
     }
 
-    // The turn waits for the user: an approval (what is asked, with Approve and Decline)
-    // or a question (a box for the answer, with Answer and Decline); either resumes the
-    // turn in place.
+    // The turn waits for the user: an approval (what is asked, with Approve and Decline),
+    // a question (a box for the answer, with Answer and Decline) or an account link (Connect
+    // opens the sign-in page; once the account is connected the turn goes on by itself, or
+    // with Done); each resumes the turn in place.
     interruption(event) {
       this.settleStatuses();
+      if (event.kind === "account_link") {
+        this.accountLink(event);
+        return;
+      }
       const question = event.kind === "question";
       const who = event.label || labelOf(event.agent);
       const head = question ? `${who} asks` : `${who} asks your approval`;
@@ -629,6 +634,67 @@
           resume(turnId, event.id, { decision: "approve" }, `Approved: ${event.action || ""}`);
         }
       });
+      box.append(actions);
+      this.errors.before(box);
+    }
+
+    // An account to connect: Connect opens the sign-in page in its own window; the links
+    // are then checked every moment, and a new or renewed one resumes the turn. Done
+    // resumes it at once (if the account is still not connected, the turn asks again).
+    accountLink(event) {
+      const who = event.label || labelOf(event.agent);
+      const head = `${who} needs you to ${event.action || "connect an account"}`;
+      const box = el("div", "interruption");
+      box.dataset.interruption = event.id || "";
+      box.dataset.kind = "account_link";
+      box.setAttribute("role", "group");
+      box.setAttribute("aria-label", head);
+      box.append(el("p", "interruption-head", head));
+      const actions = el("form", "interruption-actions");
+      const turnId = this.root.dataset.turnId;
+      let watching = null;
+      const spend = (decided) => {
+        if (watching) clearInterval(watching);
+        for (const c of actions.querySelectorAll("button")) c.disabled = true;
+        box.dataset.decided = decided;
+      };
+      const connect = el("button", "decide decide-connect", "Connect");
+      connect.type = "button";
+      connect.dataset.decision = "connect";
+      connect.addEventListener("click", async () => {
+        // Opened before anything is awaited: a browser only lets a click open a window.
+        window.open(event.url, "baton-sign-in", "popup,width=520,height=640");
+        const before = await linkTimes();
+        box.dataset.connecting = "true";
+        if (watching) clearInterval(watching);
+        watching = setInterval(async () => {
+          const now = await linkTimes();
+          if (!now) return;
+          const changed = [...now].some(([server, at]) => !before || (before.get(server) ?? -1) < at);
+          if (changed && box.dataset.decided === undefined) {
+            spend("approve");
+            resume(turnId, event.id, { decision: "approve" }, `Connected: ${event.action || ""}`);
+            loadLinks();
+          }
+        }, 1000);
+      });
+      const done = el("button", "decide decide-approve", "Done");
+      done.type = "submit";
+      done.dataset.decision = "approve";
+      const skip = el("button", "decide decide-decline", "Not now");
+      skip.type = "button";
+      skip.dataset.decision = "decline";
+      skip.addEventListener("click", () => {
+        spend("decline");
+        resume(turnId, event.id, { decision: "decline" }, `Not connected: ${event.action || ""}`);
+      });
+      actions.addEventListener("submit", (e) => {
+        e.preventDefault();
+        spend("approve");
+        resume(turnId, event.id, { decision: "approve" }, `Connected: ${event.action || ""}`);
+        loadLinks();
+      });
+      actions.append(connect, done, skip);
       box.append(actions);
       this.errors.before(box);
     }
@@ -825,6 +891,45 @@
     }
   }
 
+  // The user's account links: each server and when it was connected or renewed, or null
+  // when they cannot be read.
+  async function linkTimes() {
+    try {
+      const response = await fetch("/v1/links", { headers: { accept: "application/json" } });
+      if (!response.ok) return null;
+      const json = await response.json();
+      return new Map((json.links || []).map((l) => [l.server, l.updated_ms || 0]));
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // The "Connected accounts" panel: each link, with Revoke.
+  async function loadLinks() {
+    const links = await linkTimes();
+    const panel = $("links-panel");
+    const list = $("links");
+    list.textContent = "";
+    panel.hidden = links === null;
+    if (!links) return;
+    $("links-empty").hidden = links.size > 0;
+    for (const [server] of links) {
+      const item = el("li", "link");
+      item.dataset.server = server;
+      const revoke = el("button", "revoke", "Revoke");
+      revoke.type = "button";
+      revoke.setAttribute("aria-label", `Revoke the link to ${server}`);
+      revoke.addEventListener("click", async () => {
+        revoke.disabled = true;
+        await fetch(`/v1/links?server=${encodeURIComponent(server)}`, { method: "DELETE" });
+        loadLinks();
+      });
+      item.append(el("code", "link-server", server), revoke);
+      list.append(item);
+    }
+    document.body.dataset.links = String(links.size);
+  }
+
   async function loadAgents() {
     try {
       const response = await fetch("/v1/agents", { headers: { accept: "application/json" } });
@@ -876,6 +981,7 @@
     });
     setBusy(false);
     loadAgents();
+    loadLinks();
     $("message").focus();
   });
 

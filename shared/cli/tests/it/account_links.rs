@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::support::*;
 
 /// The rewards specialist reads the partner miles; the orchestrator composes.
-const SCRIPT: &str = r#"
+pub(crate) const SCRIPT: &str = r#"
 agents:
   orchestrator:
     - when: { purpose: route }
@@ -367,4 +367,201 @@ fn a_link_is_refreshed_and_a_refused_refresh_asks_again() {
     let declined = resume(&serving, "alice", &episode, asked, "decline");
     assert_eq!(outcome(&declined), "answered");
     assert!(!miles_read(&declined));
+}
+
+/// The official A2A SDK for Python: the task waits in `TASK_STATE_AUTH_REQUIRED` with the
+/// sign-in page in its answer; once the user has signed in, "done" on the same task goes
+/// on, and the task completes with the miles read.
+#[test]
+fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
+    use std::io::{BufRead as _, Write as _};
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let script = baton_testkit::crate_dir().join("tests/clients/a2a_auth.py");
+    let mut child = Command::new(baton_testkit::a2a_python())
+        .arg(&script)
+        .args([&format!("http://{}", serving.addr), "alice"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the A2A client ended early"))
+            .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"))
+    };
+    let first = next();
+    assert_eq!(first["state"], "TASK_STATE_AUTH_REQUIRED", "{first:#}");
+    let answer = first["answer"].as_str().unwrap();
+    let page = format!("http://127.0.0.1:{}/authorize?", scene.partner.port());
+    let start = answer
+        .find(&page)
+        .unwrap_or_else(|| panic!("no sign-in page in: {answer}"));
+    let url: String = answer[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ',')
+        .collect();
+    let back = scene.partner.sign_in(&url, "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    writeln!(child.stdin.as_mut().unwrap(), "signed in").unwrap();
+    let second = next();
+    assert_eq!(second["state"], "TASK_STATE_COMPLETED", "{second:#}");
+    assert_eq!(second["task_id"], first["task_id"], "{second:#}");
+    assert!(
+        second["answer"]
+            .as_str()
+            .unwrap()
+            .contains("Here is what Partner Air says."),
+        "{second:#}"
+    );
+    assert!(child.wait().unwrap().success());
+    assert_eq!(scene.partner.stats()["calls"], 1);
+}
+
+/// An MCP client that can send its user to a page: it signs in at the page it is given
+/// (playing the user's browser, then Baton's callback) and accepts.
+#[derive(Clone)]
+struct SignsIn {
+    partner: std::sync::Arc<Partner>,
+    baton: String,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl rmcp::ClientHandler for SignsIn {
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let asked = serde_json::to_value(&request).unwrap();
+        self.asked.lock().unwrap().push(asked.clone());
+        let url = asked["url"].as_str().unwrap_or_default().to_owned();
+        let (partner, baton) = (self.partner.clone(), self.baton.clone());
+        let status = tokio::task::spawn_blocking(move || {
+            let back = partner.sign_in(&url, "allow");
+            let target = back
+                .strip_prefix(&format!("http://{baton}"))
+                .unwrap()
+                .to_owned();
+            baton_tests::partner::exchange(&baton, "GET", &target, None).0
+        })
+        .await
+        .unwrap();
+        assert_eq!(status, 200);
+        Ok(serde_json::from_value(json!({"action": "accept"})).unwrap())
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.capabilities.elicitation = Some(serde_json::from_value(json!({"url": {}})).unwrap());
+        info
+    }
+}
+
+/// The official Rust MCP SDK: a client that declared URL elicitation is sent to the
+/// sign-in page, and its retried call resumes the turn, which reads the miles.
+#[tokio::test]
+async fn an_mcp_client_is_sent_to_the_sign_in_page_by_url_elicitation() {
+    baton_connectors::install_tls_provider();
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let Scene { partner, addr, .. } = scene;
+    let partner = std::sync::Arc::new(partner);
+    let handler = SignsIn {
+        partner: partner.clone(),
+        baton: addr,
+        asked: Default::default(),
+    };
+    let config =
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            format!("http://{}/mcp", serving.addr),
+        );
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let lifecycle = rmcp::service::ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    let client = rmcp::service::ClientServiceExt::serve_with_lifecycle(
+        handler.clone(),
+        transport,
+        lifecycle,
+    )
+    .await
+    .unwrap();
+    let Value::Object(arguments) = json!({"message": "what are my partner miles"}) else {
+        unreachable!()
+    };
+    let result = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("ask").with_arguments(arguments))
+        .await
+        .unwrap();
+    let asked = handler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["mode"], "url", "{asked:?}");
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    let text: String = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect();
+    assert!(
+        text.contains("Here is what Partner Air says."),
+        "{result:?}"
+    );
+    assert_eq!(partner.stats()["calls"], 1);
+    drop(client);
+}
+
+/// The official AG-UI client: the run ends in an `account_link` interrupt whose metadata
+/// holds the sign-in page; once the user has signed in, the next run's resume
+/// (`{"approved": true}`) goes on and reads the miles.
+#[test]
+fn an_ag_ui_client_resumes_after_the_sign_in() {
+    use std::io::{BufRead as _, Write as _};
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let (_work, script) = js_client("agui_interrupt.mjs", "@ag-ui/client");
+    let mut child = Command::new("node")
+        .arg(&script)
+        .arg(format!("http://{}", serving.addr))
+        .arg("alice")
+        .arg("what are my partner miles")
+        .arg(r#"{"approved": true}"#)
+        .arg("wait")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the AG-UI client ended early"))
+            .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"))
+    };
+    let first = next();
+    let pending = &first["pending"][0];
+    assert_eq!(pending["reason"], "account_link", "{first:#}");
+    let url = pending["metadata"]["url"].as_str().unwrap();
+    let back = scene.partner.sign_in(url, "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    writeln!(child.stdin.as_mut().unwrap(), "signed in").unwrap();
+    let out = next();
+    assert_eq!(out["outcomes"][1]["outcome"], "success", "{out:#}");
+    assert_eq!(out["pendingAfter"], json!([]), "{out:#}");
+    assert!(
+        out["second"]
+            .to_string()
+            .contains("Here is what Partner Air says."),
+        "{out:#}"
+    );
+    assert!(child.wait().unwrap().success());
+    assert_eq!(scene.partner.stats()["calls"], 1);
 }

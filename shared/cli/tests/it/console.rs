@@ -44,10 +44,15 @@ impl Served {
 
     /// `baton` over `registry` in `sandbox`, with `global` options before `serve`.
     fn start_in(sandbox: Sandbox, registry: &str, global: &[&str]) -> Self {
+        Self::start_at(sandbox, registry, global, "127.0.0.1:0")
+    }
+
+    /// As [`Served::start_in`], listening at `addr`.
+    fn start_at(sandbox: Sandbox, registry: &str, global: &[&str], addr: &str) -> Self {
         let child = sandbox
             .baton()
             .args(global)
-            .args(["serve", "--log-json", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--log-json", "--addr", addr])
             .args(["--registry", registry, "--principal", "console-user"])
             .stderr(Stdio::piped())
             .spawn()
@@ -776,4 +781,116 @@ agents:
         assert_eq!(pills[0]["agent"], "rewards", "{second:#}");
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_signs_in_in_its_own_window_and_the_turn_goes_on_and_revoke_removes_the_link() {
+    let sandbox = Sandbox::new();
+    let partner = baton_tests::partner::Partner::start();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let registry = partner.registry_copy(sandbox.path(), &addr);
+    let model = sandbox.script(crate::account_links::SCRIPT);
+    let registry = registry.to_str().unwrap().to_owned();
+    let served = Arc::new(Served::start_at(
+        sandbox,
+        &registry,
+        &["--model", &model],
+        &addr,
+    ));
+    let page = served.clone();
+    with_browser(|client| async move {
+        open_console(&client, &page).await;
+        until(
+            &client,
+            "the links panel",
+            "document.body.dataset.links === '0'",
+        )
+        .await;
+        type_and_send(&client, "what are my partner miles").await;
+        assert_eq!(turn_finished(&client, 1).await, "completed");
+        let first = turn_view(&client, 0).await;
+        assert_eq!(first["outcome"], "awaiting_user", "{first:#}");
+        let kind = eval(
+            &client,
+            "document.querySelector('.interruption').dataset.kind",
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(kind, json!("account_link"));
+        let console = client.window().await.unwrap();
+        client
+            .find(Locator::Css(".interruption .decide-connect"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // The sign-in page opens in its own window: the user allows there.
+        let deadline = std::time::Instant::now() + DEADLINE;
+        let popup = loop {
+            let windows = client.windows().await.unwrap();
+            if let Some(w) = windows.into_iter().find(|w| *w != console) {
+                break w;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no sign-in window opened"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        client.switch_to_window(popup).await.unwrap();
+        client
+            .wait()
+            .at_most(DEADLINE)
+            .for_element(Locator::Id("allow"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let title = client
+            .wait()
+            .at_most(DEADLINE)
+            .for_element(Locator::Id("title"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(title, "Account connected");
+        client.close_window().await.unwrap();
+        client.switch_to_window(console).await.unwrap();
+        // The console sees the new link and resumes the turn by itself.
+        assert_eq!(turn_finished(&client, 2).await, "completed");
+        let second = turn_view(&client, 1).await;
+        assert_eq!(second["outcome"], "answered", "{second:#}");
+        assert!(
+            str_field(&second, "answer").contains("Here is what Partner Air says."),
+            "{second:#}"
+        );
+        assert_eq!(second["pills"][0]["status"], "ok", "{second:#}");
+        until(
+            &client,
+            "the link listed",
+            "document.body.dataset.links === '1'",
+        )
+        .await;
+        client
+            .find(Locator::Css("#links .revoke"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        until(
+            &client,
+            "the link revoked",
+            "document.body.dataset.links === '0'",
+        )
+        .await;
+    })
+    .await;
+    let (_, links) = served.get_json("/v1/links");
+    assert_eq!(links["links"], json!([]), "{links}");
+    assert_eq!(partner.stats()["calls"], 1);
 }
