@@ -46,6 +46,7 @@ TURN_CONFIG = "functions/turn/src/config.rs"
 SETTINGS = "shared/aws/src/settings.rs"
 ROUTER = "shared/http/src/app.rs"
 KEYS = "shared/aws/src/journal/keys.rs"
+LINK_KEY_CODE = "shared/aws/src/link_key.rs"
 
 # The figures the dashboard must show: (metric constant, statistic or None for any).
 DASHBOARD_FIGURES = [
@@ -99,6 +100,8 @@ SDK_ACTIONS = {
     # The http tools' header secrets by ARN (baton_aws::secrets), read at Init.
     "get_secret_value": ["secretsmanager:GetSecretValue"],
     "get_parameter": ["ssm:GetParameter"],
+    # The account links' data key (baton_aws::link_key), decrypted at Init.
+    "decrypt": ["kms:Decrypt"],
 }
 TRANSACT_ITEM_ACTIONS = {
     "Put": "dynamodb:PutItem",
@@ -107,14 +110,14 @@ TRANSACT_ITEM_ACTIONS = {
     "ConditionCheck": "dynamodb:ConditionCheckItem",
 }
 SDK_CALL = re.compile(
-    r"\b(dynamodb|ddb|s3|bedrock|secretsmanager|ssm|client)\s*\.\s*([a-z_0-9]+)\s*\(\s*\)"
+    r"\b(dynamodb|ddb|s3|bedrock|secretsmanager|ssm|kms|client)\s*\.\s*([a-z_0-9]+)\s*\(\s*\)"
 )
 LOOKS_LIKE_SDK = re.compile(
     r"^(get|put|update|delete|batch|transact|query|scan|create|describe|list|head|copy|converse|invoke)"
 )
 ACTION_SCOPE = re.compile(
     r"^(dynamodb:[A-Za-z]*Item|dynamodb:(Query|Scan)|s3:[A-Za-z]*Object|s3:ListBucket"
-    r"|bedrock:Invoke|secretsmanager:|ssm:)"
+    r"|bedrock:Invoke|secretsmanager:|ssm:|kms:Decrypt)"
 )
 # Values for the optional parameters under which the grants are read: every conditional
 # statement is then in force. CommaDelimitedList parameters are lists.
@@ -123,7 +126,13 @@ SECRET_ARNS = [
     f"arn:aws:ssm:eu-west-1:{ACCOUNT}:parameter/baton/partner-key",
 ]
 SECRET_KEYS = [f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"]
-ALL_GRANTS = {"ToolSecretArns": SECRET_ARNS, "ToolSecretKeyArns": SECRET_KEYS}
+LINK_KEY = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/66666666-7777-8888-9999-000000000000"
+ALL_GRANTS = {
+    "ToolSecretArns": SECRET_ARNS,
+    "ToolSecretKeyArns": SECRET_KEYS,
+    "LinkKeyArn": LINK_KEY,
+    "LinkKeyCiphertext": "AQIDAHhVZWxjb21l",
+}
 SECRET_ACTIONS = {"secretsmanager:GetSecretValue", "ssm:GetParameter"}
 
 # Code that a deployed function does not run: (file, fn) -> (why, patterns of a call to it
@@ -611,10 +620,16 @@ def resolved_statements(out, role, parameters):
             yield statement
 
 
-def check_tool_secrets(out, c):
+def check_tool_secrets(out, root, c):
     """The header secrets' grants: only the turn function's, exactly the ARNs and keys the
     parameters give (the keys only through Secrets Manager and SSM), none without them."""
     secretish = re.compile(r"^(secretsmanager|ssm|kms):")
+    with open(os.path.join(root, LINK_KEY_CODE), encoding="utf-8") as f:
+        found = re.search(
+            r'ENCRYPTION_CONTEXT:\s*\(&str,\s*&str\)\s*=\s*\("([^"]+)",\s*"([^"]+)"\)', f.read()
+        )
+    c.expect(found is not None, f"{LINK_KEY_CODE}: no ENCRYPTION_CONTEXT any more")
+    link_context = {f"kms:EncryptionContext:{found.group(1)}": found.group(2)} if found else {}
     for role in [k for k, v in out["Resources"].items() if v["Type"] == "AWS::IAM::Role"]:
         for params in ({}, ALL_GRANTS):
             for st in resolved_statements(out, role, params):
@@ -622,6 +637,18 @@ def check_tool_secrets(out, c):
                 if not actions:
                     continue
                 where = f"{role}: statement {st.get('Sid', '?')} grants {actions}"
+                if st.get("Sid") == "LinkKeyDecrypt":
+                    context = st.get("Condition", {}).get("StringEquals", {})
+                    c.expect(
+                        role == "TurnFunctionRole"
+                        and params
+                        and actions == ["kms:Decrypt"]
+                        and as_list(st.get("Resource")) == [LINK_KEY]
+                        and context == link_context,
+                        f"{where}: want only the turn function's kms:Decrypt of LinkKeyArn, "
+                        "under the encryption context baton=link-key (baton_aws::link_key)",
+                    )
+                    continue
                 if not c.expect(
                     role == "TurnFunctionRole" and params,
                     f"{where}{' without ToolSecretArns' if not params else ''}: only the turn "
@@ -663,7 +690,7 @@ def check_tool_secrets(out, c):
 
 
 def check_iam(out, root, c):
-    check_tool_secrets(out, c)
+    check_tool_secrets(out, root, c)
     for role, folders in FUNCTIONS.items():
         source = Source(root, folders)
         used = used_actions(role, source, root, c)

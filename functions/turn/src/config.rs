@@ -50,6 +50,29 @@ pub struct Config {
     /// `key=model-id` pairs separated by commas (the template passes the ids its IAM
     /// policy allows); other models keep the id in `models.yaml`.
     pub model_ids: Vec<(String, String)>,
+    /// The account links' key (D-37): `BATON_LINK_KEY_KMS`, a KMS data key's ciphertext
+    /// decrypted at Init, or `BATON_LINK_KEY`, the key itself (local runs and tests).
+    /// Without either, tools that act with the user's own sign-in cannot be used.
+    pub link_key: Option<LinkKeySetting>,
+}
+
+/// Where the account links' key comes from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum LinkKeySetting {
+    /// A KMS data key's `CiphertextBlob`, in base64.
+    Kms(String),
+    /// The key itself: 32 bytes in base64.
+    Plain(String),
+}
+
+impl std::fmt::Debug for LinkKeySetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.write_str(match self {
+            LinkKeySetting::Kms(_) => "Kms(..)",
+            LinkKeySetting::Plain(_) => "Plain(..)",
+        })
+    }
 }
 
 impl Config {
@@ -106,6 +129,7 @@ impl Config {
             warm_up_timeout: Duration::from_millis(number("BATON_WARM_UP_TIMEOUT_MS", 2_000)?),
             bind: env.get("BIND").unwrap_or_else(|| "127.0.0.1:3000".into()),
             model_ids: env.model_ids()?,
+            link_key: link_key(&env)?,
         })
     }
 
@@ -135,6 +159,30 @@ impl Config {
     }
 }
 
+/// `BATON_LINK_KEY_KMS` or `BATON_LINK_KEY`, at most one (their values never repeated in a
+/// message).
+fn link_key(
+    env: &Env<impl Fn(&str) -> Option<String>>,
+) -> Result<Option<LinkKeySetting>, ConfigError> {
+    match (env.get("BATON_LINK_KEY_KMS"), env.get("BATON_LINK_KEY")) {
+        (Some(_), Some(_)) => Err(ConfigError::Invalid {
+            name: "BATON_LINK_KEY",
+            value: "(hidden)".to_owned(),
+            expected: "not set beside BATON_LINK_KEY_KMS: give one of them",
+        }),
+        (Some(ciphertext), None) => Ok(Some(LinkKeySetting::Kms(ciphertext))),
+        (None, Some(key)) => match baton_runtime::Sealer::from_base64(&key) {
+            Ok(_) => Ok(Some(LinkKeySetting::Plain(key))),
+            Err(_) => Err(ConfigError::Invalid {
+                name: "BATON_LINK_KEY",
+                value: "(hidden)".to_owned(),
+                expected: "32 bytes in base64",
+            }),
+        },
+        (None, None) => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +194,33 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn the_link_key_is_one_of_two_settings_and_never_shown() {
+        let base = [("BATON_TABLE", "journal"), ("BATON_BUCKET", "bodies")];
+        assert_eq!(config(&base).unwrap().link_key, None);
+        let key = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut vars = base.to_vec();
+            vars.extend_from_slice(extra);
+            config(&vars)
+        };
+        let plain = with(&[("BATON_LINK_KEY", key)]).unwrap();
+        assert_eq!(plain.link_key, Some(LinkKeySetting::Plain(key.to_owned())));
+        assert!(!format!("{plain:?}").contains(key));
+        let kms = with(&[("BATON_LINK_KEY_KMS", "AQIDAHh")]).unwrap();
+        assert_eq!(
+            kms.link_key,
+            Some(LinkKeySetting::Kms("AQIDAHh".to_owned()))
+        );
+        let both = with(&[("BATON_LINK_KEY", key), ("BATON_LINK_KEY_KMS", "AQIDAHh")]);
+        assert!(both.unwrap_err().to_string().contains("BATON_LINK_KEY_KMS"));
+        let short = with(&[("BATON_LINK_KEY", "AQEB")]).unwrap_err().to_string();
+        assert!(
+            short.contains("32 bytes") && !short.contains("AQEB"),
+            "{short}"
+        );
     }
 
     #[test]

@@ -16,9 +16,9 @@ use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AppState, McpHosts, PrincipalSource};
 use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
-use baton_runtime::{Runtime, RuntimeConfig};
+use baton_runtime::{Runtime, RuntimeConfig, Sealer};
 
-use crate::config::Config;
+use crate::config::{Config, LinkKeySetting};
 use crate::deployed::{self, Connectors};
 use crate::tracker::{TrackedStore, TurnTracker};
 use crate::{incoming, outgoing};
@@ -37,6 +37,9 @@ pub enum InitError {
     /// A header secret of an `http` tool, named by ARN in `tools.yaml`, could not be read.
     #[error("a header secret of tools.yaml cannot be read: {0}")]
     Secrets(#[from] SecretsError),
+    /// The account links' key could not be had (D-37).
+    #[error("the account links' key: {0}")]
+    LinkKey(String),
 }
 
 /// Which model serves the cards.
@@ -100,6 +103,16 @@ pub async fn init_with(
     principals: Arc<dyn PrincipalSource>,
 ) -> Result<Function, InitError> {
     let secrets = deployed::secret_source(config, &clients.config).await?;
+    let link_key = match &config.link_key {
+        Some(LinkKeySetting::Kms(ciphertext)) => {
+            let key = baton_aws::link_key::decrypt(&clients.config, ciphertext)
+                .await
+                .map_err(|e| InitError::LinkKey(e.to_string()))?;
+            Some(Sealer::new(&key).map_err(|e| InitError::LinkKey(e.to_string()))?)
+        }
+        Some(LinkKeySetting::Plain(key)) => Some(plain_key(key)?),
+        None => None,
+    };
     let (registry, connectors) = deployed::load(config, secrets).await?;
     let model = BedrockModel::new(clients.bedrock.clone(), registry.models());
     let store = DynamoStore::new(
@@ -112,7 +125,11 @@ pub async fn init_with(
         store: Arc::new(store),
         principals,
     };
-    build(config, registry, connectors, adapters)
+    build(config, registry, connectors, adapters, link_key)
+}
+
+fn plain_key(key: &str) -> Result<Sealer, InitError> {
+    Sealer::from_base64(key).map_err(|e| InitError::LinkKey(e.to_string()))
 }
 
 /// Init over any adapters: the same registry checks, runtime and router as on AWS, except
@@ -123,7 +140,17 @@ pub async fn init_with(
 /// See [`InitError`].
 pub async fn assemble(config: &Config, adapters: Adapters) -> Result<Function, InitError> {
     let (registry, connectors) = deployed::load(config, Arc::new(EnvSecretSource)).await?;
-    build(config, registry, connectors, adapters)
+    let link_key = match &config.link_key {
+        Some(LinkKeySetting::Plain(key)) => Some(plain_key(key)?),
+        Some(LinkKeySetting::Kms(_)) => {
+            return Err(InitError::LinkKey(
+                "BATON_LINK_KEY_KMS needs KMS, which this assembly has no client for: give BATON_LINK_KEY"
+                    .to_owned(),
+            ));
+        }
+        None => None,
+    };
+    build(config, registry, connectors, adapters, link_key)
 }
 
 fn build(
@@ -131,6 +158,7 @@ fn build(
     registry: Arc<Registry>,
     connectors: Connectors,
     adapters: Adapters,
+    link_key: Option<Sealer>,
 ) -> Result<Function, InitError> {
     let tracker = TurnTracker::new();
     let metrics = Arc::new(EmfMetrics::new(&config.metrics_namespace));
@@ -167,6 +195,9 @@ fn build(
         }
     }
     builder = builder.connectors(connectors);
+    if let Some(key) = link_key {
+        builder = builder.link_key(key);
+    }
     if baton_otel::exporting() {
         // Tool calls and remote agents pass the trace on (D-33).
         builder = builder.trace_context(baton_otel::traceparent);

@@ -28,7 +28,7 @@ pub mod outgoing;
 mod principal;
 mod tracker;
 
-pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES};
+pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES, LinkKeySetting};
 pub use host::under_lambda;
 pub use init::{Adapters, Function, InitError, ModelServing, assemble, init, init_with};
 pub use invocation::{InvocationLayer, InvocationService, MetricsSink};

@@ -6,12 +6,14 @@
 //! - [`sdk`]: loading the SDK's standard settings and building the clients once.
 //! - [`logs`]: JSON logs for CloudWatch, as every function of the bundle writes them.
 //! - [`secrets`]: header secrets by ARN (Secrets Manager, SSM), read once at Init.
+//! - [`link_key`]: the account links' key, a KMS data key decrypted once at Init.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod bedrock;
 pub mod emf;
 pub mod journal;
+pub mod link_key;
 pub mod logs;
 pub mod sdk;
 pub mod secrets;

@@ -8,6 +8,7 @@ mod design_refs;
 mod history_writer;
 mod journal;
 mod layering;
+mod link_key;
 mod local_model;
 mod module_circles;
 mod planner;

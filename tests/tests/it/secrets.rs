@@ -79,13 +79,13 @@ fn tools_bin() -> &'static Result<PathBuf, String> {
 /// moto's server on a free port, for one test. Dropping it stops the server; so does the
 /// test process ending in any way (the server runs under a watchdog reading a pipe from
 /// this process, as DynamoDB Local does in `baton_tests::dynamodb_local`).
-struct Moto {
-    sdk: SdkConfig,
+pub(crate) struct Moto {
+    pub(crate) sdk: SdkConfig,
     process: Option<(Child, ChildStdin)>,
 }
 
 impl Moto {
-    async fn start() -> Moto {
+    pub(crate) async fn start() -> Moto {
         if let Ok(endpoint) = std::env::var(ENDPOINT_VAR)
             && !endpoint.trim().is_empty()
         {
