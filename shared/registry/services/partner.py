@@ -15,6 +15,8 @@ library only.
                                                        code once) and refresh_token grants
     POST /mcp                                          MCP (streamable HTTP, JSON answers);
                                                        401 with a challenge without a token
+    GET  /api/miles                                    the same miles as plain JSON, for an
+                                                       `http` tool (its own resource, /api)
     GET  /stats                                        what happened (for the tests)
     POST /control                                      {"access_ttl": s, "wrong_audience": b,
                                                         "refuse_refresh": b} (for the tests)
@@ -80,6 +82,20 @@ class Partner(BaseHTTPRequestHandler):
 
     def do_GET(self):
         url = urlparse(self.path)
+        if url.path == "/.well-known/oauth-protected-resource/api":
+            return self.answer(200, {
+                "resource": self.base + "/api",
+                "authorization_servers": [self.base],
+                "scopes_supported": [SCOPE],
+            })
+        if url.path == "/api/miles":
+            held = self.bearer(self.base + "/api", "/.well-known/oauth-protected-resource/api")
+            if held is None:
+                return None
+            with LOCK:
+                STATS["calls"] += 1
+            member = held["member"]
+            return self.answer(200, {"member": member, "miles": MILES.get(member, 0), "airline": "Partner Air"})
         if url.path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"):
             return self.answer(200, {
                 "resource": self.resource(),
@@ -240,17 +256,26 @@ class Partner(BaseHTTPRequestHandler):
             return self.issue(held["member"], held["scope"], held["resource"], held["client_id"], form.get("refresh_token"))
         return self.answer(400, {"error": "unsupported_grant_type"})
 
-    def mcp(self):
+    def bearer(self, audience, metadata):
+        """The request's token if it is good for `audience`; else answers 401 with the
+        challenge naming the resource's `metadata` and returns None."""
         auth = self.headers.get("Authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else ""
         with LOCK:
             held = TOKENS.get(token)
-            good = held is not None and held["exp"] > time.time() and held["aud"] == self.resource()
+            good = held is not None and held["exp"] > time.time() and held["aud"] == audience
             if not good:
                 STATS["unauthorized"] += 1
         if not good:
-            challenge = f'Bearer resource_metadata="{self.base}/.well-known/oauth-protected-resource/mcp", scope="{SCOPE}"'
-            return self.answer(401, {"error": "invalid_token"}, [("WWW-Authenticate", challenge)])
+            challenge = f'Bearer resource_metadata="{self.base}{metadata}", scope="{SCOPE}"'
+            self.answer(401, {"error": "invalid_token"}, [("WWW-Authenticate", challenge)])
+            return None
+        return held
+
+    def mcp(self):
+        held = self.bearer(self.resource(), "/.well-known/oauth-protected-resource/mcp")
+        if held is None:
+            return None
         try:
             message = json.loads(self.body() or b"{}")
         except ValueError:

@@ -69,6 +69,27 @@ impl Scene {
         }
     }
 
+    /// The same, with `get_partner_miles` an `http` tool of the partner's plain JSON API
+    /// (`/api/miles`, its own protected resource) instead of its MCP server.
+    fn over_http(sandbox: &Sandbox) -> Scene {
+        let scene = Scene::new(sandbox, &[]);
+        let tools = sandbox.path().join("registry/tools.yaml");
+        let text = std::fs::read_to_string(&tools).unwrap();
+        let port = scene.partner.port();
+        let start = text
+            .find(&format!(
+                "      kind: mcp\n      server:\n        url: http://127.0.0.1:{port}/mcp"
+            ))
+            .expect("get_partner_miles's connector");
+        let end = start + text[start..].find("    schema:").unwrap();
+        let http = format!(
+            "      kind: http\n      url: http://127.0.0.1:{port}/api/miles\n      deadline_ms: 10000\n      oauth:\n        grant: authorization_code\n        redirect_uri: http://{}/v1/links/callback\n      response:\n        json:\n          domain_type: partner_miles\n          enricher_id: partner-air\n          version: 1.0.0\n",
+            scene.addr
+        );
+        std::fs::write(&tools, format!("{}{http}{}", &text[..start], &text[end..])).unwrap();
+        scene
+    }
+
     fn serve(&self, baton: Command) -> Serving {
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         Serving::spawn(baton, &args, &[])
@@ -563,5 +584,95 @@ fn an_ag_ui_client_resumes_after_the_sign_in() {
         "{out:#}"
     );
     assert!(child.wait().unwrap().success());
+    assert_eq!(scene.partner.stats()["calls"], 1);
+}
+
+/// An `http` API that acts with the user's own sign-in: the same account link, kept under
+/// the API's own resource, then used without asking.
+#[test]
+fn an_http_api_that_acts_for_the_user_is_linked_the_same_way() {
+    let sandbox = Sandbox::new();
+    let scene = Scene::over_http(&sandbox);
+    let serving = scene.serve(sandbox.baton());
+    let (events, episode) = ask(&serving, "alice");
+    let asked = interruption(&events).unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(asked["kind"], "account_link");
+    let url = asked["url"].as_str().unwrap();
+    assert!(url.contains("resource=http%3A%2F%2F127.0.0.1"), "{url}");
+    let back = scene.partner.sign_in(url, "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    let linked = links(&serving, "alice");
+    assert_eq!(
+        linked[0]["server"],
+        format!("http://127.0.0.1:{}/api/miles", scene.partner.port()).as_str()
+    );
+    let resumed = resume(&serving, "alice", &episode, asked, "approve");
+    assert!(miles_read(&resumed), "{resumed:?}");
+    let (later, _) = ask(&serving, "alice");
+    assert!(interruption(&later).is_none(), "{later:?}");
+    assert!(miles_read(&later), "{later:?}");
+    assert_eq!(scene.partner.stats()["calls"], 2);
+    assert_eq!(scene.partner.stats()["tokens"], 1);
+}
+
+/// `baton chat` prints the sign-in page and waits; `baton serve` on the same data (which
+/// receives the sign-in's callback) keeps the link; Enter goes on, and the miles are read.
+#[test]
+fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
+    use std::io::{BufRead as _, Write as _};
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let chat_args: Vec<&str> = scene
+        .args
+        .chunks(2)
+        .filter(|pair| pair[0] != "--addr")
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let mut child = sandbox
+        .baton()
+        .args(&chat_args)
+        .args([
+            "--principal",
+            "alice",
+            "chat",
+            "--json",
+            "what are my partner miles",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let asked: Value = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("chat ended before it asked"))
+            .unwrap();
+        let event: Value = serde_json::from_str(&line).unwrap();
+        if event["type"] == "interruption" {
+            break event;
+        }
+    };
+    assert_eq!(asked["kind"], "account_link");
+    let back = scene
+        .partner
+        .sign_in(asked["url"].as_str().unwrap(), "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    let rest: Vec<Value> = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Press Enter once you have signed in"),
+        "{stderr}"
+    );
+    assert!(miles_read(&rest), "{rest:?}");
+    assert_eq!(outcome(&rest), "answered");
     assert_eq!(scene.partner.stats()["calls"], 1);
 }

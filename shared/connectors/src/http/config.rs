@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::HttpConnector;
 use super::template::UrlTemplate;
 use crate::envelope::EnvelopeMeta;
+use crate::oauth::UserSpec;
 use crate::secrets::{HeaderSpec, parse_headers};
 
 /// How long connecting may take by default.
@@ -58,6 +59,8 @@ struct Raw {
     max_body_bytes: Option<u64>,
     #[serde(default)]
     ca_file: Option<String>,
+    #[serde(default)]
+    oauth: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -176,6 +179,8 @@ pub(super) struct HttpConfig {
     pub(super) retry: RetryPolicy,
     pub(super) response: ResponseMode,
     pub(super) max_body_bytes: u64,
+    /// The user's own sign-in, when the API acts for the user (D-37).
+    pub(super) oauth: Option<UserAuth>,
 }
 
 impl HttpConfig {
@@ -221,6 +226,10 @@ impl HttpConfig {
         if ca_file.is_some() && !raw.url.starts_with("https://") {
             return Err("ca_file is for https:// URLs only".to_owned());
         }
+        let oauth = match &raw.oauth {
+            None => None,
+            Some(value) => Some(user_auth(value, &raw.url)?),
+        };
         Ok(HttpConfig {
             url,
             method,
@@ -233,8 +242,44 @@ impl HttpConfig {
             retry,
             response,
             max_body_bytes,
+            oauth,
         })
     }
+}
+
+/// The API acts with the user's own sign-in (D-37): the `oauth:` block of an `http` tool,
+/// and the protected resource it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct UserAuth {
+    pub(super) spec: UserSpec,
+    /// The protected resource: `oauth.resource`, else the URL up to its first placeholder
+    /// or query (the link's key: tools naming the same resource share one link).
+    pub(super) resource: reqwest::Url,
+}
+
+fn user_auth(value: &Value, url: &str) -> Result<UserAuth, String> {
+    let mut block = value.clone();
+    let resource = match block.as_object_mut().and_then(|m| m.remove("resource")) {
+        None => None,
+        Some(Value::String(r)) => Some(r),
+        Some(_) => return Err("oauth.resource: an http(s) URL".to_owned()),
+    };
+    match block.get("grant").and_then(Value::as_str) {
+        Some("authorization_code") => {}
+        _ => {
+            return Err(
+                "oauth.grant: an http tool takes the user's own sign-in only (grant: authorization_code)"
+                    .to_owned(),
+            );
+        }
+    }
+    let spec = UserSpec::parse("oauth", &block)?;
+    let fixed = resource.unwrap_or_else(|| url.split(['{', '?']).next().unwrap_or(url).to_owned());
+    let resource = reqwest::Url::parse(&fixed)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .ok_or_else(|| format!("oauth.resource: {fixed:?} is not an http(s) URL"))?;
+    Ok(UserAuth { spec, resource })
 }
 
 fn positive_ms(key: &str, value: Option<u64>, default: u64) -> Result<Duration, String> {
@@ -315,6 +360,45 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_users_own_sign_in_names_its_resource() {
+        let parse = |oauth: Value| {
+            HttpConfig::parse(&json!({"url": "http://h:8/api/miles/{member}?x=1", "oauth": oauth}))
+        };
+        let redirect = "http://127.0.0.1:8787/v1/links/callback";
+        let c = parse(json!({"grant": "authorization_code", "redirect_uri": redirect})).unwrap();
+        let auth = c.oauth.unwrap();
+        assert_eq!(auth.resource.as_str(), "http://h:8/api/miles/");
+        assert_eq!(auth.spec.redirect_uri, redirect);
+        let c = parse(json!({"grant": "authorization_code", "redirect_uri": redirect, "resource": "http://h:8/api"}))
+            .unwrap();
+        assert_eq!(c.oauth.unwrap().resource.as_str(), "http://h:8/api");
+        for (bad, says) in [
+            (
+                json!({"grant": "client_credentials", "client_id": "x"}),
+                "authorization_code",
+            ),
+            (json!({"grant": "authorization_code"}), "redirect_uri"),
+            (
+                json!({"grant": "authorization_code", "redirect_uri": redirect, "resource": "ftp://h"}),
+                "oauth.resource",
+            ),
+            (
+                json!({"grant": "authorization_code", "redirect_uri": redirect, "resource": 7}),
+                "oauth.resource",
+            ),
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(says), "{says}: {e}");
+        }
+        assert!(
+            HttpConfig::parse(&json!({"url": "http://h/x"}))
+                .unwrap()
+                .oauth
+                .is_none()
+        );
+    }
 
     #[test]
     fn defaults() {

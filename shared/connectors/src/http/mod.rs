@@ -38,6 +38,12 @@
 //! defaults all share one. `ca_file` names a PEM file of the CAs trusted instead of the
 //! system's roots (a private CA), read when the client is built.
 //!
+//! The user's own sign-in (`oauth: {grant: authorization_code, redirect_uri, resource?}`,
+//! D-37): the principal's token from their account link goes with each request as a Bearer
+//! token; a 401 (or a 403 asking for more scope) with the API's challenge renews it once,
+//! or, with no link that works, ends the call as [`ConnectorError::NeedsLink`] so that the
+//! turn waits for the user to connect their account.
+//!
 //! See `docs/connectors-http.md` for the settings and an example.
 
 mod config;
@@ -55,6 +61,7 @@ use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
+use crate::oauth::{AuthFault, Challenge, LinkedTokenSource, Tokens as _, finish_link};
 use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
 use config::{ClientSettings, HttpConfig};
 
@@ -69,7 +76,7 @@ const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// The `http` connector kind: tools answered by HTTP services.
 pub struct HttpConnector {
     /// The header secrets, each read once per process.
-    secrets: Secrets,
+    secrets: Arc<Secrets>,
     /// One client per distinct client settings, built on first use.
     clients: Mutex<HashMap<ClientSettings, reqwest::Client>>,
     /// Each tool's settings as parsed on its first call, beside the settings they were
@@ -116,7 +123,7 @@ impl HttpConnector {
     /// A connector whose header secrets come from `source`.
     pub fn with_secret_source(source: Arc<dyn SecretSource>) -> Self {
         HttpConnector {
-            secrets: Secrets::new(source),
+            secrets: Arc::new(Secrets::new(source)),
             clients: Mutex::new(HashMap::new()),
             parsed: Mutex::new(HashMap::new()),
         }
@@ -251,6 +258,28 @@ impl Connector for HttpConnector {
         } else {
             None
         };
+        // The principal's own token, for an API that acts for the user.
+        let tokens = match (&config.oauth, &request.links) {
+            (Some(auth), Some(links)) => Some(LinkedTokenSource::new(
+                auth.spec.clone(),
+                auth.resource.clone(),
+                client.clone(),
+                self.secrets.clone(),
+                links.clone(),
+                request.principal.clone(),
+            )),
+            (Some(_), None) => {
+                return Err(ConnectorError::Config(
+                    "this API acts with the user's own sign-in, and this runtime keeps no account links".to_owned(),
+                ));
+            }
+            (None, _) => None,
+        };
+        let mut token = match &tokens {
+            Some(t) => t.cached().await,
+            None => None,
+        };
+        let mut renewed = false;
         let may_retry = config.retry.idempotent && config.retry.attempts > 1;
         let mut attempt = 1;
         loop {
@@ -265,13 +294,44 @@ impl Connector for HttpConnector {
                 .request(config.method.as_reqwest(), &url)
                 .headers(headers.clone())
                 .timeout(remaining);
+            if let Some(token) = &token {
+                call = call.bearer_auth(token.expose());
+            }
             if let Some(body) = &body {
                 call = call
                     .header(CONTENT_TYPE, "application/json")
                     .body(body.clone());
             }
             let last = !may_retry || attempt >= config.retry.attempts;
-            let (failure, retry_after) = match call.send().await {
+            let sent = call.send().await;
+            // The API refused the token (or its absence): renewed once, and the request
+            // sent again (it was refused, so nothing ran).
+            if let Ok(answer) = &sent
+                && !renewed
+                && matches!(
+                    answer.status(),
+                    reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN
+                )
+                && let Some(tokens) = &tokens
+                && let Some(challenge) = answer
+                    .headers()
+                    .get(reqwest::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(Challenge::parse)
+            {
+                renewed = true;
+                match tokens.renew(token.as_ref(), &challenge).await {
+                    Ok(fresh) => token = Some(fresh),
+                    Err(fault) => {
+                        return Err(match tokens.take_needed() {
+                            Some(needed) => ConnectorError::NeedsLink(Box::new(needed)),
+                            None => ConnectorError::Unavailable(fault.to_string()),
+                        });
+                    }
+                }
+                continue;
+            }
+            let (failure, retry_after) = match sent {
                 Ok(answer) if !last && retry::retryable_status(answer.status()) => (
                     format!("it answered HTTP {}", answer.status()),
                     retry::retry_after(answer.headers()),
@@ -319,6 +379,36 @@ impl Connector for HttpConnector {
         if let Some(path) = &config.client.ca_file {
             ca_certificates(path)?;
         }
+        if let Some(auth) = &config.oauth {
+            auth.spec
+                .check(&self.secrets)
+                .map_err(|e| format!("oauth: {e}"))?;
+        }
         Ok(())
+    }
+
+    fn acts_for_user(&self, config: &Value) -> bool {
+        HttpConfig::parse(config).is_ok_and(|c| c.oauth.is_some())
+    }
+
+    async fn finish_link(
+        &self,
+        config: &Value,
+        pending: &str,
+        code: &str,
+    ) -> Result<String, ConnectorError> {
+        let config = HttpConfig::parse(config).map_err(ConnectorError::Config)?;
+        if config.oauth.is_none() {
+            return Err(ConnectorError::Config(
+                "this API does not act with the user's own sign-in".to_owned(),
+            ));
+        }
+        let client = self.client(&config.client)?;
+        finish_link(&client, pending, code)
+            .await
+            .map_err(|fault| match fault {
+                AuthFault::Unreachable(_) => ConnectorError::Unavailable(fault.to_string()),
+                _ => ConnectorError::InvalidEnvelope(fault.to_string()),
+            })
     }
 }
