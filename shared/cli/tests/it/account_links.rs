@@ -215,14 +215,18 @@ pub(crate) fn connects_once(sandbox: &Sandbox, baton: impl Fn() -> Command, stor
     assert_eq!(linked[0]["server"], server.as_str());
     assert!(links(&first, "bob").is_empty());
 
-    let resumed = resume(&first, "alice", &episode, asked, "approve");
+    // SIGKILL while the turn waits: the restarted process resumes it, and the link made
+    // before the kill is there.
+    first.kill();
+    let restarted = scene.serve(baton());
+    let resumed = resume(&restarted, "alice", &episode, asked, "approve");
     assert!(miles_read(&resumed), "{resumed:?}");
     assert_eq!(outcome(&resumed), "answered");
     assert_eq!(scene.partner.stats()["calls"], 1);
 
-    // A restart loses nothing: the link is in the store, sealed under the key in the
-    // data directory.
-    first.kill();
+    // Another restart loses nothing: the link is in the store, sealed under the key in
+    // the data directory (or the configured one).
+    restarted.kill();
     let second = scene.serve(baton());
     let (later, _) = ask(&second, "alice");
     assert!(interruption(&later).is_none(), "{later:?}");
@@ -674,5 +678,54 @@ fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
     );
     assert!(miles_read(&rest), "{rest:?}");
     assert_eq!(outcome(&rest), "answered");
+    assert_eq!(scene.partner.stats()["calls"], 1);
+}
+
+/// The official OpenAI SDK for Python: the answer holds the sign-in page; once the user has
+/// signed in, "done" in the same episode goes on and the miles are read.
+#[test]
+fn an_openai_client_reads_the_page_in_the_answer_and_says_done() {
+    use std::io::{BufRead as _, Write as _};
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let script = baton_testkit::crate_dir().join("tests/clients/openai_link.py");
+    let mut child = Command::new(baton_testkit::a2a_python())
+        .arg(&script)
+        .args([&format!("http://{}", serving.addr), "alice"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the OpenAI client ended early"))
+            .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"))
+    };
+    let first = next();
+    let answer = first["content"].as_str().unwrap();
+    let page = format!("http://127.0.0.1:{}/authorize?", scene.partner.port());
+    let start = answer
+        .find(&page)
+        .unwrap_or_else(|| panic!("no sign-in page in: {answer}"));
+    let url: String = answer[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ',')
+        .collect();
+    let back = scene.partner.sign_in(&url, "allow");
+    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    writeln!(child.stdin.as_mut().unwrap(), "signed in").unwrap();
+    let second = next();
+    assert!(
+        second["content"]
+            .as_str()
+            .unwrap()
+            .contains("Here is what Partner Air says."),
+        "{second:#}"
+    );
+    assert!(child.wait().unwrap().success());
     assert_eq!(scene.partner.stats()["calls"], 1);
 }
