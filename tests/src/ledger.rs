@@ -6,62 +6,39 @@
 #![allow(clippy::panic, clippy::expect_used)]
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::fixtures::{copy_dir, registry_dir};
+use crate::python_service::PythonService;
 
 /// Where the shipped registry expects the ledger.
 const SHIPPED_URL: &str = "url: http://127.0.0.1:8942/redemptions";
 
 /// The ledger, killed when dropped.
 pub struct Ledger {
-    child: Child,
-    port: u16,
+    service: PythonService,
 }
 
 impl Ledger {
     /// Starts it on a free port and waits until it listens.
     pub fn start() -> Ledger {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = Command::new("python3")
-            .arg(registry_dir().join("services/ledger.py"))
-            .arg(port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting the demo ledger with python3");
-        let mut ledger = Ledger { child, port };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            assert!(
-                ledger.child.try_wait().ok().flatten().is_none(),
-                "the demo ledger exited"
-            );
-            assert!(Instant::now() < deadline, "the demo ledger did not listen");
-            std::thread::sleep(Duration::from_millis(50));
+        Ledger {
+            service: PythonService::start("ledger.py"),
         }
-        ledger
     }
 
     /// Its port.
     pub fn port(&self) -> u16 {
-        self.port
+        self.service.port()
     }
 
     /// Every redemption it recorded, oldest first.
     pub fn redemptions(&self) -> Vec<Value> {
         let mut stream =
-            TcpStream::connect(("127.0.0.1", self.port)).expect("connecting to the ledger");
+            TcpStream::connect(("127.0.0.1", self.port())).expect("connecting to the ledger");
         stream
             .write_all(b"GET /redemptions HTTP/1.1\r\nHost: ledger\r\nConnection: close\r\n\r\n")
             .expect("asking the ledger");
@@ -88,15 +65,8 @@ impl Ledger {
         let tools = copy.join("tools.yaml");
         let text = std::fs::read_to_string(&tools).expect("reading tools.yaml");
         assert!(text.contains(SHIPPED_URL), "redeem_points moved");
-        let url = format!("url: http://127.0.0.1:{}/redemptions", self.port);
+        let url = format!("url: http://127.0.0.1:{}/redemptions", self.port());
         std::fs::write(&tools, text.replace(SHIPPED_URL, &url)).expect("writing tools.yaml");
         copy
-    }
-}
-
-impl Drop for Ledger {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -26,6 +26,7 @@ pub mod ledger;
 pub mod local_model;
 pub mod otlp_receiver;
 pub mod partner;
+pub mod python_service;
 pub mod requests;
 pub mod runtime_api;
 pub mod s3;

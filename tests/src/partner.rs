@@ -6,14 +6,13 @@
 #![allow(clippy::panic, clippy::expect_used)]
 
 use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::fixtures::{copy_dir, registry_dir};
+use crate::python_service::PythonService;
 
 /// Where the shipped registry expects the partner, and sends the browser back to.
 const SHIPPED_URL: &str = "url: http://127.0.0.1:8943/mcp";
@@ -54,58 +53,29 @@ pub fn header_of<'h>(head: &'h str, name: &str) -> Option<&'h str> {
 
 /// The partner, killed when dropped.
 pub struct Partner {
-    child: Child,
-    port: u16,
+    service: PythonService,
 }
 
 impl Partner {
     /// Starts it on a free port and waits until it listens.
     pub fn start() -> Partner {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        Self::start_on(port)
-    }
-
-    /// Starts it on `port` (again, after [`Partner::stop`]: what it knew is gone).
-    pub fn start_on(port: u16) -> Partner {
-        let child = Command::new("python3")
-            .arg(registry_dir().join("services/partner.py"))
-            .arg(port.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting the demo partner with python3");
-        let mut partner = Partner { child, port };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            assert!(
-                partner.child.try_wait().ok().flatten().is_none(),
-                "the demo partner exited"
-            );
-            assert!(Instant::now() < deadline, "the demo partner did not listen");
-            std::thread::sleep(Duration::from_millis(50));
+        Partner {
+            service: PythonService::start("partner.py"),
         }
-        partner
     }
 
     /// Its port.
     pub fn port(&self) -> u16 {
-        self.port
+        self.service.port()
     }
 
     /// Stops it (an authorization server that is down).
-    pub fn stop(mut self) -> u16 {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.port
+    pub fn stop(self) {
+        drop(self.service);
     }
 
     fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("127.0.0.1:{}", self.port())
     }
 
     /// What it saw: codes, tokens, refreshes, refused grants, tool calls, refused calls.
@@ -183,13 +153,6 @@ impl Partner {
             );
         std::fs::write(&tools, text).expect("writing tools.yaml");
         copy
-    }
-}
-
-impl Drop for Partner {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -27,15 +27,6 @@ agents:
       text: ["Your Partner Air miles are in."]
 "#;
 
-/// The data events of a raw SSE response.
-fn sse_events(response: &str) -> Vec<Value> {
-    response
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str(d).ok())
-        .collect()
-}
-
 /// A partner, a registry using it, and a `baton serve` at an address known beforehand
 /// (the partner sends the browser back there).
 struct Scene {
@@ -103,6 +94,18 @@ fn ask(serving: &Serving, principal: &str) -> (Vec<Value>, String) {
         .unwrap_or_else(|| panic!("{response}"))
         .to_owned();
     (sse_events(&response), episode)
+}
+
+/// The partner's sign-in page in an answer's words.
+fn page_in(answer: &str, partner: &Partner) -> String {
+    let page = format!("http://127.0.0.1:{}/authorize?", partner.port());
+    let start = answer
+        .find(&page)
+        .unwrap_or_else(|| panic!("no sign-in page in: {answer}"));
+    answer[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ',')
+        .collect()
 }
 
 fn interruption(events: &[Value]) -> Option<&Value> {
@@ -399,41 +402,22 @@ fn a_link_is_refreshed_and_a_refused_refresh_asks_again() {
 /// on, and the task completes with the miles read.
 #[test]
 fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
-    use std::io::{BufRead as _, Write as _};
     let sandbox = Sandbox::new();
     let scene = Scene::new(&sandbox, &[]);
     let serving = scene.serve(sandbox.baton());
     let script = baton_testkit::crate_dir().join("tests/clients/a2a_auth.py");
-    let mut child = Command::new(baton_testkit::a2a_python())
+    let mut command = Command::new(baton_testkit::a2a_python());
+    command
         .arg(&script)
-        .args([&format!("http://{}", serving.addr), "alice"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next = || -> Value {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("the A2A client ended early"))
-            .unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"))
-    };
-    let first = next();
+        .args([&format!("http://{}", serving.addr), "alice"]);
+    let mut client = LineClient::spawn(command);
+    let first = client.next();
     assert_eq!(first["state"], "TASK_STATE_AUTH_REQUIRED", "{first:#}");
-    let answer = first["answer"].as_str().unwrap();
-    let page = format!("http://127.0.0.1:{}/authorize?", scene.partner.port());
-    let start = answer
-        .find(&page)
-        .unwrap_or_else(|| panic!("no sign-in page in: {answer}"));
-    let url: String = answer[start..]
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',')
-        .collect();
+    let url = page_in(first["answer"].as_str().unwrap(), &scene.partner);
     let back = scene.partner.sign_in(&url, "allow");
     assert_eq!(callback(&serving, &scene, &back).0, 200);
-    writeln!(child.stdin.as_mut().unwrap(), "signed in").unwrap();
-    let second = next();
+    client.say("signed in");
+    let second = client.next();
     assert_eq!(second["state"], "TASK_STATE_COMPLETED", "{second:#}");
     assert_eq!(second["task_id"], first["task_id"], "{second:#}");
     assert!(
@@ -443,7 +427,7 @@ fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
             .contains("Here is what Partner Air says."),
         "{second:#}"
     );
-    assert!(child.wait().unwrap().success());
+    client.finish();
     assert_eq!(scene.partner.stats()["calls"], 1);
 }
 
@@ -547,38 +531,27 @@ async fn an_mcp_client_is_sent_to_the_sign_in_page_by_url_elicitation() {
 /// (`{"approved": true}`) goes on and reads the miles.
 #[test]
 fn an_ag_ui_client_resumes_after_the_sign_in() {
-    use std::io::{BufRead as _, Write as _};
     let sandbox = Sandbox::new();
     let scene = Scene::new(&sandbox, &[]);
     let serving = scene.serve(sandbox.baton());
     let (_work, script) = js_client("agui_interrupt.mjs", "@ag-ui/client");
-    let mut child = Command::new("node")
+    let mut command = Command::new("node");
+    command
         .arg(&script)
         .arg(format!("http://{}", serving.addr))
         .arg("alice")
         .arg("what are my partner miles")
         .arg(r#"{"approved": true}"#)
-        .arg("wait")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next = || -> Value {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("the AG-UI client ended early"))
-            .unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"))
-    };
-    let first = next();
+        .arg("wait");
+    let mut client = LineClient::spawn(command);
+    let first = client.next();
     let pending = &first["pending"][0];
     assert_eq!(pending["reason"], "account_link", "{first:#}");
     let url = pending["metadata"]["url"].as_str().unwrap();
     let back = scene.partner.sign_in(url, "allow");
     assert_eq!(callback(&serving, &scene, &back).0, 200);
-    writeln!(child.stdin.as_mut().unwrap(), "signed in").unwrap();
-    let out = next();
+    client.say("signed in");
+    let out = client.next();
     assert_eq!(out["outcomes"][1]["outcome"], "success", "{out:#}");
     assert_eq!(out["pendingAfter"], json!([]), "{out:#}");
     assert!(
@@ -587,7 +560,7 @@ fn an_ag_ui_client_resumes_after_the_sign_in() {
             .contains("Here is what Partner Air says."),
         "{out:#}"
     );
-    assert!(child.wait().unwrap().success());
+    client.finish();
     assert_eq!(scene.partner.stats()["calls"], 1);
 }
 
@@ -623,7 +596,6 @@ fn an_http_api_that_acts_for_the_user_is_linked_the_same_way() {
 /// receives the sign-in's callback) keeps the link; Enter goes on, and the miles are read.
 #[test]
 fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
-    use std::io::{BufRead as _, Write as _};
     let sandbox = Sandbox::new();
     let scene = Scene::new(&sandbox, &[]);
     let serving = scene.serve(sandbox.baton());
@@ -634,28 +606,17 @@ fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
         .flatten()
         .map(String::as_str)
         .collect();
-    let mut child = sandbox
-        .baton()
-        .args(&chat_args)
-        .args([
-            "--principal",
-            "alice",
-            "chat",
-            "--json",
-            "what are my partner miles",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let asked: Value = loop {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("chat ended before it asked"))
-            .unwrap();
-        let event: Value = serde_json::from_str(&line).unwrap();
+    let mut command = sandbox.baton();
+    command.args(&chat_args).args([
+        "--principal",
+        "alice",
+        "chat",
+        "--json",
+        "what are my partner miles",
+    ]);
+    let mut chat = LineClient::spawn(command);
+    let asked = loop {
+        let event = chat.next();
         if event["type"] == "interruption" {
             break event;
         }
@@ -665,13 +626,8 @@ fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
         .partner
         .sign_in(asked["url"].as_str().unwrap(), "allow");
     assert_eq!(callback(&serving, &scene, &back).0, 200);
-    writeln!(child.stdin.as_mut().unwrap()).unwrap();
-    let rest: Vec<Value> = lines
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    chat.say("");
+    let (rest, stderr) = chat.finish();
     assert!(
         stderr.contains("Press Enter once you have signed in"),
         "{stderr}"
@@ -685,40 +641,21 @@ fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
 /// signed in, "done" in the same episode goes on and the miles are read.
 #[test]
 fn an_openai_client_reads_the_page_in_the_answer_and_says_done() {
-    use std::io::{BufRead as _, Write as _};
     let sandbox = Sandbox::new();
     let scene = Scene::new(&sandbox, &[]);
     let serving = scene.serve(sandbox.baton());
     let script = baton_testkit::crate_dir().join("tests/clients/openai_link.py");
-    let mut child = Command::new(baton_testkit::a2a_python())
+    let mut command = Command::new(baton_testkit::a2a_python());
+    command
         .arg(&script)
-        .args([&format!("http://{}", serving.addr), "alice"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut next = || -> Value {
-        let line = lines
-            .next()
-            .unwrap_or_else(|| panic!("the OpenAI client ended early"))
-            .unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line}"))
-    };
-    let first = next();
-    let answer = first["content"].as_str().unwrap();
-    let page = format!("http://127.0.0.1:{}/authorize?", scene.partner.port());
-    let start = answer
-        .find(&page)
-        .unwrap_or_else(|| panic!("no sign-in page in: {answer}"));
-    let url: String = answer[start..]
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',')
-        .collect();
+        .args([&format!("http://{}", serving.addr), "alice"]);
+    let mut client = LineClient::spawn(command);
+    let first = client.next();
+    let url = page_in(first["content"].as_str().unwrap(), &scene.partner);
     let back = scene.partner.sign_in(&url, "allow");
     assert_eq!(callback(&serving, &scene, &back).0, 200);
-    writeln!(child.stdin.as_mut().unwrap(), "signed in").unwrap();
-    let second = next();
+    client.say("signed in");
+    let second = client.next();
     assert!(
         second["content"]
             .as_str()
@@ -726,6 +663,6 @@ fn an_openai_client_reads_the_page_in_the_answer_and_says_done() {
             .contains("Here is what Partner Air says."),
         "{second:#}"
     );
-    assert!(child.wait().unwrap().success());
+    client.finish();
     assert_eq!(scene.partner.stats()["calls"], 1);
 }

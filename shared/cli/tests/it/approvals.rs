@@ -101,15 +101,6 @@ fn with_no_answer_the_turn_is_left_waiting() {
     assert!(stderr.contains("left waiting"), "{stderr}");
 }
 
-/// The data events of a raw SSE response.
-fn sse_events(response: &str) -> Vec<Value> {
-    response
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str(d).ok())
-        .collect()
-}
-
 #[test]
 fn a_waiting_turn_survives_sigkill_and_resumes_after_a_restart() {
     let sandbox = Sandbox::new();

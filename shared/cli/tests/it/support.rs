@@ -277,6 +277,66 @@ pub(crate) fn js_client(name: &str, package: &str) -> (TempDir, PathBuf) {
     (work, script)
 }
 
+/// The data events of a raw SSE response.
+pub(crate) fn sse_events(response: &str) -> Vec<serde_json::Value> {
+    response
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str(d).ok())
+        .collect()
+}
+
+/// A client process that speaks in JSON lines on stdout and waits for lines on stdin (a
+/// user who does something in between): the official SDKs' scripts, `baton chat --json`.
+pub(crate) struct LineClient {
+    child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+}
+
+impl LineClient {
+    pub(crate) fn spawn(mut command: Command) -> LineClient {
+        use std::io::BufRead as _;
+        // Its stderr is small (prompts, errors) and read once stdout has ended.
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        LineClient { child, lines }
+    }
+
+    /// Its next line, as JSON.
+    pub(crate) fn next(&mut self) -> serde_json::Value {
+        let line = self
+            .lines
+            .next()
+            .unwrap_or_else(|| panic!("the client ended early"))
+            .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line}"))
+    }
+
+    /// Types `line` at it.
+    pub(crate) fn say(&mut self, line: &str) {
+        use std::io::Write as _;
+        writeln!(self.child.stdin.as_mut().unwrap(), "{line}").unwrap();
+    }
+
+    /// Its remaining lines as JSON, and its stderr, once it has exited successfully.
+    pub(crate) fn finish(mut self) -> (Vec<serde_json::Value>, String) {
+        let rest = self
+            .lines
+            .by_ref()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        let out = self.child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "the client failed: {stderr}");
+        (rest, stderr)
+    }
+}
+
 /// Runs a prepared `baton … chat --json …` with `input` typed at its prompts; its events
 /// and its stderr. Fails the test when it exits unsuccessfully.
 pub(crate) fn chat_typing(mut command: Command, input: &str) -> (Vec<serde_json::Value>, String) {

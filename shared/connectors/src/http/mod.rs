@@ -61,7 +61,7 @@ use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::oauth::{AuthFault, Challenge, LinkedTokenSource, Tokens as _, finish_link};
+use crate::oauth::{Challenge, LinkedTokenSource, Tokens as _, finish_link};
 use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
 use config::{ClientSettings, HttpConfig};
 
@@ -404,11 +404,6 @@ impl Connector for HttpConnector {
             ));
         }
         let client = self.client(&config.client)?;
-        finish_link(&client, pending, code)
-            .await
-            .map_err(|fault| match fault {
-                AuthFault::Unreachable(_) => ConnectorError::Unavailable(fault.to_string()),
-                _ => ConnectorError::InvalidEnvelope(fault.to_string()),
-            })
+        finish_link(&client, pending, code).await
     }
 }

@@ -267,14 +267,7 @@ impl Connector for McpConnector {
             ));
         }
         let http = self.pool.http().map_err(ConnectorError::Unavailable)?;
-        crate::oauth::finish_link(&http, pending, code)
-            .await
-            .map_err(|fault| match fault {
-                crate::oauth::AuthFault::Unreachable(_) => {
-                    ConnectorError::Unavailable(fault.to_string())
-                }
-                _ => ConnectorError::InvalidEnvelope(fault.to_string()),
-            })
+        crate::oauth::finish_link(&http, pending, code).await
     }
 }
 

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use baton_core::Principal;
-use baton_core::ports::connector::{AccountLinks, LinkNeeded};
+use baton_core::ports::connector::{AccountLinks, ConnectorError, LinkNeeded};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
@@ -99,11 +99,26 @@ fn read_kept(text: &str) -> Option<UserTokens> {
 }
 
 /// What a link keeps once the user signed in: the sign-in `pending` (as [`LinkNeeded`]
-/// carried it) finished with the `code` the authorization server sent back.
+/// carried it) finished with the `code` the authorization server sent back; a connector's
+/// [`finish_link`](baton_core::ports::connector::Connector::finish_link).
 ///
 /// # Errors
-/// The exchange was refused or failed, or the token is another resource's.
+/// The authorization server could not be reached (`Unavailable`), or the exchange was
+/// refused or the token is another resource's (`InvalidEnvelope`, with the reason).
 pub(crate) async fn finish_link(
+    http: &reqwest::Client,
+    pending: &str,
+    code: &str,
+) -> Result<String, ConnectorError> {
+    exchange_pending(http, pending, code)
+        .await
+        .map_err(|fault| match fault {
+            AuthFault::Unreachable(_) => ConnectorError::Unavailable(fault.to_string()),
+            _ => ConnectorError::InvalidEnvelope(fault.to_string()),
+        })
+}
+
+async fn exchange_pending(
     http: &reqwest::Client,
     pending: &str,
     code: &str,

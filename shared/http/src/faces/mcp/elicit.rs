@@ -61,45 +61,43 @@ pub(crate) fn ask(
         json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": waiting.kind.as_str() })
             .to_string();
     let state = Some(URL_SAFE_NO_PAD.encode(state));
-    if waiting.kind == InterruptionKind::AccountLink {
-        let params: ElicitRequestParams = serde_json::from_value(json!({
+    let params = match waiting.kind {
+        // The user goes to the sign-in page; the accept only says they did.
+        InterruptionKind::AccountLink => json!({
             "mode": "url",
             "message": asks,
             "url": waiting.url.as_deref()?,
             "elicitationId": interruption_id,
-        }))
-        .ok()?;
-        let mut requests = InputRequests::new();
-        requests.insert(
-            KEY.to_owned(),
-            InputRequest::Elicitation(ElicitRequest::new(params)),
-        );
-        return Some(InputRequiredResult::new(Some(requests), state));
-    }
-    let schema = match waiting.kind {
-        InterruptionKind::Approval => json!({
-            "type": "object",
-            "properties": { "approved": { "type": "boolean", "title": "Approve", "description": asks } },
-            "required": ["approved"],
         }),
-        InterruptionKind::Question | InterruptionKind::AccountLink => json!({
-            "type": "object",
-            "properties": { "answer": { "type": "string", "title": "Your answer", "description": asks } },
-            "required": ["answer"],
-        }),
+        InterruptionKind::Approval => form(
+            asks,
+            json!({
+                "type": "object",
+                "properties": { "approved": { "type": "boolean", "title": "Approve", "description": asks } },
+                "required": ["approved"],
+            }),
+        ),
+        InterruptionKind::Question => form(
+            asks,
+            json!({
+                "type": "object",
+                "properties": { "answer": { "type": "string", "title": "Your answer", "description": asks } },
+                "required": ["answer"],
+            }),
+        ),
     };
-    let params: ElicitRequestParams = serde_json::from_value(json!({
-        "mode": "form",
-        "message": asks,
-        "requestedSchema": schema,
-    }))
-    .ok()?;
+    let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
     let mut requests = InputRequests::new();
     requests.insert(
         KEY.to_owned(),
         InputRequest::Elicitation(ElicitRequest::new(params)),
     );
     Some(InputRequiredResult::new(Some(requests), state))
+}
+
+/// A form elicitation asking `asks`, its answer shaped by `schema`.
+fn form(asks: &str, schema: Value) -> Value {
+    json!({ "mode": "form", "message": asks, "requestedSchema": schema })
 }
 
 /// The answer a retried call carries, from its `requestState` and `inputResponses`.
