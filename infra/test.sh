@@ -10,7 +10,8 @@
 # venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh), the
 # official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh), the
 # official A2A and OpenAI SDKs for Python (a venv: infra/a2a.sh), the official AG-UI
-# client and A2A SDK for JavaScript (npm: infra/js-clients.sh); and,
+# client and A2A SDK for JavaScript (npm: infra/js-clients.sh); cargo-fuzz
+# (infra/fuzz.sh); and,
 # through apt-get, the headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
@@ -76,6 +77,11 @@ step "template checks"
 step "evals: the shipped suite against its baseline (offline model)"
 cargo run --locked -q -p baton-cli -- eval --baseline >/dev/null
 cargo run --locked -q -p baton-cli -- --orchestrator planner eval --baseline >/dev/null
+
+step "fuzzing: a short run of each target from its committed corpus"
+# libFuzzer through cargo-fuzz (installed once under ~/.cache/baton); `./infra/fuzz.sh 600`
+# is the ten-minute run of each.
+./infra/fuzz.sh 10
 
 step "benchmark smoke run"
 cargo run --locked -q -p baton-bench -- --smoke
