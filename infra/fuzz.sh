@@ -26,7 +26,7 @@ export CARGO_TARGET_DIR="$cache/fuzz-target"
 
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(directive privacy_stream scripted_model registry openai_stream)
+  targets=(directive privacy_stream scripted_model registry openai_stream eval_suite)
 fi
 
 cd fuzz
