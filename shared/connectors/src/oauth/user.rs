@@ -173,8 +173,7 @@ pub(crate) async fn begin(
     challenge: &Challenge,
     held: &[String],
 ) -> Result<SignIn, AuthFault> {
-    let discovered =
-        Arc::new(discover(http, resource, challenge.resource_metadata.as_deref()).await?);
+    let discovered = discover(http, resource, challenge.resource_metadata.as_deref()).await?;
     let server = &discovered.server;
     let endpoint = server.authorization_endpoint.as_deref().ok_or_else(|| {
         AuthFault::Discovery("the authorization server has no authorization endpoint".to_owned())
