@@ -26,7 +26,8 @@ export CARGO_TARGET_DIR="$cache/fuzz-target"
 
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(directive privacy_stream scripted_model registry openai_stream eval_suite)
+  targets=(directive privacy_stream scripted_model registry openai_stream eval_suite
+    bedrock_stream a2a_stream mcp_stream model_events http_faces)
 fi
 
 cd fuzz

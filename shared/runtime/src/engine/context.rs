@@ -61,6 +61,9 @@ pub(crate) struct TurnCtx {
     /// A turn uses one or two models: a short list beats a map.
     usage: Mutex<Vec<ModelTally>>,
     bodies: Mutex<Vec<Body>>,
+    /// Tool calls started (announced with `tool_call_start`), by agent: what the consulted
+    /// record counts (D-20), also for a call a timeout cut short.
+    started_calls: Mutex<Vec<(Arc<str>, u32)>>,
     tool_calls: AtomicU32,
     model_calls: AtomicU32,
     /// Model and tool calls in the episode's sliding window (D-15): the earlier turns'
@@ -112,6 +115,7 @@ impl TurnCtx {
             cancel: tokio_util::sync::CancellationToken::new(),
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),
+            started_calls: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
             model_calls: AtomicU32::new(0),
             window_calls: AtomicU32::new(0),
@@ -221,6 +225,26 @@ impl TurnCtx {
     /// Whether the turn's tool-call budget is spent.
     pub(crate) fn tool_calls_spent(&self) -> bool {
         self.tool_calls.load(Ordering::Acquire) >= self.limits.max_tool_calls
+    }
+
+    /// Notes that `agent` started a tool call.
+    pub(crate) fn call_started(&self, agent: &Arc<str>) {
+        let Ok(mut started) = self.started_calls.lock() else {
+            return;
+        };
+        match started.iter_mut().find(|(a, _)| a == agent) {
+            Some((_, n)) => *n += 1,
+            None => started.push((agent.clone(), 1)),
+        }
+    }
+
+    /// The tool calls `agent` has started in this turn.
+    pub(crate) fn calls_started(&self, agent: &str) -> u32 {
+        self.started_calls
+            .lock()
+            .ok()
+            .and_then(|s| s.iter().find(|(a, _)| &**a == agent).map(|(_, n)| *n))
+            .unwrap_or(0)
     }
 
     /// Model and tool calls made so far (for the episode's sliding window).

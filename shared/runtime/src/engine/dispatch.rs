@@ -78,11 +78,19 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         gen_ai.input.messages = tracing::field::Empty,
         gen_ai.output.messages = tracing::field::Empty,
     );
+    let calls_before = ctx.calls_started(&agent.id);
     let run = subagent::run(ctx, job, mode, status, &mut result).instrument(span.clone());
     if tokio::time::timeout(limit, run).await.is_err() {
         tracing::warn!(agent = %agent.id, timeout_ms = agent.limits.timeout_ms, "sub-agent timed out");
         result.status = AgentStatus::Timeout;
         result.duration_ms = started.elapsed().as_millis() as u64;
+    }
+    // What started, also what a timeout cut short (D-20), after what an earlier part of a
+    // resumed turn made.
+    result.tool_calls += ctx.calls_started(&agent.id).saturating_sub(calls_before);
+    // A specialist that stopped for the user resumes from this count.
+    if let Some(waiting) = result.waiting.as_mut() {
+        waiting.tool_calls = result.tool_calls;
     }
     span_content::record(ctx, &span, &job.query, &result.text, false);
     status.finished(&agent.id);

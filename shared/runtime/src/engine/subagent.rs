@@ -125,7 +125,6 @@ pub(crate) async fn resume(
                 held.link = Some(link);
                 None
             } else {
-                result.tool_calls += 1;
                 data_outcomes.push(run.data.status);
                 Some(HeldAnswer {
                     status: tool_status(run.data.status),
@@ -359,6 +358,9 @@ async fn tool_loop(
     let agent = &job.agent;
     let mut sink = AgentSink::new(ctx, agent, mode, status);
     let max_calls = agent.limits.max_tool_calls;
+    // Calls asked for, refused ones too, against the limit. The record counts the calls
+    // that started (the dispatch reads them from the turn).
+    let mut asked = result.tool_calls;
     loop {
         let reply = match model_call::call(ctx, agent, request, &mut sink).await {
             Ok(r) => r,
@@ -373,7 +375,7 @@ async fn tool_loop(
         if reply.calls.is_empty() {
             break;
         }
-        let room = max_calls.saturating_sub(result.tool_calls) as usize;
+        let room = max_calls.saturating_sub(asked) as usize;
         if room == 0 {
             ctx.trace(|t| {
                 t.guard(
@@ -395,7 +397,7 @@ async fn tool_loop(
                 .map(|(c, _)| run_call(ctx, job, c, status)),
         )
         .await;
-        result.tool_calls += runs.len() as u32;
+        asked += runs.len() as u32;
         let mut runs = runs.into_iter();
         let mut answers: Vec<Option<HeldAnswer>> = Vec::with_capacity(reply.calls.len());
         let mut links = Vec::with_capacity(reply.calls.len());

@@ -299,6 +299,7 @@ pub(crate) async fn run(
         started: Instant::now(),
         sent: false,
     };
+    ctx.call_started(&agent.id);
     ctx.out
         .emit(Event::ToolCallStart {
             call_id: call_id.clone(),

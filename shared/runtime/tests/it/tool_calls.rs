@@ -1,6 +1,6 @@
 //! Data tool calls under faults: a breaker never jams, a bad envelope is a failure, and
 //! every `tool_call_start` has exactly one `tool_result` and one `tool_call_end`, whatever
-//! the model or the tool does.
+//! the model or the tool does, and the consulted record counts exactly those calls.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -124,6 +124,29 @@ fn assert_calls_paired(events: &[WireEvent]) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The consulted record counts, for each specialist, exactly the calls the stream showed
+/// it start: a call refused before it ran (unknown tool, bad arguments) is not one.
+fn assert_consulted_counts(events: &[WireEvent]) -> Result<(), TestCaseError> {
+    let mut shown: BTreeMap<&str, u32> = BTreeMap::new();
+    for e in events {
+        if let Event::ToolCallStart { agent, .. } = &e.event {
+            *shown.entry(agent).or_default() += 1;
+        }
+    }
+    let mut consulted: BTreeMap<&str, u32> = BTreeMap::new();
+    for e in events {
+        if let Event::AgentsConsulted { agents, .. } = &e.event {
+            // A specialist asked twice in a turn has an entry for each time.
+            for a in agents {
+                *consulted.entry(&a.agent_id).or_default() += a.tool_calls;
+            }
+        }
+    }
+    consulted.retain(|_, n| *n > 0);
+    prop_assert_eq!(consulted, shown);
+    Ok(())
+}
+
 /// One fault a specialist's model or tool can have.
 #[derive(Debug, Clone)]
 enum Fault {
@@ -236,6 +259,7 @@ proptest! {
                 let (ep, events) =
                     run(&rig, request("my points", episode.as_deref(), &format!("t{turn}"))).await;
                 assert_calls_paired(&events)?;
+                assert_consulted_counts(&events)?;
                 let completed =
                     matches!(events.last().map(|e| &e.event), Some(Event::Completed { .. }));
                 prop_assert!(completed, "the turn completes");

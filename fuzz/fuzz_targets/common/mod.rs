@@ -1,0 +1,45 @@
+//! What the stream targets share: a runtime, a server on a loopback port, and cutting an
+//! input's bytes where the input says.
+
+// Each target uses the part it needs.
+#![allow(dead_code)]
+
+use axum::Router;
+use bytes::Bytes;
+
+/// A current-thread runtime: the server's task runs while a target waits on the client.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+}
+
+/// Serves `router` on a loopback port of `runtime`; its base URL.
+pub fn serve(runtime: &tokio::runtime::Runtime, router: Router) -> String {
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
+        let base = format!("http://{}", listener.local_addr().expect("an address"));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        base
+    })
+}
+
+/// `bytes` cut at `cuts` (each taken modulo the length, in order).
+pub fn cut(cuts: &[u16], bytes: &[u8]) -> Vec<Bytes> {
+    let mut points: Vec<usize> = cuts
+        .iter()
+        .map(|c| usize::from(*c) % (bytes.len() + 1))
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    for at in points.into_iter().chain(std::iter::once(bytes.len())) {
+        pieces.push(Bytes::copy_from_slice(&bytes[from..at]));
+        from = at;
+    }
+    pieces
+}
