@@ -93,6 +93,8 @@ struct Shared {
     posts: Mutex<VecDeque<Posted>>,
     posted: Notify,
     next_calls: Mutex<usize>,
+    /// When the function first asked for an event: the end of its Init.
+    first_next: Mutex<Option<std::time::Instant>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -155,6 +157,11 @@ impl FakeRuntimeApi {
         self.shared.event_pushed.notify_one();
     }
 
+    /// When the function first asked for its next event (the end of its Init), if it did.
+    pub fn first_next_at(&self) -> Option<std::time::Instant> {
+        *lock(&self.shared.first_next)
+    }
+
     /// How many times the function asked for its next event so far.
     pub fn next_calls(&self) -> usize {
         *lock(&self.shared.next_calls)
@@ -193,6 +200,7 @@ impl Drop for FakeRuntimeApi {
 }
 
 async fn next(State(shared): State<Arc<Shared>>) -> Response {
+    lock(&shared.first_next).get_or_insert_with(std::time::Instant::now);
     *lock(&shared.next_calls) += 1;
     let (request_id, event) = loop {
         let pushed = shared.event_pushed.notified();

@@ -35,6 +35,7 @@ mod mcp;
 mod oauth;
 mod rate_table;
 mod secrets;
+mod tls;
 mod upstream_chat;
 
 use std::collections::BTreeMap;

@@ -51,9 +51,8 @@ impl UpstreamChatConnector {
 
     /// A connector with its own connection pool.
     pub fn new() -> Self {
-        crate::install_tls_provider();
         UpstreamChatConnector {
-            client: reqwest::Client::new(),
+            client: crate::tls::client(),
         }
     }
 }

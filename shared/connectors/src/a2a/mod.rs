@@ -96,9 +96,8 @@ impl A2aConnector {
 
     /// A connector whose header secrets come from `source`.
     pub fn with_secret_source(source: Arc<dyn SecretSource>) -> Self {
-        crate::install_tls_provider();
         A2aConnector {
-            http: reqwest::Client::new(),
+            http: crate::tls::client(),
             secrets: Secrets::new(source),
             cards: Mutex::new(HashMap::new()),
         }

@@ -169,8 +169,15 @@ impl HttpConnector {
 }
 
 fn build_client(settings: &ClientSettings) -> Result<reqwest::Client, String> {
-    crate::install_tls_provider();
-    let mut builder = reqwest::Client::builder()
+    // A tool's own CA file replaces the shared roots.
+    let mut builder = match &settings.ca_file {
+        Some(_) => {
+            crate::install_tls_provider();
+            reqwest::Client::builder()
+        }
+        None => crate::tls::client_builder(),
+    };
+    builder = builder
         .connect_timeout(settings.connect_timeout)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("baton-connectors/", env!("CARGO_PKG_VERSION")));

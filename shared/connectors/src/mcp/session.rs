@@ -112,7 +112,7 @@ impl Pool {
             root: root.to_path_buf(),
             // Kept as an error (not a panic) when no client can be built: only HTTP
             // servers need one, and their calls then report why.
-            http: reqwest::Client::builder().build().map_err(|e| chain(&e)),
+            http: crate::tls::client_builder().build().map_err(|e| chain(&e)),
             secrets,
             slots: Mutex::new(HashMap::new()),
             authorizer: None,
