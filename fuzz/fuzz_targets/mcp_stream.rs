@@ -140,10 +140,7 @@ fuzz_target!(|input: (Vec<u16>, &[u8])| {
     let (cuts, body) = input;
     let fixed = fixed();
     let whole = run(fixed, Vec::new(), body);
-    // Replaying one input by hand: FUZZ_SHOW=1 prints what the connector made of it.
-    if std::env::var_os("FUZZ_SHOW").is_some() {
-        eprintln!("{whole}");
-    }
+    common::show(&whole);
     let split = run(fixed, cuts, body);
     // An answer must not depend on how it was cut. Garbage may end differently (the SDK's
     // transport ends the session, or waits for the rest until the call's timeout): either

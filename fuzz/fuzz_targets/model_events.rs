@@ -9,6 +9,8 @@
 //! that is not consulted showed any.
 #![no_main]
 
+mod common;
+
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -182,9 +184,7 @@ fuzz_target!(|input: Input| {
             Err(_) => Vec::new(),
         }
     });
-    if std::env::var_os("FUZZ_SHOW").is_some() {
-        eprintln!("{events:#?}");
-    }
+    common::show(&events);
     if events.is_empty() {
         return;
     }

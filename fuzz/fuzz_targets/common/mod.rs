@@ -4,6 +4,8 @@
 // Each target uses the part it needs.
 #![allow(dead_code)]
 
+use std::fmt::Debug;
+
 use axum::Router;
 use bytes::Bytes;
 
@@ -42,4 +44,23 @@ pub fn cut(cuts: &[u16], bytes: &[u8]) -> Vec<Bytes> {
         from = at;
     }
     pieces
+}
+
+/// Replaying one input by hand: with `FUZZ_SHOW=1`, prints what the target made of it.
+pub fn show(what: &impl Debug) {
+    if std::env::var_os("FUZZ_SHOW").is_some() {
+        eprintln!("{what:#?}");
+    }
+}
+
+/// `run` over `bytes` whole and over `bytes` cut at `cuts`: both must give the same.
+pub fn same_however_cut<T: Debug + PartialEq>(
+    cuts: &[u16],
+    bytes: &[u8],
+    mut run: impl FnMut(Vec<Bytes>) -> T,
+) {
+    let whole = run(vec![Bytes::copy_from_slice(bytes)]);
+    show(&whole);
+    let split = run(cut(cuts, bytes));
+    assert_eq!(whole, split);
 }
