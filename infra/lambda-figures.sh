@@ -29,7 +29,15 @@ strip -o "$scratch/hello" "$CARGO_TARGET_DIR/dist/examples/hello_lambda"
 mkdir -p "$scratch/zip"
 cp "$scratch/turn" "$scratch/zip/bootstrap"
 cp -r shared/registry "$scratch/zip/registry"
-(cd "$scratch/zip" && zip -q -r -9 ../turn.zip bootstrap registry)
+python3 - "$scratch/zip" "$scratch/turn.zip" <<'PY'
+import os, sys, zipfile
+stage, target = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+    for root, dirs, files in os.walk(stage):
+        for name in files:
+            path = os.path.join(root, name)
+            z.write(path, os.path.relpath(path, stage))
+PY
 echo "turn binary (x86_64, stripped): $(stat -c %s "$scratch/turn") bytes; zip with the registry: $(stat -c %s "$scratch/turn.zip") bytes"
 echo "hello binary (x86_64, stripped): $(stat -c %s "$scratch/hello") bytes"
 
