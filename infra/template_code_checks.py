@@ -169,6 +169,9 @@ SHARED = {
         "baton_aws::sdk::load_config": [("shared/aws/src/sdk.rs", "load_config")],
         "baton_aws::journal::keys": [("shared/aws/src/journal/keys.rs", None)],
         "baton_aws::journal::s3_config": [("shared/aws/src/journal/store.rs", "s3_config")],
+        "baton_aws::journal::dynamodb_config": [
+            ("shared/aws/src/journal/store.rs", "dynamodb_config")
+        ],
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
     },
     "CompactionFunctionRole": {

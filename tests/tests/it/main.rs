@@ -7,6 +7,7 @@ mod bedrock;
 mod design_refs;
 mod history_writer;
 mod journal;
+mod journal_throttling;
 mod layering;
 mod link_key;
 mod local_model;

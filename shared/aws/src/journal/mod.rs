@@ -55,4 +55,4 @@ mod transact;
 mod upstream;
 
 pub use schema::{SchemaError, create_table, create_table_without_ttl};
-pub use store::{DynamoStore, JournalConfig, s3_config};
+pub use store::{DynamoStore, JournalConfig, dynamodb_config, retry_config, s3_config};
