@@ -24,6 +24,7 @@ mod memory;
 mod planner;
 mod report;
 mod serve_load;
+mod soak;
 mod stats;
 mod workload;
 
@@ -93,6 +94,12 @@ struct Args {
     /// http://127.0.0.1:4318) while measuring: what export costs a turn.
     #[arg(long, value_name = "URL")]
     otlp: Option<String>,
+    /// Run the soak for this many minutes against `baton serve` (see `soak`).
+    #[arg(long, value_name = "MINUTES")]
+    soak_minutes: Option<f64>,
+    /// Turns a second the soak starts.
+    #[arg(long, default_value_t = 20.0, requires = "soak_minutes")]
+    soak_rate: f64,
     /// Rounds of the `--local-model` comparison.
     #[arg(long, default_value_t = 20, requires = "local_model")]
     rounds: usize,
@@ -134,6 +141,20 @@ fn main() -> anyhow::Result<()> {
             })
             .context("the planner benchmark stopped")??;
         return finish(&args, &results, planner::table(&results), started);
+    }
+    if let Some(minutes) = args.soak_minutes {
+        let baton = match &args.baton {
+            Some(p) => p.clone(),
+            None => report::sibling_baton()?,
+        };
+        let rate = args.soak_rate;
+        let results = rt
+            .block_on(async move {
+                tokio::spawn(async move { soak::run(&baton, minutes, rate).await }).await
+            })
+            .context("the soak stopped")??;
+        let table = soak::table(&results);
+        return finish(&args, &results, table, started);
     }
     if args.memory {
         let task_args = args.clone();

@@ -112,7 +112,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
     Ok(out)
 }
 
-fn sibling_baton() -> anyhow::Result<PathBuf> {
+pub(crate) fn sibling_baton() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let path = exe.with_file_name("baton");
     anyhow::ensure!(

@@ -18,8 +18,16 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Value>,
     Ok(Json(json!({ "status": "ready" })))
 }
 
-/// `GET /metrics`: every counter, `name,dimension=value` → count.
+/// `GET /metrics`: every counter, `name,dimension=value` → count; and the server's live
+/// tokio tasks (connections and turns hold one each, so a leak shows here first).
 pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Json<Value>, Error> {
     let metrics = state.metrics.as_ref().ok_or(Error::NoRoute)?;
-    Ok(Json(json!({ "counters": metrics.snapshot() })))
+    let runtime = tokio::runtime::Handle::current().metrics();
+    Ok(Json(json!({
+        "counters": metrics.snapshot(),
+        "runtime": {
+            "alive_tasks": runtime.num_alive_tasks(),
+            "workers": runtime.num_workers(),
+        },
+    })))
 }

@@ -186,4 +186,6 @@ async fn metrics_count_turns() {
     let body: Value = serde_json::from_str(&text(response).await).unwrap();
     let counters = body["counters"].as_object().unwrap();
     assert!(!counters.is_empty(), "{body}");
+    // The spawned tasks alive (none here: the test's own future is not spawned).
+    assert_eq!(body["runtime"]["alive_tasks"].as_u64(), Some(0), "{body}");
 }
