@@ -62,6 +62,15 @@ impl Throttled {
         }
     }
 
+    /// The episode's turns in the journal, read with the throttling stopped.
+    async fn saved(&self, episode: &str) -> Vec<baton_core::turn::TurnRecord> {
+        self.proxy.throttle(Throttle::Never);
+        self.store
+            .turns(&Principal::new("alice").unwrap(), episode, 10)
+            .await
+            .unwrap()
+    }
+
     fn runtime(&self, script: &str) -> Runtime {
         let root = registry_dir();
         let connectors = baton_connectors::default_connectors(&root);
@@ -133,13 +142,7 @@ async fn a_throttled_request_is_retried_and_the_turn_goes_on() {
         assert!(through.iter().all(|a| a.attempt == plan + 1), "{sent:?}");
         assert_eq!(sent.len(), through.len() * (plan as usize + 1), "{sent:?}");
 
-        // The turn is in the journal, read without throttling.
-        t.proxy.throttle(Throttle::Never);
-        let turns = t
-            .store
-            .turns(&Principal::new("alice").unwrap(), &episode, 10)
-            .await
-            .unwrap();
+        let turns = t.saved(&episode).await;
         assert_eq!(turns.len(), 1, "plan {plan}");
         assert_eq!(turns[0].turn_id, turn);
     }
@@ -224,12 +227,7 @@ async fn a_commit_the_table_refuses_ends_the_turn_with_a_plain_error_and_saves_n
             "I couldn't save this turn of the conversation, so it is not in its history; please send it again."
         ]
     );
-    t.proxy.throttle(Throttle::Never);
-    let saved = t
-        .store
-        .turns(&Principal::new("alice").unwrap(), &episode_id, 10)
-        .await
-        .unwrap();
+    let saved = t.saved(&episode_id).await;
     assert_eq!(saved.len(), 0, "nothing of the turn was saved");
     // The release was refused too, so the claim holds the episode until its lease ends:
     // the same turn is told it is still running.
