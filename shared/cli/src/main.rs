@@ -33,6 +33,10 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // Test builds only: arms the fault injection points the FAILPOINTS variable names
+    // (D-39), e.g. `FAILPOINTS=store.summary.before=sleep(60000)` to kill a compaction there.
+    #[cfg(feature = "failpoints")]
+    let _faults = fail::FailScenario::setup();
     // https everywhere (connectors, models, the trace exporter) runs on one crypto provider.
     baton_connectors::install_tls_provider();
     // Traces and metrics go to an OTLP receiver when the OTEL_* variables name one. Built before the

@@ -15,6 +15,7 @@ pub mod consulted;
 pub mod cost;
 pub mod directive;
 pub mod events;
+pub mod failpoint;
 pub mod guard;
 pub mod interruption;
 pub mod limits;

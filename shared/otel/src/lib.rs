@@ -16,6 +16,8 @@
 //! (60 s by default) by a thread of their own, and on [`Telemetry::flush`].
 
 mod config;
+#[cfg(feature = "failpoints")]
+mod faulty;
 mod metrics;
 mod traces;
 
@@ -192,6 +194,8 @@ fn resource(service: Option<&str>) -> Resource {
 
 /// Starts the batch processor over `exporter` and makes it the process's tracer.
 fn start_traces(exporter: SpanExporter, resource: Resource) -> SdkTracerProvider {
+    #[cfg(feature = "failpoints")]
+    let exporter = faulty::Faulty(exporter);
     let provider = SdkTracerProvider::builder()
         .with_span_processor(BatchSpanProcessor::builder(exporter).build())
         .with_resource(resource)

@@ -10,9 +10,14 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        SystemTime::now()
+        let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
+            .unwrap_or(0);
+        // An injected jump (D-39): `return(<ms>)` moves the clock that far ahead, `return(-<ms>)` back.
+        match baton_core::fault_arg!("clock.now").and_then(|skew| skew.parse::<i64>().ok()) {
+            Some(skew) => now.saturating_add_signed(skew),
+            None => now,
+        }
     }
 }

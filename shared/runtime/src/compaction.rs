@@ -259,7 +259,15 @@ async fn call(inner: &Inner, policy: &MemoryPolicy, input: &SummaryInput) -> Ans
     let mut text = String::new();
     let collected = tokio::time::timeout(timeout, async {
         let mut stream = model.stream(&request);
-        while let Some(event) = stream.next().await {
+        let mut first = true;
+        loop {
+            if let Some(fault) = crate::engine::model_call::model_fault(first) {
+                return Err(fault);
+            }
+            first = false;
+            let Some(event) = stream.next().await else {
+                break;
+            };
             match event {
                 Ok(ModelEvent::TextDelta(t)) => text.push_str(&t),
                 Ok(ModelEvent::Usage(u)) => answer.tokens.add(&u),

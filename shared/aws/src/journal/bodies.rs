@@ -75,6 +75,9 @@ pub(crate) async fn put_object(
     text: &str,
     doing: &'static str,
 ) -> Result<(), StoreError> {
+    if baton_core::fault!("bodies.write") {
+        return Err(baton_core::failpoint::store_fault("bodies.write"));
+    }
     store
         .s3
         .put_object()
@@ -103,6 +106,9 @@ pub(crate) async fn get_object(
     doing: &'static str,
     what: &'static str,
 ) -> Result<Option<String>, StoreError> {
+    if baton_core::fault!("bodies.read") {
+        return Err(baton_core::failpoint::store_fault("bodies.read"));
+    }
     let output = match store
         .s3
         .get_object()

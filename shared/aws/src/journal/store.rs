@@ -148,15 +148,15 @@ fn has_s3_endpoint_override(sdk: &SdkConfig) -> bool {
 #[async_trait]
 impl Store for DynamoStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
-        claim::claim(self, &request).await
+        baton_core::store_write!("store.claim", claim::claim(self, &request))
     }
 
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
-        claim::release(self, episode_id, turn_id).await
+        baton_core::store_write!("store.release", claim::release(self, episode_id, turn_id))
     }
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
-        commit::commit(self, commit).await
+        baton_core::store_write!("store.commit", commit::commit(self, commit))
     }
 
     async fn save_checkpoint(
@@ -165,7 +165,10 @@ impl Store for DynamoStore {
         turn_id: &str,
         checkpoint: &str,
     ) -> Result<(), StoreError> {
-        checkpoint::save(self, episode_id, turn_id, checkpoint).await
+        baton_core::store_write!(
+            "store.checkpoint",
+            checkpoint::save(self, episode_id, turn_id, checkpoint)
+        )
     }
 
     async fn checkpoint(
@@ -210,7 +213,10 @@ impl Store for DynamoStore {
         expected_version: u64,
         summary: &EpisodeSummary,
     ) -> Result<(), StoreError> {
-        memory::save_summary(self, principal, episode_id, expected_version, summary).await
+        baton_core::store_write!(
+            "store.summary",
+            memory::save_summary(self, principal, episode_id, expected_version, summary)
+        )
     }
 
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {

@@ -56,6 +56,9 @@ pub(crate) fn body_file(dir: &str, seq: u64, index: usize, key: &str) -> String 
 /// Writes one body to `root/relative` atomically: a synced temp file renamed into place.
 pub(crate) fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
     let doing = "writing a body";
+    if baton_core::fault!("bodies.write") {
+        return Err(baton_core::failpoint::store_fault("bodies.write"));
+    }
     let target = root.join(relative);
     if let Some(parent) = target.parent() {
         fs::create_dir_all(parent).map_err(|e| failure::io(doing, &e))?;

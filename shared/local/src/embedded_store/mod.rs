@@ -244,32 +244,38 @@ impl Store for EmbeddedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         self.room()?;
         let owner = self.shared.owner.id.clone();
-        self.run(move |conn, _| journal::claim(conn, &request, &owner))
-            .await
+        baton_core::store_write!(
+            "store.claim",
+            self.run(move |conn, _| journal::claim(conn, &request, &owner))
+        )
     }
 
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
         let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
-        self.run(move |conn, _| journal::release(conn, &episode_id, &turn_id))
-            .await
+        baton_core::store_write!(
+            "store.release",
+            self.run(move |conn, _| journal::release(conn, &episode_id, &turn_id))
+        )
     }
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
-        // Copied only once this call's turn at the connection has come, so queued commits
-        // do not each hold a second copy of their turn.
-        let permit = self.admit().await?;
-        let commit = commit.clone();
-        self.run_admitted(permit, move |conn, bodies| {
-            let committed = journal::commit(conn, bodies, &commit);
-            if committed.as_ref().is_err_and(failure::is_disk_full) {
-                // The log grew with the rolled-back commit and keeps its size: give the
-                // room back, so that the release that follows, and the next turns once
-                // there is room again, can write.
-                schema::shrink_log(conn);
-            }
-            committed
+        baton_core::store_write!("store.commit", async {
+            // Copied only once this call's turn at the connection has come, so queued commits
+            // do not each hold a second copy of their turn.
+            let permit = self.admit().await?;
+            let commit = commit.clone();
+            self.run_admitted(permit, move |conn, bodies| {
+                let committed = journal::commit(conn, bodies, &commit);
+                if committed.as_ref().is_err_and(failure::is_disk_full) {
+                    // The log grew with the rolled-back commit and keeps its size: give the
+                    // room back, so that the release that follows, and the next turns once
+                    // there is room again, can write.
+                    schema::shrink_log(conn);
+                }
+                committed
+            })
+            .await
         })
-        .await
     }
 
     async fn save_checkpoint(
@@ -278,18 +284,20 @@ impl Store for EmbeddedStore {
         turn_id: &str,
         checkpoint: &str,
     ) -> Result<(), StoreError> {
-        // Copied only once this call's turn at the connection has come, as a commit is:
-        // a checkpoint may be large.
-        let permit = self.admit().await?;
-        let (episode_id, turn_id, checkpoint) = (
-            episode_id.to_owned(),
-            turn_id.to_owned(),
-            checkpoint.to_owned(),
-        );
-        self.run_admitted(permit, move |conn, _| {
-            journal::save_checkpoint(conn, &episode_id, &turn_id, &checkpoint)
+        baton_core::store_write!("store.checkpoint", async {
+            // Copied only once this call's turn at the connection has come, as a commit is:
+            // a checkpoint may be large.
+            let permit = self.admit().await?;
+            let (episode_id, turn_id, checkpoint) = (
+                episode_id.to_owned(),
+                turn_id.to_owned(),
+                checkpoint.to_owned(),
+            );
+            self.run_admitted(permit, move |conn, _| {
+                journal::save_checkpoint(conn, &episode_id, &turn_id, &checkpoint)
+            })
+            .await
         })
-        .await
     }
 
     async fn checkpoint(
@@ -342,12 +350,14 @@ impl Store for EmbeddedStore {
         expected_version: u64,
         summary: &EpisodeSummary,
     ) -> Result<(), StoreError> {
-        let (principal, episode_id, summary) =
-            (principal.clone(), episode_id.to_owned(), summary.clone());
-        self.run(move |conn, _| {
-            journal::save_summary(conn, &principal, &episode_id, expected_version, &summary)
+        baton_core::store_write!("store.summary", async {
+            let (principal, episode_id, summary) =
+                (principal.clone(), episode_id.to_owned(), summary.clone());
+            self.run(move |conn, _| {
+                journal::save_summary(conn, &principal, &episode_id, expected_version, &summary)
+            })
+            .await
         })
-        .await
     }
 
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
@@ -424,6 +434,9 @@ impl Store for EmbeddedStore {
             .read(move |conn| journal::body_path(conn, &principal, &episode_id, &key))
             .await?;
         let path = bodies::resolve(&self.shared.bodies, &relative)?;
+        if baton_core::fault!("bodies.read") {
+            return Err(baton_core::failpoint::store_fault("bodies.read"));
+        }
         let bytes = tokio::fs::read(&path).await.map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 failure::undecodable("a body file (missing)", &e)

@@ -222,6 +222,7 @@ fn consulted_record(work: &Work) -> Vec<ConsultedAgent> {
     work.jobs
         .iter()
         .zip(&work.results)
+        .filter(|(_, r)| !r.refused)
         .map(|(j, r)| ConsultedAgent {
             agent_id: j.agent.id.to_string(),
             label: j.agent.label.to_string(),

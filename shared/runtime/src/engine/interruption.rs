@@ -249,6 +249,7 @@ pub(super) async fn resume(
             duration_ms: saved.duration_ms,
             started_ms: 0,
             waiting: None,
+            refused: false,
         });
         if let Some(w) = saved.waiting {
             held.push((i, w));
@@ -350,6 +351,7 @@ pub(super) async fn continued(
         duration_ms: waiting.duration_ms,
         started_ms: 0,
         waiting: None,
+        refused: false,
     };
     let board = Board::new(std::iter::once(agent.id.clone()));
     let limit = Duration::from_millis(agent.limits.timeout_ms);

@@ -15,7 +15,7 @@ mod finish;
 pub(crate) mod interruption;
 mod live_slot;
 mod memory;
-mod model_call;
+pub(crate) mod model_call;
 mod obligations;
 mod output;
 mod planner;

@@ -69,6 +69,9 @@ pub(crate) trait Sink: Send {
     }
 }
 
+/// Why a call was refused before it reached the model: the episode's window is spent.
+pub(crate) const WINDOW_SPENT: &str = "the episode's window of model and tool calls is spent";
+
 /// Runs one call of `agent`'s model.
 pub(crate) async fn call(
     ctx: &TurnCtx,
@@ -83,11 +86,12 @@ pub(crate) async fn call(
         )));
     };
     let mut attempt = 0;
+    // A retry the window refuses ends with the failure it would have retried: the model
+    // was reached.
+    let mut failed: Option<ModelError> = None;
     loop {
         if !ctx.take_window_call() {
-            return Err(ModelError::Invalid(
-                "the episode's window of model and tool calls is spent".into(),
-            ));
+            return Err(failed.unwrap_or_else(|| ModelError::Invalid(WINDOW_SPENT.into())));
         }
         let mut shown = false;
         // OpenTelemetry GenAI conventions: one `chat` span per model call. The cohort (the
@@ -115,6 +119,7 @@ pub(crate) async fn call(
                 ctx.trace(|t| t.retries += 1);
                 let wait = backoff(attempt);
                 tracing::warn!(agent = %agent.id, attempt, ?wait, error = %e, "model call failed; retrying");
+                failed = Some(e);
                 tokio::time::sleep(wait).await;
             }
             other => return other,
@@ -135,7 +140,16 @@ async fn one(
     let mut usage = TokenUsage::default();
     let mut open: Vec<RawCall> = Vec::new();
     let mut outcome = Ok(());
-    while let Some(event) = stream.next().await {
+    let mut first = true;
+    loop {
+        if let Some(fault) = model_fault(first) {
+            outcome = Err(fault);
+            break;
+        }
+        first = false;
+        let Some(event) = stream.next().await else {
+            break;
+        };
         match event {
             Ok(ModelEvent::TextDelta(t)) => {
                 *shown = true;
@@ -200,6 +214,18 @@ async fn one(
         );
     }
     outcome.map(|()| reply)
+}
+
+/// The model stream's injected fault when its point is armed (D-39): `model.stream.first`
+/// before the first event, `model.stream.next` before each later one (and the end).
+pub(crate) fn model_fault(first: bool) -> Option<ModelError> {
+    let point = if first {
+        "model.stream.first"
+    } else {
+        "model.stream.next"
+    };
+    baton_core::fault!(point)
+        .then(|| ModelError::Unavailable(baton_core::failpoint::injected(point)))
 }
 
 fn backoff(attempt: u32) -> Duration {

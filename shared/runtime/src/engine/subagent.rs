@@ -7,7 +7,7 @@ use baton_core::interruption::{
     ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, WaitingAgent, args_sha256, question_of,
 };
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
-use baton_core::ports::model::CallPurpose;
+use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::registry::Agent;
 use baton_core::tool_result::{DataStatus, ToolData};
 use baton_core::trace::GuardName;
@@ -361,16 +361,23 @@ async fn tool_loop(
     // Calls asked for, refused ones too, against the limit. The record counts the calls
     // that started (the dispatch reads them from the turn).
     let mut asked = result.tool_calls;
+    let mut first = true;
     loop {
         let reply = match model_call::call(ctx, agent, request, &mut sink).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(agent = %agent.id, error = %e, "sub-agent model call failed");
+                // Refused before its first call: it never ran.
+                result.refused = first
+                    && result.tool_calls == 0
+                    && result.text.is_empty()
+                    && e == ModelError::Invalid(model_call::WINDOW_SPENT.into());
                 result.status = AgentStatus::Error;
                 result.duration_ms = started.elapsed().as_millis() as u64;
                 return;
             }
         };
+        first = false;
         result.text.push_str(&reply.text);
         if reply.calls.is_empty() {
             break;

@@ -344,7 +344,20 @@ pub(crate) async fn run(
             .clone()
             .map(|keeper| keeper as Arc<dyn AccountLinks>),
     };
-    let call = connector.call(request).instrument(span);
+    // An injected fault (D-39) fails the call as an unreachable backend would.
+    let fault = baton_core::fault!(&format!("connector.{}", tool.connector_kind)).then(|| {
+        ConnectorError::Unavailable(baton_core::failpoint::injected(&format!(
+            "connector.{}",
+            tool.connector_kind
+        )))
+    });
+    let call = async move {
+        match fault {
+            Some(fault) => Err(fault),
+            None => connector.call(request).await,
+        }
+    }
+    .instrument(span);
     let answer = tokio::time::timeout(
         Duration::from_millis(tool.timeout_ms),
         relay_progress(call, &progress, |code| {

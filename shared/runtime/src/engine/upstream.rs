@@ -254,6 +254,11 @@ async fn converse(
     sink: &mut AgentSink<'_>,
     result: &mut AgentResult,
 ) -> Result<Answered, UpstreamError> {
+    if baton_core::fault!("connector.upstream_chat") {
+        return Err(UpstreamError::Unavailable(baton_core::failpoint::injected(
+            "connector.upstream_chat",
+        )));
+    }
     let mut stream = chat.converse(request.clone()).await?;
     let mut conversation: Option<String> = None;
     let mut pending = None;

@@ -60,6 +60,9 @@ pub(crate) struct AgentResult {
     pub(crate) started_ms: u64,
     /// Where it stopped for the user, when its status is `Awaiting` (D-36).
     pub(crate) waiting: Option<Box<WaitingAgent>>,
+    /// A limit refused its first call: it never ran, so it is not in the consulted
+    /// record (D-20), only in the routing record's outcomes.
+    pub(crate) refused: bool,
 }
 
 /// Where a sub-agent's text goes while it streams (D-13).

@@ -440,6 +440,10 @@ async fn the_episode_window_is_checked_on_every_call_not_only_when_a_turn_starts
     let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();
     assert_eq!(turns[1].routing.limit, Some(LimitHit::EpisodeRate));
     assert_eq!(turns[1].outcome, TurnOutcome::Limited);
+    // The specialist the window refused before its first call never ran: it is not in the
+    // consulted record (D-20), only in the routing record's outcomes.
+    assert!(turns[1].consulted.is_empty(), "{:?}", turns[1].consulted);
+    assert_eq!(turns[1].routing.invoked, ["shop"]);
     // The window counts what was really made: turn 3 pauses at once.
     let (_, events) = run(&rig, request("find coffee deals", Some(&episode), "t3")).await;
     assert_eq!(rig.model.requests().len(), 4);

@@ -85,6 +85,7 @@ pub(super) async fn after_answer(
                 duration_ms: saved_job.duration_ms,
                 started_ms: 0,
                 waiting: Some(w),
+                refused: false,
             },
         };
         if result.status == AgentStatus::Awaiting {

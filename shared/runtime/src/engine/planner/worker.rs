@@ -94,5 +94,6 @@ pub(crate) fn ran_before(r: &NodeResult) -> AgentResult {
         // It ran in a run of the turn that was cut short: not on this run's clock.
         started_ms: 0,
         waiting: None,
+        refused: false,
     }
 }
