@@ -552,10 +552,7 @@ impl Chaos {
             .map(|c| c.agent_id.clone())
             .collect();
         let committing = self.specialists_of(&committing.unwrap_or_default());
-        // Known gap (README, "not done yet"): a turn canceled mid-run records none of
-        // the specialists that ran before the cancel; only the first half is checked.
-        let canceled = record.outcome == TurnOutcome::Canceled;
-        if !consulted.is_subset(&ran_all) || (!canceled && !committing.is_subset(&consulted)) {
+        if !consulted.is_subset(&ran_all) || !committing.is_subset(&consulted) {
             self.fail(format!(
                 "turn {}: consulted {consulted:?}, ran {ran_all:?}, in the committing run {committing:?} (faults {armed:?}); planned {}; {record:?}",
                 plan.turn_id, plan.planned

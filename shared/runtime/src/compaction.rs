@@ -261,7 +261,7 @@ async fn call(inner: &Inner, policy: &MemoryPolicy, input: &SummaryInput) -> Ans
         let mut stream = model.stream(&request);
         let mut first = true;
         loop {
-            if let Some(fault) = crate::engine::model_call::model_fault(first) {
+            if let Some(fault) = crate::faults::model_stream(first) {
                 return Err(fault);
             }
             first = false;

@@ -21,6 +21,7 @@ pub mod clock;
 pub mod compaction;
 pub mod config;
 mod engine;
+mod faults;
 pub mod history;
 pub mod links;
 pub mod metrics;

@@ -396,12 +396,14 @@ agents:
     assert_eq!(header(&head, "x-baton-episode-id"), Some(episode.as_str()));
 }
 
-/// A planned turn whose process is killed (SIGKILL) while its second wave runs: sent again
-/// with the same turn id after a restart on the same data, it goes on from its checkpoint.
-/// The first wave's sub-agent does not run again (no start, no tool call); the second
-/// wave's does, and the turn commits once, recording where it resumed.
+/// A planned turn whose process is killed (SIGKILL) while its second wave runs, and killed
+/// again while that turn, sent again after a restart, resumes: sent a third time, it still
+/// goes on from its checkpoint. The first wave's sub-agent does not run again (no start,
+/// no tool call); the second wave's does, and the turn commits once, recording where it
+/// resumed.
 #[test]
-fn a_planned_turn_killed_in_its_second_wave_resumes_without_rerunning_the_first() {
+fn a_planned_turn_killed_in_its_second_wave_and_in_its_resume_resumes_without_rerunning_the_first()
+{
     let sandbox = Sandbox::new();
     let script = |hang: bool| {
         format!(
@@ -446,33 +448,43 @@ agents:
     };
     let body = r#"{"message":"my receipts that didn't scan, then how to fix them","turn_id":"t-plan-crash"}"#;
 
-    let first = serve(&sandbox);
-    let mut stream = connect(&first.addr, Duration::from_secs(30));
-    write!(
-        stream,
-        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    // The second wave starts only after the first one's checkpoint is saved.
-    let mut seen = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let started = Instant::now();
-    while !String::from_utf8_lossy(&seen).contains(r#""type":"node_start","node":"fixes""#) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{}",
-            String::from_utf8_lossy(&seen)
-        );
-        let n = stream.read(&mut chunk).unwrap();
-        assert!(
-            n > 0,
-            "the stream ended: {}",
-            String::from_utf8_lossy(&seen)
-        );
-        seen.extend_from_slice(&chunk[..n]);
-    }
-    first.kill();
+    // Sends the turn and kills the server once the second wave has started (it starts
+    // only after the first one's checkpoint is saved); what the stream showed.
+    let kill_in_second_wave = |server: Serving| {
+        let mut stream = connect(&server.addr, Duration::from_secs(30));
+        write!(
+            stream,
+            "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let started = Instant::now();
+        while !String::from_utf8_lossy(&seen).contains(r#""type":"node_start","node":"fixes""#) {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{}",
+                String::from_utf8_lossy(&seen)
+            );
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(
+                n > 0,
+                "the stream ended: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        server.kill();
+        String::from_utf8_lossy(&seen).into_owned()
+    };
+    kill_in_second_wave(serve(&sandbox));
+    // Sent again, it resumes (the first wave is not run again), and is killed again there.
+    let resumed = kill_in_second_wave(serve(&sandbox));
+    assert!(
+        !resumed.contains(r#""type":"node_start","node":"receipts""#),
+        "the first wave ran again: {resumed}"
+    );
 
     sandbox.script(&script(false));
     let second = serve(&sandbox);

@@ -63,3 +63,108 @@ fn an_unknown_episode_is_a_plain_error() {
         "{run:?}"
     );
 }
+
+/// A compaction killed (SIGKILL) while its summarizer answers loses nothing: the
+/// conversation keeps every turn and stays due, the next run folds it once, and the
+/// conversation goes on over the summary.
+#[test]
+fn a_compaction_killed_mid_summary_is_done_by_the_next_run() {
+    let sandbox = Sandbox::new();
+    let episode = turn(&sandbox, None, "my receipt R-1234 didn't scan");
+    for i in 2..=8 {
+        turn(&sandbox, Some(&episode), &format!("find coffee deals {i}"));
+    }
+    let hanging = sandbox.script(
+        r#"
+agents:
+  orchestrator:
+    - when: { purpose: summarize }
+      delay_ms: 600000
+      text: ["Never sent."]
+"#,
+    );
+    let mut compaction = sandbox
+        .baton()
+        .args([
+            "--model",
+            &hanging,
+            "compact",
+            "--due",
+            "--registry",
+            registry(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Its only wait is the summarizer's: still running after a few seconds, it is there.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        compaction.try_wait().unwrap().is_none(),
+        "the compaction ended before the kill"
+    );
+    compaction.kill().unwrap();
+    compaction.wait().unwrap();
+
+    let run = compact(&sandbox, &["--due", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let episodes = report["episodes"].as_array().unwrap();
+    assert_eq!(episodes.len(), 1, "still due after the kill: {report}");
+    assert_eq!(episodes[0]["outcome"], "compacted");
+    assert_eq!(episodes[0]["turns_folded"], 4);
+    let replay = sandbox.run(&["replay", "--registry", registry(), "--json", &episode]);
+    assert_eq!(replay.code, 0, "{replay:?}");
+    let replay: serde_json::Value = serde_json::from_str(&replay.stdout).unwrap();
+    assert_eq!(replay["turns"].as_array().unwrap().len(), 8, "{replay}");
+    assert_eq!(replay["meta"]["summary"]["upto_seq"], 4, "{replay}");
+    assert_eq!(turn(&sandbox, Some(&episode), "and my points?"), episode);
+}
+
+/// A compaction killed (SIGKILL) just after its summary was saved: the summary stands and
+/// the conversation is no longer due, so nothing is folded twice. The fault injection
+/// point holds the process there (D-39), so this runs only in a build with them.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_compaction_killed_after_its_write_is_not_done_twice() {
+    let sandbox = Sandbox::new();
+    let episode = turn(&sandbox, None, "my receipt R-1234 didn't scan");
+    for i in 2..=8 {
+        turn(&sandbox, Some(&episode), &format!("find coffee deals {i}"));
+    }
+    let mut compaction = sandbox
+        .baton()
+        .env("FAILPOINTS", "store.summary.after=sleep(600000)")
+        .args(["compact", "--due", "--registry", registry()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let replay = || {
+        let run = sandbox.run(&["replay", "--registry", registry(), "--json", &episode]);
+        assert_eq!(run.code, 0, "{run:?}");
+        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
+    };
+    let started = std::time::Instant::now();
+    while replay()["meta"]["summary"].is_null() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no summary saved"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        compaction.try_wait().unwrap().is_none(),
+        "held after the write"
+    );
+    compaction.kill().unwrap();
+    compaction.wait().unwrap();
+
+    let after = replay();
+    assert_eq!(after["meta"]["summary"]["upto_seq"], 4, "{after}");
+    assert_eq!(after["turns"].as_array().unwrap().len(), 8);
+    let again = compact(&sandbox, &["--due"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(again.stdout.starts_with("0 episode(s)"), "{again:?}");
+    assert_eq!(turn(&sandbox, Some(&episode), "and my points?"), episode);
+}

@@ -13,7 +13,7 @@ use baton_core::ports::store::Body;
 use baton_core::prompt::DynamicContext;
 use baton_core::registry::{Agent, ModelSpec, TurnLimits};
 use baton_core::trace::RoutingRecord;
-use baton_core::turn::{ModelUsage, TurnRecord};
+use baton_core::turn::{AgentStatus, ModelUsage, TurnRecord};
 
 use super::output::Output;
 use crate::request::TurnRequest;
@@ -64,6 +64,10 @@ pub(crate) struct TurnCtx {
     /// Tool calls started (announced with `tool_call_start`), by agent: what the consulted
     /// record counts (D-20), also for a call a timeout cut short.
     started_calls: Mutex<Vec<(Arc<str>, u32)>>,
+    /// Every sub-agent this run started, and its result once it ended: what a turn cut
+    /// by a cancel or its deadline records as consulted (D-20), since the work that held
+    /// the results is dropped with it.
+    started_jobs: Mutex<Vec<StartedJob>>,
     tool_calls: AtomicU32,
     model_calls: AtomicU32,
     /// Model and tool calls in the episode's sliding window (D-15): the earlier turns'
@@ -116,6 +120,7 @@ impl TurnCtx {
             usage: Mutex::new(Vec::new()),
             bodies: Mutex::new(Vec::new()),
             started_calls: Mutex::new(Vec::new()),
+            started_jobs: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
             model_calls: AtomicU32::new(0),
             window_calls: AtomicU32::new(0),
@@ -247,6 +252,65 @@ impl TurnCtx {
             .unwrap_or(0)
     }
 
+    /// Notes that a sub-agent's job started now.
+    pub(crate) fn job_started(
+        &self,
+        agent: &Arc<Agent>,
+        call_id: &str,
+        query: &str,
+        started_ms: u64,
+    ) {
+        if let Ok(mut jobs) = self.started_jobs.lock() {
+            jobs.push(StartedJob {
+                agent: agent.clone(),
+                call_id: call_id.to_owned(),
+                query: query.to_owned(),
+                started: tokio::time::Instant::now(),
+                started_ms,
+                ended: None,
+            });
+        }
+    }
+
+    /// Notes how a started job ended.
+    pub(crate) fn job_ended(&self, agent: &str, call_id: &str, ended: JobEnd) {
+        if let Ok(mut jobs) = self.started_jobs.lock()
+            && let Some(job) = jobs
+                .iter_mut()
+                .rev()
+                .find(|j| j.ended.is_none() && j.call_id == call_id && &*j.agent.id == agent)
+        {
+            job.ended = Some(ended);
+        }
+    }
+
+    /// The jobs this run started, each with how it ended, or, for one still running, as
+    /// `unfinished` with its time and tool calls so far.
+    pub(crate) fn started_jobs(&self, unfinished: AgentStatus) -> Vec<(StartedJob, JobEnd)> {
+        let Ok(jobs) = self.started_jobs.lock() else {
+            return Vec::new();
+        };
+        jobs.iter()
+            .map(|j| {
+                let end = j.ended.unwrap_or(JobEnd {
+                    status: unfinished,
+                    tool_calls: self.calls_started(&j.agent.id),
+                    duration_ms: j.started.elapsed().as_millis() as u64,
+                    refused: false,
+                });
+                let job = StartedJob {
+                    agent: j.agent.clone(),
+                    call_id: j.call_id.clone(),
+                    query: j.query.clone(),
+                    started: j.started,
+                    started_ms: j.started_ms,
+                    ended: j.ended,
+                };
+                (job, end)
+            })
+            .collect()
+    }
+
     /// Model and tool calls made so far (for the episode's sliding window).
     pub(crate) fn calls_made(&self) -> u32 {
         self.tool_calls.load(Ordering::Relaxed) + self.model_calls.load(Ordering::Relaxed)
@@ -294,4 +358,24 @@ impl TurnCtx {
 fn round_usd(usd: f64) -> f64 {
     let rounded = (usd * 1e9).round() / 1e9;
     if rounded == 0.0 { 0.0 } else { rounded }
+}
+
+/// A sub-agent's job as this run started it (see `TurnCtx::started_jobs`).
+#[derive(Debug)]
+pub(crate) struct StartedJob {
+    pub(crate) agent: Arc<Agent>,
+    pub(crate) call_id: String,
+    pub(crate) query: String,
+    started: tokio::time::Instant,
+    pub(crate) started_ms: u64,
+    ended: Option<JobEnd>,
+}
+
+/// How a started job ended, as the consulted record tells it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JobEnd {
+    pub(crate) status: AgentStatus,
+    pub(crate) tool_calls: u32,
+    pub(crate) duration_ms: u64,
+    pub(crate) refused: bool,
 }

@@ -14,7 +14,7 @@ use baton_core::turn::AgentStatus;
 use futures::future::join_all;
 use tracing::Instrument as _;
 
-use super::context::TurnCtx;
+use super::context::{JobEnd, TurnCtx};
 use super::span_content;
 use super::status::{self, Board};
 use super::subagent;
@@ -61,6 +61,7 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         waiting: None,
         refused: false,
     };
+    ctx.job_started(&job.agent, &job.call_id, &job.query, result.started_ms);
     if let Some(brief) = &job.worker {
         ctx.out
             .emit(Event::NodeStart {
@@ -93,6 +94,16 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
     if let Some(waiting) = result.waiting.as_mut() {
         waiting.tool_calls = result.tool_calls;
     }
+    ctx.job_ended(
+        &job.agent.id,
+        &job.call_id,
+        JobEnd {
+            status: result.status,
+            tool_calls: result.tool_calls,
+            duration_ms: result.duration_ms,
+            refused: result.refused,
+        },
+    );
     span_content::record(ctx, &span, &job.query, &result.text, false);
     status.finished(&agent.id);
     if let Some(brief) = &job.worker {

@@ -15,7 +15,7 @@ mod finish;
 pub(crate) mod interruption;
 mod live_slot;
 mod memory;
-pub(crate) mod model_call;
+mod model_call;
 mod obligations;
 mod output;
 mod planner;

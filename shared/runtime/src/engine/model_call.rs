@@ -142,7 +142,7 @@ async fn one(
     let mut outcome = Ok(());
     let mut first = true;
     loop {
-        if let Some(fault) = model_fault(first) {
+        if let Some(fault) = crate::faults::model_stream(first) {
             outcome = Err(fault);
             break;
         }
@@ -214,18 +214,6 @@ async fn one(
         );
     }
     outcome.map(|()| reply)
-}
-
-/// The model stream's injected fault when its point is armed (D-39): `model.stream.first`
-/// before the first event, `model.stream.next` before each later one (and the end).
-pub(crate) fn model_fault(first: bool) -> Option<ModelError> {
-    let point = if first {
-        "model.stream.first"
-    } else {
-        "model.stream.next"
-    };
-    baton_core::fault!(point)
-        .then(|| ModelError::Unavailable(baton_core::failpoint::injected(point)))
 }
 
 fn backoff(attempt: u32) -> Duration {

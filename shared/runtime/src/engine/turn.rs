@@ -9,7 +9,7 @@ use baton_core::message::Message;
 use baton_core::ports::store::EpisodeMeta;
 use baton_core::registry::Composition;
 use baton_core::trace::{AskedCall, LimitHit};
-use baton_core::turn::{PendingCall, TurnOutcome};
+use baton_core::turn::{AgentStatus, PendingCall, TurnOutcome};
 
 use super::compose;
 use super::context::TurnCtx;
@@ -22,7 +22,7 @@ use super::memory;
 use super::obligations;
 use super::planner;
 use super::route::{self, Plan};
-use super::work::{TROUBLE, TextMode, Work};
+use super::work::{AgentJob, AgentResult, TROUBLE, TextMode, Work};
 
 const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again in a moment.";
 const CANCELED: &str = "Stopped, as you asked.";
@@ -169,8 +169,41 @@ fn planner_of(ctx: &TurnCtx) -> Option<std::sync::Arc<baton_core::registry::Plan
 }
 
 /// Records how a turn's body ended when it did not run to its end. The work stopped
-/// mid-way is dropped; what finished before is recorded.
+/// mid-way is dropped; every sub-agent that started is still recorded as consulted
+/// (D-20), a running one as failed (canceled) or timed out (the deadline).
 fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
+    if let Err(outcome) = ended {
+        let unfinished = if outcome == TurnOutcome::Canceled {
+            AgentStatus::Error
+        } else {
+            AgentStatus::Timeout
+        };
+        for (job, end) in ctx.started_jobs(unfinished) {
+            let known = work
+                .jobs
+                .iter()
+                .any(|j| j.call_id == job.call_id && j.agent.id == job.agent.id);
+            if !known {
+                work.results.push(AgentResult {
+                    status: end.status,
+                    text: String::new(),
+                    tool_calls: end.tool_calls,
+                    duration_ms: end.duration_ms,
+                    started_ms: job.started_ms,
+                    waiting: None,
+                    refused: end.refused,
+                });
+                work.jobs.push(AgentJob {
+                    agent: job.agent,
+                    call_id: job.call_id,
+                    query: job.query,
+                    prior_context: None,
+                    extra: serde_json::Map::new(),
+                    worker: None,
+                });
+            }
+        }
+    }
     match ended {
         Ok(()) => {}
         Err(TurnOutcome::Canceled) => {

@@ -6,7 +6,7 @@ use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::ports::store::Store;
 use baton_core::trace::{GuardName, LimitHit};
-use baton_core::turn::TurnOutcome;
+use baton_core::turn::{AgentStatus, TurnOutcome};
 use baton_runtime::RejectionKind;
 use futures::StreamExt;
 
@@ -614,6 +614,45 @@ agents:
     tokio::task::yield_now().await;
     assert!(!rig.runtime.is_running(&alice(), &episode, "t1"));
     assert!(!rig.runtime.cancel_turn(&alice(), &episode, "t1"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_canceled_while_a_specialist_runs_records_it_as_consulted() {
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_shop, args: { query: "coffee deals", intent_count: 1 } }]
+  shop:
+    - delay_ms: 60000
+      text: ["Too late."]
+"#;
+    let rig = make_rig(&TestRegistry::default(), script);
+    let stream = rig
+        .runtime
+        .run_turn(request("find coffee deals", None, "t1"))
+        .await
+        .unwrap();
+    let episode = stream.episode_id.clone();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(rig.runtime.cancel_turn(&alice(), &episode, "t1"));
+    let events: Vec<WireEvent> = stream.collect().await;
+    assert!(matches!(
+        events.last().unwrap().event,
+        Event::Completed {
+            outcome: TurnOutcome::Canceled,
+            ..
+        }
+    ));
+    // The specialist ran (its model was called) when the cancel came: the record says so.
+    assert!(rig.model.requests().iter().any(|r| &*r.agent_id == "shop"));
+    let turns = rig.store.turns(&alice(), &episode, 1).await.unwrap();
+    let consulted: Vec<(&str, AgentStatus)> = turns[0]
+        .consulted
+        .iter()
+        .map(|c| (c.agent_id.as_str(), c.status))
+        .collect();
+    assert_eq!(consulted, [("shop", AgentStatus::Error)]);
 }
 
 #[tokio::test(start_paused = true)]
