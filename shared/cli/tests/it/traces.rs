@@ -534,3 +534,37 @@ fn a_receiver_that_stops_answering_slows_no_turn_and_the_dropped_spans_are_count
     assert!(receiver.span_names().is_empty());
     serving.kill();
 }
+
+/// The trace exporter failing (its fault injection point, D-39, refuses the first batches)
+/// fails no turn, and export goes on with the next batches.
+#[cfg(feature = "failpoints")]
+#[test]
+fn a_failed_export_fails_no_turn_and_export_goes_on() {
+    let receiver = OtlpReceiver::start(Traces::Take);
+    let sandbox = Sandbox::new();
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", "offline"],
+        &[
+            ("FAILPOINTS", "otel.export=2*return"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str()),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "4"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    );
+    for i in 0..3 {
+        let response = serving.request(
+            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json",
+            &format!(r#"{{"message":"find me coffee deals","turn_id":"t-export-{i}"}}"#),
+        );
+        assert!(response.contains("\"completed\""), "turn {i}: {response}");
+    }
+    assert!(
+        receiver.wait_for(Duration::from_secs(30), |r| {
+            r.span_names().iter().any(|n| n == "invoke_agent")
+        }),
+        "no span arrived after the failed exports: {:?}",
+        receiver.span_names()
+    );
+    serving.kill();
+}
