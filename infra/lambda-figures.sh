@@ -8,8 +8,9 @@
 #
 # Needs root and writable cgroup v1 `cpu` and `memory` hierarchies (a setting's CPU share is
 # a CFS quota: one vCPU at 1,769 MB, in proportion below), and DynamoDB Local (installed by
-# ./infra/emulators.sh install). The binaries are built with the `dist` profile and
-# stripped, as ./infra/package.sh ships them (there for arm64).
+# ./infra/emulators.sh install). The two functions are built as ./infra/package.sh builds
+# them (infra/lambda-build.env; there for arm64), in a target folder of their own so that
+# the workspace's release build is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target}"
@@ -17,14 +18,21 @@ starts="${1:-20}"
 turns="${2:-50}"
 
 ./infra/emulators.sh install >&2
-cargo build --profile dist --locked -q -p baton-turn --bin turn
-cargo build --profile dist --locked -q -p baton-tests --example hello_lambda
 # The harness only serves the Runtime API and reads /proc: the test build does.
 cargo build --locked -q -p baton-tests --example turn_figures
+figures="$CARGO_TARGET_DIR/debug/examples/turn_figures"
+shipped="${CARGO_TARGET_DIR}-lambda-figures"
+(
+  # shellcheck source=infra/lambda-build.env
+  source infra/lambda-build.env
+  export CARGO_TARGET_DIR="$shipped"
+  cargo build --release --locked -q -p baton-turn --bin turn
+  cargo build --release --locked -q -p baton-tests --example hello_lambda
+)
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-strip -o "$scratch/turn" "$CARGO_TARGET_DIR/dist/turn"
-strip -o "$scratch/hello" "$CARGO_TARGET_DIR/dist/examples/hello_lambda"
+cp "$shipped/release/turn" "$scratch/turn"
+cp "$shipped/release/examples/hello_lambda" "$scratch/hello"
 # The zip as ./infra/package.sh makes it: the binary as `bootstrap`, beside the registry.
 mkdir -p "$scratch/zip"
 cp "$scratch/turn" "$scratch/zip/bootstrap"
@@ -41,7 +49,6 @@ PY
 echo "turn binary (x86_64, stripped): $(stat -c %s "$scratch/turn") bytes; zip with the registry: $(stat -c %s "$scratch/turn.zip") bytes"
 echo "hello binary (x86_64, stripped): $(stat -c %s "$scratch/hello") bytes"
 
-figures="$CARGO_TARGET_DIR/debug/examples/turn_figures"
 echo "== no limit"
 "$figures" "$scratch/turn" "$starts" "$turns" --hello "$scratch/hello"
 for mb in 128 512 1024; do

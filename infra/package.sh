@@ -49,13 +49,9 @@ bin="$(./infra/python-tools.sh)"
 export PATH="$bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton/target-lambda}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
-# The workspace's release profile keeps line tables for profiling, and cargo-lambda leaves
-# a profile that Cargo.toml sets alone: strip here, or the zip is four times larger.
-export CARGO_PROFILE_RELEASE_DEBUG="${CARGO_PROFILE_RELEASE_DEBUG:-false}"
-export CARGO_PROFILE_RELEASE_STRIP="${CARGO_PROFILE_RELEASE_STRIP:-symbols}"
-# The release profile turns LTO off for a laptop's first build; the functions get the `dist`
-# profile's thin-local LTO back (cargo-lambda and `sam build` both build `--release`).
-export CARGO_PROFILE_RELEASE_LTO="${CARGO_PROFILE_RELEASE_LTO:-false}"
+# The functions' build settings (stripped, whole-program LTO): see the file.
+# shellcheck source=infra/lambda-build.env
+source infra/lambda-build.env
 
 # The arm64 standard library, for the toolchain rust-toolchain.toml selects.
 if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
