@@ -57,6 +57,15 @@ pub(crate) fn job(planner: &Planner, node: &PlanNode, inputs: Vec<NodeResult>) -
 
 /// What a node that ran came to, as the planner and its dependents read it.
 pub(crate) fn node_result(job: &AgentJob, result: &AgentResult) -> NodeResult {
+    if result.refused {
+        // A limit stopped it before its first call: it did not run, also for a run that
+        // resumes from this turn's checkpoint.
+        return NodeResult::not_run(
+            &job.agent.id,
+            NodeStatus::NotRun,
+            "A limit stopped it before it started.".to_owned(),
+        );
+    }
     let status = NodeStatus::of(result.status);
     let text = if status.usable() && !result.text.trim().is_empty() {
         result.text.trim().to_owned()
