@@ -258,16 +258,8 @@ async fn call(inner: &Inner, policy: &MemoryPolicy, input: &SummaryInput) -> Ans
     let timeout = Duration::from_millis(inner.config.summarize_timeout_ms);
     let mut text = String::new();
     let collected = tokio::time::timeout(timeout, async {
-        let mut stream = model.stream(&request);
-        let mut first = true;
-        loop {
-            if let Some(fault) = crate::faults::model_stream(first) {
-                return Err(fault);
-            }
-            first = false;
-            let Some(event) = stream.next().await else {
-                break;
-            };
+        let mut stream = crate::faults::model_stream(model.stream(&request));
+        while let Some(event) = stream.next().await {
             match event {
                 Ok(ModelEvent::TextDelta(t)) => text.push_str(&t),
                 Ok(ModelEvent::Usage(u)) => answer.tokens.add(&u),

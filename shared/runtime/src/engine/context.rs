@@ -284,13 +284,14 @@ impl TurnCtx {
         }
     }
 
-    /// The jobs this run started, each with how it ended, or, for one still running, as
-    /// `unfinished` with its time and tool calls so far.
-    pub(crate) fn started_jobs(&self, unfinished: AgentStatus) -> Vec<(StartedJob, JobEnd)> {
-        let Ok(jobs) = self.started_jobs.lock() else {
-            return Vec::new();
+    /// Takes the jobs this run started, each with how it ended, or, for one still
+    /// running, as `unfinished` with its time and tool calls so far.
+    pub(crate) fn take_started_jobs(&self, unfinished: AgentStatus) -> Vec<(StartedJob, JobEnd)> {
+        let jobs = match self.started_jobs.lock() {
+            Ok(mut jobs) => std::mem::take(&mut *jobs),
+            Err(_) => return Vec::new(),
         };
-        jobs.iter()
+        jobs.into_iter()
             .map(|j| {
                 let end = j.ended.unwrap_or(JobEnd {
                     status: unfinished,
@@ -298,15 +299,7 @@ impl TurnCtx {
                     duration_ms: j.started.elapsed().as_millis() as u64,
                     refused: false,
                 });
-                let job = StartedJob {
-                    agent: j.agent.clone(),
-                    call_id: j.call_id.clone(),
-                    query: j.query.clone(),
-                    started: j.started,
-                    started_ms: j.started_ms,
-                    ended: j.ended,
-                };
-                (job, end)
+                (j, end)
             })
             .collect()
     }

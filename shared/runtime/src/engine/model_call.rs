@@ -135,21 +135,12 @@ async fn one(
     sink: &mut impl Sink,
     shown: &mut bool,
 ) -> Result<Reply, ModelError> {
-    let mut stream = model.stream(request);
+    let mut stream = crate::faults::model_stream(model.stream(request));
     let mut reply = Reply::default();
     let mut usage = TokenUsage::default();
     let mut open: Vec<RawCall> = Vec::new();
     let mut outcome = Ok(());
-    let mut first = true;
-    loop {
-        if let Some(fault) = crate::faults::model_stream(first) {
-            outcome = Err(fault);
-            break;
-        }
-        first = false;
-        let Some(event) = stream.next().await else {
-            break;
-        };
+    while let Some(event) = stream.next().await {
         match event {
             Ok(ModelEvent::TextDelta(t)) => {
                 *shown = true;

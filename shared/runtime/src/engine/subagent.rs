@@ -371,7 +371,7 @@ async fn tool_loop(
                 result.refused = first
                     && result.tool_calls == 0
                     && result.text.is_empty()
-                    && e == ModelError::Invalid(model_call::WINDOW_SPENT.into());
+                    && matches!(&e, ModelError::Invalid(why) if why == model_call::WINDOW_SPENT);
                 result.status = AgentStatus::Error;
                 result.duration_ms = started.elapsed().as_millis() as u64;
                 return;

@@ -344,13 +344,7 @@ pub(crate) async fn run(
             .clone()
             .map(|keeper| keeper as Arc<dyn AccountLinks>),
     };
-    // An injected fault (D-39) fails the call as an unreachable backend would.
-    let fault = baton_core::fault!(&format!("connector.{}", tool.connector_kind)).then(|| {
-        ConnectorError::Unavailable(baton_core::failpoint::injected(&format!(
-            "connector.{}",
-            tool.connector_kind
-        )))
-    });
+    let fault = crate::faults::connector(&tool.connector_kind);
     let call = async move {
         match fault {
             Some(fault) => Err(fault),

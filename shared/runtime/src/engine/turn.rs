@@ -178,7 +178,7 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
         } else {
             AgentStatus::Timeout
         };
-        for (job, end) in ctx.started_jobs(unfinished) {
+        for (job, end) in ctx.take_started_jobs(unfinished) {
             let known = work
                 .jobs
                 .iter()

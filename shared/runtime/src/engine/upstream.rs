@@ -254,10 +254,8 @@ async fn converse(
     sink: &mut AgentSink<'_>,
     result: &mut AgentResult,
 ) -> Result<Answered, UpstreamError> {
-    if baton_core::fault!("connector.upstream_chat") {
-        return Err(UpstreamError::Unavailable(baton_core::failpoint::injected(
-            "connector.upstream_chat",
-        )));
+    if let Some(fault) = crate::faults::upstream_chat() {
+        return Err(fault);
     }
     let mut stream = chat.converse(request.clone()).await?;
     let mut conversation: Option<String> = None;
