@@ -27,12 +27,12 @@ shipped="${CARGO_TARGET_DIR}-lambda-figures"
   source infra/lambda-build.env
   export CARGO_TARGET_DIR="$shipped"
   cargo build --release --locked -q -p baton-turn --bin turn
-  cargo build --release --locked -q -p baton-tests --example hello_lambda
+  cargo build --release --locked -q -p baton-hello-lambda
 )
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cp "$shipped/release/turn" "$scratch/turn"
-cp "$shipped/release/examples/hello_lambda" "$scratch/hello"
+cp "$shipped/release/hello_lambda" "$scratch/hello"
 # The zip as ./infra/package.sh makes it: the binary as `bootstrap`, beside the registry.
 mkdir -p "$scratch/zip"
 cp "$scratch/turn" "$scratch/zip/bootstrap"

@@ -29,7 +29,7 @@ use baton_local::offline::OfflineModel;
 use baton_runtime::compaction::Outcome;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use baton_tests::dynamodb_local::LocalJournal;
-use baton_tests::fixtures::registry_dir;
+use baton_tests::fixtures::{registry_at, registry_dir};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
@@ -117,13 +117,7 @@ fn main() {
 
 async fn run(episodes: usize, turns: usize) -> Value {
     let journal = LocalJournal::start().await;
-    let root = registry_dir();
-    let connectors = baton_connectors::default_connectors(&root);
-    let sources = baton_runtime::registry_folder::read_sources(&root).unwrap();
-    let registry = Arc::new(
-        baton_runtime::registry_folder::load_sources(&sources, &connectors, &Default::default())
-            .unwrap(),
-    );
+    let (registry, connectors) = registry_at(&registry_dir());
     let model = Arc::new(CountingModel {
         inner: Arc::new(OfflineModel::new(registry.clone())),
         summaries: AtomicUsize::new(0),

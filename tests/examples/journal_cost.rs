@@ -24,23 +24,19 @@ use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, TurnRequest};
 use baton_tests::dynamodb_local::LocalJournal;
-use baton_tests::fixtures::{SHOP_SCRIPT, registry_dir};
+use baton_tests::fixtures::{SHOP_SCRIPT, registry_at, registry_dir};
 use futures::StreamExt;
 
 const TURNS_PER_EPISODE: usize = 5;
 
 fn runtime(store: Arc<dyn Store>) -> Runtime {
-    let root = registry_dir();
-    let connectors = baton_connectors::default_connectors(&root);
-    let sources = baton_runtime::registry_folder::read_sources(&root).unwrap();
-    let registry =
-        baton_runtime::registry_folder::load_sources(&sources, &connectors, &Default::default())
-            .unwrap();
-    let mut builder = Runtime::builder(Arc::new(registry))
+    let (registry, connectors) = registry_at(&registry_dir());
+    Runtime::builder(registry)
         .model_override(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap()))
-        .store(store);
-    builder = builder.connectors(connectors);
-    builder.build().unwrap()
+        .store(store)
+        .connectors(connectors)
+        .build()
+        .unwrap()
 }
 
 /// One turn, drained; returns its wall time and the episode it ran on.

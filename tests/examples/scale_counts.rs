@@ -34,7 +34,7 @@ use baton_local::offline::OfflineModel;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use baton_tests::dynamodb_local::DynamoDbLocal;
 use baton_tests::dynamodb_proxy::{Attempt, DynamoProxy};
-use baton_tests::fixtures::registry_dir;
+use baton_tests::fixtures::{registry_at, registry_dir};
 use baton_tests::requests::{RequestCounter, RequestCounts};
 use baton_tests::s3::InProcessS3;
 use futures::StreamExt;
@@ -265,17 +265,7 @@ impl Rig {
     }
 
     fn runtime(&self, orchestrator: &str) -> Runtime {
-        let root = registry_dir();
-        let connectors = baton_connectors::default_connectors(&root);
-        let sources = baton_runtime::registry_folder::read_sources(&root).unwrap();
-        let registry = Arc::new(
-            baton_runtime::registry_folder::load_sources(
-                &sources,
-                &connectors,
-                &Default::default(),
-            )
-            .unwrap(),
-        );
+        let (registry, connectors) = registry_at(&registry_dir());
         let model = Arc::new(SizingModel {
             inner: Arc::new(OfflineModel::new(registry.clone())),
             calls: self.calls.clone(),

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --profile dist -p baton-turn --bin turn
-//! cargo build --profile dist -p baton-tests --example hello_lambda
+//! cargo build --profile dist -p baton-hello-lambda
 //! cargo run -p baton-tests --example turn_figures -- \
 //!     <turn> [starts] [turns] [--memory-mb MB] [--hello <hello_lambda>]
 //! ```

@@ -4,7 +4,12 @@
 // Test support: a broken fixture is a test failure with a plain message.
 #![allow(clippy::panic, clippy::expect_used)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use baton_core::ports::connector::Connector;
+use baton_core::registry::Registry;
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -15,6 +20,23 @@ pub fn repo_root() -> PathBuf {
 pub fn registry_dir() -> PathBuf {
     repo_root().join("shared/registry")
 }
+
+/// The registry in `root` (the shipped one, or a copy of it), validated against the
+/// default connectors, with those connectors: what a runtime over it is built from.
+///
+/// # Panics
+/// When the registry does not load.
+pub fn registry_at(root: &Path) -> (Arc<Registry>, Connectors) {
+    let connectors = baton_connectors::default_connectors(root);
+    let sources = baton_runtime::registry_folder::read_sources(root).expect("reading the registry");
+    let registry =
+        baton_runtime::registry_folder::load_sources(&sources, &connectors, &Default::default())
+            .expect("loading the registry");
+    (Arc::new(registry), connectors)
+}
+
+/// Connectors by kind, as a runtime takes them.
+pub type Connectors = BTreeMap<String, Arc<dyn Connector>>;
 
 /// Copies a folder tree (e.g. the registry, to change a copy of it).
 ///

@@ -36,7 +36,7 @@ use baton_core::ports::store::Store;
 use baton_core::turn::{TurnOutcome, TurnRecord};
 use baton_runtime::{RejectionKind, Runtime, RuntimeConfig, TurnRequest};
 use baton_tests::dynamodb_local::{BODIES_BUCKET, DynamoDbLocal};
-use baton_tests::fixtures::{copy_dir, registry_dir};
+use baton_tests::fixtures::{copy_dir, registry_at, registry_dir};
 use baton_tests::s3::InProcessS3;
 use futures::StreamExt;
 
@@ -207,16 +207,7 @@ struct Chaos {
 
 impl Chaos {
     async fn new(store: Arc<dyn Store>, registry_copy: &Path, seed: u64) -> Chaos {
-        let connectors = baton_connectors::default_connectors(registry_copy);
-        let sources = baton_runtime::registry_folder::read_sources(registry_copy).unwrap();
-        let registry = Arc::new(
-            baton_runtime::registry_folder::load_sources(
-                &sources,
-                &connectors,
-                &Default::default(),
-            )
-            .unwrap(),
-        );
+        let (registry, connectors) = registry_at(registry_copy);
         let ran = Arc::new(Mutex::new(Vec::new()));
         let model: Arc<dyn Model> = Arc::new(Recording {
             inner: Arc::new(baton_local::offline::OfflineModel::new(registry.clone())),

@@ -17,7 +17,7 @@ use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{RejectionKind, Runtime, TurnRequest};
 use baton_tests::dynamodb_local::{BODIES_BUCKET, DynamoDbLocal};
 use baton_tests::dynamodb_proxy::{Attempt, DynamoProxy, Throttle};
-use baton_tests::fixtures::{SHOP_SCRIPT, registry_dir};
+use baton_tests::fixtures::{SHOP_SCRIPT, registry_at, registry_dir};
 use baton_tests::s3::InProcessS3;
 use futures::StreamExt;
 
@@ -72,16 +72,8 @@ impl Throttled {
     }
 
     fn runtime(&self, script: &str) -> Runtime {
-        let root = registry_dir();
-        let connectors = baton_connectors::default_connectors(&root);
-        let sources = baton_runtime::registry_folder::read_sources(&root).unwrap();
-        let registry = baton_runtime::registry_folder::load_sources(
-            &sources,
-            &connectors,
-            &Default::default(),
-        )
-        .unwrap();
-        Runtime::builder(Arc::new(registry))
+        let (registry, connectors) = registry_at(&registry_dir());
+        Runtime::builder(registry)
             .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
             .store(self.store.clone())
             .connectors(connectors)

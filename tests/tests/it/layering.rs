@@ -30,7 +30,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "baton-otel",
         ],
     ),
-    ("test support", &["baton-tests"]),
+    ("test support", &["baton-tests", "baton-hello-lambda"]),
     (
         "mains",
         &[

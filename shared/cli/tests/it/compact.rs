@@ -16,6 +16,34 @@ fn turn(sandbox: &Sandbox, episode: Option<&str>, text: &str) -> String {
     episode_of(&events(&run.stdout))
 }
 
+/// A conversation of eight turns, due for compaction (the shipped cards' threshold).
+fn eight_turns(sandbox: &Sandbox) -> String {
+    let episode = turn(sandbox, None, "my receipt R-1234 didn't scan");
+    for i in 2..=8 {
+        turn(sandbox, Some(&episode), &format!("find coffee deals {i}"));
+    }
+    episode
+}
+
+/// `baton replay --json` of the episode.
+fn replay(sandbox: &Sandbox, episode: &str) -> serde_json::Value {
+    let run = sandbox.run(&["replay", "--registry", registry(), "--json", episode]);
+    assert_eq!(run.code, 0, "{run:?}");
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+/// Starts `baton` with `args` in the background, its output discarded: to kill it.
+fn spawn(sandbox: &Sandbox, env: &[(&str, &str)], args: &[&str]) -> std::process::Child {
+    sandbox
+        .baton()
+        .envs(env.iter().copied())
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 fn compact(sandbox: &Sandbox, args: &[&str]) -> Run {
     let mut all = vec!["compact", "--registry", registry()];
     all.extend_from_slice(args);
@@ -25,10 +53,7 @@ fn compact(sandbox: &Sandbox, args: &[&str]) -> Run {
 #[test]
 fn a_due_conversation_is_folded_once_and_then_has_nothing_to_fold() {
     let sandbox = Sandbox::new();
-    let episode = turn(&sandbox, None, "my receipt R-1234 didn't scan");
-    for i in 2..=8 {
-        turn(&sandbox, Some(&episode), &format!("find coffee deals {i}"));
-    }
+    let episode = eight_turns(&sandbox);
 
     let run = compact(&sandbox, &["--due", "--json"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -70,10 +95,7 @@ fn an_unknown_episode_is_a_plain_error() {
 #[test]
 fn a_compaction_killed_mid_summary_is_done_by_the_next_run() {
     let sandbox = Sandbox::new();
-    let episode = turn(&sandbox, None, "my receipt R-1234 didn't scan");
-    for i in 2..=8 {
-        turn(&sandbox, Some(&episode), &format!("find coffee deals {i}"));
-    }
+    let episode = eight_turns(&sandbox);
     let hanging = sandbox.script(
         r#"
 agents:
@@ -83,20 +105,18 @@ agents:
       text: ["Never sent."]
 "#,
     );
-    let mut compaction = sandbox
-        .baton()
-        .args([
+    let mut compaction = spawn(
+        &sandbox,
+        &[],
+        &[
             "--model",
             &hanging,
             "compact",
             "--due",
             "--registry",
             registry(),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+    );
     // Its only wait is the summarizer's: still running after a few seconds, it is there.
     std::thread::sleep(std::time::Duration::from_secs(3));
     assert!(
@@ -113,9 +133,7 @@ agents:
     assert_eq!(episodes.len(), 1, "still due after the kill: {report}");
     assert_eq!(episodes[0]["outcome"], "compacted");
     assert_eq!(episodes[0]["turns_folded"], 4);
-    let replay = sandbox.run(&["replay", "--registry", registry(), "--json", &episode]);
-    assert_eq!(replay.code, 0, "{replay:?}");
-    let replay: serde_json::Value = serde_json::from_str(&replay.stdout).unwrap();
+    let replay = replay(&sandbox, &episode);
     assert_eq!(replay["turns"].as_array().unwrap().len(), 8, "{replay}");
     assert_eq!(replay["meta"]["summary"]["upto_seq"], 4, "{replay}");
     assert_eq!(turn(&sandbox, Some(&episode), "and my points?"), episode);
@@ -128,25 +146,14 @@ agents:
 #[test]
 fn a_compaction_killed_after_its_write_is_not_done_twice() {
     let sandbox = Sandbox::new();
-    let episode = turn(&sandbox, None, "my receipt R-1234 didn't scan");
-    for i in 2..=8 {
-        turn(&sandbox, Some(&episode), &format!("find coffee deals {i}"));
-    }
-    let mut compaction = sandbox
-        .baton()
-        .env("FAILPOINTS", "store.summary.after=sleep(600000)")
-        .args(["compact", "--due", "--registry", registry()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let replay = || {
-        let run = sandbox.run(&["replay", "--registry", registry(), "--json", &episode]);
-        assert_eq!(run.code, 0, "{run:?}");
-        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()
-    };
+    let episode = eight_turns(&sandbox);
+    let mut compaction = spawn(
+        &sandbox,
+        &[("FAILPOINTS", "store.summary.after=sleep(600000)")],
+        &["compact", "--due", "--registry", registry()],
+    );
     let started = std::time::Instant::now();
-    while replay()["meta"]["summary"].is_null() {
+    while replay(&sandbox, &episode)["meta"]["summary"].is_null() {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(30),
             "no summary saved"
@@ -160,7 +167,7 @@ fn a_compaction_killed_after_its_write_is_not_done_twice() {
     compaction.kill().unwrap();
     compaction.wait().unwrap();
 
-    let after = replay();
+    let after = replay(&sandbox, &episode);
     assert_eq!(after["meta"]["summary"]["upto_seq"], 4, "{after}");
     assert_eq!(after["turns"].as_array().unwrap().len(), 8);
     let again = compact(&sandbox, &["--due"]);

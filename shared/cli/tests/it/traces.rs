@@ -488,6 +488,17 @@ fn a_receiver_that_is_down_does_not_fail_the_turn() {
     assert!(!run.stdout.trim().is_empty(), "{run:?}");
 }
 
+/// Sends `n` turns (`<prefix>-<i>`) one after another; each must be answered.
+fn answered_turns(serving: &Serving, prefix: &str, n: usize) {
+    for i in 0..n {
+        let response = serving.request(
+            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json",
+            &format!(r#"{{"message":"find me coffee deals","turn_id":"{prefix}-{i}"}}"#),
+        );
+        assert!(response.contains("\"completed\""), "turn {i}: {response}");
+    }
+}
+
 #[test]
 fn a_receiver_that_stops_answering_slows_no_turn_and_the_dropped_spans_are_counted() {
     // Trace exports hang; metrics still arrive, so the drops can be read back.
@@ -507,13 +518,7 @@ fn a_receiver_that_stops_answering_slows_no_turn_and_the_dropped_spans_are_count
     );
     // Each turn makes about ten spans: the exporter is stuck on its first batch, so the
     // queue fills within two turns. Every turn is still answered.
-    for i in 0..6 {
-        let response = serving.request(
-            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json",
-            &format!(r#"{{"message":"find me coffee deals","turn_id":"t-slow-{i}"}}"#),
-        );
-        assert!(response.contains("\"completed\""), "turn {i}: {response}");
-    }
+    answered_turns(&serving, "t-slow", 6);
     assert!(
         receiver.wait_for(Duration::from_secs(30), |r| {
             r.counter("turns_total", &[("outcome", "answered")]) == Some(6)
@@ -552,13 +557,7 @@ fn a_failed_export_fails_no_turn_and_export_goes_on() {
             ("OTEL_BSP_SCHEDULE_DELAY", "50"),
         ],
     );
-    for i in 0..3 {
-        let response = serving.request(
-            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json",
-            &format!(r#"{{"message":"find me coffee deals","turn_id":"t-export-{i}"}}"#),
-        );
-        assert!(response.contains("\"completed\""), "turn {i}: {response}");
-    }
+    answered_turns(&serving, "t-export", 3);
     assert!(
         receiver.wait_for(Duration::from_secs(30), |r| {
             r.span_names().iter().any(|n| n == "invoke_agent")

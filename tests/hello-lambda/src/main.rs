@@ -2,7 +2,7 @@
 //! Lambda figures can show what Init costs any Rust function and what Baton's adds.
 //!
 //! ```text
-//! cargo build --profile dist -p baton-tests --example hello_lambda
+//! cargo build --release -p baton-hello-lambda
 //! ```
 
 #![allow(missing_docs)]
