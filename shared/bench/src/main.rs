@@ -52,6 +52,10 @@ struct Args {
     /// Concurrent streaming turns held against `baton serve`.
     #[arg(long, default_value_t = 1000)]
     streams: usize,
+    /// Measure only `baton serve`'s memory under `--streams` concurrent streaming turns,
+    /// this many times, each on a fresh server.
+    #[arg(long, value_name = "RUNS")]
+    streams_only: Option<usize>,
     /// The `baton` binary (defaults to the one next to this benchmark).
     #[arg(long)]
     baton: Option<PathBuf>,
@@ -154,6 +158,20 @@ fn main() -> anyhow::Result<()> {
             })
             .context("the soak stopped")??;
         let table = soak::table(&results);
+        return finish(&args, &results, table, started);
+    }
+    if let Some(runs) = args.streams_only {
+        let baton = match &args.baton {
+            Some(p) => p.clone(),
+            None => report::sibling_baton()?,
+        };
+        let n = args.streams;
+        let results = rt
+            .block_on(async move {
+                tokio::spawn(async move { serve_load::streams_runs(&baton, n, runs).await }).await
+            })
+            .context("the streams benchmark stopped")??;
+        let table = serve_load::streams_table(&results);
         return finish(&args, &results, table, started);
     }
     if args.memory {

@@ -183,10 +183,14 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
     drop(client);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let after = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    // The allocator gives freed pages back over its decay time (jemalloc: 10 s).
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    let settled = rss_mib(pid).map(|r| r.0).unwrap_or_default();
     failures.truncate(3);
     Ok(json!({
         "streams": n,
         "rss_after_streams_mib": after,
+        "rss_15s_after_streams_mib": settled,
         "completed": completed,
         "failures_sample": failures,
         "model_latencies_ms": { "orchestrator": hold.orchestrator, "shopping": hold.shopping, "support": hold.support },
@@ -198,6 +202,38 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         "peak_rss_vmhwm_mib": peak,
         "rss_timeline_ms_mib_done": timeline.iter().step_by(10).collect::<Vec<_>>(),
     }))
+}
+
+/// [`streams`] `runs` times, each on a fresh server and data folder.
+pub(crate) async fn streams_runs(baton: &Path, n: usize, runs: usize) -> anyhow::Result<Value> {
+    let mut all = Vec::new();
+    for _ in 0..runs {
+        let d = tempfile::tempdir()?;
+        all.push(streams(baton, d.path(), n).await?);
+    }
+    Ok(json!({ "streams": n, "runs": all }))
+}
+
+/// One line a run: idle, all open, peak and after, in MiB.
+pub(crate) fn streams_table(results: &Value) -> String {
+    let mut out = format!(
+        "baton serve, {} streams: idle / all open / peak / 1 s after / 15 s after (MiB); completed",
+        results["streams"]
+    );
+    for r in results["runs"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "\n{:.1} / {:.1} / {:.1} / {:.1} / {:.1}; {}",
+            r["rss_idle_mib"].as_f64().unwrap_or_default(),
+            r["rss_with_all_streams_open_mib"]
+                .as_f64()
+                .unwrap_or_default(),
+            r["peak_rss_vmhwm_mib"].as_f64().unwrap_or_default(),
+            r["rss_after_streams_mib"].as_f64().unwrap_or_default(),
+            r["rss_15s_after_streams_mib"].as_f64().unwrap_or_default(),
+            r["completed"],
+        ));
+    }
+    out
 }
 
 /// The HTTP share alone: `n` keep-alive connections to a fresh server that have each

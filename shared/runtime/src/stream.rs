@@ -84,6 +84,47 @@ fn weight(event: &Event) -> usize {
     }
 }
 
+/// What became of a pushed event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Queued as an event of its own.
+    Queued,
+    /// Its text was appended to the unread piece before it, from the same source: its
+    /// sequence number was not used (numbers stay contiguous for the reader).
+    Joined,
+    /// The reader has left or was cut off: nothing more is queued.
+    Closed,
+}
+
+/// Queues `event`; its weight.
+fn push_back(queue: &mut VecDeque<WireEvent>, event: WireEvent) -> usize {
+    let added = weight(&event.event);
+    queue.push_back(event);
+    added
+}
+
+/// Appends `next`'s text to `last` when both are pieces of one source's text of the same
+/// kind (the joined event keeps `last`'s number): the bytes added, or `None`.
+fn join(last: &mut WireEvent, next: &WireEvent) -> Option<usize> {
+    let piece = match (&mut last.event, &next.event) {
+        (Event::Text { source, text }, Event::Text { source: s, text: t })
+        | (Event::Reasoning { source, text }, Event::Reasoning { source: s, text: t })
+            if source == s =>
+        {
+            (text, t)
+        }
+        (
+            Event::DelegatedText { agent, text, .. },
+            Event::DelegatedText {
+                agent: a, text: t, ..
+            },
+        ) if agent == a => (text, t),
+        _ => return None,
+    };
+    piece.0.push_str(piece.1);
+    Some(piece.1.len())
+}
+
 impl Outbox {
     pub(crate) fn new(limits: OutputLimits) -> Self {
         Outbox {
@@ -94,23 +135,29 @@ impl Outbox {
         }
     }
 
-    /// Queues an event; false when the reader has left or was cut off.
-    pub(crate) fn push(&self, event: WireEvent) -> bool {
+    /// Queues an event, or joins it to the piece before it (see [`Pushed`]).
+    pub(crate) fn push(&self, event: WireEvent) -> Pushed {
         let Ok(mut s) = self.state.lock() else {
-            return false;
+            return Pushed::Closed;
         };
         if s.closed {
-            return false;
+            return Pushed::Closed;
         }
-        s.bytes += weight(&event.event);
+        // A piece of text the reader has not taken yet grows the piece before it from the
+        // same source: a reader that falls behind holds one event, not one per delta (D-40).
+        let joined = s.queue.back_mut().and_then(|last| join(last, &event));
+        let (pushed, added) = match joined {
+            Some(added) => (Pushed::Joined, added),
+            None => (Pushed::Queued, push_back(&mut s.queue, event)),
+        };
+        s.bytes += added;
         if s.bytes > self.limits.buffer_bytes {
             self.over.store(true, Ordering::Release);
         }
-        s.queue.push_back(event);
         if let Some(reader) = s.reader.take() {
             reader.wake();
         }
-        true
+        pushed
     }
 
     /// Waits until the queue is under its limit (at once, almost always).
@@ -294,6 +341,17 @@ mod tests {
         }
     }
 
+    /// A piece from a source of its own, so that it is never joined to the one before.
+    fn apart(seq: u64, piece: &str) -> WireEvent {
+        WireEvent {
+            event: Event::Text {
+                source: format!("agent{seq}"),
+                text: piece.into(),
+            },
+            ..text(seq, "")
+        }
+    }
+
     fn stream(outbox: &Arc<Outbox>) -> TurnStream {
         TurnStream {
             turn_id: "t1".into(),
@@ -315,7 +373,7 @@ mod tests {
         let outbox = Arc::new(Outbox::new(LIMITS));
         let mut reader = stream(&outbox);
         for seq in 1..=3 {
-            assert!(outbox.push(text(seq, &"x".repeat(400))));
+            assert_eq!(outbox.push(apart(seq, &"x".repeat(400))), Pushed::Queued);
         }
         let writer = tokio::spawn({
             let outbox = outbox.clone();
@@ -337,15 +395,16 @@ mod tests {
         let outbox = Arc::new(Outbox::new(LIMITS));
         let mut reader = stream(&outbox);
         for seq in 1..=3 {
-            assert!(outbox.push(text(seq, &"x".repeat(400))));
+            assert_eq!(outbox.push(apart(seq, &"x".repeat(400))), Pushed::Queued);
         }
         assert!(
             outbox.room().await.is_err(),
             "no room within the stall limit"
         );
         outbox.stall(text(4, "cut off"));
-        assert!(
-            !outbox.push(text(5, "after")),
+        assert_eq!(
+            outbox.push(text(5, "after")),
+            Pushed::Closed,
             "nothing is queued after the cut"
         );
         assert!(
@@ -356,12 +415,52 @@ mod tests {
         assert_eq!(rest, vec![4]);
     }
 
+    /// Pieces of one source's text queued before a read arrive as one event, numbered as
+    /// the first of them; another source, another kind or a read in between starts anew.
+    #[tokio::test]
+    async fn unread_pieces_of_one_source_are_joined() {
+        let outbox = Arc::new(Outbox::new(LIMITS));
+        let mut reader = stream(&outbox);
+        assert_eq!(outbox.push(text(1, "Hel")), Pushed::Queued);
+        assert_eq!(outbox.push(text(2, "lo")), Pushed::Joined);
+        assert_eq!(outbox.push(apart(2, "!")), Pushed::Queued);
+        let first = reader.next().await.expect("joined event");
+        assert_eq!(
+            (first.seq, first.event),
+            (
+                1,
+                Event::Text {
+                    source: "orchestrator".into(),
+                    text: "Hello".into()
+                }
+            )
+        );
+        assert_eq!(reader.next().await.map(|e| e.seq), Some(2));
+        assert_eq!(outbox.push(text(3, " again")), Pushed::Queued);
+        let other_kind = WireEvent {
+            event: Event::Reasoning {
+                source: "orchestrator".into(),
+                text: "hmm".into(),
+            },
+            ..text(4, "")
+        };
+        assert_eq!(outbox.push(other_kind), Pushed::Queued);
+        assert_eq!(outbox.push(text(5, "after")), Pushed::Queued);
+        drop(FinishOnDrop(outbox.clone()));
+        let rest: Vec<u64> = reader.map(|e| e.seq).collect().await;
+        assert_eq!(
+            rest,
+            vec![3, 4, 5],
+            "a read and another kind both end a piece"
+        );
+    }
+
     /// The stream ends once the turn is over and everything was read.
     #[tokio::test]
     async fn the_stream_ends_after_the_last_event() {
         let outbox = Arc::new(Outbox::new(LIMITS));
         let reader = stream(&outbox);
-        assert!(outbox.push(text(1, "a")));
+        assert_eq!(outbox.push(text(1, "a")), Pushed::Queued);
         drop(FinishOnDrop(outbox.clone()));
         let all: Vec<u64> = reader.map(|e| e.seq).collect().await;
         assert_eq!(all, vec![1]);

@@ -17,7 +17,7 @@ use baton_core::events::{DirectLineState, Event, PROTOCOL_VERSION, WireEvent};
 use baton_core::privacy::{PrivacyGuard, PrivacyReceipt, StreamMasker};
 use baton_core::turn::{AgentStatus, TurnOutcome};
 
-use crate::stream::{Outbox, STALLED};
+use crate::stream::{Outbox, Pushed, STALLED};
 
 struct State {
     seq: u64,
@@ -298,9 +298,14 @@ impl Output {
             seq: state.seq,
             event,
         };
-        if !self.outbox.push(wire) {
-            state.client_gone = true;
-            tracing::info!(turn_id = %self.turn_id, "client left; the turn goes on and will commit");
+        match self.outbox.push(wire) {
+            Pushed::Queued => {}
+            // Its number was not used: the next event takes it.
+            Pushed::Joined => state.seq -= 1,
+            Pushed::Closed => {
+                state.client_gone = true;
+                tracing::info!(turn_id = %self.turn_id, "client left; the turn goes on and will commit");
+            }
         }
     }
 

@@ -14,7 +14,7 @@ use super::output::Output;
 use super::turn;
 use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
 use crate::services::Inner;
-use crate::stream::{FinishOnDrop, Outbox, TurnStream};
+use crate::stream::{FinishOnDrop, Outbox, Pushed, TurnStream};
 
 const MAX_ID_CHARS: usize = 128;
 
@@ -195,7 +195,7 @@ async fn launch(
             // reader behaves: reading slowly, not at all, or leaving.
             let finished = FinishOnDrop(outbox.clone());
             // Boxed: the task then holds a pointer, not a copy of the turn's large future.
-            let driver = Box::pin(turn::run(ctx, meta).instrument(span));
+            let driver = Box::pin(turn::run(Box::new(ctx), Box::new(meta)).instrument(span));
             drop(tasks.spawn(async move {
                 let _finished = finished;
                 let _running = running;
@@ -307,7 +307,7 @@ fn replay(record: TurnRecord, outbox: &Outbox) {
             seq: i as u64 + 1,
             event,
         };
-        if !outbox.push(wire) {
+        if outbox.push(wire) == Pushed::Closed {
             return;
         }
     }

@@ -28,7 +28,10 @@ const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again 
 const CANCELED: &str = "Stopped, as you asked.";
 
 /// Runs a claimed turn to its end. Never panics; every failure ends in plain words.
-pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
+///
+/// Takes its context boxed: an async fn keeps its arguments twice (as given and as moved
+/// into its body), so a 1.4 KB context would cost every open turn twice that (D-40).
+pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     ctx.out.emit(Event::Thinking {}).await;
     ctx.out
         .emit(Event::ResponseId {
@@ -88,7 +91,9 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
         let cancel = ctx.cancel.clone();
         let planner = planner_of(&ctx);
-        let body = async {
+        // Boxed, as the planner's step below: the turn's future is as large as its largest
+        // path, and every turn would otherwise carry these rarer paths' room (D-40).
+        let body = Box::pin(async {
             match (awaiting.plan.is_some(), &planner) {
                 (true, Some(planner)) => {
                     planner::orchestrate_resumed(&ctx, planner, *awaiting, &reply, &mut work).await;
@@ -101,7 +106,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                     }
                 }
             }
-        };
+        });
         let ended = tokio::select! {
             ran = tokio::time::timeout(deadline, body) => ran.map_err(|_| TurnOutcome::Failed),
             () = cancel.cancelled() => Err(TurnOutcome::Canceled),
@@ -126,7 +131,13 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
                     }
                     match &planner {
                         Some(planner) => {
-                            planner::orchestrate(&ctx, planner, previous_plan, &mut work).await
+                            Box::pin(planner::orchestrate(
+                                &ctx,
+                                planner,
+                                previous_plan,
+                                &mut work,
+                            ))
+                            .await
                         }
                         None => orchestrate(&ctx, &previous, &mut work).await,
                     }
@@ -156,7 +167,7 @@ pub(crate) async fn run(mut ctx: TurnCtx, meta: EpisodeMeta) {
         };
         stopped(&ctx, ended, &mut work);
     }
-    finish(&ctx, meta, state, work).await;
+    finish(&ctx, *meta, state, work).await;
 }
 
 /// The entry card's planner, when it plans (D-16) rather than routes.
