@@ -26,7 +26,7 @@ pub fn registry_dir() -> PathBuf {
 ///
 /// # Panics
 /// When the registry does not load.
-pub fn registry_at(root: &Path) -> (Arc<Registry>, Connectors) {
+pub fn registry_at(root: &Path) -> (Arc<Registry>, BTreeMap<String, Arc<dyn Connector>>) {
     let connectors = baton_connectors::default_connectors(root);
     let sources = baton_runtime::registry_folder::read_sources(root).expect("reading the registry");
     let registry =
@@ -34,9 +34,6 @@ pub fn registry_at(root: &Path) -> (Arc<Registry>, Connectors) {
             .expect("loading the registry");
     (Arc::new(registry), connectors)
 }
-
-/// Connectors by kind, as a runtime takes them.
-pub type Connectors = BTreeMap<String, Arc<dyn Connector>>;
 
 /// Copies a folder tree (e.g. the registry, to change a copy of it).
 ///

@@ -130,65 +130,51 @@ fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     if let Some(url) = args.local_model.clone() {
         let (model, rounds) = (args.local_model_id.clone(), args.rounds);
-        let results = rt
-            .block_on(async move {
-                tokio::spawn(async move { local_model::run(&url, &model, rounds).await }).await
-            })
-            .context("the local-model benchmark stopped")??;
+        let results = on_task(&rt, "the local-model benchmark", async move {
+            local_model::run(&url, &model, rounds).await
+        })?;
         return finish(&args, &results, local_model::table(&results), started);
     }
     if args.planner {
         let (smoke, turns, reps) = (args.smoke, args.turns, args.reps);
-        let results = rt
-            .block_on(async move {
-                tokio::spawn(async move { planner::run(smoke, turns, reps).await }).await
-            })
-            .context("the planner benchmark stopped")??;
+        let results = on_task(&rt, "the planner benchmark", async move {
+            planner::run(smoke, turns, reps).await
+        })?;
         return finish(&args, &results, planner::table(&results), started);
     }
     if let Some(minutes) = args.soak_minutes {
-        let baton = match &args.baton {
-            Some(p) => p.clone(),
-            None => report::sibling_baton()?,
-        };
+        let baton = report::baton_of(args.baton.as_deref())?;
         let rate = args.soak_rate;
-        let results = rt
-            .block_on(async move {
-                tokio::spawn(async move { soak::run(&baton, minutes, rate).await }).await
-            })
-            .context("the soak stopped")??;
-        let table = soak::table(&results);
-        return finish(&args, &results, table, started);
+        let results = on_task(&rt, "the soak", async move {
+            soak::run(&baton, minutes, rate).await
+        })?;
+        return finish(&args, &results, soak::table(&results), started);
     }
     if let Some(runs) = args.streams_only {
-        let baton = match &args.baton {
-            Some(p) => p.clone(),
-            None => report::sibling_baton()?,
-        };
+        let baton = report::baton_of(args.baton.as_deref())?;
         let n = args.streams;
-        let results = rt
-            .block_on(async move {
-                tokio::spawn(async move { serve_load::streams_runs(&baton, n, runs).await }).await
-            })
-            .context("the streams benchmark stopped")??;
-        let table = serve_load::streams_table(&results);
-        return finish(&args, &results, table, started);
+        let results = on_task(&rt, "the streams benchmark", async move {
+            serve_load::streams_runs(&baton, n, runs).await
+        })?;
+        return finish(
+            &args,
+            &results,
+            serve_load::streams_table(&results),
+            started,
+        );
     }
     if args.memory {
         let task_args = args.clone();
-        let results = rt
-            .block_on(
-                async move { tokio::spawn(async move { memory::run(&task_args).await }).await },
-            )
-            .context("the memory benchmark stopped")??;
+        let results = on_task(&rt, "the memory benchmark", async move {
+            memory::run(&task_args).await
+        })?;
         return finish(&args, &results, memory::table(&results), started);
     }
     // Like a server's connection task, the client side runs as a task on the runtime.
     let task_args = args.clone();
-    let results =
-        rt.block_on(
-            async move { tokio::spawn(async move { report::run(&task_args).await }).await },
-        )??;
+    let results = on_task(&rt, "the benchmark", async move {
+        report::run(&task_args).await
+    })?;
     let table = report::table(&results, args.reference.as_deref())?;
     let finished = finish(&args, &results, table, started);
     if let Some(telemetry) = telemetry {
@@ -224,6 +210,16 @@ fn trace_export(url: &str) -> anyhow::Result<baton_otel::Telemetry> {
 }
 
 /// Prints the JSON results (and writes them to `--out`), then the table on stderr.
+/// Runs `task` as a task on `rt` (as a server runs its connections) and waits for it.
+fn on_task<T: Send + 'static>(
+    rt: &tokio::runtime::Runtime,
+    what: &str,
+    task: impl std::future::Future<Output = anyhow::Result<T>> + Send + 'static,
+) -> anyhow::Result<T> {
+    rt.block_on(rt.spawn(task))
+        .with_context(|| format!("{what} stopped"))?
+}
+
 fn finish(
     args: &Args,
     results: &serde_json::Value,

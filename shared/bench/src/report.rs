@@ -89,10 +89,7 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
     }
 
     if args.serve && !args.smoke {
-        let baton = match &args.baton {
-            Some(p) => p.clone(),
-            None => sibling_baton()?,
-        };
+        let baton = baton_of(args.baton.as_deref())?;
         let d = tempfile::tempdir()?;
         out["serve_cold_start"] = serve_load::cold_start(&baton, d.path(), 10).await?;
         let d = tempfile::tempdir()?;
@@ -112,7 +109,12 @@ pub(crate) async fn run(args: &Args) -> anyhow::Result<Value> {
     Ok(out)
 }
 
-pub(crate) fn sibling_baton() -> anyhow::Result<PathBuf> {
+/// The `baton` binary given, else the one next to this benchmark.
+pub(crate) fn baton_of(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    given.map_or_else(sibling_baton, |p| Ok(p.to_owned()))
+}
+
+fn sibling_baton() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let path = exe.with_file_name("baton");
     anyhow::ensure!(

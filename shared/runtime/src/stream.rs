@@ -96,17 +96,10 @@ pub(crate) enum Pushed {
     Closed,
 }
 
-/// Queues `event`; its weight.
-fn push_back(queue: &mut VecDeque<WireEvent>, event: WireEvent) -> usize {
-    let added = weight(&event.event);
-    queue.push_back(event);
-    added
-}
-
 /// Appends `next`'s text to `last` when both are pieces of one source's text of the same
 /// kind (the joined event keeps `last`'s number): the bytes added, or `None`.
 fn join(last: &mut WireEvent, next: &WireEvent) -> Option<usize> {
-    let piece = match (&mut last.event, &next.event) {
+    let (text, more) = match (&mut last.event, &next.event) {
         (Event::Text { source, text }, Event::Text { source: s, text: t })
         | (Event::Reasoning { source, text }, Event::Reasoning { source: s, text: t })
             if source == s =>
@@ -121,8 +114,8 @@ fn join(last: &mut WireEvent, next: &WireEvent) -> Option<usize> {
         ) if agent == a => (text, t),
         _ => return None,
     };
-    piece.0.push_str(piece.1);
-    Some(piece.1.len())
+    text.push_str(more);
+    Some(more.len())
 }
 
 impl Outbox {
@@ -145,12 +138,17 @@ impl Outbox {
         }
         // A piece of text the reader has not taken yet grows the piece before it from the
         // same source: a reader that falls behind holds one event, not one per delta (D-40).
-        let joined = s.queue.back_mut().and_then(|last| join(last, &event));
-        let (pushed, added) = match joined {
-            Some(added) => (Pushed::Joined, added),
-            None => (Pushed::Queued, push_back(&mut s.queue, event)),
+        let pushed = match s.queue.back_mut().and_then(|last| join(last, &event)) {
+            Some(added) => {
+                s.bytes += added;
+                Pushed::Joined
+            }
+            None => {
+                s.bytes += weight(&event.event);
+                s.queue.push_back(event);
+                Pushed::Queued
+            }
         };
-        s.bytes += added;
         if s.bytes > self.limits.buffer_bytes {
             self.over.store(true, Ordering::Release);
         }
@@ -452,6 +450,22 @@ mod tests {
             rest,
             vec![3, 4, 5],
             "a read and another kind both end a piece"
+        );
+    }
+
+    /// Joined pieces count in full against the limit: a reader that never reads while one
+    /// source streams is cut off as any other.
+    #[tokio::test(start_paused = true)]
+    async fn joined_pieces_still_fill_the_queue() {
+        let outbox = Arc::new(Outbox::new(LIMITS));
+        let _reader = stream(&outbox);
+        assert_eq!(outbox.push(text(1, &"x".repeat(400))), Pushed::Queued);
+        for seq in 2..=3 {
+            assert_eq!(outbox.push(text(seq, &"x".repeat(400))), Pushed::Joined);
+        }
+        assert!(
+            outbox.room().await.is_err(),
+            "no room within the stall limit"
         );
     }
 
