@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::stats::{median, rss_mib};
+use crate::stats::{median, rss_mib, rss_parts_mib};
 use crate::workload::SINGLE_PROMPT;
 use crate::workload::{self, Latencies, MIXED_PROMPT};
 
@@ -112,6 +112,7 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
     let pid = server.child.id();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let idle = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let idle_parts = rss_parts_mib(pid);
 
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
@@ -186,6 +187,7 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
     // The allocator gives freed pages back over its decay time (jemalloc: 10 s).
     tokio::time::sleep(Duration::from_secs(14)).await;
     let settled = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let settled_parts = rss_parts_mib(pid);
     failures.truncate(3);
     Ok(json!({
         "streams": n,
@@ -196,6 +198,8 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         "model_latencies_ms": { "orchestrator": hold.orchestrator, "shopping": hold.shopping, "support": hold.support },
         "wall_ms": wall.as_secs_f64() * 1000.0,
         "rss_idle_mib": idle,
+        "rss_anon_file_idle_mib": idle_parts,
+        "rss_anon_file_15s_after_mib": settled_parts,
         "rss_with_all_streams_open_mib": all_open_rss.map(|r| r.0),
         "all_streams_open_after_ms": all_open_rss.map(|r| r.1),
         "rss_max_sampled_mib": max_rss,
@@ -231,6 +235,15 @@ pub(crate) fn streams_table(results: &Value) -> String {
             r["rss_after_streams_mib"].as_f64().unwrap_or_default(),
             r["rss_15s_after_streams_mib"].as_f64().unwrap_or_default(),
             r["completed"],
+        ));
+        let parts = |key: &str| {
+            let p = &r[key];
+            format!("{} + {}", p[0], p[1])
+        };
+        out.push_str(&format!(
+            " (anonymous + file: idle {}, 15 s after {})",
+            parts("rss_anon_file_idle_mib"),
+            parts("rss_anon_file_15s_after_mib")
         ));
     }
     out

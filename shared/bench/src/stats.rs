@@ -76,6 +76,21 @@ pub(crate) fn rss_mib(pid: u32) -> Option<(f64, f64)> {
     Some((field("VmRSS:")?, field("VmHWM:")?))
 }
 
+/// `RssAnon` and `RssFile` of a process, in MiB: its own memory, and the pages of files
+/// it maps (its code) that it has touched.
+pub(crate) fn rss_parts_mib(pid: u32) -> Option<(f64, f64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map(|kb| round(kb / 1024.0, 1))
+    };
+    Some((field("RssAnon:")?, field("RssFile:")?))
+}
+
 /// Median of a list.
 pub(crate) fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();

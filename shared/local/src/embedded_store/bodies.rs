@@ -1,14 +1,16 @@
 //! The folder of bodies: safe file names, atomic writes, checked reads.
 //!
-//! Layout: `<bodies>/<episode>/<seq>.<index>.<key>.json`, where `<episode>` and `<key>` are
-//! escaped so that no id or key can name a path outside the folder. The `bodies` table maps
-//! each (episode, key) to its file, so names only need to be unique, not reversible. Seq and
-//! index make them unique: only the commit that holds the write lock at version `seq - 1`
-//! writes files for `seq`, so a name is reused only to overwrite an orphan of a commit that
-//! never landed, never a committed body.
+//! Layout: `<bodies>/<episode>/<seq>.<index>.<nonce>.<key>.json`, where `<episode>` and
+//! `<key>` are escaped so that no id or key can name a path outside the folder, and
+//! `<nonce>` is new for every commit. The `bodies` table maps each (episode, key) to its
+//! file, so names only need to be unique, not reversible or stable. The nonce makes them
+//! unique without the write lock: a commit writes (and syncs) its bodies before it queues
+//! for the connection, and removes them if it does not land. A process killed between the
+//! two leaves files no record names; they are never read.
 
 use std::fmt::Write as _;
 use std::fs;
+use std::hash::{Hash as _, Hasher as _};
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
@@ -35,26 +37,62 @@ fn escape(text: &str) -> String {
     out
 }
 
-/// The folder of an episode, relative to the bodies folder. `row_id` keeps long ids apart:
-/// only that form contains a raw `~`.
-pub(crate) fn episode_dir(episode_id: &str, row_id: i64) -> String {
+/// The folder of an episode, relative to the bodies folder. A long id is cut and marked
+/// with a hash of the whole id (only that form contains a raw `~`), so that long ids that
+/// share a beginning mostly get folders of their own; file names are unique either way.
+pub(crate) fn episode_dir(episode_id: &str) -> String {
     let escaped = escape(episode_id);
     if escaped.len() <= MAX_NAME {
         escaped
     } else {
-        format!("{}~{row_id}", &escaped[..MAX_NAME - 20])
+        let mut hasher = std::hash::DefaultHasher::new();
+        episode_id.hash(&mut hasher);
+        format!("{}~{:016x}", &escaped[..MAX_NAME - 20], hasher.finish())
     }
 }
 
 /// The file of the `index`-th body of turn `seq`, relative to the bodies folder.
-pub(crate) fn body_file(dir: &str, seq: u64, index: usize, key: &str) -> String {
+fn body_file(dir: &str, seq: u64, index: usize, nonce: &str, key: &str) -> String {
     let mut key = escape(key);
     key.truncate(MAX_NAME);
-    format!("{dir}/{seq}.{index}.{key}.json")
+    format!("{dir}/{seq}.{index}.{nonce}.{key}.json")
+}
+
+/// Writes the bodies of turn `seq` of `episode_id` under `root`, each atomically, and
+/// returns their paths relative to `root`, in order. On a failure the ones written are
+/// removed.
+pub(crate) fn write_all(
+    root: &Path,
+    episode_id: &str,
+    seq: u64,
+    bodies: &[Body],
+) -> Result<Vec<String>, StoreError> {
+    let dir = episode_dir(episode_id);
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let mut written = Vec::with_capacity(bodies.len());
+    for (index, body) in bodies.iter().enumerate() {
+        let file = body_file(&dir, seq, index, &nonce, &body.key);
+        if let Err(e) = write(root, &file, body) {
+            remove(root, &written);
+            return Err(e);
+        }
+        written.push(file);
+    }
+    Ok(written)
+}
+
+/// Removes body files no record will name (a commit that did not land); a file that will
+/// not go is only logged.
+pub(crate) fn remove(root: &Path, files: &[String]) {
+    for file in files {
+        if let Err(e) = fs::remove_file(root.join(file)) {
+            tracing::warn!(file, error = %e, "embedded store: an unused body file was left");
+        }
+    }
 }
 
 /// Writes one body to `root/relative` atomically: a synced temp file renamed into place.
-pub(crate) fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
+fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
     let doing = "writing a body";
     if baton_core::fault!("bodies.write") {
         return Err(baton_core::failpoint::store_fault("bodies.write"));
@@ -107,11 +145,34 @@ mod tests {
     }
 
     #[test]
-    fn long_episode_ids_are_kept_apart_by_row_id() {
-        let long = "e".repeat(300);
-        assert_eq!(episode_dir(&long, 7), format!("{}~7", "e".repeat(100)));
-        assert_ne!(episode_dir(&long, 7), episode_dir(&long, 8));
-        assert_eq!(episode_dir("ep-1", 7), "ep-1");
+    fn long_episode_ids_are_cut_and_kept_apart_by_a_hash() {
+        let (a, b) = (
+            format!("{}a", "e".repeat(300)),
+            format!("{}b", "e".repeat(300)),
+        );
+        let dir = episode_dir(&a);
+        assert!(
+            dir.starts_with(&"e".repeat(100)) && dir.contains('~'),
+            "{dir}"
+        );
+        assert!(dir.len() <= MAX_NAME);
+        assert_ne!(dir, episode_dir(&b));
+        assert_eq!(episode_dir("ep-1"), "ep-1");
+    }
+
+    #[test]
+    fn two_commits_of_one_turn_never_share_a_file() {
+        let root = tempfile::tempdir().unwrap();
+        let bodies = [Body {
+            key: "k".into(),
+            json: "{}".into(),
+        }];
+        let first = write_all(root.path(), "ep", 1, &bodies).unwrap();
+        let second = write_all(root.path(), "ep", 1, &bodies).unwrap();
+        assert_ne!(first, second);
+        remove(root.path(), &second);
+        assert!(root.path().join(&first[0]).exists());
+        assert!(!root.path().join(&second[0]).exists());
     }
 
     #[test]

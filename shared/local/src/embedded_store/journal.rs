@@ -12,7 +12,7 @@ use baton_core::ports::store::{Claim, ClaimRequest, Commit, DueEpisode, EpisodeM
 use baton_core::turn::{EpisodeState, TurnRecord};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{bodies, failure, room};
+use super::{failure, room};
 
 /// SQLite integers are signed; times and versions past `i64::MAX` are clamped (never
 /// reached in practice, and a clamped version simply never matches).
@@ -40,39 +40,32 @@ fn encode<T: serde::Serialize>(value: &T, what: &str) -> Result<String, StoreErr
     })
 }
 
-/// An episode row: its row id (names its body folder) and its metadata.
-struct EpisodeRow {
-    row_id: i64,
-    meta: EpisodeMeta,
-}
-
 /// The episode if it exists and belongs to `principal`; another's is "not found" (D-30).
 fn owned(
     conn: &Connection,
     principal: &Principal,
     episode_id: &str,
-) -> Result<EpisodeRow, StoreError> {
+) -> Result<EpisodeMeta, StoreError> {
     let doing = "reading an episode";
     let row = conn
         .query_row(
-            "SELECT id, owner, version, created_ms, updated_ms, summary, state
+            "SELECT owner, version, created_ms, updated_ms, summary, state
              FROM episodes WHERE episode_id = ?1",
             params![episode_id],
             |row| {
                 Ok((
-                    row.get::<_, i64>(0)?,
-                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
                     row.get::<_, i64>(2)?,
                     row.get::<_, i64>(3)?,
-                    row.get::<_, i64>(4)?,
-                    row.get::<_, Option<String>>(5)?,
-                    row.get::<_, String>(6)?,
+                    row.get::<_, Option<String>>(4)?,
+                    row.get::<_, String>(5)?,
                 ))
             },
         )
         .optional()
         .map_err(|e| failure::sql(doing, e))?;
-    let Some((row_id, owner, version, created_ms, updated_ms, summary, state)) = row else {
+    let Some((owner, version, created_ms, updated_ms, summary, state)) = row else {
         return Err(StoreError::NotFound);
     };
     if owner != principal.as_str() {
@@ -84,17 +77,14 @@ fn owned(
         .map(|json| serde_json::from_str(&json))
         .transpose()
         .map_err(|e| failure::undecodable("an episode summary", &e))?;
-    Ok(EpisodeRow {
-        row_id,
-        meta: EpisodeMeta {
-            episode_id: episode_id.to_owned(),
-            owner: principal.clone(),
-            version: uint(version, "an episode version")?,
-            created_ms: uint(created_ms, "an episode time")?,
-            updated_ms: uint(updated_ms, "an episode time")?,
-            summary,
-            state,
-        },
+    Ok(EpisodeMeta {
+        episode_id: episode_id.to_owned(),
+        owner: principal.clone(),
+        version: uint(version, "an episode version")?,
+        created_ms: uint(created_ms, "an episode time")?,
+        updated_ms: uint(updated_ms, "an episode time")?,
+        summary,
+        state,
     })
 }
 
@@ -148,7 +138,7 @@ pub(crate) fn claim(
 
     let meta = match &target {
         Some(episode_id) => {
-            let meta = owned(&tx, &req.principal, episode_id)?.meta;
+            let meta = owned(&tx, &req.principal, episode_id)?;
             let busy: bool = tx
                 .query_row(
                     "SELECT EXISTS (SELECT 1 FROM claims
@@ -246,11 +236,14 @@ pub(crate) fn release(
     tx.commit().map_err(sql)
 }
 
-/// Commits a turn: checks everything, writes the bodies, then the rows, in one transaction.
+/// Commits a turn whose bodies are already written to `files` (relative to `bodies_root`,
+/// in the order of `commit.bodies`): checks everything, then writes the rows, in one
+/// transaction.
 pub(crate) fn commit(
     conn: &mut Connection,
     bodies_root: &Path,
     commit: &Commit,
+    files: &[String],
 ) -> Result<u64, StoreError> {
     let doing = "committing a turn";
     let sql = |e| failure::sql(doing, e);
@@ -259,7 +252,7 @@ pub(crate) fn commit(
     let principal = commit.principal.as_str();
     let episode = owned(&tx, &commit.principal, &record.episode_id)?;
 
-    let in_order = episode.meta.version == commit.expected_version
+    let in_order = episode.version == commit.expected_version
         && commit.expected_version.checked_add(1) == Some(record.seq);
     if !in_order {
         return Err(StoreError::Conflict);
@@ -294,16 +287,15 @@ pub(crate) fn commit(
     // A commit the disk cannot hold is refused before it writes anything: written, it
     // would fill the disk (the log keeps its size after the rollback) and leave no room
     // for the small writes that follow (the release, the next turns).
-    let size: usize = record_json.len()
-        + state_json.len()
-        + commit.bodies.iter().map(|b| b.json.len()).sum::<usize>();
+    let size = record_json.len() + state_json.len();
     room::check(bodies_root, room::written_bytes(size))?;
 
-    // Bodies go to disk before the record that references them exists.
-    let dir = bodies::episode_dir(&record.episode_id, episode.row_id);
-    for (index, body) in commit.bodies.iter().enumerate() {
-        let file = bodies::body_file(&dir, record.seq, index, &body.key);
-        bodies::write(bodies_root, &file, body)?;
+    if files.len() != commit.bodies.len() {
+        return Err(StoreError::Unavailable(
+            "a commit's bodies were not all written".into(),
+        ));
+    }
+    for (body, file) in commit.bodies.iter().zip(files) {
         tx.execute(
             "INSERT INTO bodies (episode_id, key, path) VALUES (?1, ?2, ?3)",
             params![record.episode_id, body.key, file],
@@ -400,7 +392,7 @@ pub(crate) fn episode(
     principal: &Principal,
     episode_id: &str,
 ) -> Result<EpisodeMeta, StoreError> {
-    Ok(owned(conn, principal, episode_id)?.meta)
+    owned(conn, principal, episode_id)
 }
 
 /// The last `limit` turns, oldest first, checked for ownership.
@@ -480,7 +472,7 @@ pub(crate) fn save_summary(
     })?;
     // The write lock first: no commit can slip in between the version check and the write.
     let tx = immediate(conn, doing)?;
-    if owned(&tx, principal, episode_id)?.meta.version != expected_version {
+    if owned(&tx, principal, episode_id)?.version != expected_version {
         return Err(StoreError::Conflict);
     }
     tx.execute(

@@ -2,7 +2,8 @@
 //!
 //! `<dir>/baton.sqlite` (WAL, `synchronous=NORMAL`, a busy timeout) holds episodes, claims,
 //! turn records and where each body is; `<dir>/bodies/` holds the bodies, each written
-//! atomically before the record that references it is committed. It keeps the same
+//! atomically (and synced) before its commit queues for the connection, so before the
+//! record that references it exists. It keeps the same
 //! contracts as every other store (the conformance suite in `baton_testkit`).
 //!
 //! Each open store is an owner (a locked file under `owners/`) and marks its claims with
@@ -16,6 +17,9 @@
 //! call runs to its end on its blocking thread even if the caller stops waiting: a dropped
 //! commit either happened or did not.
 //!
+//! The write-ahead log is copied into the file by a thread of its own ([`checkpointer`]),
+//! not by the writer after a commit: a large commit does not hold up the claims behind it.
+//!
 //! Reads (an episode, its turns, a body, a checkpoint) go through a few read-only
 //! connections of their own, behind their own gate: with write-ahead logging a reader sees
 //! the last commit and never waits for a writer, so a burst of large commits does not hold
@@ -26,6 +30,7 @@
 //! that cannot take turns does not say it is ready.
 
 mod bodies;
+mod checkpointer;
 mod failure;
 mod journal;
 mod links;
@@ -64,6 +69,9 @@ pub use room::MIN_FREE_BYTES;
 /// Read-only connections, and so reads that run at once.
 const READERS: usize = 2;
 
+/// Commits whose bodies are written at once (each on a blocking thread).
+const BODY_WRITERS: usize = 4;
+
 /// How long a call waits for another process's write lock before giving up.
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -84,6 +92,8 @@ struct Shared {
     file: PathBuf,
     bodies: PathBuf,
     gate: Arc<Semaphore>,
+    /// Commits writing their bodies, before they queue at `gate`.
+    body_gate: Arc<Semaphore>,
     /// This store's owner id, kept on its claims.
     owner: owner::Owner,
 }
@@ -130,6 +140,8 @@ impl EmbeddedStore {
                 "embedded store: turns interrupted by a previous process were reclaimed"
             );
         }
+        // After the reclaim: until the hook is set, the writer checkpoints by itself.
+        checkpointer::start(&mut conn, &file, busy_timeout)?;
         let readers = (0..READERS)
             .map(|_| schema::open_reader(&file, busy_timeout))
             .collect::<Result<Vec<_>, _>>()?;
@@ -142,6 +154,7 @@ impl EmbeddedStore {
                 file,
                 bodies,
                 gate: Arc::new(Semaphore::new(1)),
+                body_gate: Arc::new(Semaphore::new(BODY_WRITERS)),
                 owner,
             }),
         })
@@ -183,6 +196,35 @@ impl EmbeddedStore {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(conn);
             out
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "embedded store: blocking task failed");
+            StoreError::Unavailable("the local store could not be read or written".into())
+        })?
+    }
+
+    /// Writes a commit's bodies, at most [`BODY_WRITERS`] commits at once, and returns
+    /// their files.
+    async fn write_bodies(&self, commit: &Commit) -> Result<Vec<String>, StoreError> {
+        if commit.bodies.is_empty() {
+            return Ok(Vec::new());
+        }
+        let size: usize = commit.bodies.iter().map(|b| b.json.len()).sum();
+        room::check(&self.shared.dir, room::written_bytes(size))?;
+        let permit = Arc::clone(&self.shared.body_gate)
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Unavailable("the local store is shutting down".into()))?;
+        let (root, episode_id, seq, list) = (
+            self.shared.bodies.clone(),
+            commit.record.episode_id.clone(),
+            commit.record.seq,
+            commit.bodies.clone(),
+        );
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            bodies::write_all(&root, &episode_id, seq, &list)
         })
         .await
         .map_err(|e| {
@@ -260,21 +302,32 @@ impl Store for EmbeddedStore {
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         baton_core::store_write!("store.commit", async {
+            // The bodies go to disk (each synced) before the commit queues for the
+            // connection: the syncs do not hold up the claims and commits queued there (D-41).
+            let files = self.write_bodies(commit).await?;
             // Copied only once this call's turn at the connection has come, so queued commits
             // do not each hold a second copy of their turn.
             let permit = self.admit().await?;
-            let commit = commit.clone();
-            self.run_admitted(permit, move |conn, bodies| {
-                let committed = journal::commit(conn, bodies, &commit);
-                if committed.as_ref().is_err_and(failure::is_disk_full) {
-                    // The log grew with the rolled-back commit and keeps its size: give the
-                    // room back, so that the release that follows, and the next turns once
-                    // there is room again, can write.
-                    schema::shrink_log(conn);
-                }
-                committed
-            })
-            .await
+            let (commit, named) = (commit.clone(), files.clone());
+            let committed = self
+                .run_admitted(permit, move |conn, bodies| {
+                    let committed = journal::commit(conn, bodies, &commit, &named);
+                    if committed.as_ref().is_err_and(failure::is_disk_full) {
+                        // The log grew with the rolled-back commit and keeps its size: give
+                        // the room back, so that the release that follows, and the next
+                        // turns once there is room again, can write.
+                        schema::shrink_log(conn);
+                    }
+                    committed
+                })
+                .await;
+            if committed.is_err() && !files.is_empty() {
+                // No record names them. (A caller that stops waiting leaves them: the commit
+                // may still land.)
+                let root = self.shared.bodies.clone();
+                let _ = tokio::task::spawn_blocking(move || bodies::remove(&root, &files)).await;
+            }
+            committed
         })
     }
 

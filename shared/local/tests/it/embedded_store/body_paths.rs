@@ -65,3 +65,32 @@ async fn keys_and_episode_ids_with_path_characters_stay_inside_the_bodies_folder
     let body_files = files.iter().filter(|f| f.starts_with(&bodies_dir)).count();
     assert_eq!(body_files, keys.len());
 }
+
+#[tokio::test]
+async fn a_commit_that_does_not_land_leaves_no_body_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let alice = principal("alice");
+    claim_ok(&store, claim_request(&alice, None, "ep", "t-1", 1_000)).await;
+    let bodies = vec![body("a", json!(1)), body("b", json!(2))];
+    // Run against a version the episode is not at: refused after the bodies were written.
+    let stale = commit_of(
+        &alice,
+        5,
+        turn_record("ep", 6, "t-1", 1_001),
+        bodies.clone(),
+    );
+    assert_eq!(
+        store.commit(&stale).await,
+        Err(baton_core::ports::store::StoreError::Conflict)
+    );
+    assert_eq!(
+        files_under(&dir.path().join(BODIES_DIR)),
+        Vec::<PathBuf>::new()
+    );
+
+    let landed = commit_of(&alice, 0, turn_record("ep", 1, "t-1", 1_001), bodies);
+    assert_eq!(store.commit(&landed).await, Ok(1));
+    assert_eq!(files_under(&dir.path().join(BODIES_DIR)).len(), 2);
+    assert_eq!(store.body(&alice, "ep", "b").await, Ok(json!(2)));
+}
