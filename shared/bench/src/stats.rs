@@ -62,33 +62,32 @@ pub(crate) fn process_cpu() -> Duration {
     )
 }
 
-/// `VmRSS` and `VmHWM` (peak) of a process, in MiB.
-pub(crate) fn rss_mib(pid: u32) -> Option<(f64, f64)> {
+/// Two fields of a process's `/proc/<pid>/status`, given in kB, in MiB.
+fn status_mib(pid: u32, a: &str, b: &str) -> Option<(f64, f64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
             .lines()
-            .find(|l| l.starts_with(name))
+            .find(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(':'))
+            })
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|kb| kb.parse::<f64>().ok())
             .map(|kb| round(kb / 1024.0, 1))
     };
-    Some((field("VmRSS:")?, field("VmHWM:")?))
+    Some((field(a)?, field(b)?))
+}
+
+/// `VmRSS` and `VmHWM` (peak) of a process, in MiB.
+pub(crate) fn rss_mib(pid: u32) -> Option<(f64, f64)> {
+    status_mib(pid, "VmRSS", "VmHWM")
 }
 
 /// `RssAnon` and `RssFile` of a process, in MiB: its own memory, and the pages of files
 /// it maps (its code) that it has touched.
 pub(crate) fn rss_parts_mib(pid: u32) -> Option<(f64, f64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map(|kb| round(kb / 1024.0, 1))
-    };
-    Some((field("RssAnon:")?, field("RssFile:")?))
+    status_mib(pid, "RssAnon", "RssFile")
 }
 
 /// Median of a list.
@@ -115,4 +114,18 @@ pub(crate) fn percentile(xs: &[f64], p: f64) -> f64 {
     let mut v = xs.to_vec();
     v.sort_by(f64::total_cmp);
     round(pct(&v, p), 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_reports_its_memory_by_kind() {
+        let pid = std::process::id();
+        let (rss, peak) = rss_mib(pid).unwrap();
+        let (anon, file) = rss_parts_mib(pid).unwrap();
+        assert!(rss > 0.0 && peak >= rss, "{rss} {peak}");
+        assert!(anon > 0.0 && file > 0.0, "{anon} {file}");
+    }
 }
