@@ -21,7 +21,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/bat
 out="${OUT:-${TMPDIR:-/tmp}/baton-bench}"
 mkdir -p "$out"
 bench="$CARGO_TARGET_DIR/dist/baton-bench"
-# The build that is deployed and measured: thin-local LTO and jemalloc (see the README).
+# The build that is deployed and measured: whole-program LTO and jemalloc (see the README).
 build() { cargo build --profile dist --locked -q "$@"; }
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 if [ "${1:-}" = local-model ]; then

@@ -117,42 +117,27 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()?;
+    let url = format!("{}/v1/turns", server.base);
+    // Idle again after one turn, once it has settled as long as after the load: what the
+    // load leaves behind is measured against this, not against a server that has not yet
+    // run a turn's code or filled its caches.
+    if !one_stream(&client, &url, "bench-warm-up", &AtomicUsize::new(0)).await? {
+        bail!("the warm-up turn ended without completed");
+    }
+    tokio::time::sleep(SETTLE).await;
+    let warm = rss_mib(pid).map(|r| r.0).unwrap_or_default();
+    let warm_parts = rss_parts_mib(pid);
+
     let opened = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
-    let url = format!("{}/v1/turns", server.base);
     let tasks: Vec<_> = (0..n)
         .map(|i| {
             let client = client.clone();
             let url = url.clone();
             let opened = opened.clone();
-            tokio::spawn(async move {
-                let r = client
-                    .post(&url)
-                    .header("x-baton-principal", format!("bench-{i}"))
-                    .json(&json!({ "message": MIXED_PROMPT }))
-                    .send()
-                    .await?;
-                if !r.status().is_success() {
-                    bail!("status {}", r.status());
-                }
-                let mut body = r.bytes_stream();
-                let mut first = true;
-                let mut tail = String::new();
-                while let Some(chunk) = body.next().await {
-                    let chunk = chunk?;
-                    if first {
-                        first = false;
-                        opened.fetch_add(1, Ordering::Relaxed);
-                    }
-                    tail.push_str(&String::from_utf8_lossy(&chunk));
-                    if tail.contains("event: completed") {
-                        return Ok(true);
-                    }
-                    let keep = tail.len().saturating_sub(64);
-                    tail.drain(..keep);
-                }
-                Ok(false)
-            })
+            tokio::spawn(
+                async move { one_stream(&client, &url, &format!("bench-{i}"), &opened).await },
+            )
         })
         .collect();
     // Sample the server's memory while the streams are open.
@@ -184,8 +169,7 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
     drop(client);
     tokio::time::sleep(Duration::from_secs(1)).await;
     let after = rss_mib(pid).map(|r| r.0).unwrap_or_default();
-    // The allocator gives freed pages back over its decay time (jemalloc: 10 s).
-    tokio::time::sleep(Duration::from_secs(14)).await;
+    tokio::time::sleep(SETTLE - Duration::from_secs(1)).await;
     let settled = rss_mib(pid).map(|r| r.0).unwrap_or_default();
     let settled_parts = rss_parts_mib(pid);
     failures.truncate(3);
@@ -199,6 +183,8 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         "wall_ms": wall.as_secs_f64() * 1000.0,
         "rss_idle_mib": idle,
         "rss_anon_file_idle_mib": idle_parts,
+        "rss_idle_after_one_turn_mib": warm,
+        "rss_anon_file_idle_after_one_turn_mib": warm_parts,
         "rss_anon_file_15s_after_mib": settled_parts,
         "rss_with_all_streams_open_mib": all_open_rss.map(|r| r.0),
         "all_streams_open_after_ms": all_open_rss.map(|r| r.1),
@@ -206,6 +192,47 @@ pub(crate) async fn streams(baton: &Path, dir: &Path, n: usize) -> anyhow::Resul
         "peak_rss_vmhwm_mib": peak,
         "rss_timeline_ms_mib_done": timeline.iter().step_by(10).collect::<Vec<_>>(),
     }))
+}
+
+/// How long the server is left before memory is read again: after the warm-up turn and
+/// after the load. Freed pages go back within about a second (`baton serve`'s allocator
+/// decay), and the runtime's idle blocking threads end after 10 s.
+const SETTLE: Duration = Duration::from_secs(15);
+
+/// One streaming mixed turn as `principal`, read to its end: whether it completed.
+/// `opened` counts the streams that sent their first bytes.
+async fn one_stream(
+    client: &reqwest::Client,
+    url: &str,
+    principal: &str,
+    opened: &AtomicUsize,
+) -> anyhow::Result<bool> {
+    let r = client
+        .post(url)
+        .header("x-baton-principal", principal)
+        .json(&json!({ "message": MIXED_PROMPT }))
+        .send()
+        .await?;
+    if !r.status().is_success() {
+        bail!("status {}", r.status());
+    }
+    let mut body = r.bytes_stream();
+    let mut first = true;
+    let mut tail = String::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        if first {
+            first = false;
+            opened.fetch_add(1, Ordering::Relaxed);
+        }
+        tail.push_str(&String::from_utf8_lossy(&chunk));
+        if tail.contains("event: completed") {
+            return Ok(true);
+        }
+        let keep = tail.len().saturating_sub(64);
+        tail.drain(..keep);
+    }
+    Ok(false)
 }
 
 /// [`streams`] `runs` times, each on a fresh server and data folder.
@@ -221,13 +248,16 @@ pub(crate) async fn streams_runs(baton: &Path, n: usize, runs: usize) -> anyhow:
 /// One line a run: idle, all open, peak and after, in MiB.
 pub(crate) fn streams_table(results: &Value) -> String {
     let mut out = format!(
-        "baton serve, {} streams: idle / all open / peak / 1 s after / 15 s after (MiB); completed",
+        "baton serve, {} streams: idle / idle after one turn / all open / peak / 1 s after / 15 s after (MiB); completed",
         results["streams"]
     );
     for r in results["runs"].as_array().into_iter().flatten() {
         out.push_str(&format!(
-            "\n{:.1} / {:.1} / {:.1} / {:.1} / {:.1}; {}",
+            "\n{:.1} / {:.1} / {:.1} / {:.1} / {:.1} / {:.1}; {}",
             r["rss_idle_mib"].as_f64().unwrap_or_default(),
+            r["rss_idle_after_one_turn_mib"]
+                .as_f64()
+                .unwrap_or_default(),
             r["rss_with_all_streams_open_mib"]
                 .as_f64()
                 .unwrap_or_default(),
@@ -241,8 +271,9 @@ pub(crate) fn streams_table(results: &Value) -> String {
             format!("{} + {}", p[0], p[1])
         };
         out.push_str(&format!(
-            " (anonymous + file: idle {}, 15 s after {})",
+            " (anonymous + file: idle {}, after one turn {}, 15 s after {})",
             parts("rss_anon_file_idle_mib"),
+            parts("rss_anon_file_idle_after_one_turn_mib"),
             parts("rss_anon_file_15s_after_mib")
         ));
     }

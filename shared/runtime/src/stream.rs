@@ -223,7 +223,13 @@ impl Outbox {
             return Poll::Ready(false);
         };
         if !s.queue.is_empty() {
-            std::mem::swap(&mut s.queue, into);
+            // Taken whole: the outbox starts again from no room at all, so that a turn at
+            // rest holds no emptied queue (a thousand open turns held a megabyte of them).
+            if into.is_empty() {
+                *into = std::mem::take(&mut s.queue);
+            } else {
+                into.append(&mut s.queue);
+            }
             s.bytes = 0;
             self.over.store(false, Ordering::Release);
             if std::mem::take(&mut s.waiting) {
@@ -295,16 +301,28 @@ impl fmt::Debug for TurnStream {
     }
 }
 
+impl TurnStream {
+    /// The next event taken; the buffer, once emptied, gives its room back at once rather
+    /// than when the next events come.
+    fn pop_taken(&mut self) -> Option<WireEvent> {
+        let event = self.taken.pop_front();
+        if self.taken.is_empty() && self.taken.capacity() > 0 {
+            self.taken = VecDeque::new();
+        }
+        event
+    }
+}
+
 impl Stream for TurnStream {
     type Item = WireEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WireEvent>> {
         let this = &mut *self;
-        if let Some(event) = this.taken.pop_front() {
+        if let Some(event) = this.pop_taken() {
             return Poll::Ready(Some(event));
         }
         match this.events.poll_take(&mut this.taken, cx) {
-            Poll::Ready(true) => Poll::Ready(this.taken.pop_front()),
+            Poll::Ready(true) => Poll::Ready(this.pop_taken()),
             Poll::Ready(false) => Poll::Ready(None),
             Poll::Pending => Poll::Pending,
         }
@@ -364,6 +382,25 @@ mod tests {
         buffer_bytes: 1_000,
         stall: Duration::from_secs(5),
     };
+
+    /// Once the reader has taken every event, neither side keeps the emptied queue's room.
+    #[tokio::test]
+    async fn a_stream_read_to_the_end_of_what_came_holds_no_room() {
+        let outbox = Arc::new(Outbox::new(LIMITS));
+        let mut reader = stream(&outbox);
+        for seq in 1..=6 {
+            assert_eq!(outbox.push(apart(seq, "piece")), Pushed::Queued);
+        }
+        for _ in 1..=6 {
+            assert!(reader.next().await.is_some());
+        }
+        assert_eq!(reader.taken.capacity(), 0);
+        let queued = outbox.state.lock().map(|s| s.queue.capacity());
+        assert_eq!(queued.ok(), Some(0));
+        // What comes next still arrives.
+        assert_eq!(outbox.push(apart(7, "more")), Pushed::Queued);
+        assert_eq!(reader.next().await.map(|e| e.seq), Some(7));
+    }
 
     /// Over the limit the writer waits; a read makes room and lets it go on.
     #[tokio::test(start_paused = true)]

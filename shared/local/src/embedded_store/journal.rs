@@ -236,14 +236,14 @@ pub(crate) fn release(
     tx.commit().map_err(sql)
 }
 
-/// Commits a turn whose bodies are already written to `files` (relative to `bodies_root`,
-/// in the order of `commit.bodies`): checks everything, then writes the rows, in one
-/// transaction.
+/// Commits a turn whose bodies are already written: `named` pairs each body's key with its
+/// file (relative to `bodies_root`); `commit.bodies` is not read. Checks everything, then
+/// writes the rows, in one transaction.
 pub(crate) fn commit(
     conn: &mut Connection,
     bodies_root: &Path,
     commit: &Commit,
-    files: &[String],
+    named: &[(String, String)],
 ) -> Result<u64, StoreError> {
     let doing = "committing a turn";
     let sql = |e| failure::sql(doing, e);
@@ -265,7 +265,7 @@ pub(crate) fn commit(
         )
         .map_err(sql)?;
     let mut keys = HashSet::new();
-    if turn_taken || !commit.bodies.iter().all(|b| keys.insert(b.key.as_str())) {
+    if turn_taken || !named.iter().all(|(key, _)| keys.insert(key.as_str())) {
         return Err(StoreError::Conflict);
     }
     for key in keys {
@@ -290,15 +290,10 @@ pub(crate) fn commit(
     let size = record_json.len() + state_json.len();
     room::check(bodies_root, room::written_bytes(size))?;
 
-    if files.len() != commit.bodies.len() {
-        return Err(StoreError::Unavailable(
-            "a commit's bodies were not all written".into(),
-        ));
-    }
-    for (body, file) in commit.bodies.iter().zip(files) {
+    for (key, file) in named {
         tx.execute(
             "INSERT INTO bodies (episode_id, key, path) VALUES (?1, ?2, ?3)",
-            params![record.episode_id, body.key, file],
+            params![record.episode_id, key, file],
         )
         .map_err(sql)?;
     }

@@ -305,13 +305,32 @@ impl Store for EmbeddedStore {
             // The bodies go to disk (each synced) before the commit queues for the
             // connection: the syncs do not hold up the claims and commits queued there (D-41).
             let files = self.write_bodies(commit).await?;
+            if files.len() != commit.bodies.len() {
+                return Err(StoreError::Unavailable(
+                    "a commit's bodies were not all written".into(),
+                ));
+            }
             // Copied only once this call's turn at the connection has come, so queued commits
             // do not each hold a second copy of their turn.
             let permit = self.admit().await?;
-            let (commit, named) = (commit.clone(), files.clone());
+            // The rows need the bodies' keys, not their JSON (already on disk).
+            let named: Vec<(String, String)> = commit
+                .bodies
+                .iter()
+                .map(|b| b.key.clone())
+                .zip(files.iter().cloned())
+                .collect();
+            let rows = Commit {
+                principal: commit.principal.clone(),
+                expected_version: commit.expected_version,
+                record: commit.record.clone(),
+                bodies: Vec::new(),
+                state: commit.state.clone(),
+                compaction_due: commit.compaction_due,
+            };
             let committed = self
                 .run_admitted(permit, move |conn, bodies| {
-                    let committed = journal::commit(conn, bodies, &commit, &named);
+                    let committed = journal::commit(conn, bodies, &rows, &named);
                     if committed.as_ref().is_err_and(failure::is_disk_full) {
                         // The log grew with the rolled-back commit and keeps its size: give
                         // the room back, so that the release that follows, and the next
