@@ -54,6 +54,35 @@ pub fn a2a_python() -> std::path::PathBuf {
     python
 }
 
+/// A free loopback port for a server that a test starts as another process, chosen below
+/// the kernel's range of ephemeral ports. A port the kernel hands out (a bind to port 0)
+/// can be handed again to any process that listens on port 0 before the child binds it,
+/// and the test then talks to a stranger; below the range only another explicit choice
+/// like this one can take it.
+pub fn port_for_a_child() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    const LOWEST: u16 = 10_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let span = u64::from(ephemeral.saturating_sub(LOWEST));
+    let random = RandomState::new();
+    for attempt in 0..1_000u32 {
+        if span == 0 {
+            break;
+        }
+        let port = LOWEST + u16::try_from(random.hash_one(attempt) % span).unwrap_or(0);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    // No room below the range (or none free): one the kernel hands out.
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_or(0, |a| a.port())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -62,5 +91,15 @@ mod tests {
         assert!(root.join("Cargo.lock").is_file(), "{}", root.display());
         assert!(super::crate_dir().starts_with(&root));
         assert!(root.join("shared/testkit/Cargo.toml").is_file());
+    }
+
+    #[test]
+    fn a_port_for_a_child_is_free_and_below_the_ephemeral_range() {
+        let port = super::port_for_a_child();
+        assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
+        if let Ok(range) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range") {
+            let low: u16 = range.split_whitespace().next().unwrap().parse().unwrap();
+            assert!((10_000..low).contains(&port), "{port} in {range}");
+        }
     }
 }

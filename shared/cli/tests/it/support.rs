@@ -39,13 +39,9 @@ const VARIABLES: &[&str] = &[
     "OTEL_SERVICE_NAME",
 ];
 
-/// A local port that was free a moment ago.
+/// A local port that was free a moment ago, for a server process a test starts.
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    baton_testkit::port_for_a_child()
 }
 
 /// A working folder (no `baton.toml` unless a test writes one) with a data folder inside.

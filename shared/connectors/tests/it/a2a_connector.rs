@@ -70,11 +70,7 @@ impl Drop for StoreAgent {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    baton_testkit::port_for_a_child()
 }
 
 fn request(url: &str, message: &str) -> UpstreamRequest {

@@ -4,7 +4,7 @@
 //! The server runs in the Python environment `./infra/local-model.sh install` builds; these
 //! tests fail (they do not skip) when it is missing.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -105,11 +105,7 @@ impl Drop for HttpServer {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    baton_testkit::port_for_a_child()
 }
 
 /// A connector and the `server:` settings of one test server.

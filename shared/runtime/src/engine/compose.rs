@@ -90,16 +90,22 @@ pub(crate) fn round_messages(
     tool_exchange(preamble, calls)
 }
 
-/// One composition call of the orchestrator, streamed live.
-pub(crate) async fn mediated(ctx: &TurnCtx, messages: Vec<Message>) -> Result<Reply, ModelError> {
+/// One composition call of the orchestrator, streamed live. `messages` are lent to the
+/// call, not copied (a further round extends them).
+pub(crate) async fn mediated(
+    ctx: &TurnCtx,
+    messages: &mut Vec<Message>,
+) -> Result<Reply, ModelError> {
     let orch = ctx.orchestrator.clone();
     let mut request = orch.request(
         CallPurpose::Compose,
         orch.prompt.system(&ctx.dynamic(), None),
     );
-    request.messages = messages;
+    request.messages = std::mem::take(messages);
     let mark = ctx.out.narration_len();
-    let mut reply = model_call::call(ctx, &orch, &request, &mut Live(ctx)).await?;
+    let called = model_call::call(ctx, &orch, &request, &mut Live(ctx)).await;
+    *messages = std::mem::take(&mut request.messages);
+    let mut reply = called?;
     if !reply.calls.is_empty() {
         // Another round follows: its transcript needs the text this call showed.
         ctx.out.flush_all().await;

@@ -414,7 +414,7 @@ async fn compose_rounds(
             return;
         }
         *iterations += 1;
-        let reply = match compose::mediated(ctx, messages.clone()).await {
+        let reply = match compose::mediated(ctx, &mut messages).await {
             Ok(reply) => reply,
             Err(e) => {
                 tracing::warn!(turn_id = %ctx.turn_id, error = %e, "composition call failed; composing from the answers");

@@ -280,6 +280,10 @@ fn job(c: Candidate, query: String) -> AgentJob {
         .and_then(|v| v.as_str().map(str::to_owned));
     extra.remove("query");
     extra.remove("intent_count");
+    if extra.is_empty() {
+        // An emptied map still holds its node (640 bytes) for as long as the turn runs.
+        extra = Default::default();
+    }
     AgentJob {
         agent: c.agent,
         call_id: c.raw.id,
