@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use baton_core::events::{DirectLineState, Event, SOURCE_NOTE, WireEvent};
+use baton_core::events::{DirectLineState, Event, InterruptionView, SOURCE_NOTE, WireEvent};
 use baton_core::interruption::InterruptionKind;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
@@ -107,8 +107,8 @@ impl<W: Write> Renderer<W> {
             self.outcome = Some(*outcome);
             self.privacy = Some(privacy.clone());
         }
-        if let Event::Interruption { id, kind, .. } = &wire.event {
-            self.interruption = Some((id.clone(), *kind));
+        if let Event::Interruption(asked) = &wire.event {
+            self.interruption = Some((asked.id.clone(), asked.kind));
         }
         if self.style.json {
             serde_json::to_writer(&mut self.out, wire)?;
@@ -183,14 +183,15 @@ impl<W: Write> Renderer<W> {
                 }
                 self.source.clear();
             }
-            Event::Interruption {
-                kind,
-                label,
-                action,
-                args,
-                url,
-                ..
-            } => {
+            Event::Interruption(asked) => {
+                let InterruptionView {
+                    kind,
+                    label,
+                    action,
+                    args,
+                    url,
+                    ..
+                } = &**asked;
                 self.stop_spinner();
                 self.end_line()?;
                 let (b, r) = self.paint(BOLD);

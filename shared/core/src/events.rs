@@ -184,27 +184,9 @@ pub enum Event {
     },
     /// The turn waits for the user (D-36): what it asks. The turn then completes with
     /// `awaiting_user`, and a reply (`POST /v1/turns/{turn_id}/resume`) continues it.
-    Interruption {
-        /// The interruption's id, which the reply names.
-        id: String,
-        /// What it waits for (`approval`).
-        kind: crate::interruption::InterruptionKind,
-        /// The specialist that asks.
-        agent: String,
-        /// Its label.
-        label: String,
-        /// The tool it would call.
-        tool: String,
-        /// The action in plain words.
-        action: String,
-        /// The call's exact arguments, masked by the privacy guard.
-        args: serde_json::Value,
-        /// When it counts as declined, epoch ms.
-        expires_ms: u64,
-        /// The sign-in page to open, for an account link (D-37).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        url: Option<String>,
-    },
+    /// Boxed: the largest event by far and among the rarest, it would otherwise set the size
+    /// of every event.
+    Interruption(Box<InterruptionView>),
     /// The turn is over; the stream closes.
     Completed {
         /// How it ended.
@@ -235,7 +217,7 @@ impl Event {
             Event::AgentsConsulted { .. } => "agents_consulted",
             Event::Usage { .. } => "usage",
             Event::Error { .. } => "error",
-            Event::Interruption { .. } => "interruption",
+            Event::Interruption(_) => "interruption",
             Event::Completed { .. } => "completed",
         }
     }
@@ -244,6 +226,30 @@ impl Event {
     pub fn is_terminal(&self) -> bool {
         matches!(self, Event::Completed { .. })
     }
+}
+
+/// What a turn that waits for the user asks, as clients see it ([`Event::Interruption`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InterruptionView {
+    /// The interruption's id, which the reply names.
+    pub id: String,
+    /// What it waits for (`approval`).
+    pub kind: crate::interruption::InterruptionKind,
+    /// The specialist that asks.
+    pub agent: String,
+    /// Its label.
+    pub label: String,
+    /// The tool it would call.
+    pub tool: String,
+    /// The action in plain words.
+    pub action: String,
+    /// The call's exact arguments, masked by the privacy guard.
+    pub args: serde_json::Value,
+    /// When it counts as declined, epoch ms.
+    pub expires_ms: u64,
+    /// The sign-in page to open, for an account link (D-37).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// One node of a plan as clients see it (its mission after the privacy guard).
@@ -278,6 +284,33 @@ pub struct WireEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interruption_is_one_flat_json_object_and_reads_back() {
+        let asked = Event::Interruption(Box::new(InterruptionView {
+            id: "i1".into(),
+            kind: crate::interruption::InterruptionKind::Approval,
+            agent: "rewards".into(),
+            label: "Rewards".into(),
+            tool: "redeem".into(),
+            action: "Redeem 800 points".into(),
+            args: serde_json::json!({"points": 800}),
+            expires_ms: 7,
+            url: None,
+        }));
+        let json = serde_json::to_value(&asked).unwrap();
+        assert_eq!(json["type"], "interruption");
+        assert_eq!(json["action"], "Redeem 800 points");
+        assert_eq!(json["args"]["points"], 800);
+        assert!(json.get("url").is_none());
+        assert_eq!(serde_json::from_value::<Event>(json).unwrap(), asked);
+        // The rare interruption does not set every event's size.
+        assert!(
+            std::mem::size_of::<Event>() <= 96,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
+    }
 
     #[test]
     fn wire_event_is_one_flat_json_object() {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use baton_core::events::{DirectLineState, Event, SOURCE_ORCHESTRATOR};
+use baton_core::events::{DirectLineState, Event, InterruptionView, SOURCE_ORCHESTRATOR};
 use baton_core::interruption::{
     ASK_USER_TOOL, Answer, Awaiting, HeldCall, Interruption, InterruptionKind, LinkAsk, Reply,
     SavedJob, WaitingAgent, args_sha256, question_of,
@@ -151,7 +151,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
     };
     ctx.out.text(SOURCE_ORCHESTRATOR, &said).await;
     ctx.out
-        .emit(Event::Interruption {
+        .emit(Event::Interruption(Box::new(InterruptionView {
             id: interruption.id.clone(),
             kind: interruption.kind,
             agent: interruption.agent_id.clone(),
@@ -161,7 +161,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
             args: ask.args,
             expires_ms: interruption.expires_ms,
             url: ask.link.map(|l| l.url),
-        })
+        })))
         .await;
     let jobs = work
         .jobs

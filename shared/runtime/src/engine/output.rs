@@ -168,33 +168,13 @@ impl Output {
                     },
                 );
             }
-            Event::Interruption {
-                id,
-                kind,
-                agent,
-                label,
-                tool,
-                action,
-                args,
-                expires_ms,
-                url,
-            } => {
+            Event::Interruption(mut asked) => {
                 // What the user is asked to approve passes the guard like any answer.
                 self.flush(state);
-                let action = self.guard.mask(&action, &mut state.receipt);
-                let args = mask_value(&self.guard, args, &mut state.receipt);
-                let event = Event::Interruption {
-                    id,
-                    kind,
-                    agent,
-                    label,
-                    tool,
-                    action,
-                    args,
-                    expires_ms,
-                    url,
-                };
-                self.send(state, event);
+                asked.action = self.guard.mask(&asked.action, &mut state.receipt);
+                let args = std::mem::take(&mut asked.args);
+                asked.args = mask_value(&self.guard, args, &mut state.receipt);
+                self.send(state, Event::Interruption(asked));
             }
             other => {
                 self.flush(state);

@@ -64,9 +64,9 @@ fn interruption(events: &[WireEvent]) -> (String, String, serde_json::Value) {
     events
         .iter()
         .find_map(|e| match &e.event {
-            Event::Interruption {
-                id, action, args, ..
-            } => Some((id.clone(), action.clone(), args.clone())),
+            Event::Interruption(asked) => {
+                Some((asked.id.clone(), asked.action.clone(), asked.args.clone()))
+            }
             _ => None,
         })
         .expect("an interruption event")
@@ -438,9 +438,9 @@ async fn a_specialists_question_reaches_the_user_and_the_answer_reaches_only_it(
     let asked = paused
         .iter()
         .find_map(|e| match &e.event {
-            Event::Interruption {
-                id, kind, action, ..
-            } => Some((id.clone(), *kind, action.clone())),
+            Event::Interruption(asked) => {
+                Some((asked.id.clone(), asked.kind, asked.action.clone()))
+            }
             _ => None,
         })
         .expect("an interruption");
@@ -592,7 +592,7 @@ async fn a_planned_sub_agent_waits_for_approval_and_the_plan_goes_on_from_there(
     let asked = paused
         .iter()
         .find_map(|e| match &e.event {
-            Event::Interruption { agent, tool, .. } => Some((agent.clone(), tool.clone())),
+            Event::Interruption(asked) => Some((asked.agent.clone(), asked.tool.clone())),
             _ => None,
         })
         .unwrap();

@@ -237,7 +237,7 @@ impl TaskRun {
                 self.consulted = agents.clone();
                 self.footer = footer.clone();
             }
-            Event::Interruption { kind, .. } => self.waits_for = Some(*kind),
+            Event::Interruption(asked) => self.waits_for = Some(asked.kind),
             Event::Completed { outcome, privacy } => {
                 if self.kept.is_none() && self.chunked {
                     out.push(self.chunk(String::new(), true));

@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use baton_core::consulted::ConsultedAgent;
-use baton_core::events::{Event, SOURCE_NOTE};
+use baton_core::events::{Event, InterruptionView, SOURCE_NOTE};
 use baton_core::interruption::InterruptionKind;
 use baton_core::turn::{ModelUsage, TurnOutcome};
 use serde_json::{Value, json};
@@ -169,17 +169,18 @@ impl Run {
                 self.results(agents, footer, &mut out);
             }
             Event::Usage { models, .. } => self.usage.clone_from(models),
-            Event::Interruption {
-                id,
-                kind,
-                agent,
-                label,
-                tool,
-                action,
-                args,
-                expires_ms,
-                url,
-            } => {
+            Event::Interruption(asked) => {
+                let InterruptionView {
+                    id,
+                    kind,
+                    agent,
+                    label,
+                    tool,
+                    action,
+                    args,
+                    expires_ms,
+                    url,
+                } = &**asked;
                 self.interrupt = Some(interrupt(
                     id,
                     *kind,

@@ -75,22 +75,14 @@ impl Reply {
                 self.footer.clone_from(footer);
             }
             Event::Usage { cost_usd, .. } => self.cost_usd = *cost_usd,
-            Event::Interruption {
-                id,
-                kind,
-                agent,
-                action,
-                expires_ms,
-                url,
-                ..
-            } => {
+            Event::Interruption(asked) => {
                 self.interruption = Some(Waiting {
-                    id: id.clone(),
-                    kind: *kind,
-                    agent: agent.clone(),
-                    asks: action.clone(),
-                    expires_ms: *expires_ms,
-                    url: url.clone(),
+                    id: asked.id.clone(),
+                    kind: asked.kind,
+                    agent: asked.agent.clone(),
+                    asks: asked.action.clone(),
+                    expires_ms: asked.expires_ms,
+                    url: asked.url.clone(),
                 });
             }
             Event::Completed { outcome, privacy } => {
