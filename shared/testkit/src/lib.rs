@@ -68,10 +68,8 @@ pub fn port_for_a_child() -> u16 {
         .unwrap_or(32_768);
     let span = u64::from(ephemeral.saturating_sub(LOWEST));
     let random = RandomState::new();
-    for attempt in 0..1_000u32 {
-        if span == 0 {
-            break;
-        }
+    let attempts = if span == 0 { 0 } else { 1_000u32 };
+    for attempt in 0..attempts {
         let port = LOWEST + u16::try_from(random.hash_one(attempt) % span).unwrap_or(0);
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;

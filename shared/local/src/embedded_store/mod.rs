@@ -304,12 +304,8 @@ impl Store for EmbeddedStore {
         baton_core::store_write!("store.commit", async {
             // The bodies go to disk (each synced) before the commit queues for the
             // connection: the syncs do not hold up the claims and commits queued there (D-41).
+            // One file for each body, in order, or an error (`bodies::write_all`).
             let files = self.write_bodies(commit).await?;
-            if files.len() != commit.bodies.len() {
-                return Err(StoreError::Unavailable(
-                    "a commit's bodies were not all written".into(),
-                ));
-            }
             // Copied only once this call's turn at the connection has come, so queued commits
             // do not each hold a second copy of their turn.
             let permit = self.admit().await?;
