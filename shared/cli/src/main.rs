@@ -6,6 +6,8 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+#[cfg(feature = "jemalloc")]
+mod allocator;
 mod chat;
 mod cli;
 mod compact;
@@ -51,8 +53,11 @@ fn main() -> ExitCode {
     // One thread serves every turn: a turn is microseconds of CPU between waits, so a
     // single thread carries thousands of turns a second without hand-offs between cores;
     // SQLite work and the line editor run on the blocking pool.
-    let outcome = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
+    #[cfg(feature = "jemalloc")]
+    builder.on_thread_start(allocator::share_one_arena);
+    let outcome = builder
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|rt| rt.block_on(cli.run()));

@@ -22,7 +22,10 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         logging::server_wants_json(args.log_json),
     )?;
     #[cfg(feature = "jemalloc")]
-    return_freed_memory_soon();
+    {
+        crate::allocator::return_freed_memory_soon();
+        tokio::spawn(crate::allocator::give_back_when_quiet());
+    }
     let setup::Assembled {
         runtime, metrics, ..
     } = setup::assemble(settings).await?;
@@ -115,32 +118,4 @@ async fn shutdown_signal() {
         () = term => {}
     }
     tracing::info!("shutting down: finishing open requests");
-}
-
-/// Freed memory goes back to the system as soon as whole pages of it are free, instead of
-/// after jemalloc's 10 s decay: the pages a burst of turns freed are not still held while the
-/// next allocations take fresh ones. At 1,000 streams the peak is about 5 MiB lower than
-/// with a 1 s decay, for no CPU a turn that the benchmark can tell apart (docs/benchmark.md,
-/// "Memory under 1,000 streams").
-#[cfg(feature = "jemalloc")]
-fn return_freed_memory_soon() {
-    use tikv_jemalloc_ctl::{Access as _, AsName as _};
-    const DECAY_MS: isize = 0;
-    if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
-        tracing::warn!(error = %e, "the allocator's background purging could not start");
-    }
-    let arenas = tikv_jemalloc_ctl::arenas::narenas::read().unwrap_or(0);
-    for kind in ["dirty", "muzzy"] {
-        // Arenas made from now on, then each one already made (one not yet in use refuses).
-        let name = format!("arenas.{kind}_decay_ms\0");
-        if let Err(e) = name.as_str().name().write(DECAY_MS) {
-            tracing::warn!(error = %e, "the allocator's decay time could not be set");
-        }
-        for arena in 0..arenas {
-            let name = format!("arena.{arena}.{kind}_decay_ms\0");
-            if let Err(e) = name.as_str().name().write(DECAY_MS) {
-                tracing::debug!(arena, error = %e, "an arena's decay time was not set");
-            }
-        }
-    }
 }

@@ -15,6 +15,15 @@ const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 /// The layout below; a file with a higher one was written by a newer Baton.
 const SCHEMA_VERSION: i32 = 7;
 
+/// How much of the file each connection keeps in its own page cache, in KiB (SQLite's
+/// default is 2,000 a connection). The file's pages stay in the system's page cache anyway,
+/// so a page read again costs a copy, not a disk read; a full default cache held 2.4 MB more
+/// in `baton serve` after a thousand turns than after one (docs/benchmark.md, "Memory under
+/// 1,000 streams"). The writer walks more of the tree than a reader.
+pub(crate) const WRITER_CACHE_KIB: i64 = 256;
+/// See [`WRITER_CACHE_KIB`].
+pub(crate) const READER_CACHE_KIB: i64 = 128;
+
 /// Version 1 to 2: claims are kept per turn id (a dead one stays when another turn takes
 /// its episode over) and know the store that made them and what their request asked.
 const MIGRATE_1_TO_2: &str = "
@@ -246,6 +255,7 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
         .map_err(|e| failure::sql("setting the sync mode", e))?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(|e| failure::sql("turning on foreign keys", e))?;
+    set_cache(&conn, WRITER_CACHE_KIB)?;
 
     if fresh {
         create_tables(&mut conn)?;
@@ -263,7 +273,14 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connect
         .map_err(|e| failure::sql("opening for reading", e))?;
     conn.busy_timeout(busy_timeout)
         .map_err(|e| failure::sql("setting the busy timeout", e))?;
+    set_cache(&conn, READER_CACHE_KIB)?;
     Ok(conn)
+}
+
+/// Caps the connection's page cache at `kib` KiB (a negative `cache_size` is in KiB).
+fn set_cache(conn: &Connection, kib: i64) -> Result<(), StoreError> {
+    conn.pragma_update(None, "cache_size", -kib)
+        .map_err(|e| failure::sql("setting the page cache size", e))
 }
 
 /// Checkpoints the write-ahead log and truncates it to nothing, giving its disk space
@@ -373,6 +390,21 @@ mod tests {
             text: "The user asked about points.".into(),
             agents: BTreeMap::from([("rewards".into(), "12,400 points.".into())]),
         }
+    }
+
+    #[test]
+    fn the_writer_and_the_readers_keep_small_page_caches() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DATABASE_FILE);
+        let timeout = std::time::Duration::from_secs(1);
+        let cache = |conn: &rusqlite::Connection| -> i64 {
+            conn.pragma_query_value(None, "cache_size", |r| r.get(0))
+                .unwrap()
+        };
+        let writer = super::open(&file, timeout).unwrap();
+        assert_eq!(cache(&writer), -super::WRITER_CACHE_KIB);
+        let reader = super::open_reader(&file, timeout).unwrap();
+        assert_eq!(cache(&reader), -super::READER_CACHE_KIB);
     }
 
     #[tokio::test]
