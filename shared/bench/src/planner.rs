@@ -258,7 +258,7 @@ fn bare_request(agent: &str, purpose: CallPurpose, after_results: bool) -> Model
             content: vec![Content::ToolUse {
                 id: "c".into(),
                 name: "use_skill".into(),
-                input: json!({}),
+                input: json!({}).into(),
             }],
         });
         messages.push(Message {

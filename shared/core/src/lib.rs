@@ -18,6 +18,7 @@ pub mod events;
 pub mod failpoint;
 pub mod guard;
 pub mod interruption;
+pub mod json_text;
 pub mod limits;
 pub mod memory;
 pub mod message;

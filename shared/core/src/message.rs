@@ -37,8 +37,8 @@ pub enum Content {
         id: String,
         /// Tool name.
         name: String,
-        /// Arguments.
-        input: serde_json::Value,
+        /// Arguments (a JSON object), as text: a transcript holds them only to send them on.
+        input: crate::json_text::JsonText,
     },
     /// The result of a tool call.
     ToolResult {
@@ -68,7 +68,7 @@ pub struct AnsweredCall {
     /// Tool name.
     pub name: String,
     /// Arguments, as the call was run.
-    pub input: serde_json::Value,
+    pub input: crate::json_text::JsonText,
     /// Outcome.
     pub status: ToolResultStatus,
     /// Result content.

@@ -249,8 +249,9 @@ pub struct AskedCall {
     /// The specialist.
     pub agent_id: String,
     /// Its arguments as executed (the query after verbatim protection, the intent count,
-    /// the prior context and the card's extra arguments).
-    pub args: serde_json::Value,
+    /// the prior context and the card's extra arguments), kept as text: the record only
+    /// stores and shows them.
+    pub args: crate::json_text::JsonText,
 }
 
 /// A Direct Line turn in the routing record.

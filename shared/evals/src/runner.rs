@@ -181,7 +181,7 @@ fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Obse
         args: r
             .calls
             .iter()
-            .map(|c| (c.agent_id.clone(), c.args.clone()))
+            .map(|c| (c.agent_id.clone(), c.args.value()))
             .collect(),
         fastpath: r.calls.is_empty() && r.direct_line.is_none(),
         answer,

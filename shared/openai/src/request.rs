@@ -166,7 +166,7 @@ mod tests {
                     Content::ToolUse {
                         id: "c1".into(),
                         name: "ask_rewards".into(),
-                        input: json!({"request": "points?"}),
+                        input: json!({"request": "points?"}).into(),
                     },
                 ],
             },

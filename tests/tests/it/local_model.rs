@@ -161,7 +161,7 @@ async fn a_real_model_answers_turns_through_the_engine() {
         .iter()
         .find(|c| c.agent_id == "rewards")
         .expect("the parsed ask_rewards call is recorded");
-    assert!(call.args.is_object(), "{:?}", call.args);
+    assert!(call.args.value().is_object(), "{:?}", call.args);
     assert!(record.consulted.iter().any(|c| c.agent_id == "rewards"));
     consulted_is_what_ran(&events, &record);
     assert!(!texts(&events).concat().trim().is_empty());

@@ -168,7 +168,7 @@ fn content_block(content: &Content) -> Result<Option<ContentBlock>, BuildError> 
             ToolUseBlock::builder()
                 .tool_use_id(id)
                 .name(name)
-                .input(to_document(input))
+                .input(to_document(&input.value()))
                 .build()?,
         )),
         Content::ToolResult {
@@ -373,7 +373,7 @@ mod tests {
                 content: vec![Content::ToolUse {
                     id: "t1".into(),
                     name: "points".into(),
-                    input: json!({"q": 1}),
+                    input: json!({"q": 1}).into(),
                 }],
             },
             Message {
@@ -469,7 +469,7 @@ mod tests {
             content: vec![Content::ToolUse {
                 id: "t1".into(),
                 name: "ask_shop".into(),
-                input: json!({}),
+                input: json!({}).into(),
             }],
         });
         looping.messages.push(Message {

@@ -241,7 +241,7 @@ mod tests {
             content: vec![Content::ToolUse {
                 id: "call_1".into(),
                 name: tool.into(),
-                input: json!({"query": query}),
+                input: json!({"query": query}).into(),
             }],
         });
         req.messages.push(Message {

@@ -139,7 +139,7 @@ mod tests {
                 .map(|i| Content::ToolUse {
                     id: format!("call_{}", i + 1),
                     name: names[i % 3].into(),
-                    input: json!({}),
+                    input: json!({}).into(),
                 })
                 .collect(),
         });

@@ -229,7 +229,7 @@ mod tests {
             content: vec![Content::ToolUse {
                 id: "call_1".into(),
                 name: "search_offers".into(),
-                input: json!({"query": "coffee deals"}),
+                input: json!({"query": "coffee deals"}).into(),
             }],
         });
         req.messages.push(Message {

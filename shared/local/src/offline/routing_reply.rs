@@ -441,7 +441,7 @@ mod tests {
             content: vec![Content::ToolUse {
                 id: "call_1".into(),
                 name: "ask_support".into(),
-                input: json!({"query": "my receipt didn't scan", "intent_count": 2}),
+                input: json!({"query": "my receipt didn't scan", "intent_count": 2}).into(),
             }],
         });
         req.messages.push(Message::user(

@@ -4,6 +4,7 @@
 //! limits). Failures are acknowledged in plain words, never with error text (D-11).
 
 use baton_core::events::SOURCE_ORCHESTRATOR;
+use baton_core::json_text::JsonText;
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::tool_result::AgentAnswer;
@@ -69,7 +70,7 @@ pub(crate) fn round_messages(
         calls.push(AnsweredCall {
             id: job.call_id.clone(),
             name: job.agent.ask_tool_name().to_owned(),
-            input: job.executed_args(jobs.len()),
+            input: JsonText::of(&job.executed_args(jobs.len())),
             status: if a.unavailable.is_some() {
                 ToolResultStatus::Error
             } else {
@@ -82,7 +83,7 @@ pub(crate) fn round_messages(
         calls.push(AnsweredCall {
             id: raw.id.clone(),
             name: raw.name.clone(),
-            input: raw.parse().unwrap_or(Value::Object(Default::default())),
+            input: JsonText::of(&raw.parse().unwrap_or(Value::Object(Default::default()))),
             status: ToolResultStatus::Error,
             content: Value::String(why.clone()),
         });

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use baton_core::interruption::{
     ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, WaitingAgent, args_sha256, question_of,
 };
+use baton_core::json_text::JsonText;
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::registry::Agent;
@@ -334,7 +335,7 @@ fn answered(calls: Vec<HeldCall>) -> Vec<AnsweredCall> {
             c.answer.map(|a| AnsweredCall {
                 id: c.id,
                 name: c.name,
-                input: c.input,
+                input: JsonText::of(&c.input),
                 status: a.status,
                 content: a.content,
             })

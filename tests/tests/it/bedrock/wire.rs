@@ -98,12 +98,12 @@ async fn tool_uses_and_results_go_back_with_their_status() {
             Content::ToolUse {
                 id: "t1".into(),
                 name: "ask_shop".into(),
-                input: json!({"query": "coffee"}),
+                input: json!({"query": "coffee"}).into(),
             },
             Content::ToolUse {
                 id: "t2".into(),
                 name: "ask_support".into(),
-                input: json!({"query": "receipt"}),
+                input: json!({"query": "receipt"}).into(),
             },
         ],
     });
@@ -210,7 +210,7 @@ async fn thinking_is_left_off_where_claude_cannot_take_it() {
         content: vec![Content::ToolUse {
             id: "t1".into(),
             name: "ask_shop".into(),
-            input: json!({"query": "coffee"}),
+            input: json!({"query": "coffee"}).into(),
         }],
     });
     looping.messages.push(Message {

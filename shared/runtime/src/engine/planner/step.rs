@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use baton_core::json_text::JsonText;
 use baton_core::message::{AnsweredCall, ToolResultStatus, tool_exchange};
 use baton_core::plan::graph::{StepLimits, split_at_room};
 use baton_core::plan::outcome::{dispatch_document, results_document};
@@ -129,7 +130,7 @@ pub(super) fn answer(
         answered.push(AnsweredCall {
             id: call.id.clone(),
             name: call.name.clone(),
-            input: args.unwrap_or_else(|_| Value::Object(Default::default())),
+            input: JsonText::of(&args.unwrap_or_else(|_| Value::Object(Default::default()))),
             status,
             content,
         });

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tracing::Instrument as _;
 
+use baton_core::json_text::JsonText;
 use baton_core::message::{AnsweredCall, ToolResultStatus, tool_exchange};
 use baton_core::plan::outcome::{blocked, inputs, results_document};
 use baton_core::plan::{GET_AGENT_RESULTS, NodeResult, NodeStatus, PendingPlan, PlanNode};
@@ -169,7 +170,7 @@ pub(super) async fn continue_pending(
         vec![AnsweredCall {
             id: call_id,
             name: GET_AGENT_RESULTS.to_owned(),
-            input: Value::Object(Default::default()),
+            input: JsonText::of(&Value::Object(Default::default())),
             status: ToolResultStatus::Ok,
             content: as_json_text(&document),
         }],
