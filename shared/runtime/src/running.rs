@@ -82,9 +82,19 @@ impl Running {
     }
 }
 
+/// A table at least this large gives back its room once three quarters of it are empty.
+const SHRINK_FROM: usize = 64;
+
 impl Drop for Running {
     fn drop(&mut self) {
-        self.turns.lock().remove(&self.key);
+        let mut turns = self.turns.lock();
+        turns.remove(&self.key);
+        // A hash table keeps the room of its fullest moment: after a burst of a thousand turns,
+        // 150 KB that nothing uses (docs/benchmark.md, "Memory under 1,000 streams").
+        // Shrinking at a quarter full costs a rehash now and then, never one per turn.
+        if turns.capacity() >= SHRINK_FROM && turns.len() < turns.capacity() / 4 {
+            turns.shrink_to_fit();
+        }
     }
 }
 
@@ -107,5 +117,25 @@ mod tests {
         drop(running);
         assert!(!turns.is_running(&alice, "ep_1", "t_1"));
         assert!(!turns.cancel(&alice, "ep_1", "t_1"));
+    }
+
+    #[test]
+    fn the_table_gives_back_a_bursts_room() {
+        let turns = Arc::new(RunningTurns::default());
+        let alice = Principal::new("alice").unwrap();
+        let burst: Vec<Running> = (0..1_000)
+            .map(|i| turns.register(&alice, &format!("ep_{i}"), "t"))
+            .collect();
+        assert!(turns.lock().capacity() >= 1_000);
+        let kept = turns.register(&alice, "ep_kept", "t");
+        drop(burst);
+        assert!(turns.is_running(&alice, "ep_kept", "t"));
+        assert!(
+            turns.lock().capacity() < SHRINK_FROM,
+            "{}",
+            turns.lock().capacity()
+        );
+        drop(kept);
+        assert!(turns.lock().is_empty());
     }
 }
