@@ -70,7 +70,7 @@ pub(crate) fn round_messages(
         calls.push(AnsweredCall {
             id: job.call_id.clone(),
             name: job.agent.ask_tool_name().to_owned(),
-            input: JsonText::of(&job.executed_args(jobs.len())),
+            input: job.executed_args(jobs.len()),
             status: if a.unavailable.is_some() {
                 ToolResultStatus::Error
             } else {

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::events::Event;
-use baton_core::json_text::JsonText;
 use baton_core::message::Message;
 use baton_core::ports::store::EpisodeMeta;
 use baton_core::registry::Composition;
@@ -348,7 +347,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
             .iter()
             .map(|j| AskedCall {
                 agent_id: j.agent.id.to_string(),
-                args: JsonText::of(&j.executed_args(jobs.len())),
+                args: j.executed_args(jobs.len()),
             })
             .collect();
     });

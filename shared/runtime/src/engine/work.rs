@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use baton_core::interruption::{Awaiting, WaitingAgent};
+use baton_core::json_text::JsonText;
 use baton_core::plan::PendingPlan;
 use baton_core::registry::Agent;
 use baton_core::turn::{AgentStatus, DirectExchange, PendingCall, TurnOutcome};
@@ -37,15 +38,16 @@ pub(crate) struct AgentJob {
 
 impl AgentJob {
     /// The call as it was executed, for the orchestrator's transcript: derived rather than
-    /// kept, so an open turn does not hold a second copy of every call's arguments.
-    pub(crate) fn executed_args(&self, calls: usize) -> Value {
+    /// kept, so an open turn does not hold a second copy of every call's arguments. As text:
+    /// every caller records or sends it on.
+    pub(crate) fn executed_args(&self, calls: usize) -> JsonText {
         let mut args = self.extra.clone();
         args.insert("query".into(), Value::String(self.query.clone()));
         args.insert("intent_count".into(), Value::from(calls));
         if let Some(prior) = &self.prior_context {
             args.insert("prior_context".into(), Value::String(prior.clone()));
         }
-        Value::Object(args)
+        JsonText::of(&Value::Object(args))
     }
 }
 
