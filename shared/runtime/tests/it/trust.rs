@@ -708,10 +708,12 @@ async fn personal_data_split_across_chunks_is_masked_everywhere() {
     for raw in ["4111", "jane.doe", "example.com", "7946"] {
         assert!(!shown.contains(raw), "{raw} leaked: {shown}");
         for e in &events {
-            assert!(
-                !serde_json::to_string(e).unwrap().contains(raw),
-                "{raw} in {e:?}"
-            );
+            // The episode id is a random hex uuid: about one in a thousand holds "4111" or
+            // "7946" by chance, so it is taken out before looking for the raw values.
+            let json = serde_json::to_string(e)
+                .unwrap()
+                .replace(&episode, "<episode>");
+            assert!(!json.contains(raw), "{raw} in {json}");
         }
     }
     assert!(shown.contains("[card number]"), "{shown}");
