@@ -4,9 +4,9 @@
 //! jemalloc serves every allocation of the process, SQLite's included (the feature that
 //! replaces the C `malloc`), so one policy covers all of it:
 //! - freed pages go back as soon as whole pages of them are free ([`return_freed_memory_soon`]);
-//! - every thread the runtime starts allocates from the same arena as the thread that
-//!   serves turns ([`share_one_arena`]): the store's blocking threads come and go, and each
-//!   new one would otherwise take an arena of its own that keeps pages and metadata after it;
+//! - every thread allocates from one arena, built in (`.cargo/config.toml`): the store's
+//!   blocking threads come and go, and each new one would otherwise take an arena of its own
+//!   that keeps pages and metadata after it;
 //! - once the thread that serves turns has been quiet for a while, it hands back the objects
 //!   its thread cache still holds ([`give_back_when_quiet`]), which otherwise pin their pages
 //!   until the next burst.
@@ -40,14 +40,6 @@ pub(crate) fn return_freed_memory_soon() {
                 tracing::debug!(arena, error = %e, "an arena's decay time was not set");
             }
         }
-    }
-}
-
-/// Binds the calling thread to arena 0, the arena of the process's first thread (the one
-/// that serves turns). For the async runtime's `on_thread_start`.
-pub(crate) fn share_one_arena() {
-    if let Err(e) = b"thread.arena\0".name().write(0_u32) {
-        tracing::debug!(error = %e, "a thread kept an arena of its own");
     }
 }
 
@@ -151,8 +143,21 @@ mod tests {
         flush_thread_cache();
         let enabled: bool = b"thread.tcache.enabled\0".name().read().unwrap();
         assert!(enabled);
-        share_one_arena();
-        let arena: u32 = b"thread.arena\0".name().read().unwrap();
-        assert_eq!(arena, 0);
+    }
+
+    #[test]
+    fn the_allocator_is_built_with_one_arena() {
+        // From `.cargo/config.toml`; MALLOC_CONF may say otherwise at run time.
+        if std::env::var_os("MALLOC_CONF").is_some() {
+            return;
+        }
+        let arenas: u32 = b"opt.narenas\0".name().read().unwrap();
+        assert_eq!(arenas, 1);
+        let spawned = std::thread::spawn(|| -> u32 { b"thread.arena\0".name().read().unwrap() });
+        assert_eq!(
+            spawned.join().unwrap(),
+            0,
+            "a new thread took an arena of its own"
+        );
     }
 }

@@ -53,11 +53,8 @@ fn main() -> ExitCode {
     // One thread serves every turn: a turn is microseconds of CPU between waits, so a
     // single thread carries thousands of turns a second without hand-offs between cores;
     // SQLite work and the line editor run on the blocking pool.
-    let mut builder = tokio::runtime::Builder::new_current_thread();
-    builder.enable_all();
-    #[cfg(feature = "jemalloc")]
-    builder.on_thread_start(allocator::share_one_arena);
-    let outcome = builder
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|rt| rt.block_on(cli.run()));

@@ -1,18 +1,23 @@
-//! Copying the write-ahead log into the store file on a thread of its own.
+//! Copying the write-ahead log into the store file off the writer connection.
 //!
 //! SQLite's own checkpoint runs on the connection that committed, once the log passes a
 //! threshold: with one writer connection, a commit that carries a large answer would make
 //! the claim queued behind it wait for the copy and two syncs of the disk as well, and so a
 //! new turn's first event. Here the writer only notes how big the log has grown (a WAL
-//! hook); past [`LOG_PAGES`] it wakes this thread, which checkpoints from its own
-//! connection in the mode that never waits for, nor holds up, writers and readers. Wake-ups
-//! that come while a checkpoint runs fold into one.
+//! hook); past [`LOG_PAGES`] it hands the copy to a job on the async runtime's blocking
+//! threads, which checkpoints from a connection of its own in the mode that never waits for,
+//! nor holds up, writers and readers. Wake-ups that come while a copy runs fold into one
+//! more.
 //!
-//! The thread ends when the writer connection is dropped (its hook holds the only sender).
-//! See D-41 in docs/design.md.
+//! The job, not a thread of its own: the runtime's threads end when idle and all allocate
+//! from one arena, where a thread kept for the life of the server kept its allocator cache
+//! and, each new one, an arena of its own (about a megabyte after a burst). With no runtime
+//! to run on, the writer copies the log itself, as SQLite would. See D-41 in
+//! docs/design.md.
 
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use baton_core::ports::store::StoreError;
@@ -28,40 +33,79 @@ pub(crate) const LOG_PAGES: i32 = 1000;
 /// commits does not keep its disk space for good.
 const LOG_SIZE_LIMIT: i64 = 64 * 1024 * 1024;
 
-/// Starts the checkpoint thread for the store file at `path` and hands its wake-ups to
-/// `writer`, whose own automatic checkpoints it replaces.
+/// Checkpoints the store file at `path` off `writer` from now on, woken by `writer`'s
+/// commits, whose own automatic checkpoints this replaces.
 ///
 /// # Errors
-/// `Unavailable` when the thread's connection cannot be opened, the thread cannot be
-/// started or the hook cannot be set.
+/// `Unavailable` when the checkpoint connection cannot be opened or the hook cannot be set.
 pub(crate) fn start(
     writer: &mut Connection,
     path: &Path,
     busy_timeout: Duration,
 ) -> Result<(), StoreError> {
-    let conn = open(path, busy_timeout)?;
+    let copier = Arc::new(Copier {
+        conn: Mutex::new(open(path, busy_timeout)?),
+        running: AtomicBool::new(false),
+        again: AtomicBool::new(false),
+    });
     writer
         .pragma_update(None, "journal_size_limit", LOG_SIZE_LIMIT)
         .map_err(|e| failure::sql("limiting the log's size", e))?;
-    let (wake, woken) = mpsc::sync_channel::<()>(1);
-    std::thread::Builder::new()
-        .name("baton-store-checkpoint".into())
-        .spawn(move || run(&conn, &woken))
-        .map_err(|e| failure::io("starting the checkpoint thread", &e))?;
     // Set last: setting the hook turns SQLite's automatic checkpoints off for `writer`.
     writer
-        .wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, pages| {
-            if pages >= LOG_PAGES {
-                // Full means a wake-up is already pending; closed means the thread is gone
-                // and the next open checkpoints instead.
-                let _ = wake.try_send(());
+        .wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages| {
+            if pages >= LOG_PAGES && !copier.wake() {
+                checkpoint(wal.checkpoint_v2(CheckpointMode::PASSIVE));
             }
             Ok(())
         }))
-        .map_err(|e| failure::sql("handing checkpoints to their thread", e))
+        .map_err(|e| failure::sql("handing checkpoints off the writer", e))
 }
 
-/// The thread's connection: it writes only pages the log already holds.
+/// The checkpoint connection and whether a job runs on it.
+struct Copier {
+    conn: Mutex<Connection>,
+    /// A job is running, or about to.
+    running: AtomicBool,
+    /// A checkpoint was asked for since the running job last started one.
+    again: AtomicBool,
+}
+
+impl Copier {
+    /// Asks for a checkpoint on the runtime's blocking threads. False when there is no
+    /// runtime to run it on.
+    fn wake(self: &Arc<Self>) -> bool {
+        self.again.store(true, Ordering::SeqCst);
+        if self.running.swap(true, Ordering::SeqCst) {
+            return true; // the running job sees `again`
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.running.store(false, Ordering::SeqCst);
+            return false;
+        };
+        let copier = Arc::clone(self);
+        runtime.spawn_blocking(move || copier.run());
+        true
+    }
+
+    /// Checkpoints while asked to, then ends.
+    fn run(&self) {
+        loop {
+            while self.again.swap(false, Ordering::SeqCst) {
+                let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+                checkpoint(conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE));
+            }
+            self.running.store(false, Ordering::SeqCst);
+            // A wake-up between the last look and the line above saw the job still running
+            // and left its checkpoint to it: take the job back, unless a new one has it.
+            if !self.again.load(Ordering::SeqCst) || self.running.swap(true, Ordering::SeqCst) {
+                return;
+            }
+        }
+    }
+}
+
+/// The job's connection: it writes only pages the log already holds.
 fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)
@@ -75,13 +119,11 @@ fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     Ok(conn)
 }
 
-fn run(conn: &Connection, woken: &mpsc::Receiver<()>) {
-    while woken.recv().is_ok() {
-        match conn.wal_checkpoint_v2(None::<&str>, CheckpointMode::PASSIVE) {
-            Ok((log, copied)) => tracing::trace!(log, copied, "embedded store: checkpoint"),
-            // A checkpoint that could not run leaves the log as it was: the next one copies it.
-            Err(e) => tracing::warn!(error = %e, "embedded store: checkpoint failed"),
-        }
+fn checkpoint(done: rusqlite::Result<(i32, i32)>) {
+    match done {
+        Ok((log, copied)) => tracing::trace!(log, copied, "embedded store: checkpoint"),
+        // A checkpoint that could not run leaves the log as it was: the next one copies it.
+        Err(e) => tracing::warn!(error = %e, "embedded store: checkpoint failed"),
     }
 }
 
@@ -89,10 +131,9 @@ fn run(conn: &Connection, woken: &mpsc::Receiver<()>) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn large_commits_are_checkpointed_by_the_thread_not_the_writer() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.sqlite");
+    /// A store file in WAL mode with one table, its writer handing checkpoints off.
+    fn writer(dir: &Path) -> (Connection, std::path::PathBuf) {
+        let path = dir.join("t.sqlite");
         let mut writer = Connection::open(&path).unwrap();
         writer
             .pragma_update_and_check(None, "journal_mode", "WAL", |_| Ok(()))
@@ -105,17 +146,44 @@ mod tests {
             .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
             .unwrap();
         assert_eq!(automatic, 0, "the writer still checkpoints by itself");
+        (writer, path)
+    }
 
-        // About 2,000 pages: only a checkpoint moves them into the store file.
+    /// About 2,000 pages of log: only a checkpoint moves them into the store file.
+    fn big_row(writer: &Connection) {
         let big = "x".repeat(8 * 1024 * 1024);
         writer.execute("INSERT INTO t VALUES (?1)", [&big]).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::fs::metadata(&path).unwrap().len() < 8 * 1024 * 1024 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the log was never checkpointed"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+    }
+
+    fn file_len(path: &Path) -> u64 {
+        std::fs::metadata(path).unwrap().len()
+    }
+
+    #[test]
+    fn large_commits_are_checkpointed_by_a_blocking_job_not_the_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let _inside = runtime.enter();
+        let (writer, path) = writer(dir.path());
+        for round in 1..=2_u64 {
+            big_row(&writer);
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while file_len(&path) < round * 8 * 1024 * 1024 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the log was never checkpointed (round {round})"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
+    }
+
+    #[test]
+    fn with_no_runtime_the_writer_checkpoints_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let (writer, path) = writer(dir.path());
+        big_row(&writer);
+        // Done by the commit itself, before it returned.
+        assert!(file_len(&path) >= 8 * 1024 * 1024);
     }
 }

@@ -17,7 +17,7 @@
 //! call runs to its end on its blocking thread even if the caller stops waiting: a dropped
 //! commit either happened or did not.
 //!
-//! The write-ahead log is copied into the file by a thread of its own ([`checkpointer`]),
+//! The write-ahead log is copied into the file by a blocking job ([`checkpointer`]),
 //! not by the writer after a commit: a large commit does not hold up the claims behind it.
 //!
 //! Reads (an episode, its turns, a body, a checkpoint) go through a few read-only
