@@ -9,9 +9,8 @@
 //! nor holds up, writers and readers. Wake-ups that come while a copy runs fold into one
 //! more.
 //!
-//! The job, not a thread of its own: the runtime's threads end when idle and all allocate
-//! from one arena, where a thread kept for the life of the server kept its allocator cache
-//! and, each new one, an arena of its own (about a megabyte after a burst). With no runtime
+//! A job, not a thread of its own: the runtime's threads end when idle, where a thread kept
+//! for the life of the server kept its allocator cache full after a burst. With no runtime
 //! to run on, the writer copies the log itself, as SQLite would. See D-41 in
 //! docs/design.md.
 
@@ -84,6 +83,8 @@ impl Copier {
             return false;
         };
         let copier = Arc::clone(self);
+        // A runtime shutting down drops the job unrun and `running` stays set: the process is
+        // ending, and the next open checkpoints what the log holds.
         runtime.spawn_blocking(move || copier.run());
         true
     }
