@@ -60,6 +60,16 @@ impl Kind {
         }
     }
 
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Single => "single",
+            Kind::Mixed => "mixed",
+            Kind::Big => "big",
+            Kind::HangUpAtOnce => "hang up at once",
+            Kind::HangUpMidway => "hang up midway",
+        }
+    }
+
     fn prompt(self) -> &'static str {
         match self {
             Kind::Mixed | Kind::HangUpMidway => MIXED_PROMPT,
@@ -74,12 +84,14 @@ impl Kind {
 struct Turn {
     id: String,
     principal: String,
+    kind: Kind,
     prompt: &'static str,
     /// Seconds since the soak started.
     at_s: f64,
     first_event_ms: Option<f64>,
     outcome: &'static str,
-    /// The end of the stream, when it ended some other way than `completed`.
+    /// The end of the stream when it ended some other way than `completed`, or the status
+    /// and message of a refusal.
     tail: String,
 }
 
@@ -92,6 +104,8 @@ struct Sample {
     threads: usize,
     tasks: Option<u64>,
     turns_started: usize,
+    /// Free space on the disk holding the store: the server refuses turns it could not save.
+    free_disk_mib: Option<u64>,
 }
 
 /// The script: the reference turn at its fixed latencies, and a 4 MB composition for
@@ -111,6 +125,11 @@ fn count_entries(path: &str) -> usize {
     std::fs::read_dir(path).map_or(0, |d| d.count())
 }
 
+fn free_disk_mib(path: &Path) -> Option<u64> {
+    let fs = rustix::fs::statvfs(path).ok()?;
+    Some(fs.f_bavail.saturating_mul(fs.f_frsize) / 1_048_576)
+}
+
 async fn alive_tasks(client: &reqwest::Client, base: &str) -> Option<u64> {
     let metrics: Value = client
         .get(format!("{base}/metrics"))
@@ -124,7 +143,7 @@ async fn alive_tasks(client: &reqwest::Client, base: &str) -> Option<u64> {
 }
 
 /// Runs one turn of the load and says how it went.
-async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn, kind: Kind) -> Turn {
+async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn) -> Turn {
     let started = Instant::now();
     let sent = client
         .post(&url)
@@ -135,11 +154,18 @@ async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn, kind: Ki
     let response = match sent {
         Ok(r) if r.status().is_success() => r,
         Ok(r) => {
-            turn.outcome = if r.status().as_u16() == 429 || r.status().as_u16() == 503 {
+            let status = r.status();
+            turn.outcome = if status.as_u16() == 429 || status.as_u16() == 503 {
                 "refused"
             } else {
                 "error status"
             };
+            // What the server said, so that the report shows why.
+            let message = r.text().await.unwrap_or_default();
+            turn.tail = format!(
+                "{status}: {}",
+                message.chars().take(200).collect::<String>()
+            );
             return turn;
         }
         Err(_) => {
@@ -148,7 +174,7 @@ async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn, kind: Ki
         }
     };
     let mut body = response.bytes_stream();
-    let mut events = 0usize;
+    let mut tools_ended = false;
     let mut unpaced = 0usize;
     let mut tail = String::new();
     while let Some(chunk) = body.next().await {
@@ -164,7 +190,7 @@ async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn, kind: Ki
             turn.first_event_ms = Some(started.elapsed().as_secs_f64() * 1e3);
         }
         let text = String::from_utf8_lossy(&chunk);
-        events += text.matches("\n\n").count();
+        let answering = answer_has_begun(&mut tools_ended, &text);
         tail.push_str(&text);
         if tail.contains("event: completed") {
             turn.outcome = "completed";
@@ -176,12 +202,12 @@ async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn, kind: Ki
             .unwrap_or(0);
         tail.drain(..keep);
         unpaced += chunk.len();
-        match kind {
+        match turn.kind {
             Kind::HangUpAtOnce => {
                 turn.outcome = "hung up";
                 return turn;
             }
-            Kind::HangUpMidway if events >= 30 => {
+            Kind::HangUpMidway if answering => {
                 turn.outcome = "hung up";
                 return turn;
             }
@@ -195,6 +221,20 @@ async fn run_turn(client: reqwest::Client, url: String, mut turn: Turn, kind: Ki
     turn.outcome = "ended without completed";
     turn.tail = tail;
     turn
+}
+
+/// Whether `chunk` holds a piece of the answer that follows a specialist's tool call:
+/// where a turn that hangs up midway does, with the rest of the answer still to come.
+/// `tools_ended` carries what earlier chunks showed.
+fn answer_has_begun(tools_ended: &mut bool, chunk: &str) -> bool {
+    let after = match chunk.rfind("event: tool_call_end") {
+        Some(at) => {
+            *tools_ended = true;
+            &chunk[at..]
+        }
+        None => chunk,
+    };
+    *tools_ended && after.contains("event: text")
 }
 
 /// Sends each turn again; how many replayed from the journal.
@@ -253,6 +293,7 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
 
     let sampler = {
         let (client, base, started_count) = (client.clone(), base.clone(), started_count.clone());
+        let data_path = data.path().to_owned();
         tokio::spawn(async move {
             let mut samples = Vec::new();
             let mut tick = tokio::time::interval(SAMPLE_EVERY);
@@ -268,6 +309,7 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
                     threads: count_entries(&format!("/proc/{pid}/task")),
                     tasks: alive_tasks(&client, &base).await,
                     turns_started: started_count.load(std::sync::atomic::Ordering::Relaxed),
+                    free_disk_mib: free_disk_mib(&data_path),
                 });
                 if began.elapsed() > duration + Duration::from_secs(60) {
                     break;
@@ -287,6 +329,7 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
         let turn = Turn {
             id: format!("soak-{i}"),
             principal: format!("soak-{}", i % 50),
+            kind,
             prompt: kind.prompt(),
             at_s: began.elapsed().as_secs_f64(),
             first_event_ms: None,
@@ -296,7 +339,7 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
         let (client, url, turns) = (client.clone(), url.clone(), turns.clone());
         started_count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         running.push(tokio::spawn(async move {
-            let done = run_turn(client, url, turn, kind).await;
+            let done = run_turn(client, url, turn).await;
             turns
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -314,8 +357,15 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
 
     let turns = std::mem::take(&mut *turns.lock().unwrap_or_else(PoisonError::into_inner));
     let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
+    let mut by_kind =
+        std::collections::BTreeMap::<&str, std::collections::BTreeMap<&str, usize>>::new();
     for t in &turns {
         *outcomes.entry(t.outcome).or_default() += 1;
+        *by_kind
+            .entry(t.kind.name())
+            .or_default()
+            .entry(t.outcome)
+            .or_default() += 1;
     }
     // The turns a reply was seen for; a refused one was never claimed.
     let claimed: Vec<Turn> = turns
@@ -324,12 +374,17 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
         .cloned()
         .collect();
     let (replayed, missing) = replays(&client, &url, &claimed).await;
-    let incomplete: Vec<String> = turns
-        .iter()
-        .filter(|t| !t.tail.is_empty())
-        .take(5)
-        .map(|t| format!("{} ({}): {}", t.id, t.outcome, t.tail))
-        .collect();
+    // A few of each way a turn did not complete, so that one kind does not hide another.
+    let mut incomplete = Vec::new();
+    for outcome in outcomes.keys() {
+        incomplete.extend(
+            turns
+                .iter()
+                .filter(|t| t.outcome == *outcome && !t.tail.is_empty())
+                .take(3)
+                .map(|t| format!("{} ({}): {}", t.id, t.outcome, t.tail)),
+        );
+    }
 
     Ok(report(ReportInput {
         minutes,
@@ -337,6 +392,7 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
         turns: &turns,
         samples: &samples,
         outcomes,
+        by_kind,
         claimed: claimed.len(),
         replayed,
         missing,
@@ -367,6 +423,8 @@ struct ReportInput<'a> {
     turns: &'a [Turn],
     samples: &'a [Sample],
     outcomes: std::collections::BTreeMap<&'static str, usize>,
+    by_kind:
+        std::collections::BTreeMap<&'static str, std::collections::BTreeMap<&'static str, usize>>,
     claimed: usize,
     replayed: usize,
     missing: Vec<String>,
@@ -446,6 +504,7 @@ fn report(r: ReportInput<'_>) -> Value {
         "rate_per_s": r.rate,
         "turns": r.turns.len(),
         "outcomes": r.outcomes,
+        "outcomes_by_kind": r.by_kind,
         "incomplete_sample": r.incomplete,
         "accounting": {
             "turns_with_a_reply": r.claimed,
@@ -506,6 +565,25 @@ mod tests {
         assert_eq!(count(Kind::Big), 2);
         assert_eq!(count(Kind::HangUpAtOnce) + count(Kind::HangUpMidway), 2);
         assert_eq!(count(Kind::Single) + count(Kind::Mixed), 16);
+    }
+
+    #[test]
+    fn a_midway_hang_up_comes_with_the_answer_after_the_tools() {
+        let mut ended = false;
+        let narration = "event: text\ndata: {\"text\":\"Let me check.\"}\n\n";
+        assert!(
+            !answer_has_begun(&mut ended, narration),
+            "narration is not the answer"
+        );
+        assert!(!answer_has_begun(
+            &mut ended,
+            "event: tool_call_start\ndata: {}\n\nevent: tool_call_end\ndata: {}\n\n"
+        ));
+        assert!(answer_has_begun(&mut ended, narration));
+
+        let mut ended = false;
+        let one_chunk = format!("{narration}event: tool_call_end\ndata: {{}}\n\n{narration}");
+        assert!(answer_has_begun(&mut ended, &one_chunk));
     }
 
     #[test]
