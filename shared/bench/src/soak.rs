@@ -4,9 +4,9 @@
 //!
 //! The load, at `--soak-rate` turns a second, started on a fixed schedule whatever the
 //! server does: of every 20 turns, 2 ask for a 4 MB answer and read it slowly (64 KiB,
-//! then a 50 ms pause), 2 hang up early (one after the first event, one halfway through
-//! the specialists' text), the rest are the reference turn, single and mixed, read at
-//! once. The model is the benchmark's scripted model at the reference's fixed latencies.
+//! then a 50 ms pause), 2 hang up early (one after the first event, one at the first
+//! piece of the answer after the specialists' tool calls), the rest are the reference
+//! turn, single and mixed, read at once. The model is the benchmark's scripted model at the reference's fixed latencies.
 //!
 //! Every 10 s the server's RSS, open descriptors, threads and live tokio tasks (from its
 //! `/metrics`) are sampled; time to first event is kept per turn. At the end, each turn id
