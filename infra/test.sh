@@ -58,6 +58,9 @@ export BATON_JS_CLIENTS
 
 step "format"
 cargo fmt --all -- --check
+# Every crate of the lock file, for every platform: the layering test reads the whole
+# dependency graph offline (`cargo metadata --offline`), which a build never downloads.
+cargo fetch --locked
 
 # Lints and tests run with every cargo feature on, so that baton-cli's `aws` (Bedrock and
 # DynamoDB in the `baton` command; off in its default build) is covered; the default build
