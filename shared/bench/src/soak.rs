@@ -6,13 +6,15 @@
 //! server does: of every 20 turns, 2 ask for a 4 MB answer and read it slowly (64 KiB,
 //! then a 50 ms pause), 2 hang up early (one after the first event, one at the first
 //! piece of the answer after the specialists' tool calls), the rest are the reference
-//! turn, single and mixed, read at once. The model is the benchmark's scripted model at the reference's fixed latencies.
+//! turn, single and mixed, read at once. The model is the benchmark's scripted model at
+//! the reference's fixed latencies.
 //!
 //! Every 10 s the server's RSS, open descriptors, threads and live tokio tasks (from its
 //! `/metrics`) are sampled; time to first event is kept per turn. At the end, each turn id
 //! is sent again: a committed turn replays (`x-baton-replay: true`), so a turn that is not
 //! replayed is one the journal lost.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -123,11 +125,6 @@ fn script() -> String {
 
 fn count_entries(path: &str) -> usize {
     std::fs::read_dir(path).map_or(0, |d| d.count())
-}
-
-fn free_disk_mib(path: &Path) -> Option<u64> {
-    let fs = rustix::fs::statvfs(path).ok()?;
-    Some(fs.f_bavail.saturating_mul(fs.f_frsize) / 1_048_576)
 }
 
 async fn alive_tasks(client: &reqwest::Client, base: &str) -> Option<u64> {
@@ -309,7 +306,9 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
                     threads: count_entries(&format!("/proc/{pid}/task")),
                     tasks: alive_tasks(&client, &base).await,
                     turns_started: started_count.load(std::sync::atomic::Ordering::Relaxed),
-                    free_disk_mib: free_disk_mib(&data_path),
+                    free_disk_mib: baton_local::embedded_store::free_bytes(&data_path)
+                        .ok()
+                        .map(|b| b / 1_048_576),
                 });
                 if began.elapsed() > duration + Duration::from_secs(60) {
                     break;
@@ -356,16 +355,17 @@ pub(crate) async fn run(baton: &Path, minutes: f64, rate: f64) -> anyhow::Result
     let idle_after = rss_mib(pid).map(|r| r.0);
 
     let turns = std::mem::take(&mut *turns.lock().unwrap_or_else(PoisonError::into_inner));
-    let mut outcomes = std::collections::BTreeMap::<&str, usize>::new();
-    let mut by_kind =
-        std::collections::BTreeMap::<&str, std::collections::BTreeMap<&str, usize>>::new();
+    let mut by_kind = ByKind::new();
     for t in &turns {
-        *outcomes.entry(t.outcome).or_default() += 1;
         *by_kind
             .entry(t.kind.name())
             .or_default()
             .entry(t.outcome)
             .or_default() += 1;
+    }
+    let mut outcomes = Counts::new();
+    for (outcome, n) in by_kind.values().flatten() {
+        *outcomes.entry(*outcome).or_default() += n;
     }
     // The turns a reply was seen for; a refused one was never claimed.
     let claimed: Vec<Turn> = turns
@@ -417,14 +417,18 @@ fn dir_size(path: &Path) -> u64 {
         .sum()
 }
 
+/// Turns by outcome.
+type Counts = BTreeMap<&'static str, usize>;
+/// Turns by kind, then by outcome.
+type ByKind = BTreeMap<&'static str, Counts>;
+
 struct ReportInput<'a> {
     minutes: f64,
     rate: f64,
     turns: &'a [Turn],
     samples: &'a [Sample],
-    outcomes: std::collections::BTreeMap<&'static str, usize>,
-    by_kind:
-        std::collections::BTreeMap<&'static str, std::collections::BTreeMap<&'static str, usize>>,
+    outcomes: Counts,
+    by_kind: ByKind,
     claimed: usize,
     replayed: usize,
     missing: Vec<String>,

@@ -64,7 +64,7 @@ pub const BODIES_DIR: &str = "bodies";
 /// The folder of the open stores' lock files inside the store folder.
 pub use owner::OWNERS_DIR;
 
-pub use room::MIN_FREE_BYTES;
+pub use room::{MIN_FREE_BYTES, free_bytes};
 
 /// Read-only connections, and so reads that run at once.
 const READERS: usize = 2;

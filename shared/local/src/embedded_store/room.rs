@@ -17,11 +17,15 @@ pub(crate) fn written_bytes(bytes: usize) -> u64 {
     (bytes as u64).saturating_mul(2)
 }
 
+/// The bytes an unprivileged writer may still use on the disk holding `path`.
+pub fn free_bytes(path: &Path) -> rustix::io::Result<u64> {
+    rustix::fs::statvfs(path).map(|fs| fs.f_bavail.saturating_mul(fs.f_frsize))
+}
+
 /// Whether the disk holding `path` has `need` bytes free beyond [`MIN_FREE_BYTES`].
 pub(crate) fn check(path: &Path, need: u64) -> Result<(), StoreError> {
-    match rustix::fs::statvfs(path) {
-        Ok(fs) => {
-            let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+    match free_bytes(path) {
+        Ok(free) => {
             if free < need.saturating_add(MIN_FREE_BYTES) {
                 tracing::warn!(
                     free_bytes = free,
