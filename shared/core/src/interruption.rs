@@ -345,6 +345,29 @@ pub struct Awaiting {
     pub plan: Option<Box<crate::plan::PlanCheckpoint>>,
     /// What the user is asked now.
     pub interruption: Interruption,
+    /// The turn's budgets spent before it waited (D-15): the resumed turn goes on from
+    /// them, so a turn that pauses again and again is still bounded per turn.
+    #[serde(default, skip_serializing_if = "TurnSpent::is_none")]
+    pub spent: TurnSpent,
+}
+
+/// What a turn has spent of its own limits (D-15) when it stops for the user.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnSpent {
+    /// Tool calls taken from the turn's budget.
+    #[serde(default)]
+    pub tool_calls: u32,
+    /// The orchestrator's model calls (a routed turn's; a planned turn keeps its own in
+    /// its checkpoint).
+    #[serde(default)]
+    pub iterations: u32,
+}
+
+impl TurnSpent {
+    /// Whether nothing was spent (state saved before this was kept reads so).
+    pub fn is_none(&self) -> bool {
+        *self == TurnSpent::default()
+    }
 }
 
 /// Why a reply cannot resume the turn, in plain words.
@@ -459,6 +482,7 @@ mod tests {
             direct: None,
             jobs: Vec::new(),
             plan: None,
+            spent: TurnSpent::default(),
             interruption: Interruption {
                 id: "int_1".into(),
                 kind: InterruptionKind::Approval,

@@ -56,6 +56,11 @@ pub struct ToolData {
 /// The plain words a sub-agent gets for data it cannot have (never a backend's error text).
 pub const UNAVAILABLE_NOTE: &str = "This information is unavailable right now.";
 
+/// The plain words a sub-agent gets when the service had already carried out this very
+/// act (its idempotency key was seen, D-36): it happened once, and its details did not
+/// come back this time.
+pub const ALREADY_DONE_NOTE: &str = "Done: this was already carried out once (the service had recorded this exact request), so it was not done again. Its details did not come back this time.";
+
 impl ToolData {
     /// No data from `tool`, with `note` saying so in plain words.
     pub fn unavailable(tool: &str, note: &str) -> Self {

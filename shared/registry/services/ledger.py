@@ -1,7 +1,9 @@
 """The example registry's points ledger (demo data, in memory): where `redeem_points`
-spends points. Each redemption is recorded under the caller's `Idempotency-Key`, and a
-second request with a key already recorded is refused (HTTP 409) without spending again,
-so a retried or replayed call never redeems twice. Python's standard library only.
+spends points. Each redemption is recorded under the caller's `Idempotency-Key`. A second
+request with a key already recorded spends nothing: with the same arguments it gets the
+first answer again (HTTP 200, `Idempotent-Replayed: true`, as Stripe-style APIs answer),
+with other arguments HTTP 422. So a retried or replayed call never redeems twice, and its
+caller still learns what was done. Python's standard library only.
 
     python3 ledger.py PORT
 
@@ -18,13 +20,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 RATES = {"gift_card": 0.001, "cash_out": 0.0008, "donation": 0.0011}
 LOCK = threading.Lock()
 REDEMPTIONS = []  # recorded redemptions, oldest first
-KEYS = set()  # idempotency keys already recorded
+KEYS = {}  # idempotency key -> (the request's arguments, the first answer)
 
 
 class Ledger(BaseHTTPRequestHandler):
-    def answer(self, status, body):
+    def answer(self, status, body, replayed=False):
         data = json.dumps(body).encode()
         self.send_response(status)
+        if replayed:
+            self.send_header("Idempotent-Replayed", "true")
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -53,10 +57,13 @@ class Ledger(BaseHTTPRequestHandler):
             return self.answer(400, {"error": "points (an integer) and a known reward_type are required"})
         if points < 1:
             return self.answer(400, {"error": "points must be at least 1"})
+        asked = {"principal": request.get("principal"), "points": points, "reward_type": reward_type}
         with LOCK:
             if key in KEYS:
-                return self.answer(409, {"error": "this redemption was already made"})
-            KEYS.add(key)
+                first_asked, first_answer = KEYS[key]
+                if first_asked != asked:
+                    return self.answer(422, {"error": "this Idempotency-Key was used for another request"})
+                return self.answer(200, first_answer, replayed=True)
             redemption = {
                 "id": f"RD-{len(REDEMPTIONS) + 1:05d}",
                 "principal": request.get("principal"),
@@ -66,6 +73,7 @@ class Ledger(BaseHTTPRequestHandler):
                 "idempotency_key": key,
             }
             REDEMPTIONS.append(redemption)
+            KEYS[key] = (asked, {"redemption": redemption})
         return self.answer(200, {"redemption": redemption})
 
     def log_message(self, *_):

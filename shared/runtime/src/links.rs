@@ -206,7 +206,9 @@ impl LinkKeeper {
                 tracing::warn!(tool = %state.t, error = %e, "a sign-in could not be finished");
                 match e {
                     ConnectorError::Unavailable(_) => LinkError::Unreachable,
-                    ConnectorError::InvalidEnvelope(why) | ConnectorError::Config(why) => {
+                    ConnectorError::InvalidEnvelope(why)
+                    | ConnectorError::Config(why)
+                    | ConnectorError::AlreadyActed(why) => {
                         LinkError::Refused(why.trim_start_matches("authorization: ").to_owned())
                     }
                     ConnectorError::NeedsLink(_) => {

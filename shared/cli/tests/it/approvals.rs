@@ -150,11 +150,13 @@ pub(crate) fn survives_sigkill(
 }
 
 #[test]
-fn the_demo_ledger_records_a_key_once_and_refuses_it_again() {
+fn the_demo_ledger_answers_a_repeated_key_with_its_first_result() {
     use std::io::{Read as _, Write as _};
     let ledger = Ledger::start();
-    let post = |key: &str| {
-        let body = r#"{"principal":"alice","args":{"points":800,"reward_type":"gift_card"}}"#;
+    let post = |key: &str, points: u32| {
+        let body = format!(
+            r#"{{"principal":"alice","args":{{"points":{points},"reward_type":"gift_card"}}}}"#
+        );
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", ledger.port())).unwrap();
         write!(
             stream,
@@ -166,8 +168,149 @@ fn the_demo_ledger_records_a_key_once_and_refuses_it_again() {
         stream.read_to_string(&mut response).unwrap();
         response
     };
-    assert!(post("k-1").starts_with("HTTP/1.0 200"));
-    assert!(post("k-1").starts_with("HTTP/1.0 409"));
-    assert!(post("k-2").starts_with("HTTP/1.0 200"));
+    let body = |response: &str| response.split_once("\r\n\r\n").unwrap().1.to_owned();
+    let first = post("k-1", 800);
+    assert!(first.starts_with("HTTP/1.0 200"), "{first}");
+    assert!(!first.contains("Idempotent-Replayed"), "{first}");
+    // The same act again: nothing spent, the first answer given back, marked so.
+    let again = post("k-1", 800);
+    assert!(again.starts_with("HTTP/1.0 200"), "{again}");
+    assert!(again.contains("Idempotent-Replayed: true"), "{again}");
+    assert_eq!(body(&again), body(&first));
+    // The key of another request: refused, nothing spent.
+    assert!(post("k-1", 900).starts_with("HTTP/1.0 422"));
+    assert!(post("k-2", 800).starts_with("HTTP/1.0 200"));
     assert_eq!(ledger.redemptions().len(), 2);
+}
+
+/// Sends `request` (a whole HTTP request) to `addr` on a thread of its own and reads
+/// whatever comes back until the connection ends: a server killed mid-answer ends it.
+fn send_in_background(addr: &str, request: String) -> std::thread::JoinHandle<String> {
+    use std::io::{Read as _, Write as _};
+    let addr = addr.to_owned();
+    std::thread::spawn(move || {
+        let mut response = Vec::new();
+        if let Ok(mut stream) = std::net::TcpStream::connect(&addr) {
+            let _ = stream.write_all(request.as_bytes());
+            let _ = stream.read_to_end(&mut response);
+        }
+        String::from_utf8_lossy(&response).into_owned()
+    })
+}
+
+/// How one face pauses a redemption and carries the user's approval.
+struct Face {
+    /// The request that asks to redeem: (head, body).
+    ask: fn() -> (String, String),
+    /// The approval, for the episode and the `interruption` the pause sent: (head, body).
+    approve: fn(&str, &Value) -> (String, String),
+    /// The interruption in the paused turn's response.
+    asked: fn(&str) -> Value,
+}
+
+/// An approved act through `face`: the server is killed with SIGKILL after the ledger
+/// acted, while the answer is composed; after a restart the same approval is sent again.
+/// The ledger acts once, and the user is told it went through.
+fn approved_act_survives_a_crash_after_it_ran(face: &Face) {
+    let sandbox = Sandbox::new();
+    let (ledger, registry) = with_ledger(&sandbox);
+    // Composing takes ten minutes in the first process: it is killed before.
+    let slow = SCRIPT.replace(
+        "    - when: { purpose: compose }\n",
+        "    - when: { purpose: compose }\n      delay_ms: 600000\n",
+    );
+    assert_ne!(slow, SCRIPT);
+    let model = sandbox.script(&slow);
+    let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
+    let first = Serving::start(&sandbox, &args, &[]);
+    let (head, body) = (face.ask)();
+    let paused = first.request(&head, &body);
+    let episode = header(&paused, "x-baton-episode-id")
+        .unwrap_or_else(|| panic!("{paused}"))
+        .to_owned();
+    let asked = (face.asked)(&paused);
+    assert!(ledger.redemptions().is_empty());
+    let (head, body) = (face.approve)(&episode, &asked);
+    let request = format!(
+        "{head}\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        first.addr,
+        body.len()
+    );
+    let cut = send_in_background(&first.addr, request);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while ledger.redemptions().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the approved act never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    first.kill();
+    let _ = cut.join();
+
+    // The same approval after a restart, with a model that composes at once.
+    let model = sandbox.script(SCRIPT);
+    let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
+    let second = Serving::start(&sandbox, &args, &[]);
+    let again = second.request(&head, &body);
+    assert!(again.starts_with("HTTP/1.1 200"), "{again}");
+    let redemptions = ledger.redemptions();
+    assert_eq!(redemptions.len(), 1, "{redemptions:?}\n{again}");
+    // The user hears that it went through, from the act's own result.
+    assert!(again.contains("All done with your points."), "{again}");
+    assert!(!again.contains("could not"), "{again}");
+}
+
+#[test]
+fn an_act_approved_on_the_turns_api_runs_once_through_a_crash_after_it_ran() {
+    approved_act_survives_a_crash_after_it_ran(&Face {
+        ask: || {
+            (
+                "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
+                r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#.into(),
+            )
+        },
+        approve: |episode, asked| {
+            let body = serde_json::json!({
+                "episode_id": episode,
+                "interruption_id": asked["id"],
+                "decision": "approve",
+            });
+            (
+                "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
+                body.to_string(),
+            )
+        },
+        asked: |paused| {
+            sse_events(paused)
+                .into_iter()
+                .find(|e| e["type"] == "interruption")
+                .unwrap_or_else(|| panic!("{paused}"))
+        },
+    });
+}
+
+#[test]
+fn an_act_approved_in_words_on_chat_completions_runs_once_through_a_crash_after_it_ran() {
+    approved_act_survives_a_crash_after_it_ran(&Face {
+        ask: || {
+            (
+                "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
+                r#"{"model":"baton","messages":[{"role":"user","content":"redeem 800 points"}]}"#.into(),
+            )
+        },
+        // A "yes" in the episode, under a turn id the face makes fresh each time.
+        approve: |episode, _| {
+            (
+                format!(
+                    "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nx-baton-episode-id: {episode}"
+                ),
+                r#"{"model":"baton","messages":[{"role":"user","content":"yes"}]}"#.into(),
+            )
+        },
+        asked: |paused| {
+            assert!(paused.contains("needs your approval"), "{paused}");
+            Value::Null
+        },
+    });
 }

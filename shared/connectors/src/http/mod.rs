@@ -343,6 +343,16 @@ impl Connector for HttpConnector {
                     format!("it answered HTTP {}", answer.status()),
                     retry::retry_after(answer.headers()),
                 ),
+                // A key conflict: the service has seen this act's key, so it acted on an
+                // earlier attempt (D-36). Said so, not reported as a failure.
+                Ok(answer)
+                    if answer.status() == reqwest::StatusCode::CONFLICT
+                        && request.idempotency_key.is_some() =>
+                {
+                    return Err(ConnectorError::AlreadyActed(
+                        "it answered HTTP 409 to a key it had seen".to_owned(),
+                    ));
+                }
                 Ok(answer) => {
                     return response::finish(
                         answer,

@@ -266,6 +266,32 @@ async fn a_call_with_an_idempotency_key_sends_it_on_every_attempt() {
 }
 
 #[tokio::test]
+async fn a_key_conflict_reads_as_an_act_already_done_not_as_a_failure() {
+    let s = server(|_, _| {
+        json_response(
+            StatusCode::CONFLICT,
+            json!({"error": "this redemption was already made"}),
+        )
+    })
+    .await;
+    let config = json!({"url": s.url("/redeem"), "method": "POST", "response": {"json": {"domain_type": "d", "enricher_id": "e", "version": "1.0.0"}}});
+    let connector = HttpConnector::new();
+    connector.check_config("redeem", &config).unwrap();
+    let keyed = connector
+        .call(ConnectorRequest {
+            idempotency_key: Some(Arc::from("bk_0123")),
+            ..request(config.clone(), json!({}))
+        })
+        .await;
+    assert!(
+        matches!(keyed, Err(ConnectorError::AlreadyActed(_))),
+        "{keyed:?}"
+    );
+    // Without a key a 409 is only a failure: nothing says this act was done.
+    unavailable(connector.call(request(config, json!({}))).await);
+}
+
+#[tokio::test]
 async fn a_post_sends_the_request_envelope_and_the_principal_header() {
     let s = server(|_, seen| {
         let body = seen.json();

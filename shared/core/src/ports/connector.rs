@@ -221,6 +221,11 @@ pub enum ConnectorError {
     /// connected their account (or it was revoked): the user must sign in first (D-37).
     #[error("the user must connect their account at {}", .0.label)]
     NeedsLink(Box<LinkNeeded>),
+    /// The service had already seen this call's idempotency key (D-36): it acted before,
+    /// on an earlier attempt of the same act, and did not act again. What it did then is
+    /// not in this answer.
+    #[error("the service had already acted on this request: {0}")]
+    AlreadyActed(String),
 }
 
 /// A kind of connector (fixture, envelope HTTP, ...).

@@ -29,6 +29,10 @@ pub(crate) struct TurnCtx {
     pub(crate) principal: Principal,
     pub(crate) episode_id: Arc<str>,
     pub(crate) turn_id: Arc<str>,
+    /// The turn id that tool calls' idempotency keys derive from (D-36): the turn's own,
+    /// or, when it resumes a wait, the id that the wait's reply resumes under, whatever
+    /// id the face gave it, so an act run again carries the same key.
+    pub(crate) acts_under: Option<Arc<str>>,
     pub(crate) user_text: String,
     pub(crate) locale: Option<String>,
     pub(crate) location: Option<String>,
@@ -69,6 +73,9 @@ pub(crate) struct TurnCtx {
     /// the results is dropped with it.
     started_jobs: Mutex<Vec<StartedJob>>,
     tool_calls: AtomicU32,
+    /// Tool calls the turn had taken before it waited for the user (D-15): they count
+    /// against its budget, not again against the episode's window.
+    tool_calls_carried: u32,
     model_calls: AtomicU32,
     /// Model and tool calls in the episode's sliding window (D-15): the earlier turns'
     /// when this one started, plus each call this turn has begun.
@@ -99,6 +106,7 @@ impl TurnCtx {
             principal: request.principal,
             episode_id,
             turn_id,
+            acts_under: None,
             user_text: request.text,
             locale: request.locale,
             location: request.location,
@@ -122,6 +130,7 @@ impl TurnCtx {
             started_calls: Mutex::new(Vec::new()),
             started_jobs: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
+            tool_calls_carried: 0,
             model_calls: AtomicU32::new(0),
             window_calls: AtomicU32::new(0),
         }
@@ -187,9 +196,30 @@ impl TurnCtx {
         (models, total)
     }
 
+    /// The turn id tool calls' idempotency keys derive from.
+    pub(crate) fn acts_under(&self) -> &str {
+        self.acts_under.as_deref().unwrap_or(&self.turn_id)
+    }
+
+    /// Goes on from the budgets the waiting turn had spent (D-15, D-36).
+    pub(crate) fn restore_spent(&mut self, spent: baton_core::interruption::TurnSpent) {
+        self.tool_calls_carried = spent.tool_calls;
+    }
+
+    /// What the turn has spent of its own budgets, with `iterations` of the orchestrator.
+    pub(crate) fn spent(&self, iterations: u32) -> baton_core::interruption::TurnSpent {
+        baton_core::interruption::TurnSpent {
+            tool_calls: self.tool_calls_carried + self.tool_calls.load(Ordering::Acquire),
+            iterations,
+        }
+    }
+
     /// Takes one tool call from the turn budget (D-15); false when it is spent.
     pub(crate) fn take_tool_call(&self) -> bool {
-        let max = self.limits.max_tool_calls;
+        let max = self
+            .limits
+            .max_tool_calls
+            .saturating_sub(self.tool_calls_carried);
         self.tool_calls
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
@@ -229,7 +259,8 @@ impl TurnCtx {
 
     /// Whether the turn's tool-call budget is spent.
     pub(crate) fn tool_calls_spent(&self) -> bool {
-        self.tool_calls.load(Ordering::Acquire) >= self.limits.max_tool_calls
+        self.tool_calls_carried + self.tool_calls.load(Ordering::Acquire)
+            >= self.limits.max_tool_calls
     }
 
     /// Notes that `agent` started a tool call.

@@ -122,7 +122,8 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         slot.done(ctx, &agent.id).await;
     }
     let outcome = result.status.as_str();
-    if !result.status.answered() {
+    // A specialist that waits for the user has neither failed nor timed out.
+    if !result.status.answered() && result.status != AgentStatus::Awaiting {
         ctx.inner.metrics.count(
             FAILURES_TOTAL,
             1,

@@ -90,8 +90,9 @@ fn server_name(server: &str) -> String {
 
 /// Pauses the turn: asks about the first waiting call, in words and as an `interruption`
 /// event, and keeps everything in `work.awaiting` for the commit. `preamble` is what the
-/// orchestrator said before it asked the sub-agents.
-pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
+/// orchestrator said before it asked the sub-agents; `iterations`, the orchestrator's model
+/// calls so far, which the resumed turn goes on from.
+pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterations: u32) {
     let asked = work
         .jobs
         .iter()
@@ -185,6 +186,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str) {
         preamble: preamble.to_owned(),
         jobs,
         interruption,
+        spent: ctx.spent(iterations),
     }));
 }
 
@@ -221,6 +223,7 @@ pub(super) async fn resume(
         jobs: saved_jobs,
         interruption,
         direct,
+        spent,
         ..
     } = awaiting;
     let registry = &ctx.inner.registry;
@@ -317,7 +320,7 @@ pub(super) async fn resume(
         });
     }
     if waiting(work) {
-        pause(ctx, work, &preamble).await;
+        pause(ctx, work, &preamble, spent.iterations).await;
         return None;
     }
     if direct.is_some() {
@@ -355,6 +358,7 @@ pub(super) async fn continued(
     };
     let board = Board::new(std::iter::once(agent.id.clone()));
     let limit = Duration::from_millis(agent.limits.timeout_ms);
+    let calls_before = ctx.calls_started(&agent.id);
     let run = async {
         let ran = tokio::time::timeout(
             limit,
@@ -368,6 +372,12 @@ pub(super) async fn continued(
     if ran.is_err() {
         tracing::warn!(agent = %agent.id, "sub-agent timed out after the user's answer");
         result.status = AgentStatus::Timeout;
+    }
+    // The approved call and every call after it count in the consulted record (D-20), as
+    // a dispatched sub-agent's do.
+    result.tool_calls += ctx.calls_started(&agent.id).saturating_sub(calls_before);
+    if let Some(waiting) = result.waiting.as_mut() {
+        waiting.tool_calls = result.tool_calls;
     }
     result
 }

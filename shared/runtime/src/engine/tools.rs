@@ -16,7 +16,7 @@ use baton_core::ports::metrics::{
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
 use baton_core::tool_result::{
-    DataStatus, EnvelopeVerdict, ToolData, UNAVAILABLE_NOTE, judge_envelope,
+    ALREADY_DONE_NOTE, DataStatus, EnvelopeVerdict, ToolData, UNAVAILABLE_NOTE, judge_envelope,
 };
 use baton_core::trace::{GuardName, LimitHit, ToolCallRecord};
 use serde_json::Value;
@@ -333,7 +333,7 @@ pub(crate) async fn run(
         traceparent,
         idempotency_key: Some(Arc::from(idempotency_key(
             &ctx.episode_id,
-            &ctx.turn_id,
+            ctx.acts_under(),
             &agent.id,
             &tool.id,
             &args,
@@ -371,6 +371,17 @@ pub(crate) async fn run(
                     needed.label
                 ),
             )
+        }
+        Ok(Err(ConnectorError::AlreadyActed(why))) => {
+            // The service acted on an earlier attempt of this very act (a crash or a lost
+            // answer came between): the act happened, and the user is told so (D-36).
+            tracing::info!(agent = %agent.id, tool = %tool.id, %why, "the service had already acted on this call");
+            ToolData {
+                tool: tool.id.to_string(),
+                status: DataStatus::Partial,
+                data: serde_json::json!({ "done": true }),
+                note: Some(ALREADY_DONE_NOTE.to_owned()),
+            }
         }
         Err(_) => {
             tracing::warn!(agent = %agent.id, tool = %tool.id, "tool timed out");

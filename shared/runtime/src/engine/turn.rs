@@ -26,6 +26,7 @@ use super::work::{AgentJob, AgentResult, TROUBLE, TextMode, Work};
 
 const TOO_LONG: &str = "This is taking too long, so I stopped. Please try again in a moment.";
 const CANCELED: &str = "Stopped, as you asked.";
+const WINDOW_SPENT_REPLY: &str = "This conversation reached its limit of calls for the last few minutes, so nothing was done yet. Your request still waits: send the same answer again shortly.";
 
 /// Runs a claimed turn to its end. Never panics; every failure ends in plain words.
 ///
@@ -55,6 +56,32 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     }
     let mut state = meta.state.clone();
     let now = ctx.inner.clock.now_ms();
+    let mut work = Work::default();
+    let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
+    ctx.set_window_calls(used);
+    if ctx.window_spent() {
+        // D-15: the episode's sliding window is spent. Nothing runs, so what waits for the
+        // user still waits (D-36).
+        if ctx.resume.is_some() {
+            // The reply is not recorded either: the same reply, sent once the window has
+            // room, resumes the wait under the same turn id.
+            ctx.out
+                .emit(Event::Error {
+                    message: WINDOW_SPENT_REPLY.into(),
+                })
+                .await;
+            let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
+            ctx.out.complete(TurnOutcome::Limited).await;
+            return;
+        }
+        ctx.trace(|t| t.limit = Some(LimitHit::EpisodeRate));
+        pause(&ctx, &mut work).await;
+        work.pending = std::mem::take(&mut state.pending);
+        work.pending_plan = state.pending_plan.take();
+        work.awaiting = state.awaiting.take();
+        finish(&ctx, *meta, state, work).await;
+        return;
+    }
     // D-36: a reply resumes the turn that waits for it, and nothing else; a message that
     // may answer in words does so when its words fit the wait, in time.
     let resuming = match ctx.resume.clone() {
@@ -76,16 +103,13 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
 
     record_answer(&ctx, &state, resuming.as_ref(), now);
 
-    let mut work = Work::default();
-    let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
-    ctx.set_window_calls(used);
-    if ctx.window_spent() {
-        // D-15: the episode's sliding window is spent; say so and offer to go on later.
-        ctx.trace(|t| t.limit = Some(LimitHit::EpisodeRate));
-        pause(&ctx, &mut work).await;
-        work.pending = std::mem::take(&mut state.pending);
-        work.pending_plan = state.pending_plan.take();
-    } else if let Some((awaiting, reply)) = resuming {
+    if let Some((awaiting, reply)) = resuming {
+        // The approved act keeps one idempotency key whichever turn id carries the reply
+        // (a face's own, or a fresh one for words): the waiting turn's and the question's.
+        ctx.acts_under =
+            Some(interruption::resume_turn_id(&awaiting.turn_id, &reply.interruption_id).into());
+        // The turn's budgets go on from where the waiting turn left them (D-15).
+        ctx.restore_spent(awaiting.spent);
         // A resumed turn is a routed one: it can wait again.
         ctx.pausable = true;
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);
@@ -99,9 +123,11 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
                     planner::orchestrate_resumed(&ctx, planner, *awaiting, &reply, &mut work).await;
                 }
                 _ => {
+                    // It routed before it waited (state saved before the count was kept
+                    // has none).
+                    let mut iterations = awaiting.spent.iterations.max(1);
                     let resumed = interruption::resume(&ctx, *awaiting, &reply, &mut work).await;
                     if let Some(messages) = resumed {
-                        let mut iterations = 1;
                         compose_rounds(&ctx, messages, &mut iterations, &mut work).await;
                     }
                 }
@@ -151,7 +177,7 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
                     work.results = done.results;
                     work.direct = Some(done.exchange);
                     if interruption::waiting(&work) {
-                        interruption::pause(&ctx, &mut work, "").await;
+                        interruption::pause(&ctx, &mut work, "", 0).await;
                     }
                 }
                 Decision::Reply { text, indicator } => {
@@ -373,7 +399,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     work.jobs = jobs;
     work.results = results;
     if interruption::waiting(work) {
-        interruption::pause(ctx, work, &preamble).await;
+        interruption::pause(ctx, work, &preamble, iterations).await;
         return;
     }
     let jobs = std::mem::take(&mut work.jobs);
@@ -450,7 +476,7 @@ async fn compose_rounds(
         work.jobs.extend(jobs);
         work.results.extend(results);
         if interruption::waiting(work) {
-            interruption::pause(ctx, work, &reply.text).await;
+            interruption::pause(ctx, work, &reply.text, *iterations).await;
             return;
         }
     }

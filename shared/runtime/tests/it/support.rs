@@ -29,13 +29,27 @@ pub fn make_rig(setup: &TestRegistry, script: &str) -> Rig {
 }
 
 pub fn make_rig_with(setup: &TestRegistry, script: &str, config: RuntimeConfig) -> Rig {
+    make_rig_connected(setup, script, config, &[])
+}
+
+/// A rig with connector kinds of the test's own besides `test`.
+pub fn make_rig_connected(
+    setup: &TestRegistry,
+    script: &str,
+    config: RuntimeConfig,
+    connectors: &[(&str, Arc<dyn baton_core::ports::connector::Connector>)],
+) -> Rig {
     let model = Arc::new(ScriptedModel::from_yaml(script).unwrap().recording());
     let store = Arc::new(HeapStore::new());
     let metrics = Arc::new(LocalMetrics::default());
-    let runtime = Runtime::builder(Arc::new(setup.load().expect("test registry loads")))
+    let mut builder = Runtime::builder(Arc::new(setup.load().expect("test registry loads")))
         .model_override(model.clone())
         .store(store.clone())
-        .connector("test", Arc::new(ConfiguredConnector))
+        .connector("test", Arc::new(ConfiguredConnector));
+    for (kind, connector) in connectors {
+        builder = builder.connector(kind, connector.clone());
+    }
+    let runtime = builder
         .clock(Arc::new(FixedClock(1_795_305_600_000)))
         .metrics(metrics.clone())
         .config(config)

@@ -151,6 +151,10 @@ fn awaiting() -> Awaiting {
         preamble: "Let me check.".into(),
         direct: None,
         plan: None,
+        spent: baton_core::interruption::TurnSpent {
+            tool_calls: 1,
+            iterations: 1,
+        },
         jobs: vec![
             SavedJob {
                 agent_id: "shop".into(),

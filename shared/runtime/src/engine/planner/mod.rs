@@ -122,7 +122,7 @@ async fn drive(ctx: &TurnCtx, planner: &Arc<Planner>, mut run: PlanRun, work: &m
     if let Some(saved) = run.paused.take() {
         // D-36: the turn waits, its plan kept with the waiting work.
         work.plan = Some(saved);
-        super::interruption::pause(ctx, work, "").await;
+        super::interruption::pause(ctx, work, "", 0).await;
         ctx.trace(|t| t.plan = Some(record(ctx, run)));
         return;
     }
