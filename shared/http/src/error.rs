@@ -1,5 +1,6 @@
 //! The one error type of the HTTP edge: each variant knows its status and a body that is
-//! safe to show (`{"error": {"code": "...", "message": "..."}}`).
+//! safe to show (`{"error": {"code", "message", "type", "param"}}`: OpenAI's error shape,
+//! so that an OpenAI client reads a refusal at any address, 404 and 405 included).
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -110,10 +111,29 @@ impl From<TurnRejection> for Error {
     }
 }
 
+/// The `type` OpenAI gives an error of this status.
+fn kind(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "authentication_error",
+        StatusCode::FORBIDDEN => "permission_error",
+        StatusCode::NOT_FOUND => "not_found_error",
+        StatusCode::CONFLICT => "conflict_error",
+        s if s.is_server_error() => "server_error",
+        _ => "invalid_request_error",
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let status = self.status();
-        let body = json!({ "error": { "code": self.code(), "message": self.to_string() } });
+        let body = json!({
+            "error": {
+                "code": self.code(),
+                "message": self.to_string(),
+                "type": kind(status),
+                "param": null,
+            }
+        });
         (status, Json(body)).into_response()
     }
 }

@@ -427,13 +427,24 @@ impl Runtime {
                     .map_err(|e| TurnRejection::new(RejectionKind::Invalid, e.to_string()))?;
                 crate::engine::interruption::reply_text(awaiting, &reply.answer)
             }
-            // Answered already: the same reply again replays the turn it resumed.
-            _ => self
-                .answered(&principal, episode_id, &resume_id)
-                .await?
-                .ok_or_else(|| {
-                    TurnRejection::new(RejectionKind::Invalid, ReplyError::NotWaiting.to_string())
-                })?,
+            // Answered already: the same reply again replays the turn it resumed, and
+            // another one is a mismatch (D-25). A question's answer is its words, so
+            // they, not the first answer's, are what the request asks.
+            _ => {
+                let first = self
+                    .answered(&principal, episode_id, &resume_id)
+                    .await?
+                    .ok_or_else(|| {
+                        TurnRejection::new(
+                            RejectionKind::Invalid,
+                            ReplyError::NotWaiting.to_string(),
+                        )
+                    })?;
+                match &reply.answer {
+                    baton_core::interruption::Answer::Text(words) => words.clone(),
+                    _ => first,
+                }
+            }
         };
         let request = TurnRequest {
             episode_id: Some(episode_id.to_owned()),

@@ -22,6 +22,25 @@ def main() -> None:
         timeout=60,
     )
     out = {"models": [m.id for m in client.models.list()]}
+    out["retrieved"] = client.models.retrieve(out["models"][0]).id
+
+    def refusal(call):
+        """What the SDK raises for a refused request: its type, status and parsed body."""
+        try:
+            call()
+            return None
+        except Exception as e:  # the SDK's own error types
+            return {
+                "type": type(e).__name__,
+                "status": getattr(e, "status_code", None),
+                "error_type": (getattr(e, "body", None) or {}).get("type"),
+                "message": str(e),
+            }
+
+    out["missing_model"] = refusal(lambda: client.models.retrieve("no-such-model"))
+    # An endpoint Baton does not serve, and a method a served one does not take.
+    out["no_route"] = refusal(lambda: client.embeddings.create(model="baton", input="hi"))
+    out["wrong_method"] = refusal(lambda: client.get("/chat/completions", cast_to=object))
 
     raw = client.chat.completions.with_raw_response.create(
         model="baton",

@@ -35,6 +35,22 @@ fn the_official_openai_sdk_runs_turns_and_sees_who_was_consulted() {
         serde_json::json!(["orchestrator"]),
         "{out:#}"
     );
+    assert_eq!(out["retrieved"], "orchestrator", "{out:#}");
+    // A refusal at any address is one the SDK reads as its own error, with OpenAI's body.
+    for (case, error, status, kind) in [
+        ("missing_model", "NotFoundError", 404, "not_found_error"),
+        ("no_route", "NotFoundError", 404, "not_found_error"),
+        (
+            "wrong_method",
+            "APIStatusError",
+            405,
+            "invalid_request_error",
+        ),
+    ] {
+        assert_eq!(out[case]["type"], error, "{case}: {out:#}");
+        assert_eq!(out[case]["status"], status, "{case}: {out:#}");
+        assert_eq!(out[case]["error_type"], kind, "{case}: {out:#}");
+    }
 
     let whole = &out["whole"];
     assert_eq!(whole["finish_reason"], "stop", "{out:#}");

@@ -25,6 +25,12 @@ pub use crate::model::{ModelCapabilities, ModelEndpoint, ModelSpec, Prices, Reas
 pub use crate::plan::{Skill, SkillCatalog, SkillDomain};
 pub use crate::tool::Tool;
 
+/// The name of the tool that asks the card `agent_id` (D-6): `ask_<id>`, with `-` as `_`
+/// (tool names allow no dash on every provider). The one rule every face shows.
+pub fn ask_tool_name(agent_id: &str) -> String {
+    format!("ask_{}", agent_id.replace('-', "_"))
+}
+
 /// One file's text.
 #[derive(Debug, Clone)]
 pub struct SourceFile {

@@ -495,6 +495,28 @@ async fn a_specialists_question_reaches_the_user_and_the_answer_reaches_only_it(
     assert_eq!(answered.kind, InterruptionKind::Question);
     assert_eq!(answered.answer, "answered");
     assert!(last.consulted.iter().all(|a| a.status == AgentStatus::Ok));
+
+    // The same words again replay the answered turn; other words are refused, as another
+    // decision on an approval is.
+    let again = resume(
+        &rig,
+        &episode,
+        "t1",
+        &asked.0,
+        Answer::Text("a gift card, please".into()),
+    )
+    .await;
+    assert_eq!(outcome(&again), TurnOutcome::Answered);
+    assert_eq!(answer(&again), answer(&resumed));
+    let other = Reply {
+        interruption_id: asked.0.clone(),
+        answer: Answer::Text("cash out instead".into()),
+    };
+    let other = rig
+        .runtime
+        .resume_turn(alice(), &episode, "t1", other, baton_runtime::FACE_API)
+        .await;
+    assert_eq!(other.err().map(|r| r.kind), Some(RejectionKind::Mismatch));
 }
 
 #[tokio::test(start_paused = true)]

@@ -88,7 +88,7 @@ impl Loader<'_> {
 /// The card's ask tool as models see it.
 pub(super) fn ask_tool(raw: &RawCard, description: &Arc<str>, schema: Value) -> ToolDef {
     ToolDef {
-        name: Arc::from(format!("ask_{}", raw.id.replace('-', "_"))),
+        name: Arc::from(super::super::ask_tool_name(&raw.id)),
         description: description.clone(),
         input_schema: Arc::new(schema),
     }

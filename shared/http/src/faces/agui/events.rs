@@ -92,7 +92,7 @@ impl Run {
             return;
         }
         let id = self.tool_call_id(agent);
-        out.push(json!({ "type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": format!("ask_{agent}") }));
+        out.push(json!({ "type": "TOOL_CALL_START", "toolCallId": id, "toolCallName": baton_core::registry::ask_tool_name(agent) }));
         out.push(json!({ "type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": json!({ "agent": agent }).to_string() }));
         out.push(json!({ "type": "TOOL_CALL_END", "toolCallId": id }));
     }
@@ -321,4 +321,24 @@ fn interrupt(
         interrupt["expiresAt"] = json!(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     }
     interrupt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_specialist_is_named_by_its_ask_tool_even_with_a_dash_in_its_id() {
+        let mut run = Run::new("th", "run", "t1", "ep");
+        let out = run.events(&Event::ToolCallStart {
+            call_id: "c1".into(),
+            agent: "gift-cards".into(),
+            tool: "search".into(),
+        });
+        let start = out
+            .iter()
+            .find(|e| e["type"] == "TOOL_CALL_START")
+            .expect("the delegation");
+        assert_eq!(start["toolCallName"], "ask_gift_cards");
+    }
 }

@@ -9,9 +9,8 @@
 //! - The consulted record travels in the `baton` extension field: on the finish chunk of
 //!   a stream, on the response otherwise, which also has it as `x-baton-consulted` (a
 //!   stream's headers leave before anyone is consulted).
-//! - Refusals take OpenAI's error shape.
+//! - Refusals take OpenAI's error shape, as every refusal of the HTTP edge does.
 
-mod error;
 mod request;
 mod response;
 
@@ -20,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
@@ -29,7 +28,6 @@ use baton_runtime::TurnRequest;
 use futures::StreamExt as _;
 use serde_json::json;
 
-use self::error::OpenAiError;
 use self::response::Completion;
 use crate::error::Error;
 use crate::principal::Caller;
@@ -44,24 +42,40 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/chat/completions", post(completions))
         .route("/v1/models", get(models))
+        .route("/v1/models/{id}", get(model))
+}
+
+/// The assistant as OpenAI describes a model.
+fn model_object(state: &AppState) -> serde_json::Value {
+    json!({
+        "id": state.runtime.entry().id.to_string(),
+        "object": "model",
+        "created": 0,
+        "owned_by": "baton",
+    })
 }
 
 /// `GET /v1/models`: the assistant, as the one model a client can pick.
 async fn models(State(state): State<AppState>, caller: Result<Caller, Error>) -> Response {
     if let Err(e) = caller {
-        return OpenAiError(e).into_response();
+        return e.into_response();
     }
-    let entry = state.runtime.entry();
-    Json(json!({
-        "object": "list",
-        "data": [{
-            "id": entry.id.to_string(),
-            "object": "model",
-            "created": 0,
-            "owned_by": "baton",
-        }],
-    }))
-    .into_response()
+    Json(json!({ "object": "list", "data": [model_object(&state)] })).into_response()
+}
+
+/// `GET /v1/models/{id}`: the assistant when `id` names it (`models.retrieve`).
+async fn model(
+    State(state): State<AppState>,
+    caller: Result<Caller, Error>,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(e) = caller {
+        return e.into_response();
+    }
+    if *state.runtime.entry().id != *id {
+        return Error::NoRoute.into_response();
+    }
+    Json(model_object(&state)).into_response()
 }
 
 async fn completions(
@@ -72,7 +86,7 @@ async fn completions(
 ) -> Response {
     match complete(state, caller, headers, request).await {
         Ok(response) => response,
-        Err(e) => OpenAiError(e).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 
