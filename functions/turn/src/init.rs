@@ -14,7 +14,7 @@ use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
-use baton_http::{AppState, McpHosts, PrincipalSource};
+use baton_http::{AllowedHosts, AppState, PrincipalSource};
 use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
 use baton_runtime::{Runtime, RuntimeConfig, Sealer};
 
@@ -208,7 +208,7 @@ fn build(
     // for servers listening on a machine's loopback (`baton serve`).
     let mut state = AppState::new(runtime.clone(), adapters.principals)
         .with_max_body_bytes(config.max_body_bytes)
-        .with_mcp_hosts(McpHosts::Any);
+        .with_hosts(AllowedHosts::Any);
     if baton_otel::exporting() {
         // A request's `traceparent` continues the caller's trace.
         state = state.with_trace_continuation(baton_otel::continuing);

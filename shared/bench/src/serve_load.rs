@@ -322,7 +322,7 @@ pub(crate) async fn stalled_readers(baton: &Path, dir: &Path, n: usize) -> anyho
     for i in 0..n {
         let mut stream = tokio::net::TcpStream::connect(&addr).await?;
         let head = format!(
-            "POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-baton-principal: silent-{i}\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nx-baton-principal: silent-{i}\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         stream.write_all(head.as_bytes()).await?;

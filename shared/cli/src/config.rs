@@ -50,6 +50,10 @@ pub(crate) struct Config {
     /// Address `baton serve` listens on.
     #[serde(deserialize_with = "text")]
     pub(crate) addr: String,
+    /// `baton serve`: hosts it answers besides the loopback names and its own address,
+    /// comma-separated (`*`: any host and any page's origin).
+    #[serde(deserialize_with = "text")]
+    pub(crate) allowed_hosts: String,
     /// Who local turns run as.
     #[serde(deserialize_with = "text")]
     pub(crate) principal: String,
@@ -103,6 +107,7 @@ const KEYS: &[&str] = &[
     "table",
     "bucket",
     "addr",
+    "allowed_hosts",
     "principal",
     "orchestrator",
     "max_message_chars",
@@ -166,6 +171,7 @@ impl Default for Config {
             table: None,
             bucket: None,
             addr: "127.0.0.1:8787".to_owned(),
+            allowed_hosts: String::new(),
             principal: "local-user".to_owned(),
             orchestrator: None,
             max_message_chars: runtime.max_message_chars,
@@ -247,6 +253,8 @@ pub(crate) struct Settings {
     /// Create the journal table if it is missing (`--create-table`).
     pub(crate) create_table: bool,
     pub(crate) addr: SocketAddr,
+    /// The hosts `baton serve` answers, and whose pages may call it.
+    pub(crate) allowed_hosts: baton_http::AllowedHosts,
     pub(crate) principal: Principal,
     pub(crate) orchestrator: Option<String>,
     pub(crate) max_message_chars: usize,
@@ -376,6 +384,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         model,
         store,
         create_table: false,
+        allowed_hosts: allowed_hosts(&config.allowed_hosts, addr),
         addr,
         principal,
         orchestrator: config.orchestrator.filter(|o| !o.is_empty()),
@@ -395,6 +404,25 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         },
         log: config.log.filter(|l| !l.is_empty()),
     })
+}
+
+/// The hosts `baton serve` answers: the loopback names, the address it listens on unless
+/// that is every address (`0.0.0.0`, which names no host a client would send), and the
+/// configured ones; `*` among them opens it to any host and origin.
+fn allowed_hosts(configured: &str, addr: SocketAddr) -> baton_http::AllowedHosts {
+    let mut hosts: Vec<String> = configured
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if hosts.iter().any(|h| h == "*") {
+        return baton_http::AllowedHosts::Any;
+    }
+    if !(addr.ip().is_unspecified() || addr.ip().is_loopback()) {
+        hosts.push(addr.ip().to_string());
+    }
+    baton_http::AllowedHosts::Loopback(hosts)
 }
 
 pub(crate) fn model_choice(value: &str) -> anyhow::Result<ModelChoice> {

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use baton_http::{AppState, LocalPrincipal, McpHosts};
+use baton_http::{AppState, LocalPrincipal};
 use tokio::net::TcpListener;
 
 use crate::cli::ServeArgs;
@@ -33,7 +33,7 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
     let state = AppState::new(runtime, principals)
         .with_metrics(metrics)
         .with_max_body_bytes(settings.max_body_bytes)
-        .with_mcp_hosts(McpHosts::Loopback(bound_host(settings.addr)))
+        .with_hosts(settings.allowed_hosts.clone())
         .with_console();
     // A request's `traceparent` continues the caller's trace (D-33).
     let state = if baton_otel::exporting() {
@@ -52,16 +52,6 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         .context("serving")?;
     tracing::info!("baton serve stopped");
     Ok(ExitCode::SUCCESS)
-}
-
-/// The host `/mcp` answers besides the loopback names: the address it listens on, unless
-/// that is every address (`0.0.0.0`), which names no host a client would send.
-fn bound_host(addr: std::net::SocketAddr) -> Vec<String> {
-    if addr.ip().is_unspecified() || addr.ip().is_loopback() {
-        Vec::new()
-    } else {
-        vec![addr.ip().to_string()]
-    }
 }
 
 /// Descriptors kept free for the store, log files and the like when connections are capped

@@ -6,10 +6,10 @@ use axum::routing::{get, post};
 
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{agents, console, episodes, faces, health, links, turns};
+use crate::{agents, console, episodes, faces, health, hosts, links, turns};
 
-/// The Baton HTTP app over `state`: every route, the body limit, and JSON
-/// refusals for unknown paths (404) and methods (405).
+/// The Baton HTTP app over `state`: every route, the body limit, the allowed hosts and
+/// origins (403), and JSON refusals for unknown paths (404) and methods (405).
 ///
 /// Serve it with [`serve`](crate::serve) or any tower-compatible host (the turn Lambda);
 /// tests drive it with `app(state).oneshot(request)`.
@@ -37,5 +37,9 @@ pub fn app(state: AppState) -> Router {
         .fallback(|| async { Error::NoRoute })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            hosts::guard,
+        ))
         .with_state(state)
 }

@@ -50,6 +50,12 @@ pub enum Error {
     /// The path exists but not for this method (405).
     #[error("this address does not accept that method")]
     MethodNotAllowed,
+    /// The request names a host this server does not answer (403): DNS rebinding.
+    #[error("this server does not answer requests for that host")]
+    ForeignHost,
+    /// The request comes from a page of a site this server does not serve (403).
+    #[error("this server does not answer requests from pages of other sites")]
+    ForeignOrigin,
 }
 
 impl Error {
@@ -67,6 +73,7 @@ impl Error {
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::NoRoute => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::ForeignHost | Error::ForeignOrigin => StatusCode::FORBIDDEN,
             Error::Rejected(r) => match r.kind {
                 RejectionKind::Invalid => StatusCode::BAD_REQUEST,
                 RejectionKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -92,6 +99,8 @@ impl Error {
             Error::BodyTimeout => "body_timeout",
             Error::NoRoute => "no_route",
             Error::MethodNotAllowed => "method_not_allowed",
+            Error::ForeignHost => "forbidden_host",
+            Error::ForeignOrigin => "forbidden_origin",
             Error::Rejected(r) => match r.kind {
                 RejectionKind::Invalid => "invalid_request",
                 RejectionKind::TooLarge => "message_too_large",

@@ -36,6 +36,7 @@ mod episodes;
 mod error;
 mod faces;
 mod health;
+mod hosts;
 mod links;
 mod principal;
 mod serve;
@@ -46,9 +47,10 @@ mod turns;
 pub use app::app;
 pub use body::TurnBody;
 pub use error::{Error, Result};
+pub use hosts::AllowedHosts;
 pub use principal::{AuthError, CallerScheme, LocalPrincipal, PRINCIPAL_HEADER, PrincipalSource};
 pub use serve::{ServerLimits, serve};
-pub use state::{AppState, DEFAULT_MAX_BODY_BYTES, McpHosts, TraceContinuation};
+pub use state::{AppState, DEFAULT_MAX_BODY_BYTES, TraceContinuation};
 
 /// The MCP face's server, for transports other than `/mcp` (`baton mcp` over stdio).
 pub mod mcp {

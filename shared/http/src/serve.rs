@@ -9,8 +9,9 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use baton_core::ports::metrics::{CONNECTIONS_SHED_TOTAL, Metrics as _};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -21,6 +22,32 @@ use tokio_io_timeout::TimeoutStream;
 use crate::app::app;
 use crate::connections::Connections;
 use crate::state::AppState;
+
+/// At most one log line per this long about connections shed at the limit: a reconnect
+/// flood must not fill the disk with them (the metric counts each).
+const SHED_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Counts shed connections between log lines.
+#[derive(Debug, Default)]
+struct ShedLog {
+    last: Option<Instant>,
+    since: u64,
+}
+
+impl ShedLog {
+    /// Notes one shed connection at `now`; the count to log, when a line is due.
+    fn shed(&mut self, now: Instant) -> Option<u64> {
+        self.since += 1;
+        let due = self
+            .last
+            .is_none_or(|last| now.duration_since(last) >= SHED_LOG_EVERY);
+        if !due {
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.since))
+    }
+}
 
 /// The connection limits of [`serve`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +96,9 @@ pub async fn serve(
     limits: ServerLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let state_metrics = state.metrics.clone();
     let router = app(state.with_body_timeout(limits.body_timeout));
+    let mut shed_log = ShedLog::default();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
@@ -98,9 +127,15 @@ pub async fn serve(
             Ok(slot) => slot,
             Err(_) => {
                 if connections.shed_oldest_idle() {
-                    tracing::info!(
-                        "at the connection limit: the oldest idle connection was closed for a new one"
-                    );
+                    if let Some(metrics) = &state_metrics {
+                        metrics.count(CONNECTIONS_SHED_TOTAL, 1, &[]);
+                    }
+                    if let Some(shed) = shed_log.shed(Instant::now()) {
+                        tracing::info!(
+                            shed,
+                            "at the connection limit: idle connections were closed for new ones"
+                        );
+                    }
                 }
                 tokio::select! {
                     slot = Arc::clone(&slots).acquire_owned() => match slot {
@@ -140,4 +175,21 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_of_shed_connections_logs_one_line_per_period_with_its_count() {
+        let mut log = ShedLog::default();
+        let start = Instant::now();
+        assert_eq!(log.shed(start), Some(1), "the first is said at once");
+        for i in 1..1000 {
+            assert_eq!(log.shed(start + Duration::from_millis(i)), None);
+        }
+        assert_eq!(log.shed(start + SHED_LOG_EVERY), Some(1000));
+        assert_eq!(log.shed(start + SHED_LOG_EVERY * 3), Some(1));
+    }
 }

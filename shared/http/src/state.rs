@@ -7,6 +7,7 @@ use std::time::Duration;
 use baton_runtime::Runtime;
 use baton_runtime::metrics::LocalMetrics;
 
+use crate::hosts::AllowedHosts;
 use crate::principal::PrincipalSource;
 
 /// Largest accepted request body unless [`AppState::max_body_bytes`] says otherwise.
@@ -31,37 +32,9 @@ pub struct AppState {
     /// Makes the span that continues a caller's trace from its W3C `traceparent` (D-33);
     /// unset, a turn's trace starts with the turn.
     pub trace_continuation: Option<TraceContinuation>,
-    /// The `Host` headers `/mcp` answers (its DNS-rebinding protection).
-    pub mcp_hosts: McpHosts,
-}
-
-/// Which `Host` headers the MCP face answers. A page on another site that rebinds its
-/// name to a loopback address still sends its own name as the host, so a server that
-/// answers only its own names cannot be driven from a browser that way.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum McpHosts {
-    /// These hosts (names or `host:port`), besides `localhost`, `127.0.0.1` and `::1`.
-    Loopback(Vec<String>),
-    /// Any host: for a deployment whose every request is authenticated before it arrives
-    /// (the Lambda turn function behind its function URL).
-    Any,
-}
-
-impl McpHosts {
-    /// The hosts allowed, `None` for any.
-    pub fn allowed(&self) -> Option<Vec<String>> {
-        match self {
-            McpHosts::Loopback(extra) => {
-                let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"]
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect();
-                hosts.extend(extra.iter().cloned());
-                Some(hosts)
-            }
-            McpHosts::Any => None,
-        }
-    }
+    /// The hosts every route answers, and the sites whose pages may call it
+    /// (DNS-rebinding protection).
+    pub hosts: AllowedHosts,
 }
 
 /// Given a request's name and its `traceparent`, the span under which it runs.
@@ -78,13 +51,14 @@ impl AppState {
             console: false,
             body_timeout: None,
             trace_continuation: None,
-            mcp_hosts: McpHosts::Loopback(Vec::new()),
+            hosts: AllowedHosts::Loopback(Vec::new()),
         }
     }
 
-    /// Which hosts `/mcp` answers (loopback names only unless set).
-    pub fn with_mcp_hosts(mut self, hosts: McpHosts) -> Self {
-        self.mcp_hosts = hosts;
+    /// Which hosts every route answers, and whose pages may call it (loopback names only
+    /// unless set).
+    pub fn with_hosts(mut self, hosts: AllowedHosts) -> Self {
+        self.hosts = hosts;
         self
     }
 

@@ -118,7 +118,7 @@ fn clients_that_never_read_hold_up_nobody() {
             let mut stream = connect(&server.addr, Duration::from_secs(30));
             write!(
                 stream,
-                "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: {principal}\r\nContent-Length: {}\r\n\r\n{body}",
+                "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: {principal}\r\nContent-Length: {}\r\n\r\n{body}",
                 body.len()
             )
             .unwrap();
@@ -170,7 +170,7 @@ fn a_client_that_stops_reading_is_disconnected_after_the_send_timeout() {
     let body = r#"{"message":"tell me everything"}"#;
     write!(
         stream,
-        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -205,14 +205,14 @@ fn slow_and_idle_connections_are_closed() {
 
     let mut half_head = connect(&server.addr, guard);
     half_head
-        .write_all(b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        .write_all(b"POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Ty")
         .unwrap();
     let answer = read_until_closed(&mut half_head);
     assert!(!answer.contains("200 OK"), "{answer}");
 
     let mut half_body = connect(&server.addr, guard);
     half_body
-        .write_all(b"POST /v1/turns HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"message\"")
+        .write_all(b"POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"message\"")
         .unwrap();
     let answer = read_until_closed(&mut half_body);
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
@@ -281,7 +281,7 @@ fn at_the_connection_limit_idle_connections_make_room_for_new_clients() {
     let body = r#"{"message": "find coffee deals"}"#;
     write!(
         turn,
-        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -367,7 +367,7 @@ agents:
     let post = |stream: &mut TcpStream, body: &str| {
         write!(
             stream,
-            "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
@@ -454,7 +454,7 @@ agents:
         let mut stream = connect(&server.addr, Duration::from_secs(30));
         write!(
             stream,
-            "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         )
         .unwrap();
@@ -535,7 +535,7 @@ fn a_planned_turn_sent_by_halves_and_never_read_still_runs_and_commits() {
     let mut stream = connect(&server.addr, Duration::from_secs(30));
     write!(
         stream,
-        "POST /v1/turns HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n{first}",
+        "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n{first}",
         body.len()
     )
     .unwrap();
@@ -682,7 +682,7 @@ fn by_halves_and_never_read(path: &str, body: &str, other: &str, done: &str) {
     let mut stream = connect(&server.addr, Duration::from_secs(30));
     write!(
         stream,
-        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n",
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nx-baton-principal: silent\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();

@@ -55,3 +55,59 @@ fn serve_answers_and_stops_on_ctrl_c() {
     }
     assert_eq!(exit.and_then(|s| s.code()), Some(0), "stopped cleanly");
 }
+
+/// A web page whose name was rebound to the loopback address cannot drive `baton serve`:
+/// only its own names, and the configured ones, are answered, and only its own pages.
+#[test]
+fn serve_answers_only_its_hosts_and_its_own_pages() {
+    use std::io::{Read as _, Write as _};
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(SHOP_SCRIPT);
+    let server = Serving::start(
+        &sandbox,
+        &["--registry", registry(), "--model", &model],
+        &[("BATON_ALLOWED_HOSTS", "baton.lan, proxy.example:443")],
+    );
+    let port = server.addr.rsplit(':').next().unwrap().to_owned();
+    let ask = |host: &str, origin: Option<&str>, path: &str| {
+        let mut stream = std::net::TcpStream::connect(&server.addr).unwrap();
+        let origin = origin
+            .map(|o| format!("Origin: {o}\r\n"))
+            .unwrap_or_default();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {host}\r\n{origin}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response.lines().next().unwrap_or_default().to_owned()
+    };
+    let ok = "HTTP/1.1 200 OK";
+    let refused = "HTTP/1.1 403 Forbidden";
+    assert_eq!(ask(&format!("127.0.0.1:{port}"), None, "/v1/agents"), ok);
+    assert_eq!(ask(&format!("localhost:{port}"), None, "/v1/agents"), ok);
+    assert_eq!(ask("baton.lan:8080", None, "/v1/agents"), ok);
+    assert_eq!(ask("proxy.example:443", None, "/v1/agents"), ok);
+    assert_eq!(ask("proxy.example:80", None, "/v1/agents"), refused);
+    assert_eq!(
+        ask(&format!("evil.example:{port}"), None, "/v1/agents"),
+        refused
+    );
+    assert_eq!(ask(&format!("evil.example:{port}"), None, "/"), refused);
+    let own = format!("http://127.0.0.1:{port}");
+    assert_eq!(
+        ask(&format!("127.0.0.1:{port}"), Some(&own), "/v1/agents"),
+        ok
+    );
+    assert_eq!(
+        ask(
+            &format!("127.0.0.1:{port}"),
+            Some("https://evil.example"),
+            "/v1/agents"
+        ),
+        refused
+    );
+    // Health is for anyone who can reach the port (a load balancer's own address).
+    assert_eq!(ask("10.1.2.3", None, "/healthz"), ok);
+}

@@ -124,3 +124,5 @@ pub const COMPACTED_TURNS_TOTAL: &str = "compacted_turns_total";
 pub const COMPACTION_TOKENS_TOTAL: &str = "compaction_tokens_total";
 /// Measurement: the summarizer's cost of one episode's compaction, USD.
 pub const COMPACTION_COST_USD: &str = "compaction_cost_usd";
+/// Counter: idle connections closed at the connection limit to make room for new ones.
+pub const CONNECTIONS_SHED_TOTAL: &str = "connections_shed_total";

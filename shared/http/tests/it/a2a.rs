@@ -50,7 +50,11 @@ fn frames(stream: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn the_agent_card_lists_the_specialists_as_skills_and_how_to_authenticate() {
-    let state = Rig::default().state();
+    let state = Rig::default()
+        .state()
+        .with_hosts(baton_http::AllowedHosts::Loopback(vec![
+            "agents.example".into(),
+        ]));
     let req = Request::get("/.well-known/agent-card.json")
         .header("host", "agents.example:8080")
         .body(Body::empty())

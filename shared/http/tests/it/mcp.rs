@@ -335,7 +335,7 @@ async fn a_host_that_is_not_allowed_is_refused() {
 
     let allowed = Rig::default()
         .state()
-        .with_mcp_hosts(baton_http::McpHosts::Loopback(vec![
+        .with_hosts(baton_http::AllowedHosts::Loopback(vec![
             "baton.internal".into(),
         ]));
     let response = send(
@@ -348,6 +348,78 @@ async fn a_host_that_is_not_allowed_is_refused() {
     )
     .await;
     assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_page_of_another_site_is_refused_even_with_an_allowed_host() {
+    let state = Rig::default().state();
+    let from = |origin: &str| {
+        let mut req = post(
+            &rpc(1, "tools/list", json!({})),
+            Some("alice"),
+            "127.0.0.1:8787",
+        );
+        req.headers_mut().insert("origin", origin.parse().unwrap());
+        req
+    };
+    for foreign in [
+        "https://evil.example.com",
+        "null",
+        "file://",
+        "http://127.0.0.1.evil.example",
+    ] {
+        let response = send(&state, from(foreign)).await;
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{foreign}");
+    }
+    let response = send(&state, from("http://127.0.0.1:8787")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+/// Every route that acts as the configured principal has the host and origin rules of
+/// `/mcp`: a page that rebinds its name to the loopback address reaches none of them.
+#[tokio::test]
+async fn every_route_refuses_a_foreign_host_and_a_foreign_origin() {
+    let state = Rig::default().state();
+    let routes = [
+        ("POST", "/v1/turns", r#"{"message":"hi"}"#),
+        (
+            "POST",
+            "/v1/chat/completions",
+            r#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#,
+        ),
+        ("POST", "/v1/agui", "{}"),
+        ("POST", "/a2a", "{}"),
+        ("GET", "/v1/agents", ""),
+        ("GET", "/v1/episodes/ep_1", ""),
+    ];
+    for (method, path, body) in routes {
+        let request = |host: &str, origin: Option<&str>| {
+            let mut req = Request::builder()
+                .method(method)
+                .uri(path)
+                .header("host", host)
+                .header("content-type", "application/json");
+            if let Some(origin) = origin {
+                req = req.header("origin", origin);
+            }
+            req.body(Body::from(body.to_owned())).unwrap()
+        };
+        let rebound = send(&state, request("evil.example.com", None)).await;
+        assert_eq!(rebound.status(), StatusCode::FORBIDDEN, "{method} {path}");
+        assert!(text(rebound).await.contains("forbidden_host"));
+        let foreign = send(
+            &state,
+            request("127.0.0.1:8787", Some("https://evil.example.com")),
+        )
+        .await;
+        assert_eq!(foreign.status(), StatusCode::FORBIDDEN, "{method} {path}");
+        let own = send(
+            &state,
+            request("127.0.0.1:8787", Some("http://127.0.0.1:8787")),
+        )
+        .await;
+        assert_ne!(own.status(), StatusCode::FORBIDDEN, "{method} {path}");
+    }
 }
 
 #[tokio::test]

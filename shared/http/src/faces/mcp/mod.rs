@@ -88,17 +88,14 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
 }
 
 /// Stateless, streaming (a call's progress and result go out as Server-Sent Events on its
-/// own POST, with keep-alives through a long turn), within the app's body limit, and
-/// answering only the allowed hosts.
+/// own POST, with keep-alives through a long turn), within the app's body limit. The app
+/// checks hosts and origins for every route before this one (`hosts::guard`).
 fn config(state: &AppState) -> StreamableHttpServerConfig {
-    let config = StreamableHttpServerConfig::default()
+    StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(false)
-        .with_max_request_body_bytes(state.max_body_bytes);
-    match state.mcp_hosts.allowed() {
-        Some(hosts) => config.with_allowed_hosts(hosts),
-        None => config.disable_allowed_hosts(),
-    }
+        .with_max_request_body_bytes(state.max_body_bytes)
+        .disable_allowed_hosts()
 }
 
 /// The caller first and the body within the limit and the body timeout, as on every
