@@ -47,7 +47,9 @@ impl StoreAgent {
         let mut agent = StoreAgent { child, port };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        // Ready when it serves its card: a port that only accepts connections may not be
+        // the agent's yet.
+        while !serves_its_card(addr) {
             if let Ok(Some(status)) = agent.child.try_wait() {
                 panic!("the store agent exited before listening: {status}");
             }
@@ -67,6 +69,20 @@ impl Drop for StoreAgent {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Whether an A2A agent at `addr` answers for its card.
+fn serves_its_card(addr: SocketAddr) -> bool {
+    use std::io::{Read as _, Write as _};
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(200)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let asked = stream.write_all(
+        b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    let mut head = [0u8; 12];
+    asked.is_ok() && stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
 }
 
 fn free_port() -> u16 {
