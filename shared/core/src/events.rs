@@ -252,6 +252,24 @@ pub struct InterruptionView {
     pub url: Option<String>,
 }
 
+impl From<&crate::interruption::Interruption> for InterruptionView {
+    /// What a client is shown of a stored interruption (its words and arguments were
+    /// masked before they were stored).
+    fn from(i: &crate::interruption::Interruption) -> Self {
+        InterruptionView {
+            id: i.id.clone(),
+            kind: i.kind,
+            agent: i.agent_id.clone(),
+            label: i.label.clone(),
+            tool: i.tool.clone(),
+            action: i.action.clone(),
+            args: i.args.clone(),
+            expires_ms: i.expires_ms,
+            url: i.link.as_ref().map(|l| l.url.clone()),
+        }
+    }
+}
+
 /// One node of a plan as clients see it (its mission after the privacy guard).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanNodeView {

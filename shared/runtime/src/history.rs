@@ -19,6 +19,21 @@ pub struct EpisodeHistory {
     pub turns: Vec<HistoryTurn>,
     /// How far compaction has folded the episode; `None` (`null`) when it has not yet.
     pub summary: Option<SummaryReach>,
+    /// What the episode waits for the user to answer (D-36), until it expires: a client
+    /// that lost the stream, or a page reloaded, asks again from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingInterruption>,
+}
+
+/// A question or approval the episode waits on, and the turn that asked it: the reply
+/// resumes that turn (`POST /v1/turns/{turn_id}/resume`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingInterruption {
+    /// The turn that waits.
+    pub turn_id: String,
+    /// What it asks, as its `interruption` event said.
+    #[serde(flatten)]
+    pub interruption: baton_core::events::InterruptionView,
 }
 
 /// One turn as shown in history: narration only, no tool payloads.
@@ -95,10 +110,21 @@ impl Runtime {
         episode_id: &str,
     ) -> Result<EpisodeHistory, TurnRejection> {
         let (meta, turns) = self.stored_episode(principal, episode_id).await?;
+        let now = self.inner.clock.now_ms();
+        let pending = meta
+            .state
+            .awaiting
+            .as_deref()
+            .filter(|a| now < a.interruption.expires_ms)
+            .map(|a| PendingInterruption {
+                turn_id: a.turn_id.clone(),
+                interruption: (&a.interruption).into(),
+            });
         Ok(EpisodeHistory {
             episode_id: episode_id.to_owned(),
             turns: turns.iter().map(HistoryTurn::from).collect(),
             summary: meta.summary.as_ref().map(SummaryReach::from),
+            pending,
         })
     }
 }

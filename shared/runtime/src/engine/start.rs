@@ -3,9 +3,11 @@
 
 use std::sync::Arc;
 
-use baton_core::events::{Event, PROTOCOL_VERSION, SOURCE_NOTE, SOURCE_ORCHESTRATOR, WireEvent};
+use baton_core::events::{
+    Event, InterruptionView, PROTOCOL_VERSION, SOURCE_NOTE, SOURCE_ORCHESTRATOR, WireEvent,
+};
 use baton_core::ports::store::{Claim, ClaimMismatch, ClaimRequest};
-use baton_core::turn::TurnRecord;
+use baton_core::turn::{TurnOutcome, TurnRecord};
 use tokio::runtime::Handle;
 use tracing::Instrument as _;
 
@@ -211,7 +213,14 @@ async fn launch(
         }
         Claim::Completed(record) => {
             let episode_id = record.episode_id.clone();
-            replay(*record, &outbox);
+            // A turn that paused and still waits asks again: a client that lost the
+            // stream finds the question by replaying it (D-36).
+            let waiting = if record.outcome == TurnOutcome::AwaitingUser {
+                still_waiting(&inner, &request.principal, &record).await
+            } else {
+                None
+            };
+            replay(*record, waiting, &outbox);
             outbox.finish();
             Ok(TurnStream {
                 turn_id,
@@ -253,9 +262,26 @@ fn differences(differs: &[String]) -> String {
     }
 }
 
+/// What the paused turn `record` still waits for, if the episode still waits on it.
+async fn still_waiting(
+    inner: &Inner,
+    principal: &baton_core::Principal,
+    record: &TurnRecord,
+) -> Option<InterruptionView> {
+    let meta = match inner.store.episode(principal, &record.episode_id).await {
+        Ok(meta) => meta,
+        Err(e) => {
+            tracing::warn!(error = %e, "the episode of a replayed paused turn could not be read");
+            return None;
+        }
+    };
+    let awaiting = meta.state.awaiting?;
+    (awaiting.turn_id == record.turn_id).then(|| InterruptionView::from(&awaiting.interruption))
+}
+
 /// Replays a completed turn's stored answer (D-25): nothing runs again. The stored texts
-/// already passed the privacy guard.
-fn replay(record: TurnRecord, outbox: &Outbox) {
+/// already passed the privacy guard; so did what a paused turn still waits for.
+fn replay(record: TurnRecord, waiting: Option<InterruptionView>, outbox: &Outbox) {
     let turn_id: Arc<str> = Arc::from(record.turn_id.as_str());
     let mut events = vec![
         Event::Thinking {},
@@ -285,6 +311,9 @@ fn replay(record: TurnRecord, outbox: &Outbox) {
             source: SOURCE_ORCHESTRATOR.to_owned(),
             text: record.narration.clone(),
         }),
+    }
+    if let Some(view) = waiting {
+        events.push(Event::Interruption(Box::new(view)));
     }
     events.extend([
         Event::AgentsConsulted {

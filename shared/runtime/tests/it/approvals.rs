@@ -135,6 +135,24 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     assert_eq!(rewards.status, AgentStatus::Awaiting);
     let (shop_calls, rewards_calls) = (model_calls(&rig, "shop"), model_calls(&rig, "rewards"));
 
+    // A client that lost the stream finds the question again: replaying the paused turn
+    // asks it again, and the episode shows it.
+    let (_, replayed) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    assert_eq!(interruption(&replayed).0, id, "{replayed:#?}");
+    let history = rig.runtime.history(&alice(), &episode).await.unwrap();
+    let pending = history
+        .pending
+        .expect("the episode shows what it waits for");
+    assert_eq!(
+        (pending.turn_id.as_str(), pending.interruption.id.as_str()),
+        ("t1", id.as_str())
+    );
+    assert_eq!(pending.interruption.action, "Redeem 800 points");
+
     let resumed = resume(&rig, &episode, "t1", &id, Answer::Approve).await;
     assert_eq!(outcome(&resumed), TurnOutcome::Answered, "{resumed:#?}");
     assert_eq!(started(&resumed, "redeem"), 1, "the approved call ran once");
@@ -175,6 +193,20 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     assert_eq!(answered.waited_turn_id, "t1");
     assert_eq!(answered.agent_id, "rewards");
     assert_eq!(answered.args_sha256.len(), 64);
+
+    // Answered, it waits no more: neither the episode nor a replay of the pause asks.
+    let history = rig.runtime.history(&alice(), &episode).await.unwrap();
+    assert!(history.pending.is_none());
+    let (_, replayed) = run(
+        &rig,
+        request("coffee deals and redeem my points", None, "t1"),
+    )
+    .await;
+    assert!(
+        !replayed
+            .iter()
+            .any(|e| matches!(e.event, Event::Interruption(_)))
+    );
 
     // The same answer again replays the resumed turn: nothing runs twice.
     let calls_before = model_calls(&rig, "rewards");
