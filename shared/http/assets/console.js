@@ -161,6 +161,11 @@
 
   function setEpisode(id) {
     state.episodeId = id || null;
+    // The conversation is in the address, so a reload (or a bookmark) finds it again.
+    const here = state.episodeId ? `#${encodeURIComponent(state.episodeId)}` : window.location.pathname;
+    if (window.location.hash !== (state.episodeId ? here : "")) {
+      window.history.replaceState(null, "", here);
+    }
     const node = $("episode");
     node.dataset.episode = state.episodeId || "";
     node.textContent = state.episodeId ? `Conversation ${state.episodeId.slice(0, 8)}` : "";
@@ -823,6 +828,48 @@
     }
   }
 
+  // A conversation as stored (`GET /v1/episodes/{id}`), drawn as its turns were, with the
+  // question it still waits on asked again: what a reload shows.
+  async function restore(episodeId) {
+    let history;
+    try {
+      const response = await fetch(`/v1/episodes/${encodeURIComponent(episodeId)}`, {
+        headers: { accept: "application/json" },
+      });
+      if (!response.ok) throw new Error(await refusal(response));
+      history = await response.json();
+    } catch (_) {
+      // Gone, or another caller's: start afresh.
+      setEpisode(null);
+      document.body.dataset.restored = "none";
+      return;
+    }
+    setEpisode(episodeId);
+    for (const past of history.turns || []) {
+      $("empty").hidden = true;
+      const turn = new Turn(past.user_text || "");
+      $("log").append(turn.root);
+      const replayed = [{ type: "response_id", response_id: past.turn_id, episode_id: episodeId }];
+      const answers = (past.direct && past.direct.answers) || [];
+      for (const a of answers) {
+        replayed.push({ type: "delegated_answer", agent: a.agent_id, label: a.label, status: a.status, text: a.text });
+      }
+      if (answers.length === 0 || (past.direct && past.direct.note)) {
+        replayed.push({ type: "text", source: answers.length === 0 ? "orchestrator" : "note", text: answers.length === 0 ? past.narration : past.direct.note });
+      }
+      const pending = history.pending;
+      if (pending && pending.turn_id === past.turn_id) {
+        replayed.push({ type: "interruption", ...pending });
+      }
+      replayed.push({ type: "agents_consulted", agents: past.consulted || [] });
+      replayed.push({ type: "completed", outcome: past.outcome, privacy: past.privacy });
+      for (const event of replayed) turn.handle(event);
+    }
+    document.body.dataset.restored = String((history.turns || []).length);
+    const last = $("log").lastElementChild;
+    if (last) last.scrollIntoView({ block: "end" });
+  }
+
   // ---------------------------------------------------------------------------------
   // The specialists panel.
   // ---------------------------------------------------------------------------------
@@ -982,6 +1029,8 @@
     setBusy(false);
     loadAgents();
     loadLinks();
+    const saved = decodeURIComponent(window.location.hash.slice(1));
+    if (saved) restore(saved);
     $("message").focus();
   });
 

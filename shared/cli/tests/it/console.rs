@@ -725,6 +725,62 @@ async fn an_approval_is_asked_in_place_and_approving_resumes_the_turn() {
     assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
 }
 
+/// A reload (or a lost stream) does not lose the conversation or what it waits on: the
+/// page draws the stored turns again with the Approve box, and approving resumes the turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_the_conversation_and_its_pending_approval() {
+    let sandbox = Sandbox::new();
+    let (ledger, registry) = crate::approvals::with_ledger(&sandbox);
+    let model = sandbox.script(crate::approvals::SCRIPT);
+    let registry = registry.to_str().unwrap().to_owned();
+    let served = Arc::new(Served::start_in(sandbox, &registry, &["--model", &model]));
+    let page = served.clone();
+    let ledger = Arc::new(ledger);
+    let seen = ledger.clone();
+    let nothing_redeemed = move || seen.redemptions().is_empty();
+    with_browser(|client| async move {
+        open_console(&client, &page).await;
+        type_and_send(&client, "redeem 800 points for me").await;
+        assert_eq!(turn_finished(&client, 1).await, "completed");
+        let before = turn_view(&client, 0).await;
+        client.refresh().await.unwrap();
+        until(
+            &client,
+            "the conversation drawn again",
+            "document.body.dataset.restored === '1'",
+        )
+        .await;
+        let after = turn_view(&client, 0).await;
+        assert_eq!(after["turn_id"], before["turn_id"], "{after:#}");
+        assert_eq!(after["outcome"], "awaiting_user", "{after:#}");
+        assert_eq!(after["answer"], before["answer"], "{after:#}");
+        let asked = eval(
+            &client,
+            "(() => { const b = document.querySelector('.interruption'); return b && b.querySelector('.interruption-action').textContent; })()",
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(asked, "Redeem 800 points (gift_card)");
+        assert!(nothing_redeemed());
+        client
+            .find(Locator::Css(".interruption .decide-approve"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        assert_eq!(turn_finished(&client, 2).await, "completed");
+        let second = turn_view(&client, 1).await;
+        assert_eq!(second["outcome"], "answered", "{second:#}");
+        assert!(
+            str_field(&second, "answer").contains("All done with your points."),
+            "{second:#}"
+        );
+    })
+    .await;
+    assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_specialists_question_gets_a_box_and_the_answer_resumes_the_turn() {
     const ASKING: &str = r#"
