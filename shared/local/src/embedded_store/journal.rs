@@ -12,7 +12,7 @@ use baton_core::ports::store::{Claim, ClaimRequest, Commit, DueEpisode, EpisodeM
 use baton_core::turn::{EpisodeState, TurnRecord};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{failure, room};
+use super::{failure, owner, room};
 
 /// SQLite integers are signed; times and versions past `i64::MAX` are clamped (never
 /// reached in practice, and a clamped version simply never matches).
@@ -93,6 +93,7 @@ pub(crate) fn claim(
     conn: &mut Connection,
     req: &ClaimRequest,
     owner: &str,
+    dir: &Path,
 ) -> Result<Claim, StoreError> {
     let doing = "claiming a turn";
     let sql = |e| failure::sql(doing, e);
@@ -116,15 +117,23 @@ pub(crate) fn claim(
         return Ok(Claim::Completed(Box::new(record)));
     }
     // An earlier claim of this turn id: running, or dead and restarted where it was.
-    let earlier: Option<(String, i64, String)> = tx
-        .query_row(
-            "SELECT episode_id, expires_ms, fingerprint FROM claims
+    let earlier_claim =
+        |tx: &Transaction<'_>| -> Result<Option<(String, i64, String)>, StoreError> {
+            tx.query_row(
+                "SELECT episode_id, expires_ms, fingerprint FROM claims
              WHERE principal = ?1 AND turn_id = ?2",
-            params![principal, req.turn_id],
-            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
-        )
-        .optional()
-        .map_err(sql)?;
+                params![principal, req.turn_id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()
+            .map_err(sql)
+        };
+    let mut earlier = earlier_claim(&tx)?;
+    // A live claim in the way may belong to a process that died since this one opened
+    // the store: its claims are freed now, not when its lease ends (D-25).
+    if earlier.as_ref().is_some_and(|e| e.1 > now) && owner::reclaim_in(&tx, dir, owner)? > 0 {
+        earlier = earlier_claim(&tx)?;
+    }
     let mut target = req.episode_id.clone();
     if let Some((episode_id, expires_ms, fingerprint)) = earlier {
         if let Some(mismatch) = req.mismatch(&episode_id, &fingerprint) {
@@ -139,15 +148,16 @@ pub(crate) fn claim(
     let meta = match &target {
         Some(episode_id) => {
             let meta = owned(&tx, &req.principal, episode_id)?;
-            let busy: bool = tx
-                .query_row(
+            let busy = |tx: &Transaction<'_>| -> Result<bool, StoreError> {
+                tx.query_row(
                     "SELECT EXISTS (SELECT 1 FROM claims
                      WHERE episode_id = ?1 AND expires_ms > ?2)",
                     params![episode_id, now],
                     |row| row.get(0),
                 )
-                .map_err(sql)?;
-            if busy {
+                .map_err(sql)
+            };
+            if busy(&tx)? && (owner::reclaim_in(&tx, dir, owner)? == 0 || busy(&tx)?) {
                 return Ok(Claim::Busy);
             }
             meta

@@ -7,8 +7,9 @@
 //! contracts as every other store (the conformance suite in `baton_testkit`).
 //!
 //! Each open store is an owner (a locked file under `owners/`) and marks its claims with
-//! its id; opening a store reclaims the claims of owners that are gone, so a turn a crash
-//! interrupted can be sent again at once and restarts on its episode.
+//! its id; opening a store, or finding a live claim in a claim's way, reclaims the claims
+//! of owners that are gone, so a turn a crash interrupted can be sent again at once and
+//! restarts on its episode.
 //!
 //! One connection writes for the process, behind a mutex and used only from blocking
 //! threads (`spawn_blocking`), so SQLite never blocks the async workers. Writes queue on an
@@ -286,9 +287,10 @@ impl Store for EmbeddedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         self.room()?;
         let owner = self.shared.owner.id.clone();
+        let dir = self.shared.dir.clone();
         baton_core::store_write!(
             "store.claim",
-            self.run(move |conn, _| journal::claim(conn, &request, &owner))
+            self.run(move |conn, _| journal::claim(conn, &request, &owner, &dir))
         )
     }
 

@@ -9,7 +9,7 @@ use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 
 use baton_core::ports::store::StoreError;
-use rusqlite::{Connection, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
 use super::failure;
 
@@ -80,11 +80,21 @@ fn is_gone(owners: &Path, id: &str) -> bool {
 /// Ends the live claims of owners that are gone (their turns were interrupted); returns
 /// how many. The claims stay, dead, so that a retry of such a turn id finds its episode.
 pub(crate) fn reclaim(conn: &mut Connection, dir: &Path, me: &str) -> Result<usize, StoreError> {
-    let doing = "reclaiming interrupted turns";
-    let sql = |e| failure::sql(doing, e);
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sql)?;
+        .map_err(|e| failure::sql(RECLAIMING, e))?;
+    let reclaimed = reclaim_in(&tx, dir, me)?;
+    tx.commit().map_err(|e| failure::sql(RECLAIMING, e))?;
+    Ok(reclaimed)
+}
+
+const RECLAIMING: &str = "reclaiming interrupted turns";
+
+/// [`reclaim`] inside a write transaction already open: what a claim does when a live
+/// claim stands in its way, so that a process running beside one that died (`baton chat`
+/// beside `baton serve` on one folder) frees the dead one's claims without a restart.
+pub(crate) fn reclaim_in(tx: &Transaction<'_>, dir: &Path, me: &str) -> Result<usize, StoreError> {
+    let sql = |e| failure::sql(RECLAIMING, e);
     let owners: Vec<String> = {
         let mut stmt = tx
             .prepare("SELECT DISTINCT owner FROM claims WHERE expires_ms > 0 AND owner <> ?1")
@@ -104,6 +114,11 @@ pub(crate) fn reclaim(conn: &mut Connection, dir: &Path, me: &str) -> Result<usi
             )
             .map_err(sql)?;
     }
-    tx.commit().map_err(sql)?;
+    if reclaimed > 0 {
+        tracing::warn!(
+            reclaimed,
+            "embedded store: turns interrupted by a process that is gone were reclaimed"
+        );
+    }
     Ok(reclaimed)
 }

@@ -117,3 +117,41 @@ async fn a_store_of_the_first_layout_is_updated_in_place() {
         Ok(Claim::Claimed(meta)) if meta.episode_id == "ep-1"
     ));
 }
+
+/// A store that was open beside one that is gone (`baton chat` beside a `baton serve` that
+/// was killed) frees the gone one's claims when they stand in its way, without a restart
+/// and before their leases end.
+#[tokio::test]
+async fn a_store_frees_the_claims_of_a_peer_that_is_gone_when_they_are_in_its_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = principal("alice");
+    let peer = EmbeddedStore::open(dir.path()).unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    claim_ok(&peer, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+    let next = claim_request(&alice, Some("ep-1"), "unused", "t-2", 1_001);
+    assert_eq!(store.claim(next.clone()).await, Ok(Claim::Busy));
+    let retry = claim_request(&alice, None, "ep-new", "t-1", 1_001);
+    assert_eq!(store.claim(retry.clone()).await, Ok(Claim::InFlight));
+    drop(peer);
+    // The same turn id sent again restarts on its episode...
+    assert!(matches!(
+        store.claim(retry).await,
+        Ok(Claim::Claimed(meta)) if meta.episode_id == "ep-1"
+    ));
+    store.release("ep-1", "t-1").await.unwrap();
+    // ...and, once that ends, the episode takes the next turn.
+    assert!(matches!(store.claim(next).await, Ok(Claim::Claimed(_))));
+}
+
+#[tokio::test]
+async fn a_peer_gone_frees_the_episode_for_another_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = principal("alice");
+    let peer = EmbeddedStore::open(dir.path()).unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    claim_ok(&peer, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+    let next = claim_request(&alice, Some("ep-1"), "unused", "t-2", 1_001);
+    assert_eq!(store.claim(next.clone()).await, Ok(Claim::Busy));
+    drop(peer);
+    assert!(matches!(store.claim(next).await, Ok(Claim::Claimed(_))));
+}
