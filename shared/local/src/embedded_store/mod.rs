@@ -97,6 +97,9 @@ struct Shared {
     body_gate: Arc<Semaphore>,
     /// This store's owner id, kept on its claims.
     owner: owner::Owner,
+    /// Claims whose release failed (a full disk): released before the next claim and
+    /// when readiness is asked, which fails while they cannot be.
+    unreleased: Mutex<Vec<(String, String)>>,
 }
 
 impl fmt::Debug for EmbeddedStore {
@@ -157,8 +160,50 @@ impl EmbeddedStore {
                 gate: Arc::new(Semaphore::new(1)),
                 body_gate: Arc::new(Semaphore::new(BODY_WRITERS)),
                 owner,
+                unreleased: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// Releases the claims whose release failed before.
+    ///
+    /// # Errors
+    /// The store still cannot write: those not yet released stay noted.
+    async fn release_unreleased(&self) -> Result<(), StoreError> {
+        let pending = match self.shared.unreleased.lock() {
+            Ok(mut pending) if !pending.is_empty() => std::mem::take(&mut *pending),
+            _ => return Ok(()),
+        };
+        let shared = Arc::clone(&self.shared);
+        let noted = pending.clone();
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let started = Arc::clone(&ran);
+        let released = baton_core::store_write!(
+            "store.release",
+            self.run(move |conn, _| {
+            started.store(true, std::sync::atomic::Ordering::Release);
+            let mut left = pending.into_iter();
+            while let Some((episode_id, turn_id)) = left.next() {
+                if let Err(e) = journal::release(conn, &episode_id, &turn_id) {
+                    if let Ok(mut unreleased) = shared.unreleased.lock() {
+                        unreleased.push((episode_id, turn_id));
+                        unreleased.extend(left);
+                    }
+                    return Err(e);
+                }
+                tracing::info!(%episode_id, %turn_id, "embedded store: a claim whose release had failed was released");
+            }
+            Ok(())
+        })
+        );
+        // A failure before the job ran left every one unreleased (the job notes its own).
+        if released.is_err()
+            && !ran.load(std::sync::atomic::Ordering::Acquire)
+            && let Ok(mut unreleased) = self.shared.unreleased.lock()
+        {
+            unreleased.extend(noted);
+        }
+        released
     }
 
     /// Whether the disk holding the store has room for a turn ([`MIN_FREE_BYTES`]).
@@ -286,6 +331,9 @@ impl EmbeddedStore {
 impl Store for EmbeddedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         self.room()?;
+        if let Err(e) = self.release_unreleased().await {
+            tracing::warn!(error = %e, "embedded store: claims whose release failed are still held");
+        }
         let owner = self.shared.owner.id.clone();
         let dir = self.shared.dir.clone();
         baton_core::store_write!(
@@ -296,10 +344,19 @@ impl Store for EmbeddedStore {
 
     async fn release(&self, episode_id: &str, turn_id: &str) -> Result<(), StoreError> {
         let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
-        baton_core::store_write!(
+        let (episode, turn) = (episode_id.clone(), turn_id.clone());
+        let released = baton_core::store_write!(
             "store.release",
             self.run(move |conn, _| journal::release(conn, &episode_id, &turn_id))
-        )
+        );
+        // Not released: tried again until it is, rather than left to its lease, so the
+        // turn id is not "in flight" long after the disk has room again.
+        if released.is_err()
+            && let Ok(mut unreleased) = self.shared.unreleased.lock()
+        {
+            unreleased.push((episode, turn));
+        }
+        released
     }
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
@@ -519,6 +576,8 @@ impl Store for EmbeddedStore {
 
     async fn ready(&self) -> Result<(), StoreError> {
         self.room()?;
+        // Not ready while a claim cannot be released: its turn id would answer 409.
+        self.release_unreleased().await?;
         let file = self.shared.file.clone();
         self.run(move |conn, _| {
             journal::ready(conn)?;
