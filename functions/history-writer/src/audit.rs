@@ -169,10 +169,9 @@ impl AuditEntry {
     }
 }
 
-/// Writes one audit item per sub-agent the turn consulted.
-///
-/// The key holds the agent id, so a turn is assumed to consult an agent at most once (the
-/// dispatch drops duplicate calls); a second execution would overwrite the first.
+/// Writes one audit item per sub-agent execution of the turn: a specialist asked twice
+/// gets two (`#2` after the second's key), and one the turn only carries from the turn
+/// that waited for the user (D-36) none, since that turn wrote it.
 ///
 /// # Errors
 ///
@@ -208,8 +207,20 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             })
             .collect()
     };
-    let puts = record.consulted.iter().map(|agent| {
-        let calls = calls(&agent.agent_id);
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let ran = record.consulted.iter().filter(|a| !a.carried).map(|agent| {
+        let nth = seen.entry(agent.agent_id.as_str()).or_default();
+        *nth += 1;
+        (agent, *nth)
+    });
+    let ran: Vec<_> = ran.collect();
+    let puts = ran.into_iter().map(|(agent, nth)| {
+        // The record keeps tool calls by agent: they go with its first execution.
+        let calls = if nth == 1 {
+            calls(&agent.agent_id)
+        } else {
+            Vec::new()
+        };
         let put = ddb
             .put_item()
             .table_name(table)
@@ -219,7 +230,7 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             )
             .item(
                 keys::SK,
-                AttributeValue::S(keys::audit_sk(record.seq, &agent.agent_id)),
+                AttributeValue::S(keys::audit_sk(record.seq, &agent.agent_id, nth)),
             )
             .item(
                 keys::EPISODE_ID,

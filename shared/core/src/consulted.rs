@@ -50,6 +50,11 @@ pub struct ConsultedAgent {
     pub duration_ms: u64,
     /// Tool calls the sub-agent made.
     pub tool_calls: u32,
+    /// It ran in the turn that waited for the user (D-36), not in this one: the record of
+    /// the turn that completes covers the whole turn, and this entry says so, so that
+    /// what counts executions (the audit trail, the aggregates) counts it once.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub carried: bool,
 }
 
 /// `Consulted: Shop, Support (unavailable)` — or an empty string when nobody was.

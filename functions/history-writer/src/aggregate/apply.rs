@@ -85,7 +85,9 @@ pub(crate) async fn apply_turn(ddb: &Client, table: &str, turn: &TurnChange) -> 
     expr.add(&outcome_attribute(record.outcome), 1);
 
     let mut agents: BTreeMap<&str, AgentDelta> = BTreeMap::new();
-    for consulted in &record.consulted {
+    // A specialist the turn only carries from the turn that waited (D-36) was counted
+    // with that turn.
+    for consulted in record.consulted.iter().filter(|c| !c.carried) {
         let delta = agents.entry(consulted.agent_id.as_str()).or_default();
         delta.invocations += 1;
         *delta.statuses.entry(consulted.status.as_str()).or_default() += 1;

@@ -148,9 +148,13 @@ pub fn checkpoint_sk(turn_id: &str) -> String {
     format!("{CHECKPOINT_PREFIX}{turn_id}")
 }
 
-/// `AUDIT#<seq, 10 digits>#<agent_id>`: one per sub-agent execution, in turn order.
-pub fn audit_sk(seq: u64, agent_id: &str) -> String {
-    format!("{AUDIT_PREFIX}{seq:010}#{agent_id}")
+/// `AUDIT#<seq, 10 digits>#<agent_id>`: one per sub-agent execution, in turn order; a
+/// specialist asked again in the same turn gets `#<n>` after, from 2.
+pub fn audit_sk(seq: u64, agent_id: &str, nth: usize) -> String {
+    match nth {
+        0 | 1 => format!("{AUDIT_PREFIX}{seq:010}#{agent_id}"),
+        n => format!("{AUDIT_PREFIX}{seq:010}#{agent_id}#{n}"),
+    }
 }
 
 /// Where a large body goes in the bucket: `bodies/<episode_id>/<turn_id>/<n>.json`.
@@ -215,8 +219,9 @@ mod tests {
 
     #[test]
     fn audit_keys_sort_by_turn() {
-        assert_eq!(audit_sk(7, "billing"), "AUDIT#0000000007#billing");
-        assert!(audit_sk(9, "z") < audit_sk(10, "a"));
+        assert_eq!(audit_sk(7, "billing", 1), "AUDIT#0000000007#billing");
+        assert_eq!(audit_sk(7, "billing", 2), "AUDIT#0000000007#billing#2");
+        assert!(audit_sk(9, "z", 1) < audit_sk(10, "a", 1));
     }
 
     #[test]

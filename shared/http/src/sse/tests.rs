@@ -153,6 +153,7 @@ fn any_event() -> impl Strategy<Value = Event> {
                     status: AgentStatus::Partial,
                     duration_ms: 12,
                     tool_calls,
+                    carried: false,
                 }],
             }
         }),

@@ -60,6 +60,7 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         started_ms: started.duration_since(ctx.started).as_millis() as u64,
         waiting: None,
         refused: false,
+        carried: false,
     };
     ctx.job_started(&job.agent, &job.call_id, &job.query, result.started_ms);
     if let Some(brief) = &job.worker {

@@ -229,6 +229,7 @@ fn consulted_record(work: &Work) -> Vec<ConsultedAgent> {
             status: r.status,
             duration_ms: r.duration_ms,
             tool_calls: r.tool_calls,
+            carried: r.carried,
         })
         .collect()
 }

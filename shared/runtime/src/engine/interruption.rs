@@ -253,6 +253,8 @@ pub(super) async fn resume(
             started_ms: 0,
             waiting: None,
             refused: false,
+            // What goes on with the answer gets a result of its own below.
+            carried: true,
         });
         if let Some(w) = saved.waiting {
             held.push((i, w));
@@ -355,6 +357,7 @@ pub(super) async fn continued(
         started_ms: 0,
         waiting: None,
         refused: false,
+        carried: false,
     };
     let board = Board::new(std::iter::once(agent.id.clone()));
     let limit = Duration::from_millis(agent.limits.timeout_ms);

@@ -229,6 +229,7 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
                     started_ms: job.started_ms,
                     waiting: None,
                     refused: end.refused,
+                    carried: false,
                 });
                 work.jobs.push(AgentJob {
                     agent: job.agent,

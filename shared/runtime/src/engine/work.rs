@@ -65,6 +65,9 @@ pub(crate) struct AgentResult {
     /// A limit refused its first call: it never ran, so it is not in the consulted
     /// record (D-20), only in the routing record's outcomes.
     pub(crate) refused: bool,
+    /// It ran in the turn that waited for the user, and this turn only takes it as it was
+    /// (D-36).
+    pub(crate) carried: bool,
 }
 
 /// Where a sub-agent's text goes while it streams (D-13).

@@ -175,6 +175,14 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     who.sort_unstable();
     assert_eq!(who, ["rewards", "shop"]);
     assert!(last.consulted.iter().all(|a| a.status == AgentStatus::Ok));
+    // Shop ran in the turn that waited, and is only carried here; rewards went on here.
+    let carried: Vec<(&str, bool)> = last
+        .consulted
+        .iter()
+        .map(|a| (a.agent_id.as_str(), a.carried))
+        .collect();
+    assert!(carried.contains(&("shop", true)), "{carried:?}");
+    assert!(carried.contains(&("rewards", false)), "{carried:?}");
     assert_eq!(last.user_text, "Approved: Redeem 800 points");
     let approval = last
         .routing

@@ -84,6 +84,7 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
             status: AgentStatus::Partial,
             duration_ms: 420,
             tool_calls: 2,
+            carried: false,
         }],
         routing,
         usage: vec![ModelUsage {

@@ -118,6 +118,55 @@ async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
     assert!(!rig.meta("ep-1").await.contains_key("due_pk"));
 }
 
+/// A specialist asked twice in one turn is two executions; one that a resumed turn only
+/// carries from the turn that waited for the user (D-36) was audited and counted there.
+#[tokio::test]
+async fn each_execution_is_audited_and_counted_once() {
+    let rig = Rig::new().await;
+    let committed = rig
+        .commit_with("alice", "ep-7", 1, false, |record| {
+            let first = record.consulted[0].clone();
+            record.consulted.push(baton_core::turn::ConsultedAgent {
+                duration_ms: first.duration_ms + 1,
+                tool_calls: 0,
+                ..first.clone()
+            });
+            record.consulted.push(baton_core::turn::ConsultedAgent {
+                agent_id: "rewards".into(),
+                label: "Rewards".into(),
+                carried: true,
+                ..first
+            });
+        })
+        .await;
+    let event = rig.stream().await;
+    let (response, _) = rig.writer().process(event).await.unwrap();
+    assert_eq!(failures(&response), Vec::<String>::new());
+    let record = &committed.record;
+    let first = &record.consulted[0];
+    let audit = rig.audit("ep-7").await;
+    let mut found: Vec<(&str, u64)> = audit
+        .iter()
+        .map(|a| (a.agent_id.as_str(), a.duration_ms))
+        .collect();
+    found.sort_unstable();
+    let mut expected: Vec<(&str, u64)> = record.consulted[..record.consulted.len() - 1]
+        .iter()
+        .map(|a| (a.agent_id.as_str(), a.duration_ms))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(found, expected, "{audit:#?}");
+    assert_eq!(
+        audit
+            .iter()
+            .filter(|a| a.agent_id == first.agent_id)
+            .count(),
+        2
+    );
+    assert!(audit.iter().all(|a| a.agent_id != "rewards"));
+    assert_aggregates_match(&rig.aggregates("ep-7").await, "alice", &[record]);
+}
+
 #[tokio::test]
 async fn meta_and_its_compaction_mark_are_left_to_the_journal() {
     let rig = Rig::new().await;

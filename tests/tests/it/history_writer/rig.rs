@@ -147,6 +147,18 @@ impl Rig {
         seq: u64,
         due: bool,
     ) -> Committed {
+        self.commit_with(principal, episode, seq, due, |_| {}).await
+    }
+
+    /// [`Rig::commit_marking`], with `edit` applied to the sample turn first.
+    pub(crate) async fn commit_with(
+        &self,
+        principal: &str,
+        episode: &str,
+        seq: u64,
+        due: bool,
+        edit: impl FnOnce(&mut TurnRecord),
+    ) -> Committed {
         let principal = Principal::new(principal).unwrap();
         let turn_id = format!("{episode}-turn-{seq}");
         let claim = self
@@ -166,7 +178,8 @@ impl Rig {
             panic!("turn {seq} of {episode} was not claimed: {claim:?}")
         };
         assert_eq!(meta.version, seq - 1);
-        let (record, bodies) = sample_turn(episode, seq, &turn_id);
+        let (mut record, bodies) = sample_turn(episode, seq, &turn_id);
+        edit(&mut record);
         self.store
             .commit(&Commit {
                 principal,
@@ -220,6 +233,7 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
                 status: statuses[usize::try_from((seq + i) % 4).unwrap()],
                 duration_ms: 300 + 100 * seq + 7 * i,
                 tool_calls: u32::try_from((seq + i) % 3).unwrap(),
+                carried: false,
             }
         })
         .collect();
@@ -361,7 +375,8 @@ pub(crate) fn assert_aggregates_match(
         *outcomes
             .entry(outcome.as_str().unwrap().to_owned())
             .or_default() += 1;
-        for agent in &record.consulted {
+        // What a turn only carries from the turn that waited was counted there.
+        for agent in record.consulted.iter().filter(|a| !a.carried) {
             let id = agent.agent_id.clone();
             *invocations.entry(id.clone()).or_default() += 1;
             let status = serde_json::to_value(agent.status).unwrap();

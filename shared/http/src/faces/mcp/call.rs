@@ -211,6 +211,7 @@ mod tests {
                     status: AgentStatus::Ok,
                     duration_ms: 5,
                     tool_calls: 1,
+                    carried: false,
                 }],
                 footer: "Consulted: Shop".into(),
             },

@@ -30,7 +30,8 @@ pub(super) async fn resume(
     work: &mut Work,
 ) {
     tracing::info!(turn_id = %ctx.turn_id, waves_done = saved.waves_done, "resuming a planned turn from its checkpoint");
-    let step = restore(ctx, planner, saved, run, work).await;
+    // That run never committed: what finished in it is this turn's own.
+    let step = restore(ctx, planner, saved, run, work, false).await;
     go_on(ctx, planner, run, &step, work).await;
 }
 
@@ -55,7 +56,8 @@ pub(super) async fn after_answer(
     else {
         return;
     };
-    let step = restore(ctx, planner, *saved, run, work).await;
+    // The turn that waited committed what finished before it: carried here.
+    let step = restore(ctx, planner, *saved, run, work, true).await;
     let mut given = Some(reply.answer.clone());
     let mut waiting = false;
     for saved_job in jobs {
@@ -86,6 +88,7 @@ pub(super) async fn after_answer(
                 started_ms: 0,
                 waiting: Some(w),
                 refused: false,
+                carried: true,
             },
         };
         if result.status == AgentStatus::Awaiting {
@@ -122,6 +125,7 @@ async fn restore(
     saved: PlanCheckpoint,
     run: &mut PlanRun,
     work: &mut Work,
+    carried: bool,
 ) -> Step {
     run.messages = saved.messages;
     run.nodes = saved.nodes;
@@ -158,7 +162,7 @@ async fn restore(
             && let Some(node) = run.nodes.iter().find(|n| n.id == r.id)
         {
             work.jobs.push(worker::job(planner, node, Vec::new()));
-            work.results.push(worker::ran_before(r));
+            work.results.push(worker::ran_before(r, carried));
         }
     }
     run.pending = run

@@ -84,8 +84,9 @@ pub(crate) fn node_result(job: &AgentJob, result: &AgentResult) -> NodeResult {
     }
 }
 
-/// A node that finished before the turn was cut short, as the turn's record of who ran.
-pub(crate) fn ran_before(r: &NodeResult) -> AgentResult {
+/// A node that finished in an earlier run of the turn, as the turn's record of who ran:
+/// `carried` when that run committed (it waited for the user), not when it was cut short.
+pub(crate) fn ran_before(r: &NodeResult, carried: bool) -> AgentResult {
     AgentResult {
         status: match r.status {
             NodeStatus::Completed => AgentStatus::Ok,
@@ -104,5 +105,6 @@ pub(crate) fn ran_before(r: &NodeResult) -> AgentResult {
         started_ms: 0,
         waiting: None,
         refused: false,
+        carried,
     }
 }
