@@ -110,11 +110,11 @@ async fn the_binary_refuses_no_identity_survives_a_malformed_event_and_goes_on()
     let (prelude, _, body) = split(&bytes);
     assert_eq!(
         prelude,
-        "{\"statusCode\":403,\"headers\":{\"content-type\":\"application/json\",\"content-length\":\"113\"},\"cookies\":[]}"
+        "{\"statusCode\":403,\"headers\":{\"content-type\":\"application/json\",\"content-length\":\"152\"},\"cookies\":[]}"
     );
     assert_eq!(
         body,
-        "{\"error\":{\"code\":\"forbidden\",\"message\":\"this request carries no authenticated identity, so it cannot be served\"}}"
+        "{\"error\":{\"code\":\"forbidden\",\"message\":\"this request carries no authenticated identity, so it cannot be served\",\"param\":null,\"type\":\"permission_error\"}}"
     );
 
     let posted = rig
