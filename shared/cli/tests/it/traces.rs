@@ -149,11 +149,10 @@ fn attr_str<'a>(span: &'a Value, name: &str) -> Option<&'a str> {
     attr(span, name).and_then(Value::as_str)
 }
 
+/// An integer attribute: exported as an int, as the GenAI conventions type counts (text
+/// that holds a number does not count).
 fn attr_u64(span: &Value, name: &str) -> Option<u64> {
-    attr(span, name).and_then(|v| {
-        v.as_u64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-    })
+    attr(span, name).and_then(Value::as_u64)
 }
 
 fn id(span: &Value) -> &str {
@@ -231,6 +230,7 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
         attr_str(&root, "gen_ai.conversation.id"),
         Some(episode.as_str())
     );
+    assert!(attr_u64(&root, "baton.intent_count").is_some(), "{root:#}");
     let mut consulted: Vec<&str> = attr_str(&root, "baton.consulted")
         .unwrap_or_default()
         .split(',')

@@ -213,7 +213,8 @@ fn record_on_span(routing: &RoutingRecord, consulted: &[ConsultedAgent]) {
     }
     let guards: Vec<&str> = routing.guards.iter().map(|g| g.guard.as_str()).collect();
     span.record("baton.guards", guards.join(","));
-    span.record("baton.intent_count", routing.intent_count);
+    // Signed: the OpenTelemetry layer exports an unsigned integer as text.
+    span.record("baton.intent_count", i64::from(routing.intent_count));
 }
 
 /// Who was consulted and how it went (D-24), from the runtime's own jobs, never the model's

@@ -180,12 +180,18 @@ async fn one(
     // A call whose stop never came still counts: providers may end the stream early.
     reply.calls.append(&mut open);
     let span = tracing::Span::current();
-    span.record("gen_ai.usage.input_tokens", usage.input);
-    span.record("gen_ai.usage.output_tokens", usage.output);
-    span.record("gen_ai.usage.cache_read.input_tokens", usage.cache_read);
+    // As signed integers: the OpenTelemetry layer exports an unsigned one as text, and the
+    // GenAI conventions type token counts as int.
+    let int = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    span.record("gen_ai.usage.input_tokens", int(usage.input));
+    span.record("gen_ai.usage.output_tokens", int(usage.output));
+    span.record(
+        "gen_ai.usage.cache_read.input_tokens",
+        int(usage.cache_read),
+    );
     span.record(
         "gen_ai.usage.cache_creation.input_tokens",
-        usage.cache_write,
+        int(usage.cache_write),
     );
     if let Some(stop) = reply.stop {
         span.record("gen_ai.response.finish_reasons", stop.as_str());

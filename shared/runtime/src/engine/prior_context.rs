@@ -1,5 +1,6 @@
 //! Prior context on a topic switch (D-18): what a specialist is told about the turn before
-//! when the orchestrator gave it nothing.
+//! when the orchestrator gave it nothing: the user's words, the answer only when the
+//! assistant composed it, and as much of the orchestrator's summary as fits.
 
 use baton_core::registry::Agent;
 use baton_core::trace::GuardName;
@@ -25,10 +26,24 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
     }
     // The last turn first: it is what the switch is about, and the summary only gets what
     // room is left, so a long summary never pushes it out.
-    let mut text = format!(
-        "Last turn, the user said: {:?}. The assistant answered: {}",
-        last.user_text, last.narration
-    );
+    let mut text = match answer_in_the_assistants_voice(last) {
+        Some(answer) => format!(
+            "Last turn, the user said: {:?}. The assistant answered: {answer}",
+            last.user_text
+        ),
+        None => {
+            let who: Vec<String> = last.consulted.iter().map(|c| c.label.clone()).collect();
+            format!(
+                "Last turn, the user said: {:?}, and {} answered it.",
+                last.user_text,
+                if who.is_empty() {
+                    "the assistant".to_owned()
+                } else {
+                    who.join(" and ")
+                }
+            )
+        }
+    };
     if text.chars().count() > PRIOR_CONTEXT_CHARS {
         text = text.chars().take(PRIOR_CONTEXT_CHARS).collect::<String>() + "…";
     } else if let Some(summary) = ctx.summary.as_ref().filter(|s| !s.text.is_empty()) {
@@ -52,4 +67,20 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
         )
     });
     Some(text)
+}
+
+/// The answer of `turn` as the user saw it, when it was the assistant's own composition;
+/// `None` when it was a specialist's own words (its Direct Line answer, or its text passed
+/// through as it came): those are that specialist's alone (D-17), and another specialist
+/// is told only who answered.
+fn answer_in_the_assistants_voice(turn: &baton_core::turn::TurnRecord) -> Option<&str> {
+    if turn.direct.is_some() {
+        return None;
+    }
+    let verbatim = turn
+        .segments
+        .iter()
+        .map(|s| s.text.trim())
+        .any(|t| !t.is_empty() && turn.narration.contains(t));
+    (!verbatim).then_some(turn.narration.as_str())
 }

@@ -684,6 +684,30 @@ async fn an_intent_switch_without_prior_context_gets_it_from_the_runtime() {
     );
 }
 
+/// The runtime's prior context carries the answer the user saw only when the assistant
+/// composed it: a specialist's own words (its Direct Line answer) stay its own (D-17).
+#[tokio::test(start_paused = true)]
+async fn the_prior_context_the_runtime_fills_never_carries_another_specialists_own_words() {
+    let rig = make_rig(&TestRegistry::default(), TWO_TURNS);
+    let (episode, _) = run(
+        &rig,
+        request("#support my receipt R-77 didn't scan", None, "t1"),
+    )
+    .await;
+    run(&rig, request("find coffee deals", Some(&episode), "t2")).await;
+    let shop = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "shop")
+        .unwrap();
+    let suffix = shop.system.last().unwrap().text.to_string();
+    assert!(suffix.contains("<prior_context>"), "{suffix}");
+    assert!(suffix.contains("my receipt R-77 didn't scan"), "{suffix}");
+    assert!(suffix.contains("Support answered it"), "{suffix}");
+    assert!(!suffix.contains("SUPPORT-SECRET"), "{suffix}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unknown_status_code_is_dropped_and_counted() {
     let setup = TestRegistry {

@@ -14,6 +14,10 @@ use crate::registry::{
     Tuning,
 };
 
+/// The most a card's description may take (estimated tokens; D-6): every orchestrator
+/// that routes to the card sends it on every routing request.
+pub(crate) const DESCRIPTION_MAX_TOKENS: u64 = 400;
+
 /// Ids event sources use, so no card can be a sub-agent under them.
 const RESERVED_SUBAGENT_IDS: [&str; 2] = ["orchestrator", "note"];
 
@@ -213,6 +217,20 @@ impl Loader<'_> {
                 "description",
                 "",
                 "the description is the routing signal and cannot be empty (a card of one tool may leave it out when the tool has one)",
+            );
+        }
+        // Every specialist's description is in every routing request: each one kept
+        // tight keeps routing sharp and the prompt small as specialists are added.
+        let tokens = crate::prompt::estimate_tokens(&description);
+        if tokens > DESCRIPTION_MAX_TOKENS {
+            self.problems.add(
+                card.file,
+                "description",
+                format!("~{tokens} tokens"),
+                format!(
+                    "a card's description is what orchestrators route by, and has a budget of {DESCRIPTION_MAX_TOKENS} tokens (about {} characters): say what the specialist is for, not how it works",
+                    DESCRIPTION_MAX_TOKENS * 4
+                ),
             );
         }
         description

@@ -76,3 +76,34 @@ fn the_orchestrator_sees_exactly_its_sub_agents_ask_tools_in_declared_order() {
     let names: Vec<&str> = shop.model_tools.iter().map(|t| &*t.name).collect();
     assert_eq!(names, ["search_offers"], "a leaf sees only its own tools");
 }
+
+#[test]
+fn a_description_over_its_budget_is_an_error_that_names_it() {
+    let mut s = sources();
+    let shop = s
+        .agents
+        .iter_mut()
+        .find(|f| f.path == "agents/shop.yaml")
+        .unwrap();
+    let long = "Finds offers for the products the user names. ".repeat(40);
+    shop.text = shop
+        .text
+        .lines()
+        .map(|l| {
+            if l.starts_with("description:") {
+                format!("description: {long}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let errors = load_errors(&s);
+    assert!(
+        errors.iter().any(|e| e.file == "agents/shop.yaml"
+            && e.field == "description"
+            && e.problem.contains("budget of 400 tokens")),
+        "{}",
+        LoadErrors(errors.clone())
+    );
+}
