@@ -349,6 +349,13 @@ pub struct Awaiting {
     /// them, so a turn that pauses again and again is still bounded per turn.
     #[serde(default, skip_serializing_if = "TurnSpent::is_none")]
     pub spent: TurnSpent,
+    /// The user's locale as the waiting turn had it: a reply that names none (a face's
+    /// resume, a "yes") goes on in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// The user's location, kept as the locale is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// What a turn has spent of its own limits (D-15) when it stops for the user.
@@ -483,6 +490,8 @@ mod tests {
             jobs: Vec::new(),
             plan: None,
             spent: TurnSpent::default(),
+            locale: None,
+            location: None,
             interruption: Interruption {
                 id: "int_1".into(),
                 kind: InterruptionKind::Approval,

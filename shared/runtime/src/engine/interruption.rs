@@ -187,6 +187,8 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
         jobs,
         interruption,
         spent: ctx.spent(iterations),
+        locale: ctx.locale.clone(),
+        location: ctx.location.clone(),
     }));
 }
 

@@ -108,8 +108,15 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         // (a face's own, or a fresh one for words): the waiting turn's and the question's.
         ctx.acts_under =
             Some(interruption::resume_turn_id(&awaiting.turn_id, &reply.interruption_id).into());
-        // The turn's budgets go on from where the waiting turn left them (D-15).
+        // The turn's budgets go on from where the waiting turn left them (D-15), in the
+        // user's locale and location unless the reply names its own.
         ctx.restore_spent(awaiting.spent);
+        if ctx.locale.is_none() {
+            ctx.locale.clone_from(&awaiting.locale);
+        }
+        if ctx.location.is_none() {
+            ctx.location.clone_from(&awaiting.location);
+        }
         // A resumed turn is a routed one: it can wait again.
         ctx.pausable = true;
         let deadline = Duration::from_millis(ctx.inner.config.turn_timeout_ms);

@@ -167,6 +167,15 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
         rewards_calls + 1,
         "rewards went on from its call"
     );
+    // It went on in the user's locale, though the reply named none.
+    let went_on = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "rewards")
+        .unwrap();
+    let suffix = went_on.system.last().unwrap().text.to_string();
+    assert!(suffix.contains("locale: en-US"), "{suffix}");
     assert!(answer(&resumed).contains("Here is everything."));
     // The record of the turn that completes covers the whole turn.
     let turns = rig.store.turns(&alice(), &episode, 2).await.unwrap();

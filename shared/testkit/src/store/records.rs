@@ -156,6 +156,8 @@ fn awaiting() -> Awaiting {
             tool_calls: 1,
             iterations: 1,
         },
+        locale: Some("en-GB".into()),
+        location: None,
         jobs: vec![
             SavedJob {
                 agent_id: "shop".into(),
