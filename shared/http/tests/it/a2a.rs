@@ -346,6 +346,20 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
             rpc("CreateTaskPushNotificationConfig", &json!({}), None),
             -32003,
         ),
+        // Push is not supported, also when a message asks for it.
+        (
+            rpc(
+                "SendMessage",
+                &json!({
+                    "message": { "messageId": "m-p", "role": "ROLE_USER", "parts": [{ "text": "hi" }] },
+                    "configuration": { "taskPushNotificationConfig": { "url": "https://hooks.example/x" } }
+                }),
+                None,
+            ),
+            -32003,
+        ),
+        // The card declares no extended card.
+        (rpc("GetExtendedAgentCard", &json!({}), None), -32004),
     ];
     for (req, code) in cases {
         let reply = call(&state, req).await;
@@ -359,6 +373,37 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
     old.headers_mut()
         .insert("a2a-version", "0.3".parse().unwrap());
     assert_eq!(call(&state, old).await["error"]["code"], -32009);
+    // An empty version reads as 0.3; the patch number does not matter; the version may
+    // come in the query string; a method name is echoed bounded.
+    let with_version = |version: &str| {
+        let mut req = rpc("GetTask", &json!({ "id": "x" }), None);
+        req.headers_mut()
+            .insert("a2a-version", version.parse().unwrap());
+        req
+    };
+    assert_eq!(
+        call(&state, with_version("")).await["error"]["code"],
+        -32009
+    );
+    for patch in ["1.0.0", "1.0.3"] {
+        assert_eq!(
+            call(&state, with_version(patch)).await["error"]["code"],
+            -32001,
+            "{patch}"
+        );
+    }
+    let mut queried = rpc("GetTask", &json!({ "id": "x" }), None);
+    queried.headers_mut().remove("a2a-version");
+    *queried.uri_mut() = "/a2a?A2A-Version=0.3".parse().unwrap();
+    assert_eq!(call(&state, queried).await["error"]["code"], -32009);
+    let long = rpc(&format!("No\u{0}{}", "x".repeat(5000)), &json!({}), None);
+    let refused = call(&state, long).await;
+    let words = refused["error"]["message"].as_str().unwrap();
+    assert!(words.len() < 300 && !words.contains('\0'), "{words}");
+    // `/a2a/` is `/a2a`.
+    let mut slash = rpc("GetTask", &json!({ "id": "x" }), None);
+    *slash.uri_mut() = "/a2a/".parse().unwrap();
+    assert_eq!(call(&state, slash).await["error"]["code"], -32001);
     let nobody = Rig {
         default_principal: None,
         ..Rig::default()

@@ -62,6 +62,49 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route(CARD_PATH, get(agent_card))
         .route(PATH, post(call))
+        // A client that joins the card's URL and a path may end up with a slash.
+        .route(PATH_SLASH, post(call))
+}
+
+/// `PATH` with a trailing slash.
+const PATH_SLASH: &str = "/a2a/";
+
+/// At most this many characters of a client's id or name are echoed in a message.
+const SHOWN_CHARS: usize = 64;
+
+/// A client's value as a message may echo it: bounded, without control characters.
+fn shown(value: &str) -> String {
+    let mut out: String = value
+        .chars()
+        .take(SHOWN_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if value.chars().count() > SHOWN_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+/// Whether the A2A version a client asks for is one this agent speaks: 1.0, whatever the
+/// patch. An empty value reads as 0.3, which it does not.
+fn speaks(version: &str) -> bool {
+    let parts: Vec<&str> = version.trim().split('.').collect();
+    let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    parts.len() <= 3
+        && parts.iter().all(numeric)
+        && parts[0] == "1"
+        && parts.get(1).is_none_or(|minor| *minor == "0")
+}
+
+/// The version the call asks for: the `A2A-Version` header, else the same name in the
+/// query string; `None` when it names none.
+fn asked_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    if let Some(v) = headers.get(VERSION_HEADER) {
+        return Some(v.to_str().unwrap_or("?").to_owned());
+    }
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k.eq_ignore_ascii_case(VERSION_HEADER))
+        .map(|(_, v)| v.into_owned())
 }
 
 async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Json<a2a::AgentCard> {
@@ -94,6 +137,7 @@ async fn call(
         Ok(Caller(p)) => p,
         Err(e) => return e.into_response(),
     };
+    let query = request.uri().query().map(str::to_owned);
     let bytes = match turns::read_body(&state, request).await {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -113,10 +157,15 @@ async fn call(
         Ok(call) => call,
         Err(refused) => return answer(&refused.response()),
     };
-    if let Some(version) = headers.get(VERSION_HEADER).and_then(|v| v.to_str().ok())
-        && !matches!(version.trim(), "1.0" | "1")
+    if let Some(version) = asked_version(&headers, query.as_deref())
+        && !speaks(&version)
     {
-        return refuse(call.id, &A2AError::version_not_supported(version));
+        let version = if version.trim().is_empty() {
+            "0.3 (an empty A2A-Version)".to_owned()
+        } else {
+            shown(&version)
+        };
+        return refuse(call.id, &A2AError::version_not_supported(&version));
     }
     let id = call.id.clone();
     let outcome = match call.method.as_str() {
@@ -145,8 +194,11 @@ async fn call(
         | methods::GET_PUSH_CONFIG
         | methods::LIST_PUSH_CONFIGS
         | methods::DELETE_PUSH_CONFIG => Err(A2AError::push_notification_not_supported()),
-        methods::GET_EXTENDED_AGENT_CARD => Err(A2AError::extended_card_not_configured()),
-        other => Err(A2AError::method_not_found(other)),
+        // The card declares no extended card: the operation is not supported here.
+        methods::GET_EXTENDED_AGENT_CARD => Err(A2AError::unsupported_operation(
+            "This agent has no extended agent card.",
+        )),
+        other => Err(A2AError::method_not_found(&shown(other))),
     };
     match outcome {
         Ok(result) => answer(&JsonRpcResponse::success(id, result)),
@@ -171,7 +223,18 @@ async fn prepare(
     principal: Principal,
     call: &Call,
 ) -> Result<Prepared, A2AError> {
-    let SendMessageRequest { message, .. } = rpc::params(call)?;
+    let SendMessageRequest {
+        message,
+        configuration,
+        ..
+    } = rpc::params(call)?;
+    // Push notifications are not supported: a config for them is refused, not ignored.
+    if configuration
+        .as_ref()
+        .is_some_and(|c| c.task_push_notification_config.is_some())
+    {
+        return Err(A2AError::push_notification_not_supported());
+    }
     if message.role != Role::User {
         return Err(A2AError::invalid_params(
             "The message must come from the user (role ROLE_USER).",
@@ -382,7 +445,7 @@ async fn stream(
 
 /// The task a call's `id` names for `principal`, or "not found".
 fn task_ref(principal: &Principal, id: &str) -> Result<TaskRef, A2AError> {
-    TaskRef::parse(principal, id).ok_or_else(|| A2AError::task_not_found(id))
+    TaskRef::parse(principal, id).ok_or_else(|| A2AError::task_not_found(&shown(id)))
 }
 
 /// The committed task, or "not found" (another principal's is not found either).
@@ -422,7 +485,7 @@ async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Resul
     } else {
         committed(state, principal, &task).await?
     };
-    let found = found.ok_or_else(|| A2AError::task_not_found(&id))?;
+    let found = found.ok_or_else(|| A2AError::task_not_found(&shown(&id)))?;
     serde_json::to_value(found).map_err(|e| A2AError::internal(e.to_string()))
 }
 
@@ -453,6 +516,44 @@ async fn cancel_task(
     }
     match committed(state, principal, &task).await? {
         Some(_) => Err(A2AError::task_not_cancelable(&id)),
-        None => Err(A2AError::task_not_found(&id)),
+        None => Err(A2AError::task_not_found(&shown(&id))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_one_is_spoken_whatever_the_patch_and_an_empty_one_is_not() {
+        for yes in ["1", "1.0", "1.0.0", "1.0.3", " 1.0 "] {
+            assert!(speaks(yes), "{yes}");
+        }
+        for no in ["", "0.3", "1.1", "2.0", "1.0.x", "1..0", "1.0.0.0"] {
+            assert!(!speaks(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_version_comes_from_the_header_else_the_query_string() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(
+            asked_version(&headers, Some("a=1&A2A-Version=1.0.2")),
+            Some("1.0.2".into())
+        );
+        assert_eq!(asked_version(&headers, None), None);
+        headers.insert(VERSION_HEADER, "0.3".parse().unwrap());
+        assert_eq!(
+            asked_version(&headers, Some("A2A-Version=1.0")),
+            Some("0.3".into())
+        );
+    }
+
+    #[test]
+    fn an_echoed_value_is_bounded_and_has_no_control_characters() {
+        assert_eq!(shown("task-1"), "task-1");
+        assert_eq!(shown("a\0b\nc"), "a?b?c");
+        let long = "x".repeat(10_000);
+        assert_eq!(shown(&long).chars().count(), SHOWN_CHARS + 1);
     }
 }
