@@ -61,7 +61,31 @@ async fn the_agent_card_lists_the_specialists_as_skills_and_how_to_authenticate(
         .unwrap();
     let response = send(&state, req).await;
     assert_eq!(response.status(), StatusCode::OK);
+    // Cacheable, one copy per host it names.
+    let head = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(head("cache-control").contains("max-age"));
+    assert!(
+        head("last-modified").ends_with(" GMT"),
+        "{}",
+        head("last-modified")
+    );
+    assert!(head("vary").contains("Host"));
+    let etag = head("etag");
+    assert!(etag.starts_with('"') && etag.len() > 10, "{etag}");
     let card: Value = serde_json::from_str(&text(response).await).unwrap();
+    let again = Request::get("/.well-known/agent-card.json")
+        .header("host", "agents.example:8080")
+        .header("if-none-match", etag.as_str())
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(send(&state, again).await.status(), StatusCode::NOT_MODIFIED);
     let interface = &card["supportedInterfaces"][0];
     assert_eq!(interface["url"], "http://agents.example:8080/a2a");
     assert_eq!(interface["protocolBinding"], "JSONRPC");

@@ -167,6 +167,34 @@ pub(crate) fn base_url(headers: &HeaderMap) -> String {
     format!("{scheme}://{host}")
 }
 
+/// When this process loaded the card's registry (first asked at start-up): its
+/// `Last-Modified`, as an HTTP date.
+pub(crate) fn since() -> String {
+    static SINCE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or_default();
+        chrono::DateTime::from_timestamp(i64::try_from(now).unwrap_or_default(), 0)
+            .map(|t| t.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+            .unwrap_or_default()
+    });
+    SINCE.clone()
+}
+
+/// A strong entity tag of the card's bytes.
+pub(crate) fn etag(body: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write as _;
+    let mut tag = String::from("\"");
+    for b in &Sha256::digest(body)[..12] {
+        // Writing to a String cannot fail.
+        let _ = write!(tag, "{b:02x}");
+    }
+    tag.push('"');
+    tag
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,6 +59,7 @@ const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
 /// The face's routes.
 pub(crate) fn routes() -> Router<AppState> {
+    card::since();
     Router::new()
         .route(CARD_PATH, get(agent_card))
         .route(PATH, post(call))
@@ -107,14 +108,43 @@ fn asked_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Json<a2a::AgentCard> {
+/// The card, cacheable: it changes only with the registry, which a restart reloads. It
+/// names the host it was asked under, so caches keep one per host (`Vary`).
+async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    use axum::http::{StatusCode, header};
     let scheme = state.principals.scheme();
-    Json(card::card(
+    let card = card::card(
         state.runtime.registry(),
         state.runtime.entry(),
         &card::base_url(&headers),
         scheme.as_ref(),
-    ))
+    );
+    let Ok(body) = serde_json::to_vec(&card) else {
+        return Error::NoRoute.into_response();
+    };
+    let etag = card::etag(&body);
+    let cache = [
+        (header::CACHE_CONTROL, "public, max-age=300".to_owned()),
+        (header::ETAG, etag.clone()),
+        (header::LAST_MODIFIED, card::since()),
+        (
+            header::VARY,
+            "Host, X-Forwarded-Host, X-Forwarded-Proto".to_owned(),
+        ),
+    ];
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| tags.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    if fresh {
+        return (StatusCode::NOT_MODIFIED, cache).into_response();
+    }
+    (
+        cache,
+        [(header::CONTENT_TYPE, "application/json".to_owned())],
+        body,
+    )
+        .into_response()
 }
 
 /// A JSON-RPC answer (refusals included: JSON-RPC carries them in the body, with 200).
