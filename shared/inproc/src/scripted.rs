@@ -346,6 +346,10 @@ impl Playback {
 }
 
 impl Model for ScriptedModel {
+    fn serves_as(&self) -> Option<(&str, &str)> {
+        Some(("scripted", "scripted"))
+    }
+
     fn stream(&self, request: &ModelRequest) -> ModelStream {
         if let Some(log) = &self.log
             && let Ok(mut log) = log.lock()

@@ -223,6 +223,12 @@ pub async fn decode(
 }
 
 impl Model for OpenAiCompatible {
+    fn serves_as(&self) -> Option<(&str, &str)> {
+        self.every_card
+            .as_ref()
+            .map(|route| ("openai_compatible", &*route.model_id))
+    }
+
     fn stream(&self, request: &ModelRequest) -> ModelStream {
         let Some(route) = self.route(&request.model_id) else {
             let e = ModelError::Invalid(format!(

@@ -300,6 +300,15 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
                 && attr_u64(s, "gen_ai.usage.input_tokens").unwrap_or(0) > 0),
             "{agent}: {under:#?}"
         );
+        // The model that answered is named: here the offline model, whatever the card's.
+        assert!(
+            under
+                .iter()
+                .filter(|s| s["name"] == "chat")
+                .all(|s| attr_str(s, "gen_ai.provider.name") == Some("offline")
+                    && attr_str(s, "gen_ai.request.model") == Some("offline")),
+            "{agent}: {under:#?}"
+        );
         assert!(
             under
                 .iter()

@@ -31,10 +31,21 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 pub trait Model: Send + Sync {
     /// Start one conversation call.
     fn stream(&self, request: &ModelRequest) -> ModelStream;
+
+    /// The provider and model id this adapter answers with, when it answers every card
+    /// with one model whatever the card names (the offline model, a script, `--model
+    /// KEY`): what traces name (D-33). `None`: the card's own model answers.
+    fn serves_as(&self) -> Option<(&str, &str)> {
+        None
+    }
 }
 
 impl<M: Model + ?Sized> Model for Arc<M> {
     fn stream(&self, request: &ModelRequest) -> ModelStream {
         (**self).stream(request)
+    }
+
+    fn serves_as(&self) -> Option<(&str, &str)> {
+        (**self).serves_as()
     }
 }

@@ -86,6 +86,10 @@ impl Model for OfflineModel {
         let events = self.inner.respond(request);
         stream::iter(events.into_iter().map(Ok)).boxed()
     }
+
+    fn serves_as(&self) -> Option<(&str, &str)> {
+        Some(("offline", "offline"))
+    }
 }
 
 impl Inner {

@@ -97,13 +97,17 @@ pub(crate) async fn call(
         // OpenTelemetry GenAI conventions: one `chat` span per model call. The cohort (the
         // hash of the card's stable prompt prefix, D-3) tells which calls can share a
         // prompt cache.
+        // The model that answers: the card's, unless one model answers every card.
+        let (provider, model_id) = model
+            .serves_as()
+            .unwrap_or((&*agent.model.provider, &agent.model.model_id));
         let span = tracing::info_span!(
             "chat",
             gen_ai.operation.name = "chat",
-            gen_ai.request.model = %agent.model.model_id,
+            gen_ai.request.model = %model_id,
             gen_ai.agent.name = %agent.id,
             baton.prompt.cohort = %agent.prompt.cohort,
-            gen_ai.provider.name = %agent.model.provider,
+            gen_ai.provider.name = %provider,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
             gen_ai.usage.cache_read.input_tokens = tracing::field::Empty,
