@@ -417,6 +417,57 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
     assert_eq!(parent(turn), Some(id(request)), "{of_caller:#?}");
     serving.kill();
 
+    // A specialist that fails is an error on its span, with its kind; the one that
+    // answered is not.
+    let failing = sandbox.script(
+        r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls:
+        - { name: ask_shop, args: { query: "coffee deals", intent_count: 2 } }
+        - { name: ask_support, args: { query: "my receipt", intent_count: 2 } }
+    - when: { purpose: compose }
+      text: ["Here is what I found."]
+  shop:
+    - text: ["Roast coffee earns points."]
+  support:
+    - error: invalid
+"#,
+    );
+    let run: Run = sandbox
+        .baton()
+        .args(["chat", "--registry", registry(), "--model", &failing])
+        .arg("coffee deals and my receipt")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let failed_support = |s: &Value| {
+        s["name"] == "invoke_agent"
+            && attr_str(s, "gen_ai.agent.name") == Some("support")
+            && attr_str(s, "error.type").is_some()
+    };
+    let spans = wait_for(&phoenix, |spans| spans.iter().any(failed_support));
+    let support = spans.iter().find(|s| failed_support(s)).unwrap();
+    assert_eq!(support["status_code"], "ERROR", "{support:#}");
+    assert_eq!(
+        attr_str(support, "error.type"),
+        Some("error"),
+        "{support:#}"
+    );
+    let trace = &support["context"]["trace_id"];
+    let shop = spans
+        .iter()
+        .find(|s| {
+            &s["context"]["trace_id"] == trace
+                && s["name"] == "invoke_agent"
+                && attr_str(s, "gen_ai.agent.name") == Some("shop")
+        })
+        .unwrap();
+    assert_ne!(shop["status_code"], "ERROR", "{shop:#}");
+
     // A remote A2A specialist's spans join the turn's trace: the store agent (the official
     // Python SDK, with OpenTelemetry's) exports to the same receiver and continues the
     // `traceparent` Baton sends it.

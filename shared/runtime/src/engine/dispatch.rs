@@ -80,6 +80,8 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         turn_id = %ctx.turn_id,
         gen_ai.input.messages = tracing::field::Empty,
         gen_ai.output.messages = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
     );
     let calls_before = ctx.calls_started(&agent.id);
     let run = subagent::run(ctx, job, mode, status, &mut result).instrument(span.clone());
@@ -106,6 +108,11 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         },
     );
     span_content::record(ctx, &span, &job.query, &result.text, false);
+    // A specialist that failed or timed out is an error on its span (a wait is not).
+    if matches!(result.status, AgentStatus::Error | AgentStatus::Timeout) {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", result.status.as_str());
+    }
     status.finished(&agent.id);
     if let Some(brief) = &job.worker {
         ctx.out
