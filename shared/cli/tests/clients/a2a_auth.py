@@ -4,7 +4,8 @@ Python (`a2a-sdk`).
     python a2a_auth.py BASE_URL PRINCIPAL
 
 Streams a message whose specialist needs the user's own account: prints one JSON line with
-the task's last state and its answer (which holds the sign-in page). Then waits for a line
+the task's last state, its answer (which holds the sign-in page) and its state read back
+with GetTask. Then waits for a line
 on stdin (the test signs in meanwhile), sends "done" on the same task, and prints a second
 JSON line with that task's last state and answer.
 """
@@ -16,7 +17,7 @@ import uuid
 
 import httpx
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
-from a2a.types.a2a_pb2 import Message, Part, Role, SendMessageRequest, TaskState
+from a2a.types.a2a_pb2 import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
 
 def message(text, task=None, context=None):
@@ -52,6 +53,9 @@ async def main():
         card = await A2ACardResolver(http, base).get_agent_card()
         client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
         first = await streamed(client, message("what are my partner miles"))
+        # Read back, the waiting task is in the state it answered with.
+        got = await client.get_task(GetTaskRequest(id=first["task_id"]))
+        first["read_back"] = TaskState.Name(got.status.state)
         print(json.dumps(first), flush=True)
         sys.stdin.readline()
         second = await streamed(

@@ -413,6 +413,7 @@ fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
     let mut client = LineClient::spawn(command);
     let first = client.next();
     assert_eq!(first["state"], "TASK_STATE_AUTH_REQUIRED", "{first:#}");
+    assert_eq!(first["read_back"], "TASK_STATE_AUTH_REQUIRED", "{first:#}");
     let url = page_in(first["answer"].as_str().unwrap(), &scene.partner);
     let back = scene.partner.sign_in(&url, "allow");
     assert_eq!(callback(&serving, &scene, &back).0, 200);

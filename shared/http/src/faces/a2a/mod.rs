@@ -496,7 +496,7 @@ async fn committed(
             });
             Ok(resumed
                 .or_else(|| history.turns.iter().find(|t| t.turn_id == task.turn_id))
-                .map(|t| task::from_history(task, t)))
+                .map(|t| task::from_history(task, t, history.pending.as_ref())))
         }
         Err(r) if r.kind == RejectionKind::NotFound => Ok(None),
         Err(r) => Err(rpc::rejection(&r)),

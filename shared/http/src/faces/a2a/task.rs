@@ -22,7 +22,7 @@ use baton_core::events::Event;
 use baton_core::interruption::InterruptionKind;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
-use baton_runtime::history::HistoryTurn;
+use baton_runtime::history::{HistoryTurn, PendingInterruption};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -323,9 +323,23 @@ fn answer_artifact(id: String, answer: String) -> Artifact {
     }
 }
 
-/// A committed turn read back as its task.
-pub(crate) fn from_history(task: &TaskRef, turn: &HistoryTurn) -> Task {
-    let state = state_of(turn.outcome);
+/// A committed turn read back as its task; `pending` is what its episode waits on now: a
+/// turn that waits for an account to be connected reads back as it answered, in
+/// `AUTH_REQUIRED`.
+pub(crate) fn from_history(
+    task: &TaskRef,
+    turn: &HistoryTurn,
+    pending: Option<&PendingInterruption>,
+) -> Task {
+    let state = match (state_of(turn.outcome), pending) {
+        (TaskState::InputRequired, Some(p))
+            if p.turn_id == turn.turn_id
+                && p.interruption.kind == InterruptionKind::AccountLink =>
+        {
+            TaskState::AuthRequired
+        }
+        (state, _) => state,
+    };
     let task_id = task.task_id();
     let user = text_message(
         Role::User,
