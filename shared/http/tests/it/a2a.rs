@@ -217,6 +217,29 @@ async fn a_plain_message_answers_the_task_and_a_follow_up_continues_its_context(
         got["result"]["metadata"]["baton"]["footer"],
         "Consulted: Shop"
     );
+    assert_eq!(got["result"]["history"].as_array().map(Vec::len), Some(1));
+    // historyLength bounds the history it sends back; below 0 is refused.
+    let none = call(
+        &state,
+        rpc(
+            "GetTask",
+            &json!({ "id": task["id"], "historyLength": 0 }),
+            None,
+        ),
+    )
+    .await;
+    let kept = none["result"]["history"].as_array().map_or(0, Vec::len);
+    assert_eq!(kept, 0, "{none}");
+    let negative = call(
+        &state,
+        rpc(
+            "GetTask",
+            &json!({ "id": task["id"], "historyLength": -1 }),
+            None,
+        ),
+    )
+    .await;
+    assert_eq!(negative["error"]["code"], -32602, "{negative}");
     let theirs = call(
         &state,
         rpc("GetTask", &json!({ "id": task["id"] }), Some("mallory")),

@@ -505,7 +505,12 @@ async fn committed(
 
 /// `GetTask`: a running turn's task is working; a committed one is read from the journal.
 async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Result<Value, A2AError> {
-    let GetTaskRequest { id, .. } = rpc::params(call)?;
+    let GetTaskRequest {
+        id, history_length, ..
+    } = rpc::params(call)?;
+    if history_length.is_some_and(|n| n < 0) {
+        return Err(A2AError::invalid_params("historyLength must be 0 or more."));
+    }
     let task = task_ref(principal, &id)?;
     let found = if state
         .runtime
@@ -515,7 +520,13 @@ async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Resul
     } else {
         committed(state, principal, &task).await?
     };
-    let found = found.ok_or_else(|| A2AError::task_not_found(&shown(&id)))?;
+    let mut found = found.ok_or_else(|| A2AError::task_not_found(&shown(&id)))?;
+    // At most the last `historyLength` messages of its history; 0, none.
+    if let (Some(n), Some(history)) = (history_length, found.history.as_mut()) {
+        let keep = usize::try_from(n).unwrap_or(0);
+        let drop = history.len().saturating_sub(keep);
+        history.drain(..drop);
+    }
     serde_json::to_value(found).map_err(|e| A2AError::internal(e.to_string()))
 }
 
