@@ -146,6 +146,18 @@ async fn a_streamed_message_is_a_task_with_working_updates_an_answer_artifact_an
     assert!(answer.contains(ANSWER), "{answer}");
     assert_eq!(chunks[0]["append"], false);
     assert_eq!(chunks.last().unwrap()["lastChunk"], true);
+    // Every chunk holds a part with text, the last one too; only the last is last.
+    for (i, chunk) in chunks.iter().enumerate() {
+        let parts = chunk["artifact"]["parts"].as_array().unwrap();
+        assert!(
+            !parts.is_empty()
+                && parts
+                    .iter()
+                    .all(|p| p["text"].as_str().is_some_and(|t| !t.is_empty())),
+            "{chunk}"
+        );
+        assert_eq!(chunk["lastChunk"], i + 1 == chunks.len(), "{chunk}");
+    }
     let last = &results.last().unwrap()["statusUpdate"];
     assert_eq!(last["taskId"], task_id);
     assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED");

@@ -115,6 +115,9 @@ pub(crate) struct TaskRun {
     answer: AnswerText,
     /// Whether a chunk of the answer artifact went out.
     chunked: bool,
+    /// The latest piece of a streamed answer, held until the next one or the end, so that
+    /// the last chunk, marked so, carries text (an artifact has at least one part).
+    held: Option<String>,
     /// The whole answer, for a call that is not streamed.
     kept: Option<String>,
     statuses: u32,
@@ -135,6 +138,7 @@ impl TaskRun {
             task,
             answer: AnswerText::default(),
             chunked: false,
+            held: None,
             kept: keep.then(String::new),
             statuses: 0,
             error: None,
@@ -175,11 +179,7 @@ impl TaskRun {
     fn chunk(&mut self, text: String, last: bool) -> StreamResponse {
         let append = self.chunked;
         self.chunked = true;
-        let parts = if text.is_empty() {
-            Vec::new()
-        } else {
-            vec![Part::text(text)]
-        };
+        let parts = vec![Part::text(text)];
         StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
             task_id: self.task_id.clone(),
             context_id: self.task.context_id.clone(),
@@ -223,8 +223,8 @@ impl TaskRun {
         if let Some(piece) = self.answer.piece(event) {
             if let Some(kept) = &mut self.kept {
                 kept.push_str(&piece);
-            } else {
-                out.push(self.chunk(piece, false));
+            } else if let Some(before) = self.held.replace(piece) {
+                out.push(self.chunk(before, false));
             }
         }
         match event {
@@ -239,8 +239,8 @@ impl TaskRun {
             }
             Event::Interruption(asked) => self.waits_for = Some(asked.kind),
             Event::Completed { outcome, privacy } => {
-                if self.kept.is_none() && self.chunked {
-                    out.push(self.chunk(String::new(), true));
+                if let Some(last) = self.held.take() {
+                    out.push(self.chunk(last, true));
                 }
                 let state = match (state_of(*outcome), self.waits_for) {
                     // The user must connect an account (the answer says where): A2A's own
