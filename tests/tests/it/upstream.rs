@@ -13,7 +13,7 @@ use baton_core::events::{Event, WireEvent};
 use baton_core::ports::clock::Clock;
 use baton_core::ports::store::Store;
 use baton_core::ports::upstream::UpstreamConversation;
-use baton_core::trace::GuardName;
+use baton_core::trace::{GuardName, ToolOutcome};
 use baton_core::turn::{AgentStatus, TurnRecord};
 use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
@@ -270,6 +270,57 @@ async fn a_conversation_continues_within_its_lifetime_and_restarts_with_replay_a
             r.messages
         );
     }
+}
+
+/// The exchange with the remote service is the specialist's one call: it shows as a tool
+/// call on the stream, as the record counts it (D-20), and a failed one as unavailable.
+#[tokio::test]
+async fn the_remote_exchange_is_a_tool_call_on_the_stream_and_in_the_record() {
+    let rig = rig_on(Arc::new(HeapStore::new()), "mediated", 5_000).await;
+    let (episode, events) = rig.turn(None, "my receipt R-1 didn't scan").await;
+    let calls = |events: &[WireEvent]| -> Vec<(String, Option<ToolOutcome>)> {
+        events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::ToolCallStart { agent, .. } => Some((format!("start {agent}"), None)),
+                Event::ToolResult { agent, status, .. } => {
+                    Some((format!("result {agent}"), Some(*status)))
+                }
+                Event::ToolCallEnd { agent, .. } => Some((format!("end {agent}"), None)),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(
+        calls(&events),
+        [
+            ("start support".to_owned(), None),
+            ("result support".to_owned(), Some(ToolOutcome::Ok)),
+            ("end support".to_owned(), None),
+        ]
+    );
+    let record = rig.last(&episode).await;
+    let support = record
+        .consulted
+        .iter()
+        .find(|c| c.agent_id == "support")
+        .unwrap();
+    let recorded = record
+        .routing
+        .tool_calls
+        .iter()
+        .filter(|c| c.agent_id == "support")
+        .count();
+    assert_eq!((support.tool_calls, recorded), (1, 1));
+
+    rig.upstream.set(Behaviour::Down);
+    rig.advance(MINUTE);
+    let (_, events) = rig.turn(Some(&episode), "my receipt again").await;
+    assert!(
+        calls(&events).contains(&("result support".to_owned(), Some(ToolOutcome::Unavailable))),
+        "{:?}",
+        calls(&events)
+    );
 }
 
 #[tokio::test]

@@ -76,7 +76,7 @@ async fn relay_progress<T>(
 /// The end of a started call: its `tool_result` and `tool_call_end`, sent exactly once.
 /// Dropped unsent (the call's future was cancelled by a sub-agent's timeout or the turn's
 /// deadline), it sends them as unavailable without waiting for the reader.
-struct CallEnd<'a> {
+pub(crate) struct CallEnd<'a> {
     ctx: &'a TurnCtx,
     call_id: String,
     agent: String,
@@ -85,7 +85,29 @@ struct CallEnd<'a> {
     sent: bool,
 }
 
-impl CallEnd<'_> {
+impl<'a> CallEnd<'a> {
+    /// Announces `agent`'s call of `tool` (`tool_call_start`) and returns what ends it: a
+    /// call the runtime makes on a specialist's behalf without a model asking (a remote
+    /// agent's message) shows as one too.
+    pub(crate) async fn begin(ctx: &'a TurnCtx, agent: &str, tool: &str) -> CallEnd<'a> {
+        let call_id = format!("{agent}.{tool}");
+        ctx.out
+            .emit(Event::ToolCallStart {
+                call_id: call_id.clone(),
+                agent: agent.to_owned(),
+                tool: tool.to_owned(),
+            })
+            .await;
+        CallEnd {
+            ctx,
+            call_id,
+            agent: agent.to_owned(),
+            tool: tool.to_owned(),
+            started: Instant::now(),
+            sent: false,
+        }
+    }
+
     fn events(&self, status: ToolOutcome) -> [Event; 2] {
         [
             Event::ToolResult {
@@ -116,7 +138,7 @@ impl CallEnd<'_> {
         });
     }
 
-    async fn send(mut self, status: ToolOutcome) {
+    pub(crate) async fn send(mut self, status: ToolOutcome) {
         self.sent = true;
         self.record(status);
         // Both are handed over before the only wait (for the reader), so a drop while

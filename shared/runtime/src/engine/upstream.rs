@@ -120,6 +120,8 @@ pub(crate) async fn run(
         code: tool.status_code.as_ref(),
         fields: Arc::new(serde_json::json!({"query": job.query})),
     };
+    // The exchange is the specialist's one call (D-20): announced and ended as any.
+    let call = super::tools::CallEnd::begin(ctx, &agent.id, &tool.id).await;
     let mut outcome = converse(chat, &request, &progress, sink, result).await;
     if matches!(outcome, Err(UpstreamError::UnknownConversation))
         && request.conversation_id.is_some()
@@ -130,6 +132,12 @@ pub(crate) async fn run(
         request.replay = replay(ctx, &agent.id, policy.replay_turns).await;
         outcome = converse(chat, &request, &progress, sink, result).await;
     }
+    call.send(if outcome.is_ok() {
+        baton_core::trace::ToolOutcome::Ok
+    } else {
+        baton_core::trace::ToolOutcome::Unavailable
+    })
+    .await;
     if let Some(why) = restart {
         let why = match why {
             Restart::Expired => "its conversation had expired",

@@ -232,15 +232,25 @@ impl TaskRun {
             Event::Status { message, .. } => {
                 out.push(self.status(TaskState::Working, Some(message), None));
             }
-            Event::Error { message } => self.error = Some(message.clone()),
+            Event::Error { message } => {
+                self.error = Some(message.clone());
+                // An error may be the last event a client gets (a stream cut off for
+                // falling behind): what is held goes out now.
+                if let Some(held) = self.held.take() {
+                    out.push(self.chunk(held, false));
+                }
+            }
             Event::AgentsConsulted { agents, footer } => {
                 self.consulted = agents.clone();
                 self.footer = footer.clone();
             }
             Event::Interruption(asked) => self.waits_for = Some(asked.kind),
             Event::Completed { outcome, privacy } => {
-                if let Some(last) = self.held.take() {
-                    out.push(self.chunk(last, true));
+                match self.held.take() {
+                    Some(last) => out.push(self.chunk(last, true)),
+                    // All went out before an error: the end is marked on its own.
+                    None if self.chunked => out.push(self.chunk(String::new(), true)),
+                    None => {}
                 }
                 let state = match (state_of(*outcome), self.waits_for) {
                     // The user must connect an account (the answer says where): A2A's own
