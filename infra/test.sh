@@ -51,6 +51,9 @@ export BATON_PHOENIX
 # A2A tests (they start and stop it).
 BATON_A2A_PYTHON="$(./infra/a2a.sh)"
 export BATON_A2A_PYTHON
+# The official A2A compatibility kit (vendored beside the checkout, in a venv), which the
+# faces' A2A test runs against `baton serve`.
+./infra/a2a-tck.sh >/dev/null
 # The official AG-UI client and A2A SDK (npm), which the faces' tests run against
 # `baton serve`.
 BATON_JS_CLIENTS="$(./infra/js-clients.sh)"

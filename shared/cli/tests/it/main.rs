@@ -4,6 +4,7 @@
 
 mod a2a;
 mod a2a_sdks;
+mod a2a_tck;
 mod account_links;
 mod adversaries;
 mod ag_ui_client;

@@ -401,6 +401,11 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
         ),
         (rpc("GetTask", &json!({ "id": "not-a-task" }), None), -32001),
         (rpc("ListTasks", &json!({}), None), -32004),
+        // An unknown task is not found, even where resubscribing is not supported.
+        (
+            rpc("SubscribeToTask", &json!({ "id": "not-a-task" }), None),
+            -32001,
+        ),
         (
             rpc("CreateTaskPushNotificationConfig", &json!({}), None),
             -32003,
@@ -459,6 +464,12 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
     let refused = call(&state, long).await;
     let words = refused["error"]["message"].as_str().unwrap();
     assert!(words.len() < 300 && !words.contains('\0'), "{words}");
+    // A body not sent as JSON is a content type this agent does not take.
+    let mut plain = rpc("GetTask", &json!({ "id": "x" }), None);
+    plain
+        .headers_mut()
+        .insert("content-type", "text/plain".parse().unwrap());
+    assert_eq!(call(&state, plain).await["error"]["code"], -32005);
     // `/a2a/` is `/a2a`.
     let mut slash = rpc("GetTask", &json!({ "id": "x" }), None);
     *slash.uri_mut() = "/a2a/".parse().unwrap();

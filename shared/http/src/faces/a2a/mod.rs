@@ -180,7 +180,10 @@ async fn call(
     if !body::is_json(&headers) {
         return refuse(
             JsonRpcId::Null,
-            &A2AError::invalid_request("Send the call as JSON (Content-Type: application/json)."),
+            &A2AError::new(
+                a2a::error_code::CONTENT_TYPE_NOT_SUPPORTED,
+                "Send the call as JSON (Content-Type: application/json).",
+            ),
         );
     }
     let call = match rpc::parse(&bytes) {
@@ -217,9 +220,10 @@ async fn call(
         }
         methods::GET_TASK => get_task(&state, &principal, &call).await,
         methods::CANCEL_TASK => cancel_task(&state, &principal, &call).await,
-        methods::LIST_TASKS | methods::SUBSCRIBE_TO_TASK => Err(A2AError::unsupported_operation(
-            "This agent does not list tasks or resubscribe to them; use GetTask with a task's id.",
+        methods::LIST_TASKS => Err(A2AError::unsupported_operation(
+            "This agent does not list tasks; use GetTask with a task's id.",
         )),
+        methods::SUBSCRIBE_TO_TASK => subscribe(&state, &principal, &call).await,
         methods::CREATE_PUSH_CONFIG
         | methods::GET_PUSH_CONFIG
         | methods::LIST_PUSH_CONFIGS
@@ -471,6 +475,31 @@ async fn stream(
         Ok::<_, Infallible>(data)
     });
     Ok((ids, Sse::new(frames).keep_alive(sse::keep_alive())).into_response())
+}
+
+/// `SubscribeToTask`: an id that names no task of the caller's is not found; resubscribing
+/// to one is not supported yet.
+async fn subscribe(
+    state: &AppState,
+    principal: &Principal,
+    call: &Call,
+) -> Result<Value, A2AError> {
+    let id = call
+        .params
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| A2AError::invalid_params("SubscribeToTask needs the task's id."))?;
+    let task = task_ref(principal, id)?;
+    let known = state
+        .runtime
+        .is_running(principal, &task.episode_id, &task.turn_id)
+        || committed(state, principal, &task).await?.is_some();
+    if !known {
+        return Err(A2AError::task_not_found(&shown(id)));
+    }
+    Err(A2AError::unsupported_operation(
+        "This agent does not resubscribe to tasks yet; use GetTask with the task's id.",
+    ))
 }
 
 /// The task a call's `id` names for `principal`, or "not found".
