@@ -113,6 +113,32 @@ fn the_store_finder_answers_in_chat_with_the_consulted_record() {
     assert_eq!(statuses.len(), 1, "{statuses:?}");
     assert_eq!(statuses[0]["message"], "Checking the store finder…");
 
+    // On the Direct Line the agent's question is its answer, delivered once, word for word:
+    // the turn asks it (the `interruption`) without saying it again.
+    let run = sandbox.run(&[
+        "--registry",
+        registry,
+        "chat",
+        "--json",
+        "#stores where are the bakeries?",
+    ]);
+    let direct = events(&run.stdout);
+    assert!(
+        direct.iter().any(|e| e["type"] == "interruption"),
+        "{direct:#?}"
+    );
+    let said: String = direct
+        .iter()
+        .filter(|e| {
+            matches!(
+                e["type"].as_str(),
+                Some("text" | "delegated_text" | "delegated_answer")
+            )
+        })
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(said.matches("Which city are you in?").count(), 1, "{said}");
+
     // A question from the agent, answered on the same task through the Direct Line.
     let run = sandbox.run(&[
         "--registry",

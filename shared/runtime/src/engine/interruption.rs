@@ -101,9 +101,9 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
             let waiting = result.waiting.as_ref()?;
             let held = waiting.next_held()?;
             let ask = ask_about(job, waiting, held)?;
-            Some((job.agent.clone(), ask))
+            Some((job.agent.clone(), ask, waiting.remote))
         });
-    let Some((agent, ask)) = asked else {
+    let Some((agent, ask, remote)) = asked else {
         // A call waits that nothing asks about any more (the registry changed under it):
         // nothing can be asked, so the turn cannot go on.
         tracing::error!(turn_id = %ctx.turn_id, "a waiting call has nothing to ask the user");
@@ -136,7 +136,9 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
             ),
         )
     });
-    ctx.out.paragraph().await;
+    // On the Direct Line a remote agent's question was its answer, delivered word for word
+    // already: it is not said again, only asked (the `interruption` event).
+    let delivered = remote && work.direct.is_some();
     let said = match ask.kind {
         InterruptionKind::Approval => format!(
             "{} needs your approval to go on: {}. Approve or decline?",
@@ -150,7 +152,10 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
             ask.link.as_ref().map_or("", |l| l.url.as_str())
         ),
     };
-    ctx.out.text(SOURCE_ORCHESTRATOR, &said).await;
+    if !delivered {
+        ctx.out.paragraph().await;
+        ctx.out.text(SOURCE_ORCHESTRATOR, &said).await;
+    }
     ctx.out
         .emit(Event::Interruption(Box::new(InterruptionView {
             id: interruption.id.clone(),
