@@ -170,40 +170,27 @@ impl EmbeddedStore {
     /// # Errors
     /// The store still cannot write: those not yet released stay noted.
     async fn release_unreleased(&self) -> Result<(), StoreError> {
+        // Copied, not taken: they stay noted until a release of them has landed (releasing
+        // is idempotent, so one released twice changes nothing).
         let pending = match self.shared.unreleased.lock() {
-            Ok(mut pending) if !pending.is_empty() => std::mem::take(&mut *pending),
+            Ok(pending) if !pending.is_empty() => pending.clone(),
             _ => return Ok(()),
         };
-        let shared = Arc::clone(&self.shared);
-        let noted = pending.clone();
-        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let started = Arc::clone(&ran);
-        let released = baton_core::store_write!(
+        let tried = pending.clone();
+        baton_core::store_write!(
             "store.release",
             self.run(move |conn, _| {
-            started.store(true, std::sync::atomic::Ordering::Release);
-            let mut left = pending.into_iter();
-            while let Some((episode_id, turn_id)) = left.next() {
-                if let Err(e) = journal::release(conn, &episode_id, &turn_id) {
-                    if let Ok(mut unreleased) = shared.unreleased.lock() {
-                        unreleased.push((episode_id, turn_id));
-                        unreleased.extend(left);
-                    }
-                    return Err(e);
+                for (episode_id, turn_id) in &pending {
+                    journal::release(conn, episode_id, turn_id)?;
+                    tracing::info!(%episode_id, %turn_id, "embedded store: a claim whose release had failed was released");
                 }
-                tracing::info!(%episode_id, %turn_id, "embedded store: a claim whose release had failed was released");
-            }
-            Ok(())
-        })
-        );
-        // A failure before the job ran left every one unreleased (the job notes its own).
-        if released.is_err()
-            && !ran.load(std::sync::atomic::Ordering::Acquire)
-            && let Ok(mut unreleased) = self.shared.unreleased.lock()
-        {
-            unreleased.extend(noted);
+                Ok(())
+            })
+        )?;
+        if let Ok(mut unreleased) = self.shared.unreleased.lock() {
+            unreleased.retain(|claim| !tried.contains(claim));
         }
-        released
+        Ok(())
     }
 
     /// Whether the disk holding the store has room for a turn ([`MIN_FREE_BYTES`]).
