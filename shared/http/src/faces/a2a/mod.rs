@@ -489,14 +489,7 @@ async fn subscribe(
         .get("id")
         .and_then(Value::as_str)
         .ok_or_else(|| A2AError::invalid_params("SubscribeToTask needs the task's id."))?;
-    let task = task_ref(principal, id)?;
-    let known = state
-        .runtime
-        .is_running(principal, &task.episode_id, &task.turn_id)
-        || committed(state, principal, &task).await?.is_some();
-    if !known {
-        return Err(A2AError::task_not_found(&shown(id)));
-    }
+    find_task(state, principal, id).await?;
     Err(A2AError::unsupported_operation(
         "This agent does not resubscribe to tasks yet; use GetTask with the task's id.",
     ))
@@ -532,15 +525,10 @@ async fn committed(
     }
 }
 
-/// `GetTask`: a running turn's task is working; a committed one is read from the journal.
-async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Result<Value, A2AError> {
-    let GetTaskRequest {
-        id, history_length, ..
-    } = rpc::params(call)?;
-    if history_length.is_some_and(|n| n < 0) {
-        return Err(A2AError::invalid_params("historyLength must be 0 or more."));
-    }
-    let task = task_ref(principal, &id)?;
+/// The caller's task `id`: working while its turn runs, else as committed; "not found"
+/// otherwise (another principal's too).
+async fn find_task(state: &AppState, principal: &Principal, id: &str) -> Result<Task, A2AError> {
+    let task = task_ref(principal, id)?;
     let found = if state
         .runtime
         .is_running(principal, &task.episode_id, &task.turn_id)
@@ -549,7 +537,18 @@ async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Resul
     } else {
         committed(state, principal, &task).await?
     };
-    let mut found = found.ok_or_else(|| A2AError::task_not_found(&shown(&id)))?;
+    found.ok_or_else(|| A2AError::task_not_found(&shown(id)))
+}
+
+/// `GetTask`: a running turn's task is working; a committed one is read from the journal.
+async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Result<Value, A2AError> {
+    let GetTaskRequest {
+        id, history_length, ..
+    } = rpc::params(call)?;
+    if history_length.is_some_and(|n| n < 0) {
+        return Err(A2AError::invalid_params("historyLength must be 0 or more."));
+    }
+    let mut found = find_task(state, principal, &id).await?;
     // At most the last `historyLength` messages of its history; 0, none.
     if let (Some(n), Some(history)) = (history_length, found.history.as_mut()) {
         let keep = usize::try_from(n).unwrap_or(0);
