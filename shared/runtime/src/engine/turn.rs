@@ -41,17 +41,10 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         })
         .await;
 
-    let store = ctx.inner.store.clone();
     if let Err(e) = memory::load(&mut ctx, &meta).await {
         tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not load the episode's history");
-        ctx.out
-            .emit(Event::Error {
-                message: "Conversation storage is unavailable right now; please try again shortly."
-                    .into(),
-            })
-            .await;
-        let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
-        ctx.out.complete(TurnOutcome::Failed).await;
+        let said = "Conversation storage is unavailable right now; please try again shortly.";
+        end_unrecorded(&ctx, said, TurnOutcome::Failed).await;
         return;
     }
     let mut state = meta.state.clone();
@@ -65,13 +58,7 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         if ctx.resume.is_some() {
             // The reply is not recorded either: the same reply, sent once the window has
             // room, resumes the wait under the same turn id.
-            ctx.out
-                .emit(Event::Error {
-                    message: WINDOW_SPENT_REPLY.into(),
-                })
-                .await;
-            let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
-            ctx.out.complete(TurnOutcome::Limited).await;
+            end_unrecorded(&ctx, WINDOW_SPENT_REPLY, TurnOutcome::Limited).await;
             return;
         }
         ctx.trace(|t| t.limit = Some(LimitHit::EpisodeRate));
@@ -89,13 +76,7 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         Some(reply) => match resumable(&ctx, &mut state, &reply, now) {
             Ok(awaiting) => Some((awaiting, reply)),
             Err(e) => {
-                ctx.out
-                    .emit(Event::Error {
-                        message: e.to_string(),
-                    })
-                    .await;
-                let _ = store.release(&ctx.episode_id, &ctx.turn_id).await;
-                ctx.out.complete(TurnOutcome::Failed).await;
+                end_unrecorded(&ctx, &e.to_string(), TurnOutcome::Failed).await;
                 return;
             }
         },
@@ -201,6 +182,18 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         stopped(&ctx, ended, &mut work);
     }
     finish(&ctx, *meta, state, work).await;
+}
+
+/// Ends a turn that records nothing: says why, frees its claim (the same request may run
+/// again) and completes with `outcome`.
+async fn end_unrecorded(ctx: &TurnCtx, message: &str, outcome: TurnOutcome) {
+    ctx.out
+        .emit(Event::Error {
+            message: message.to_owned(),
+        })
+        .await;
+    let _ = ctx.inner.store.release(&ctx.episode_id, &ctx.turn_id).await;
+    ctx.out.complete(outcome).await;
 }
 
 /// The entry card's planner, when it plans (D-16) rather than routes.
