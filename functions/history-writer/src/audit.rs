@@ -60,6 +60,8 @@ pub struct AuditCall {
     pub outcome: String,
     /// Wall time, ms.
     pub duration_ms: u64,
+    /// The arguments it ran with, as JSON text (003 §12.2); empty when the record kept none.
+    pub parameters: String,
 }
 
 /// The record of an answered wait (D-36) as the audit item's `answer` map: every field as
@@ -157,6 +159,7 @@ impl AuditEntry {
                     tool: read::string(c, "tool"),
                     outcome: read::string(c, "outcome"),
                     duration_ms: read::number::<u64>(c.get("duration_ms")),
+                    parameters: read::string(c, "parameters"),
                 })
                 .collect(),
             answer: item
@@ -186,14 +189,15 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
             .and_then(|p| p.nodes.iter().find(|n| n.id == agent))
             .map(|n| n.mission.clone())
     };
-    let calls = |agent: &str| -> Vec<AttributeValue> {
+    // A record written before executions were numbered reads as the first's.
+    let calls = |agent: &str, nth: usize| -> Vec<AttributeValue> {
         record
             .routing
             .tool_calls
             .iter()
-            .filter(|c| c.agent_id == agent)
+            .filter(|c| c.agent_id == agent && c.execution.max(1) as usize == nth)
             .map(|c| {
-                AttributeValue::M(HashMap::from([
+                let mut call = HashMap::from([
                     ("tool".to_owned(), AttributeValue::S(c.tool.clone())),
                     (
                         "outcome".to_owned(),
@@ -203,7 +207,14 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
                         "duration_ms".to_owned(),
                         AttributeValue::N(c.duration_ms.to_string()),
                     ),
-                ]))
+                ]);
+                if !c.params.is_null() {
+                    call.insert(
+                        "parameters".to_owned(),
+                        AttributeValue::S(c.params.to_string()),
+                    );
+                }
+                AttributeValue::M(call)
             })
             .collect()
     };
@@ -215,12 +226,7 @@ pub(crate) async fn write_audit(ddb: &Client, table: &str, turn: &TurnChange) ->
     });
     let ran: Vec<_> = ran.collect();
     let puts = ran.into_iter().map(|(agent, nth)| {
-        // The record keeps tool calls by agent: they go with its first execution.
-        let calls = if nth == 1 {
-            calls(&agent.agent_id)
-        } else {
-            Vec::new()
-        };
+        let calls = calls(&agent.agent_id, nth);
         let put = ddb
             .put_item()
             .table_name(table)

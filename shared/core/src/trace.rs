@@ -1,6 +1,7 @@
 //! The routing record: one per turn (D-31), built by the runtime as it goes.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::composition::Composition;
 use crate::consulted::AgentStatus;
@@ -184,6 +185,22 @@ pub struct ToolCallRecord {
     pub outcome: ToolOutcome,
     /// Wall time, ms.
     pub duration_ms: u64,
+    /// The checked arguments it ran with (003 §12.2): what an auditor asks first of an act.
+    /// `null` in records written before they were kept.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub params: Value,
+    /// Which of the sub-agent's executions in the turn made it, from 1 (a specialist asked
+    /// twice has two); 0 in records written before it was kept, read as the first.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub execution: u32,
+    /// The turn-unique number of the run that made it, while the turn runs: what
+    /// `execution` is derived from when the turn ends.
+    #[serde(skip)]
+    pub run: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The routing record of one turn.

@@ -73,6 +73,9 @@ pub(crate) struct TurnCtx {
     /// the results is dropped with it.
     started_jobs: Mutex<Vec<StartedJob>>,
     tool_calls: AtomicU32,
+    /// Sub-agent runs started in this turn: each gets the next number, which its tool calls'
+    /// records carry (the audit trail files each call under its execution).
+    runs: AtomicU32,
     /// Tool calls the turn had taken before it waited for the user (D-15): they count
     /// against its budget, not again against the episode's window.
     tool_calls_carried: u32,
@@ -130,6 +133,7 @@ impl TurnCtx {
             started_calls: Mutex::new(Vec::new()),
             started_jobs: Mutex::new(Vec::new()),
             tool_calls: AtomicU32::new(0),
+            runs: AtomicU32::new(0),
             tool_calls_carried: 0,
             model_calls: AtomicU32::new(0),
             window_calls: AtomicU32::new(0),
@@ -261,6 +265,11 @@ impl TurnCtx {
     pub(crate) fn tool_calls_spent(&self) -> bool {
         self.tool_calls_carried + self.tool_calls.load(Ordering::Acquire)
             >= self.limits.max_tool_calls
+    }
+
+    /// The number of a sub-agent run starting now, unique in the turn (from 1).
+    pub(crate) fn next_run(&self) -> u32 {
+        self.runs.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// Notes that `agent` started a tool call.

@@ -58,6 +58,7 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         tool_calls: 0,
         duration_ms: 0,
         started_ms: started.duration_since(ctx.started).as_millis() as u64,
+        run: ctx.next_run(),
         waiting: None,
         refused: false,
         carried: false,

@@ -239,7 +239,35 @@ fn consulted_record(work: &Work) -> Vec<ConsultedAgent> {
 /// when. (A call a limit left pending was recorded as dropped where it was held; work
 /// carried over from an earlier turn is not this turn's.)
 fn record_outcomes(ctx: &TurnCtx, work: &Work) {
+    // The nth execution of each agent among those this turn ran, as the consulted record
+    // and the audit trail number them.
+    let mut nth: Vec<(&str, u32)> = Vec::new();
+    let executions: Vec<(u32, u32)> = work
+        .jobs
+        .iter()
+        .zip(&work.results)
+        .filter(|(_, r)| !r.refused && !r.carried)
+        .map(|(j, r)| {
+            let n = match nth.iter_mut().find(|(a, _)| *a == &*j.agent.id) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    nth.push((&j.agent.id, 1));
+                    1
+                }
+            };
+            (r.run, n)
+        })
+        .collect();
     ctx.trace(|t| {
+        for call in &mut t.tool_calls {
+            call.execution = executions
+                .iter()
+                .find(|(run, _)| *run == call.run)
+                .map_or(1, |(_, n)| *n);
+        }
         t.invoked = work.jobs.iter().map(|j| j.agent.id.to_string()).collect();
         t.outcomes = work
             .jobs

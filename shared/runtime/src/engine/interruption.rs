@@ -258,6 +258,7 @@ pub(super) async fn resume(
             tool_calls: saved.tool_calls,
             duration_ms: saved.duration_ms,
             started_ms: 0,
+            run: 0,
             waiting: None,
             refused: false,
             // What goes on with the answer gets a result of its own below.
@@ -362,6 +363,7 @@ pub(super) async fn continued(
         tool_calls: 0,
         duration_ms: waiting.duration_ms,
         started_ms: 0,
+        run: ctx.next_run(),
         waiting: None,
         refused: false,
         carried: false,

@@ -120,7 +120,7 @@ pub(crate) async fn resume(
             // Approved, or the account it waited for connected: it runs now. A call held
             // for an account link had passed its approval before it first ran.
             let approved = call.parse().map(|a| args_sha256(&a)).unwrap_or_default();
-            let run = tools::run(ctx, &job.agent, &call, status, Some(&approved)).await;
+            let run = tools::run(ctx, job, result.run, &call, status, Some(&approved)).await;
             if let Some(link) = run.link.filter(|_| ctx.pausable) {
                 // Still not connected (or a new sign-in is needed): it waits again.
                 held.link = Some(link);
@@ -402,7 +402,7 @@ async fn tool_loop(
                 .iter()
                 .zip(&held)
                 .filter(|(_, h)| !**h)
-                .map(|(c, _)| run_call(ctx, job, c, status)),
+                .map(|(c, _)| run_call(ctx, job, result.run, c, status)),
         )
         .await;
         asked += runs.len() as u32;
@@ -481,7 +481,13 @@ async fn tool_loop(
 
 /// Runs one of the sub-agent's calls; a planned sub-agent's `use_skill` runs its skill's
 /// tool, or is refused.
-async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board) -> ToolRun {
+async fn run_call(
+    ctx: &TurnCtx,
+    job: &AgentJob,
+    run: u32,
+    call: &RawCall,
+    status: &Board,
+) -> ToolRun {
     if call.name == ASK_USER_TOOL && job.agent.asks_user {
         let asks = call.parse().is_ok_and(|args| question_of(&args).is_some());
         let note = if asks {
@@ -496,10 +502,10 @@ async fn run_call(ctx: &TurnCtx, job: &AgentJob, call: &RawCall, status: &Board)
         };
     }
     let Some(brief) = &job.worker else {
-        return tools::run(ctx, &job.agent, call, status, None).await;
+        return tools::run(ctx, job, run, call, status, None).await;
     };
     match brief.resolve(ctx, &job.agent.id, call) {
-        Resolved::Run(call) => tools::run(ctx, &job.agent, &call, status, None).await,
+        Resolved::Run(call) => tools::run(ctx, job, run, &call, status, None).await,
         Resolved::Refused(data) => ToolRun { data, link: None },
     }
 }

@@ -26,6 +26,7 @@ use tracing::Instrument as _;
 use super::context::TurnCtx;
 use super::model_call::RawCall;
 use super::status::{Board, Fields};
+use super::work::AgentJob;
 
 /// A tool message as stored apart from the narration.
 #[derive(serde::Serialize)]
@@ -81,6 +82,9 @@ pub(crate) struct CallEnd<'a> {
     call_id: String,
     agent: String,
     tool: String,
+    /// What the audit trail keeps of the call: its arguments, and the execution that made it.
+    params: Value,
+    run: u32,
     started: Instant,
     sent: bool,
 }
@@ -89,7 +93,14 @@ impl<'a> CallEnd<'a> {
     /// Announces `agent`'s call of `tool` (`tool_call_start`) and returns what ends it: a
     /// call the runtime makes on a specialist's behalf without a model asking (a remote
     /// agent's message) shows as one too.
-    pub(crate) async fn begin(ctx: &'a TurnCtx, agent: &str, tool: &str) -> CallEnd<'a> {
+    pub(crate) async fn begin(
+        ctx: &'a TurnCtx,
+        job: &AgentJob,
+        run: u32,
+        tool: &str,
+        params: Value,
+    ) -> CallEnd<'a> {
+        let agent = &*job.agent.id;
         let call_id = format!("{agent}.{tool}");
         ctx.out
             .emit(Event::ToolCallStart {
@@ -103,6 +114,8 @@ impl<'a> CallEnd<'a> {
             call_id,
             agent: agent.to_owned(),
             tool: tool.to_owned(),
+            params,
+            run,
             started: Instant::now(),
             sent: false,
         }
@@ -134,6 +147,9 @@ impl<'a> CallEnd<'a> {
                 tool: self.tool.clone(),
                 outcome,
                 duration_ms,
+                params: self.params.clone(),
+                execution: 0,
+                run: self.run,
             })
         });
     }
@@ -200,15 +216,18 @@ pub(crate) fn needs_approval(agent: &Agent, call: &RawCall) -> Option<NeedsAppro
     })
 }
 
-/// Runs one call made by `agent`. `approved` is the SHA-256 of the arguments the user
-/// approved for this call (D-36), if they did.
+/// Runs one call made by `job`'s agent in its run number `run` (`TurnCtx::next_run`).
+/// `approved` is the SHA-256 of the arguments the user approved for this call (D-36), if
+/// they did.
 pub(crate) async fn run(
     ctx: &TurnCtx,
-    agent: &Arc<Agent>,
+    job: &AgentJob,
+    run: u32,
     call: &RawCall,
     status: &Board,
     approved: Option<&str>,
 ) -> ToolRun {
+    let agent = &job.agent;
     let Some(tool) = agent.tool(&call.name).cloned() else {
         ctx.trace(|t| {
             t.guard(
@@ -318,6 +337,8 @@ pub(crate) async fn run(
         call_id: call_id.clone(),
         agent: agent.id.to_string(),
         tool: tool.id.to_string(),
+        params: Value::clone(&args),
+        run,
         started: Instant::now(),
         sent: false,
     };

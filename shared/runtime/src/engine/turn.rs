@@ -227,6 +227,7 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
                     tool_calls: end.tool_calls,
                     duration_ms: end.duration_ms,
                     started_ms: job.started_ms,
+                    run: 0,
                     waiting: None,
                     refused: end.refused,
                     carried: false,

@@ -121,7 +121,14 @@ pub(crate) async fn run(
         fields: Arc::new(serde_json::json!({"query": job.query})),
     };
     // The exchange is the specialist's one call (D-20): announced and ended as any.
-    let call = super::tools::CallEnd::begin(ctx, &agent.id, &tool.id).await;
+    let call = super::tools::CallEnd::begin(
+        ctx,
+        job,
+        result.run,
+        &tool.id,
+        serde_json::json!({"query": job.query}),
+    )
+    .await;
     let mut outcome = converse(chat, &request, &progress, sink, result).await;
     if matches!(outcome, Err(UpstreamError::UnknownConversation))
         && request.conversation_id.is_some()

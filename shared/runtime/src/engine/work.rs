@@ -60,6 +60,8 @@ pub(crate) struct AgentResult {
     pub(crate) duration_ms: u64,
     /// When it started, in ms after the turn started.
     pub(crate) started_ms: u64,
+    /// Its run's number in this turn (`TurnCtx::next_run`); 0 when it did not run here.
+    pub(crate) run: u32,
     /// Where it stopped for the user, when its status is `Awaiting` (D-36).
     pub(crate) waiting: Option<Box<WaitingAgent>>,
     /// A limit refused its first call: it never ran, so it is not in the consulted

@@ -210,6 +210,19 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     assert_eq!(answered.waited_turn_id, "t1");
     assert_eq!(answered.agent_id, "rewards");
     assert_eq!(answered.args_sha256.len(), 64);
+    // The act's audit child record holds the very arguments that were approved.
+    let acted: Vec<_> = last
+        .routing
+        .tool_calls
+        .iter()
+        .filter(|c| c.agent_id == "rewards")
+        .collect();
+    assert_eq!(acted.len(), 1, "{acted:?}");
+    assert_eq!(
+        baton_core::interruption::args_sha256(&acted[0].params),
+        answered.args_sha256
+    );
+    assert_eq!(acted[0].execution, 1);
 
     // Answered, it waits no more: neither the episode nor a replay of the pause asks.
     let history = rig.runtime.history(&alice(), &episode).await.unwrap();

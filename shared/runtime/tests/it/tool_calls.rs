@@ -269,3 +269,48 @@ proptest! {
         })?;
     }
 }
+
+/// A specialist the orchestrator asks again while composing is two executions, and each
+/// call's record says which one made it and with what arguments: the audit trail files
+/// each under its own execution.
+#[tokio::test(start_paused = true)]
+async fn each_call_is_recorded_under_the_execution_that_made_it_with_its_arguments() {
+    let script = r#"
+agents:
+  orchestrator:
+    - { once: true, when: { purpose: route }, tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }] }
+    - { once: true, when: { purpose: compose }, tool_calls: [{ name: ask_rewards, args: { query: "points again", intent_count: 1 } }] }
+    - { when: { purpose: compose }, text: ["Here is what I have."] }
+  rewards:
+    - { once: true, when: { after_tool_results: false }, tool_calls: [{ name: points_balance, args: {} }] }
+    - { once: true, when: { after_tool_results: true }, text: ["First look."] }
+    - { once: true, when: { after_tool_results: false }, tool_calls: [{ name: points_balance, args: {} }, { name: points_balance, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Second look."] }
+"#;
+    let rig = make_rig(&TestRegistry::default(), script);
+    let (episode, events) = run(&rig, request("my points", None, "t1")).await;
+    assert_eq!(started(&events), 3);
+    let turns = rig.store.turns(&alice(), &episode, 1).await.unwrap();
+    let record = &turns[0];
+    let asked: Vec<(&str, u32)> = record
+        .consulted
+        .iter()
+        .map(|a| (a.agent_id.as_str(), a.tool_calls))
+        .collect();
+    assert_eq!(asked, [("rewards", 1), ("rewards", 2)]);
+    let calls: Vec<(&str, u32, &serde_json::Value)> = record
+        .routing
+        .tool_calls
+        .iter()
+        .map(|c| (c.tool.as_str(), c.execution, &c.params))
+        .collect();
+    let empty = serde_json::json!({});
+    assert_eq!(
+        calls,
+        [
+            ("points_balance", 1, &empty),
+            ("points_balance", 2, &empty),
+            ("points_balance", 2, &empty)
+        ]
+    );
+}

@@ -96,6 +96,14 @@ async fn committed_turns_become_aggregates_audit_items_and_archived_bodies() {
                 .all(|c| c.tool == format!("lookup_{}", entry.agent_id) && c.outcome == "ok"),
             "{entry:?}"
         );
+        // Each with the arguments it ran with (003 §12.2).
+        for (i, call) in entry.calls.iter().enumerate() {
+            let params: serde_json::Value = serde_json::from_str(&call.parameters).unwrap();
+            assert_eq!(
+                params,
+                serde_json::json!({"account": entry.agent_id, "page": i})
+            );
+        }
         let mission = (entry.seq == 2).then(|| format!("find out about {}", entry.agent_id));
         assert_eq!(entry.mission, mission);
         assert_eq!(entry.turn_id, record.turn_id);
@@ -128,9 +136,22 @@ async fn each_execution_is_audited_and_counted_once() {
             let first = record.consulted[0].clone();
             record.consulted.push(baton_core::turn::ConsultedAgent {
                 duration_ms: first.duration_ms + 1,
-                tool_calls: 0,
+                tool_calls: 1,
                 ..first.clone()
             });
+            // The second execution's own call: its child record goes on its own item.
+            record
+                .routing
+                .tool_calls
+                .push(baton_core::trace::ToolCallRecord {
+                    agent_id: first.agent_id.clone(),
+                    tool: "second_look".into(),
+                    outcome: baton_core::events::ToolOutcome::Partial,
+                    duration_ms: 9,
+                    params: serde_json::json!({"again": true}),
+                    execution: 2,
+                    run: 0,
+                });
             record.consulted.push(baton_core::turn::ConsultedAgent {
                 agent_id: "rewards".into(),
                 label: "Rewards".into(),
@@ -164,6 +185,20 @@ async fn each_execution_is_audited_and_counted_once() {
         2
     );
     assert!(audit.iter().all(|a| a.agent_id != "rewards"));
+    // Each execution holds the calls it made, not the first one all of them.
+    let mut executions: Vec<&_> = audit
+        .iter()
+        .filter(|a| a.agent_id == first.agent_id)
+        .collect();
+    executions.sort_by_key(|a| a.duration_ms);
+    assert_eq!(executions[0].calls.len() as u32, first.tool_calls);
+    assert!(executions[0].calls.iter().all(|c| c.tool != "second_look"));
+    let second: Vec<(&str, &str, &str)> = executions[1]
+        .calls
+        .iter()
+        .map(|c| (c.tool.as_str(), c.outcome.as_str(), c.parameters.as_str()))
+        .collect();
+    assert_eq!(second, [("second_look", "partial", r#"{"again":true}"#)]);
     assert_aggregates_match(&rig.aggregates("ep-7").await, "alice", &[record]);
 }
 

@@ -315,6 +315,9 @@ fn sample_routing(seq: u64, consulted: &[ConsultedAgent]) -> RoutingRecord {
                 tool: format!("lookup_{}", a.agent_id),
                 outcome: baton_core::events::ToolOutcome::Ok,
                 duration_ms: 40 + u64::from(i),
+                params: serde_json::json!({"account": a.agent_id, "page": i}),
+                execution: 1,
+                run: 0,
             })
         })
         .collect();

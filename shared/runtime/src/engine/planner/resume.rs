@@ -86,6 +86,7 @@ pub(super) async fn after_answer(
                 tool_calls: saved_job.tool_calls,
                 duration_ms: saved_job.duration_ms,
                 started_ms: 0,
+                run: 0,
                 waiting: Some(w),
                 refused: false,
                 carried: true,

@@ -103,6 +103,7 @@ pub(crate) fn ran_before(r: &NodeResult, carried: bool) -> AgentResult {
         duration_ms: r.duration_ms,
         // It ran in a run of the turn that was cut short: not on this run's clock.
         started_ms: 0,
+        run: 0,
         waiting: None,
         refused: false,
         carried,
