@@ -406,4 +406,16 @@ impl LocalJournal {
             .ok()?;
         Some(got.body.collect().await.ok()?.into_bytes().to_vec())
     }
+
+    /// Deletes an object of the bucket, as its lifecycle rule would.
+    pub async fn delete_object(&self, key: &str) {
+        self.s3
+            .client()
+            .delete_object()
+            .bucket(BODIES_BUCKET)
+            .key(key)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("deleting an object: {}", DisplayErrorContext(&e)));
+    }
 }

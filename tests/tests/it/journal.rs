@@ -10,7 +10,8 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{Body, Claim, Store, StoreError};
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_testkit::store::records::{
-    LEASE_MS, body, claim_ok, claim_request, commit_of, principal, run_turn, turn_record,
+    LEASE_MS, body, busy_state, claim_ok, claim_request, commit_of, principal, run_turn,
+    turn_record,
 };
 use baton_tests::dynamodb_local::{DynamoDbLocal, JournalBucket, LocalJournal};
 use serde_json::{Value, json};
@@ -86,6 +87,87 @@ async fn large_body_goes_to_s3_first_and_reads_back() {
     let (read, sent) = j.counted(j.store.body(&alice, "ep-1", "t-1/call-1")).await;
     assert_eq!(read, Ok(parsed(&large)));
     assert_eq!(sent.to_string(), "DynamoDB.GetItem=1 S3.GetObject=1");
+}
+
+/// A long conversation waiting for the user (D-36) holds its specialists' messages in the
+/// episode state: past DynamoDB's 400 KB per item, META names an S3 object instead of
+/// holding it, and every read gets it back whole.
+#[tokio::test]
+async fn a_state_too_large_for_meta_goes_to_s3_and_reads_back_whole() {
+    let j = journal().await;
+    let alice = principal("alice");
+    claim_ok(&j.store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+    let mut state = busy_state(0);
+    let waiting = state.awaiting.as_mut().unwrap().jobs[1]
+        .waiting
+        .as_mut()
+        .unwrap();
+    for i in 0..60 {
+        waiting
+            .messages
+            .push(baton_core::message::Message::user(format!(
+                "{i}: {}",
+                "é".repeat(5 * 1024)
+            )));
+    }
+    let mut commit = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 1_001), vec![]);
+    commit.state = state.clone();
+    let (version, sent) = j.counted(j.store.commit(&commit)).await;
+    assert_eq!(version, Ok(1), "a large waiting state pauses the turn");
+    assert_eq!(
+        sent.to_string(),
+        "DynamoDB.GetItem=1 DynamoDB.TransactWriteItems=1 S3.PutObject=1"
+    );
+    let meta = j.item("EP#ep-1", "META").await.unwrap();
+    assert!(!meta.contains_key("state"), "not also in META");
+    assert_eq!(text(&meta, "state_s3_key"), "bodies/ep-1/t-1/state.json");
+    let stored = j.object("bodies/ep-1/t-1/state.json").await.unwrap();
+    assert!(stored.len() > 400 * 1024, "{}", stored.len());
+
+    let (read, sent) = j.counted(j.store.episode(&alice, "ep-1")).await;
+    assert_eq!(read.unwrap().state, state);
+    assert_eq!(sent.to_string(), "DynamoDB.GetItem=1 S3.GetObject=1");
+    // The turn that resumes gets it from its claim.
+    let claimed = claim_ok(
+        &j.store,
+        claim_request(&alice, Some("ep-1"), "unused", "t-2", 2_000),
+    )
+    .await;
+    assert_eq!(claimed.state, state);
+    // Once the wait is over, a small state is back in META, and the key is gone.
+    let mut next = commit_of(&alice, 1, turn_record("ep-1", 2, "t-2", 2_001), vec![]);
+    next.state = busy_state(0);
+    next.state.awaiting = None;
+    assert_eq!(j.store.commit(&next).await, Ok(2));
+    let meta = j.item("EP#ep-1", "META").await.unwrap();
+    assert!(!meta.contains_key("state_s3_key"));
+    assert_eq!(
+        j.store.episode(&alice, "ep-1").await.unwrap().state,
+        next.state
+    );
+    // Another principal learns nothing, and nothing is read from the bucket for them.
+    let (read, sent) = j
+        .counted(j.store.episode(&principal("mallory"), "ep-1"))
+        .await;
+    assert_eq!(read.map(|_| ()), Err(StoreError::NotFound));
+    assert_eq!(sent.service_total("S3"), 0);
+}
+
+/// A state object the bucket's lifecycle rule expired reads as an empty state: everything
+/// in it (a wait of a day, the rate window's minutes) had run out by then.
+#[tokio::test]
+async fn an_expired_state_object_reads_as_empty() {
+    let j = journal().await;
+    let alice = principal("alice");
+    claim_ok(&j.store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
+    let mut commit = commit_of(&alice, 0, turn_record("ep-1", 1, "t-1", 1_001), vec![]);
+    commit.state = busy_state(0);
+    commit.state.pending[0].query = "x".repeat(300 * 1024);
+    assert_eq!(j.store.commit(&commit).await, Ok(1));
+    j.delete_object("bodies/ep-1/t-1/state.json").await;
+    let meta = j.store.episode(&alice, "ep-1").await.unwrap();
+    assert_eq!(meta.state, baton_core::turn::EpisodeState::default());
+    assert_eq!(meta.version, 1);
 }
 
 #[tokio::test]

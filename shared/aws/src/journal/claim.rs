@@ -122,7 +122,9 @@ async fn claim_on(
             Some(meta) => Ok(Claim::Claimed(meta)),
             None => {
                 let item = read::meta_item(store, episode_id, "reading a claimed episode").await?;
-                items::episode_meta(item.as_ref(), &req.principal, episode_id).map(Claim::Claimed)
+                read::episode_meta(store, item.as_ref(), &req.principal, episode_id)
+                    .await
+                    .map(Claim::Claimed)
             }
         },
         Outcome::Cancelled(reasons) => {

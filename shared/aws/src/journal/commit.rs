@@ -12,6 +12,8 @@
 //!
 //! Bodies over the inline limit are written to S3 *before* the transaction, which then
 //! references them; if any S3 write fails, the commit fails and the table is not touched.
+//! An episode state over [`INLINE_STATE_LIMIT`] (a long conversation waiting for the user)
+//! goes the same way: META then names its object (`state_s3_key`) instead of holding it.
 //! Before those S3 writes one GetItem checks that the episode is the caller's and at the
 //! expected version, so that a commit bound to fail does not overwrite another's objects.
 //!
@@ -44,6 +46,9 @@ const MAX_TRANSACTION_ITEMS: usize = 100;
 const FIXED_ITEMS: usize = 3;
 /// What an update's target item holds beyond the values it sets (keys, owner, times).
 const META_OVERHEAD_BYTES: usize = 512;
+/// The largest episode state kept in META, in bytes: past it, the state is an S3 object.
+/// Well under the item limit, which META shares with its summary.
+pub(crate) const INLINE_STATE_LIMIT: usize = 256 * 1024;
 
 /// Commits a turn; see the module docs for the transaction and its requests.
 pub(crate) async fn commit(store: &DynamoStore, commit: &Commit) -> Result<u64, StoreError> {
@@ -60,8 +65,9 @@ pub(crate) async fn commit(store: &DynamoStore, commit: &Commit) -> Result<u64, 
     }
 
     let placements = bodies::place(store, episode_id, &record.turn_id, &commit.bodies);
-    let has_objects = placements.iter().any(|p| matches!(p, Placement::Object(_)));
     let parts = Parts::new(commit, &placements)?;
+    let has_objects = placements.iter().any(|p| matches!(p, Placement::Object(_)))
+        || matches!(parts.state, State::Object { .. });
     let mut lease_held = true;
     if has_objects {
         let item = read::meta_item(
@@ -79,7 +85,22 @@ pub(crate) async fn commit(store: &DynamoStore, commit: &Commit) -> Result<u64, 
             .and_then(|i| items::string(i, keys::LEASE_TURN))
             .is_none_or(|turn| turn == record.turn_id);
         // Only now, every check done, may objects be written.
-        bodies::put_all(store, &commit.bodies, &placements).await?;
+        let state = async {
+            match &parts.state {
+                State::Object { key, json } => {
+                    bodies::put_object(
+                        store,
+                        key,
+                        "application/json",
+                        json,
+                        "storing a large episode state",
+                    )
+                    .await
+                }
+                State::Inline(_) => Ok(()),
+            }
+        };
+        futures::try_join!(bodies::put_all(store, &commit.bodies, &placements), state)?;
     }
 
     // A second attempt only when the first guessed wrong whose lease it is.
@@ -140,9 +161,17 @@ fn refusal(
     )))
 }
 
+/// Where a commit puts the episode state.
+enum State {
+    /// In META's `state`.
+    Inline(String),
+    /// In the S3 object `key`, which META's `state_s3_key` names.
+    Object { key: String, json: String },
+}
+
 /// The items of a commit that do not depend on the lease, built and size-checked once.
 struct Parts {
-    state_json: String,
+    state: State,
     turn: Item,
     bodies: Vec<Item>,
 }
@@ -205,8 +234,17 @@ impl Parts {
             bodies.push(item);
         }
 
+        let state_json = items::encode(&commit.state, "an episode state")?;
+        let state = if state_json.len() > INLINE_STATE_LIMIT {
+            State::Object {
+                key: keys::state_object_key(&record.episode_id, &record.turn_id),
+                json: state_json,
+            }
+        } else {
+            State::Inline(state_json)
+        };
         let parts = Parts {
-            state_json: items::encode(&commit.state, "an episode state")?,
+            state,
             turn,
             bodies,
         };
@@ -216,7 +254,10 @@ impl Parts {
 
     /// Refuses, before anything is written, what DynamoDB would reject for size.
     fn check_sizes(&self) -> Result<(), StoreError> {
-        let meta = self.state_json.len() + META_OVERHEAD_BYTES;
+        let meta = match &self.state {
+            State::Inline(json) => json.len(),
+            State::Object { key, .. } => key.len(),
+        } + META_OVERHEAD_BYTES;
         if meta > MAX_ITEM_BYTES {
             return Err(errors::refused(
                 "the episode state is too large to be stored",
@@ -255,7 +296,7 @@ impl Parts {
         let mut writes = Vec::with_capacity(FIXED_ITEMS + self.bodies.len());
         writes.push(
             TransactWriteItem::builder()
-                .update(meta_update(table, commit, &self.state_json, lease_held)?)
+                .update(meta_update(table, commit, &self.state, lease_held)?)
                 .build(),
         );
         writes.push(
@@ -286,7 +327,7 @@ impl Parts {
 fn meta_update(
     table: &str,
     commit: &Commit,
-    state_json: &str,
+    state: &State,
     lease_held: bool,
 ) -> Result<Update, StoreError> {
     let record = &commit.record;
@@ -298,15 +339,28 @@ fn meta_update(
         .expression_attribute_names("#version", keys::VERSION)
         .expression_attribute_names("#updated_ms", keys::UPDATED_MS)
         .expression_attribute_names("#state", keys::STATE)
+        .expression_attribute_names("#state_s3_key", keys::STATE_S3_KEY)
         .expression_attribute_names("#lease_turn", keys::LEASE_TURN)
         .expression_attribute_values(":principal", s(commit.principal.as_str()))
         .expression_attribute_values(":expected", n(commit.expected_version))
         .expression_attribute_values(":seq", n(record.seq))
         .expression_attribute_values(":updated_ms", n(record.created_ms))
-        .expression_attribute_values(":state", s(state_json))
         .expression_attribute_values(":turn", s(&record.turn_id))
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-    let mut set = "SET #version = :seq, #updated_ms = :updated_ms, #state = :state".to_owned();
+    // The state goes where it fits, and the other place is cleared.
+    let (builder, state_set, state_remove) = match state {
+        State::Inline(json) => (
+            builder.expression_attribute_values(":state", s(json)),
+            "#state = :state",
+            "#state_s3_key",
+        ),
+        State::Object { key, .. } => (
+            builder.expression_attribute_values(":state_s3_key", s(key)),
+            "#state_s3_key = :state_s3_key",
+            "#state",
+        ),
+    };
+    let mut set = format!("SET #version = :seq, #updated_ms = :updated_ms, {state_set}");
     let builder = if commit.compaction_due {
         // A mark already there keeps its time: the queue is by how long an episode waited.
         set.push_str(
@@ -322,7 +376,7 @@ fn meta_update(
     let builder = if lease_held {
         builder
             .update_expression(format!(
-                "{set} REMOVE #lease_turn, #lease_principal, #lease_expires_ms"
+                "{set} REMOVE {state_remove}, #lease_turn, #lease_principal, #lease_expires_ms"
             ))
             .condition_expression(
                 "#owner = :principal AND #version = :expected AND \
@@ -331,10 +385,12 @@ fn meta_update(
             .expression_attribute_names("#lease_principal", keys::LEASE_PRINCIPAL)
             .expression_attribute_names("#lease_expires_ms", keys::LEASE_EXPIRES_MS)
     } else {
-        builder.update_expression(set).condition_expression(
-            "#owner = :principal AND #version = :expected AND \
+        builder
+            .update_expression(format!("{set} REMOVE {state_remove}"))
+            .condition_expression(
+                "#owner = :principal AND #version = :expected AND \
              attribute_exists(#lease_turn) AND #lease_turn <> :turn",
-        )
+            )
     };
     builder.build().map_err(build_error)
 }

@@ -87,6 +87,9 @@ pub const JSON: &str = "json";
 pub const S3_KEY: &str = "s3_key";
 /// CKPT: the checkpoint's text, when inline.
 pub const CHECKPOINT: &str = "checkpoint";
+/// META: the S3 object holding the episode state, when it is too large for the item (a
+/// long conversation waiting for the user); then META has no `state`.
+pub const STATE_S3_KEY: &str = "state_s3_key";
 
 /// The sparse compaction index: META items due for compaction, with their `owner`.
 pub const COMPACTION_INDEX: &str = "compaction-due";
@@ -168,6 +171,15 @@ pub fn body_object_key(episode_id: &str, turn_id: &str, n: usize) -> String {
 /// expires the objects a later save or the turn's commit left unreferenced.
 pub fn checkpoint_object_key(episode_id: &str, turn_id: &str, unique: &str) -> String {
     format!("bodies/{episode_id}/{turn_id}/checkpoint-{unique}.json")
+}
+
+/// Where an episode state too large for META goes in the bucket:
+/// `bodies/<episode_id>/<turn_id>/state.json`, one per committing turn (a turn id commits
+/// once, so no commit overwrites the object another META names). Under `bodies/`: the
+/// lifecycle rule expires it, and everything in a state is short-lived (a wait lasts a
+/// day, the rate window minutes).
+pub fn state_object_key(episode_id: &str, turn_id: &str) -> String {
+    format!("bodies/{episode_id}/{turn_id}/state.json")
 }
 
 /// Whether a partition and sort key fit DynamoDB's key limits (checked before sending,

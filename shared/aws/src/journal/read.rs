@@ -60,7 +60,40 @@ pub(crate) async fn episode(
     episode_id: &str,
 ) -> Result<EpisodeMeta, StoreError> {
     let item = meta_item(store, episode_id, "reading an episode").await?;
-    items::episode_meta(item.as_ref(), principal, episode_id)
+    episode_meta(store, item.as_ref(), principal, episode_id).await
+}
+
+/// Decodes a META item owned by `principal` with its whole state: when the state is kept
+/// in S3 (too large for the item), 1 GetObject more. An object the bucket's lifecycle
+/// rule expired reads as an empty state, as its contents would have expired by then.
+pub(crate) async fn episode_meta(
+    store: &DynamoStore,
+    item: Option<&Item>,
+    principal: &Principal,
+    episode_id: &str,
+) -> Result<EpisodeMeta, StoreError> {
+    let mut meta = items::episode_meta(item, principal, episode_id)?;
+    let Some(object_key) = item.and_then(|i| items::string(i, keys::STATE_S3_KEY)) else {
+        return Ok(meta);
+    };
+    match bodies::get_object(
+        store,
+        object_key,
+        "reading a large episode state",
+        "an episode state object",
+    )
+    .await?
+    {
+        Some(text) => {
+            meta.state = serde_json::from_str(&text)
+                .map_err(|e| errors::undecodable("an episode state", &e))?;
+        }
+        None => tracing::warn!(
+            key = object_key,
+            "journal: an episode state's object is gone; read as empty"
+        ),
+    }
+    Ok(meta)
 }
 
 /// The last `limit` turns, oldest first: one descending Query over `META ..= TURN#~`
