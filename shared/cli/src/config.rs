@@ -72,6 +72,11 @@ pub(crate) struct Config {
     /// Compact a conversation right after the turn that makes it due (no scheduled
     /// compaction runs locally; `baton compact` also does it on demand).
     pub(crate) compact_after_turn: bool,
+    /// Deadline of a whole turn, in ms.
+    pub(crate) turn_timeout_ms: u64,
+    /// How long a started turn holds its conversation, in ms: a turn whose process died
+    /// is freed after this on a shared store (DynamoDB). Longer than `turn_timeout_ms`.
+    pub(crate) lease_ms: u64,
     /// `baton serve`: time to receive a request head, after opening or after the previous
     /// response (idle keep-alive), in ms.
     pub(crate) header_timeout_ms: u64,
@@ -114,6 +119,8 @@ const KEYS: &[&str] = &[
     "max_body_bytes",
     "history_turns",
     "compact_after_turn",
+    "turn_timeout_ms",
+    "lease_ms",
     "header_timeout_ms",
     "body_timeout_ms",
     "send_timeout_ms",
@@ -178,6 +185,8 @@ impl Default for Config {
             max_body_bytes: baton_http::DEFAULT_MAX_BODY_BYTES,
             history_turns: runtime.history_turns,
             compact_after_turn: true,
+            turn_timeout_ms: runtime.turn_timeout_ms,
+            lease_ms: runtime.lease_ms,
             header_timeout_ms: millis(server.header_timeout),
             body_timeout_ms: millis(server.body_timeout),
             send_timeout_ms: millis(server.send_timeout),
@@ -261,6 +270,8 @@ pub(crate) struct Settings {
     pub(crate) max_body_bytes: usize,
     pub(crate) history_turns: usize,
     pub(crate) compact_after_turn: bool,
+    pub(crate) turn_timeout_ms: u64,
+    pub(crate) lease_ms: u64,
     /// Connection limits of `baton serve`.
     pub(crate) server: baton_http::ServerLimits,
     /// How much output waits for a slow reader.
@@ -363,10 +374,19 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         ("body_timeout_ms", config.body_timeout_ms),
         ("send_timeout_ms", config.send_timeout_ms),
         ("stream_stall_ms", config.stream_stall_ms),
+        ("turn_timeout_ms", config.turn_timeout_ms),
     ] {
         if value == 0 {
             bail!("invalid configuration: key {key:?} must be at least 1 (milliseconds)");
         }
+    }
+    // A lease that ended while its turn still ran would let a second turn in beside it.
+    if config.lease_ms <= config.turn_timeout_ms {
+        bail!(
+            "invalid configuration: key \"lease_ms\" ({}) must be longer than \"turn_timeout_ms\" ({})",
+            config.lease_ms,
+            config.turn_timeout_ms
+        );
     }
     let link_key = match config.link_key.filter(|k| !k.is_empty()) {
         None => None,
@@ -392,6 +412,8 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         max_body_bytes: config.max_body_bytes,
         history_turns: config.history_turns,
         compact_after_turn: config.compact_after_turn,
+        turn_timeout_ms: config.turn_timeout_ms,
+        lease_ms: config.lease_ms,
         server: baton_http::ServerLimits {
             header_timeout: Duration::from_millis(config.header_timeout_ms),
             body_timeout: Duration::from_millis(config.body_timeout_ms),
@@ -519,6 +541,22 @@ mod tests {
         assert_eq!(settings.addr.to_string(), "127.0.0.1:8787");
         assert_eq!(settings.principal.as_str(), "local-user");
         assert_eq!(settings.max_body_bytes, 64 * 1024);
+    }
+
+    #[test]
+    fn a_lease_must_outlast_the_turn_it_holds() {
+        let settings = check(Config::default()).unwrap();
+        assert!(settings.lease_ms > settings.turn_timeout_ms);
+        let config = Config {
+            turn_timeout_ms: 5_000,
+            lease_ms: 5_000,
+            ..Config::default()
+        };
+        let err = check(config).unwrap_err().to_string();
+        assert!(
+            err.contains("\"lease_ms\"") && err.contains("turn_timeout_ms"),
+            "{err}"
+        );
     }
 
     #[test]

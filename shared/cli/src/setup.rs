@@ -126,6 +126,8 @@ pub(crate) async fn assemble_for(
         .config(RuntimeConfig {
             max_message_chars: settings.max_message_chars,
             history_turns: settings.history_turns,
+            turn_timeout_ms: settings.turn_timeout_ms,
+            lease_ms: settings.lease_ms,
             orchestrator: settings.orchestrator.clone(),
             output: settings.output,
             // No scheduled compaction runs on a laptop: a turn that leaves its episode due

@@ -199,7 +199,7 @@ fn send_in_background(addr: &str, request: String) -> std::thread::JoinHandle<St
 }
 
 /// How one face pauses a redemption and carries the user's approval.
-struct Face {
+pub(crate) struct Face {
     /// The request that asks to redeem: (head, body).
     ask: fn() -> (String, String),
     /// The approval, for the episode and the `interruption` the pause sent: (head, body).
@@ -210,10 +210,21 @@ struct Face {
 
 /// An approved act through `face`: the server is killed with SIGKILL after the ledger
 /// acted, while the answer is composed; after a restart the same approval is sent again.
-/// The ledger acts once, and the user is told it went through.
+/// The ledger acts once, and the user is told it went through. On the embedded store.
 fn approved_act_survives_a_crash_after_it_ran(face: &Face) {
     let sandbox = Sandbox::new();
-    let (ledger, registry) = with_ledger(&sandbox);
+    approved_act_survives_a_crash_on(&sandbox, || sandbox.baton(), &[], face);
+}
+
+/// [`approved_act_survives_a_crash_after_it_ran`] with `baton serve` made by `baton`, on
+/// the store `store` selects.
+pub(crate) fn approved_act_survives_a_crash_on(
+    sandbox: &Sandbox,
+    baton: impl Fn() -> std::process::Command,
+    store: &[&str],
+    face: &Face,
+) {
+    let (ledger, registry) = with_ledger(sandbox);
     // Composing takes ten minutes in the first process: it is killed before.
     let slow = SCRIPT.replace(
         "    - when: { purpose: compose }\n",
@@ -221,8 +232,9 @@ fn approved_act_survives_a_crash_after_it_ran(face: &Face) {
     );
     assert_ne!(slow, SCRIPT);
     let model = sandbox.script(&slow);
-    let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
-    let first = Serving::start(&sandbox, &args, &[]);
+    let mut args = vec!["--registry", registry.to_str().unwrap(), "--model", &model];
+    args.extend_from_slice(store);
+    let first = Serving::spawn(baton(), &args, &[]);
     let (head, body) = (face.ask)();
     let paused = first.request(&head, &body);
     let episode = header(&paused, "x-baton-episode-id")
@@ -250,9 +262,25 @@ fn approved_act_survives_a_crash_after_it_ran(face: &Face) {
 
     // The same approval after a restart, with a model that composes at once.
     let model = sandbox.script(SCRIPT);
-    let args = ["--registry", registry.to_str().unwrap(), "--model", &model];
-    let second = Serving::start(&sandbox, &args, &[]);
-    let again = second.request(&head, &body);
+    let mut args = vec!["--registry", registry.to_str().unwrap(), "--model", &model];
+    args.extend_from_slice(store);
+    let second = Serving::spawn(baton(), &args, &[]);
+    // A store shared by many processes (DynamoDB) frees the dead process's turn only when
+    // its lease ends: until then the retry is told, truly, that a turn is in flight.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let again = loop {
+        let again = second.request(&head, &body);
+        if !again.starts_with("HTTP/1.1 409") || std::time::Instant::now() > deadline {
+            break again;
+        }
+        // The same turn id, or a fresh one (a "yes") while the dead turn holds the episode.
+        assert!(
+            again.contains("turn_in_flight") || again.contains("episode_busy"),
+            "{again}"
+        );
+        assert_eq!(ledger.redemptions().len(), 1);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
     assert!(again.starts_with("HTTP/1.1 200"), "{again}");
     let redemptions = ledger.redemptions();
     assert_eq!(redemptions.len(), 1, "{redemptions:?}\n{again}");
@@ -263,54 +291,61 @@ fn approved_act_survives_a_crash_after_it_ran(face: &Face) {
 
 #[test]
 fn an_act_approved_on_the_turns_api_runs_once_through_a_crash_after_it_ran() {
-    approved_act_survives_a_crash_after_it_ran(&Face {
-        ask: || {
-            (
-                "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
-                r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#.into(),
-            )
-        },
-        approve: |episode, asked| {
-            let body = serde_json::json!({
-                "episode_id": episode,
-                "interruption_id": asked["id"],
-                "decision": "approve",
-            });
-            (
-                "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
-                body.to_string(),
-            )
-        },
-        asked: |paused| {
-            sse_events(paused)
-                .into_iter()
-                .find(|e| e["type"] == "interruption")
-                .unwrap_or_else(|| panic!("{paused}"))
-        },
-    });
+    approved_act_survives_a_crash_after_it_ran(&TURNS_API);
 }
 
 #[test]
 fn an_act_approved_in_words_on_chat_completions_runs_once_through_a_crash_after_it_ran() {
-    approved_act_survives_a_crash_after_it_ran(&Face {
-        ask: || {
-            (
+    approved_act_survives_a_crash_after_it_ran(&CHAT_COMPLETIONS);
+}
+
+/// `/v1/turns`, approved with its resume endpoint.
+pub(crate) const TURNS_API: Face = Face {
+    ask: || {
+        (
+            "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice"
+                .into(),
+            r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#.into(),
+        )
+    },
+    approve: |episode, asked| {
+        let body = serde_json::json!({
+            "episode_id": episode,
+            "interruption_id": asked["id"],
+            "decision": "approve",
+        });
+        (
+                "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
+                body.to_string(),
+            )
+    },
+    asked: |paused| {
+        sse_events(paused)
+            .into_iter()
+            .find(|e| e["type"] == "interruption")
+            .unwrap_or_else(|| panic!("{paused}"))
+    },
+};
+
+/// Chat completions, approved with a "yes" in words.
+pub(crate) const CHAT_COMPLETIONS: Face = Face {
+    ask: || {
+        (
                 "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
                 r#"{"model":"baton","messages":[{"role":"user","content":"redeem 800 points"}]}"#.into(),
             )
-        },
-        // A "yes" in the episode, under a turn id the face makes fresh each time.
-        approve: |episode, _| {
-            (
-                format!(
-                    "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nx-baton-episode-id: {episode}"
-                ),
-                r#"{"model":"baton","messages":[{"role":"user","content":"yes"}]}"#.into(),
-            )
-        },
-        asked: |paused| {
-            assert!(paused.contains("needs your approval"), "{paused}");
-            Value::Null
-        },
-    });
-}
+    },
+    // A "yes" in the episode, under a turn id the face makes fresh each time.
+    approve: |episode, _| {
+        (
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nx-baton-episode-id: {episode}"
+            ),
+            r#"{"model":"baton","messages":[{"role":"user","content":"yes"}]}"#.into(),
+        )
+    },
+    asked: |paused| {
+        assert!(paused.contains("needs your approval"), "{paused}");
+        Value::Null
+    },
+};

@@ -291,6 +291,35 @@ async fn a_waiting_turn_survives_sigkill_and_resumes_on_dynamodb() {
     });
 }
 
+/// An approved act, the server killed after the ledger acted, the approval sent again
+/// after a restart, through each face that resumes on a restarted server: one act, told
+/// as done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_act_runs_once_through_a_crash_after_it_ran_on_dynamodb() {
+    let db = DynamoDbLocal::connect().await;
+    for face in [
+        &crate::approvals::TURNS_API,
+        &crate::approvals::CHAT_COMPLETIONS,
+    ] {
+        let table = db.fresh_table().await;
+        let sandbox = Sandbox::new();
+        let store = [
+            "--store", "dynamodb", "--table", &table, "--bucket", "bodies",
+        ];
+        // The dead process's turn is freed when its lease ends: a short one, for the test.
+        let baton = || {
+            let mut command = baton(&sandbox, &db);
+            command
+                .env("BATON_TURN_TIMEOUT_MS", "4000")
+                .env("BATON_LEASE_MS", "5000");
+            command
+        };
+        tokio::task::block_in_place(|| {
+            crate::approvals::approved_act_survives_a_crash_on(&sandbox, baton, &store, face);
+        });
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_account_link_is_kept_across_a_restart_on_dynamodb() {
     let db = DynamoDbLocal::connect().await;
