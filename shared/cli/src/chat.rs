@@ -133,7 +133,9 @@ impl Chat<'_> {
             direct_line_mode: self.direct_line_mode,
             must_consult: self.must_consult.clone(),
             resume: None,
-            reply_in_words: false,
+            // As on the conversational faces: in a conversation that waits for the user
+            // (left waiting, or cut off by a crash), the next message is the reply.
+            reply_in_words: true,
             face: FACE,
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
@@ -163,7 +165,7 @@ impl Chat<'_> {
             };
             let Some(answer) = ask_user(kind).await? else {
                 eprintln!(
-                    "(left waiting: answer it from the console, or POST /v1/turns/{turn_id}/resume)"
+                    "(left waiting: answer it with `baton chat --episode {episode} \"yes\"` (or \"no\"), from the console, or POST /v1/turns/{turn_id}/resume)"
                 );
                 break;
             };

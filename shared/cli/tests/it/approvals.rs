@@ -202,10 +202,10 @@ fn send_in_background(addr: &str, request: String) -> std::thread::JoinHandle<St
 pub(crate) struct Face {
     /// The request that asks to redeem: (head, body).
     ask: fn() -> (String, String),
-    /// The approval, for the episode and the `interruption` the pause sent: (head, body).
-    approve: fn(&str, &Value) -> (String, String),
-    /// The interruption in the paused turn's response.
-    asked: fn(&str) -> Value,
+    /// The approval of what the paused response asks: (head, body).
+    approve: fn(&str) -> (String, String),
+    /// The answer's words in a response.
+    said: fn(&str) -> String,
 }
 
 /// An approved act through `face`: the server is killed with SIGKILL after the ledger
@@ -237,12 +237,8 @@ pub(crate) fn approved_act_survives_a_crash_on(
     let first = Serving::spawn(baton(), &args, &[]);
     let (head, body) = (face.ask)();
     let paused = first.request(&head, &body);
-    let episode = header(&paused, "x-baton-episode-id")
-        .unwrap_or_else(|| panic!("{paused}"))
-        .to_owned();
-    let asked = (face.asked)(&paused);
     assert!(ledger.redemptions().is_empty());
-    let (head, body) = (face.approve)(&episode, &asked);
+    let (head, body) = (face.approve)(&paused);
     let request = format!(
         "{head}\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
         first.addr,
@@ -270,14 +266,9 @@ pub(crate) fn approved_act_survives_a_crash_on(
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let again = loop {
         let again = second.request(&head, &body);
-        if !again.starts_with("HTTP/1.1 409") || std::time::Instant::now() > deadline {
+        if !in_flight(&again) || std::time::Instant::now() > deadline {
             break again;
         }
-        // The same turn id, or a fresh one (a "yes") while the dead turn holds the episode.
-        assert!(
-            again.contains("turn_in_flight") || again.contains("episode_busy"),
-            "{again}"
-        );
         assert_eq!(ledger.redemptions().len(), 1);
         std::thread::sleep(std::time::Duration::from_millis(500));
     };
@@ -285,8 +276,66 @@ pub(crate) fn approved_act_survives_a_crash_on(
     let redemptions = ledger.redemptions();
     assert_eq!(redemptions.len(), 1, "{redemptions:?}\n{again}");
     // The user hears that it went through, from the act's own result.
-    assert!(again.contains("All done with your points."), "{again}");
-    assert!(!again.contains("could not"), "{again}");
+    let said = (face.said)(&again);
+    assert!(
+        said.contains("All done with your points."),
+        "{said}\n{again}"
+    );
+    assert!(!said.contains("could not"), "{said}");
+}
+
+/// `baton chat`: approved at its prompt, killed with SIGKILL after the ledger acted while
+/// the answer is composed; a "yes" in the episode from the next `baton chat` acts under the
+/// same key, and the user hears that it went through.
+#[test]
+fn an_act_approved_in_baton_chat_runs_once_through_a_crash_after_it_ran() {
+    let sandbox = Sandbox::new();
+    let (ledger, registry) = with_ledger(&sandbox);
+    let slow = SCRIPT.replace(
+        "    - when: { purpose: compose }\n",
+        "    - when: { purpose: compose }\n      delay_ms: 600000\n",
+    );
+    let model = sandbox.script(&slow);
+    let mut command = sandbox.baton();
+    command
+        .args(["--registry", registry.to_str().unwrap(), "--model", &model])
+        .args(["chat", "--json", "redeem 800 points for me"]);
+    let mut client = LineClient::spawn(command);
+    let mut episode = String::new();
+    loop {
+        let event = client.next();
+        if event["type"] == "response_id" {
+            episode = event["episode_id"].as_str().unwrap().to_owned();
+        }
+        if event["type"] == "interruption" {
+            break;
+        }
+    }
+    client.say("y");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while ledger.redemptions().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the act never ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    client.kill();
+
+    let model = sandbox.script(SCRIPT);
+    let mut command = sandbox.baton();
+    command
+        .args(["--registry", registry.to_str().unwrap(), "--model", &model])
+        .args(["chat", "--json", "--episode", &episode, "yes"]);
+    let (events, stderr) = chat_typing(command, "");
+    assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
+    let said: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(
+        said.contains("All done with your points."),
+        "{said}\n{stderr}\n{events:?}"
+    );
+    assert_eq!(events.last().unwrap()["outcome"], "answered", "{events:?}");
 }
 
 #[test]
@@ -299,6 +348,52 @@ fn an_act_approved_in_words_on_chat_completions_runs_once_through_a_crash_after_
     approved_act_survives_a_crash_after_it_ran(&CHAT_COMPLETIONS);
 }
 
+#[test]
+fn an_act_approved_on_an_a2a_task_runs_once_through_a_crash_after_it_ran() {
+    approved_act_survives_a_crash_after_it_ran(&A2A);
+}
+
+#[test]
+fn an_act_approved_by_an_ag_ui_resume_runs_once_through_a_crash_after_it_ran() {
+    approved_act_survives_a_crash_after_it_ran(&AG_UI);
+}
+
+#[test]
+fn an_act_approved_in_an_mcp_conversation_runs_once_through_a_crash_after_it_ran() {
+    approved_act_survives_a_crash_after_it_ran(&MCP);
+}
+
+/// The `x-baton-episode-id` of a response.
+fn episode_of(response: &str) -> String {
+    header(response, "x-baton-episode-id")
+        .unwrap_or_else(|| panic!("{response}"))
+        .to_owned()
+}
+
+/// Whether a response says, in its face's own way (an HTTP 409, a JSON-RPC error, a
+/// `RUN_ERROR`), that a turn is in flight: the same turn id, or a fresh one (a "yes")
+/// while the dead turn holds the episode.
+fn in_flight(response: &str) -> bool {
+    ["has not finished yet", "Another turn is in progress"]
+        .iter()
+        .any(|words| response.contains(words))
+}
+
+/// The text of every `data:` frame's `delta` (AG-UI) in a stream.
+fn deltas(response: &str) -> String {
+    sse_events(response)
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .filter_map(|e| e["delta"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// The JSON body of a response.
+fn json_body(response: &str) -> Value {
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str(body).unwrap_or_else(|_| panic!("{response}"))
+}
+
 /// `/v1/turns`, approved with its resume endpoint.
 pub(crate) const TURNS_API: Face = Face {
     ask: || {
@@ -308,44 +403,155 @@ pub(crate) const TURNS_API: Face = Face {
             r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#.into(),
         )
     },
-    approve: |episode, asked| {
+    approve: |paused| {
+        let asked = sse_events(paused)
+            .into_iter()
+            .find(|e| e["type"] == "interruption")
+            .unwrap_or_else(|| panic!("{paused}"));
         let body = serde_json::json!({
-            "episode_id": episode,
+            "episode_id": episode_of(paused),
             "interruption_id": asked["id"],
             "decision": "approve",
         });
         (
-                "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
-                body.to_string(),
-            )
+            "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
+            body.to_string(),
+        )
     },
-    asked: |paused| {
-        sse_events(paused)
-            .into_iter()
-            .find(|e| e["type"] == "interruption")
-            .unwrap_or_else(|| panic!("{paused}"))
-    },
+    said: |response| response.to_owned(),
 };
 
 /// Chat completions, approved with a "yes" in words.
 pub(crate) const CHAT_COMPLETIONS: Face = Face {
     ask: || {
         (
-                "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
-                r#"{"model":"baton","messages":[{"role":"user","content":"redeem 800 points"}]}"#.into(),
-            )
+            "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice".into(),
+            r#"{"model":"baton","messages":[{"role":"user","content":"redeem 800 points"}]}"#.into(),
+        )
     },
     // A "yes" in the episode, under a turn id the face makes fresh each time.
-    approve: |episode, _| {
+    approve: |paused| {
+        assert!(paused.contains("needs your approval"), "{paused}");
         (
             format!(
-                "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nx-baton-episode-id: {episode}"
+                "POST /v1/chat/completions HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice\r\nx-baton-episode-id: {}",
+                episode_of(paused)
             ),
             r#"{"model":"baton","messages":[{"role":"user","content":"yes"}]}"#.into(),
         )
     },
-    asked: |paused| {
-        assert!(paused.contains("needs your approval"), "{paused}");
-        Value::Null
+    said: |response| {
+        json_body(response)["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     },
 };
+
+const A2A_HEAD: &str = "POST /a2a HTTP/1.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nx-baton-principal: alice";
+
+/// A2A, approved by a "yes" on the waiting task: a client that lost the answer sends the
+/// same message again.
+pub(crate) const A2A: Face = Face {
+    ask: || {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "m-ask", "role": "ROLE_USER", "parts": [{"text": "redeem 800 points"}]}
+        }});
+        (A2A_HEAD.into(), body.to_string())
+    },
+    approve: |paused| {
+        let task = &json_body(paused)["result"]["task"];
+        assert_eq!(
+            task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+            "{paused}"
+        );
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {
+            "message": {"messageId": "m-yes", "role": "ROLE_USER", "parts": [{"text": "yes"}],
+                        "taskId": task["id"], "contextId": task["contextId"]}
+        }});
+        (A2A_HEAD.into(), body.to_string())
+    },
+    said: |response| {
+        let task = &json_body(response)["result"]["task"];
+        assert_eq!(
+            task["status"]["state"], "TASK_STATE_COMPLETED",
+            "{response}"
+        );
+        task["artifacts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|a| a["parts"].as_array().cloned().unwrap_or_default())
+            .filter_map(|p| p["text"].as_str().map(str::to_owned))
+            .collect()
+    },
+};
+
+const AG_UI_HEAD: &str = "POST /v1/agui HTTP/1.1\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nx-baton-principal: alice";
+
+/// AG-UI, approved by the next run's `resume`: a client that lost the run sends it again.
+pub(crate) const AG_UI: Face = Face {
+    ask: || {
+        let body = serde_json::json!({
+            "threadId": "th-1", "runId": "run-1", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {},
+            "messages": [{"id": "msg-1", "role": "user", "content": "redeem 800 points"}],
+        });
+        (AG_UI_HEAD.into(), body.to_string())
+    },
+    approve: |paused| {
+        let events = sse_events(paused);
+        let finished = events
+            .iter()
+            .find(|e| e["type"] == "RUN_FINISHED")
+            .unwrap_or_else(|| panic!("{paused}"));
+        let interrupt = &finished["outcome"]["interrupts"][0];
+        let body = serde_json::json!({
+            "threadId": "th-1", "runId": "run-2", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": [],
+            "resume": [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": true}}],
+        });
+        (AG_UI_HEAD.into(), body.to_string())
+    },
+    said: deltas,
+};
+
+const MCP_HEAD: &str = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nx-baton-principal: alice";
+
+/// MCP, a client without elicitation: the next call in the conversation says "yes".
+pub(crate) const MCP: Face = Face {
+    ask: || {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"message": "redeem 800 points", "conversation": "c-wait"}
+        }});
+        (MCP_HEAD.into(), body.to_string())
+    },
+    approve: |paused| {
+        assert!(paused.contains("awaiting_user"), "{paused}");
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"message": "yes", "conversation": "c-wait"}
+        }});
+        (MCP_HEAD.into(), body.to_string())
+    },
+    said: |response| {
+        let result = mcp_result(response);
+        result["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str().map(str::to_owned))
+            .collect()
+    },
+};
+
+/// The result of an MCP response, sent as JSON or as the SSE frame that holds it.
+fn mcp_result(response: &str) -> Value {
+    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .into_iter()
+        .chain(sse_events(response))
+        .find(|m| m.get("id").is_some())
+        .map(|m| m["result"].clone())
+        .unwrap_or(Value::Null)
+}

@@ -300,6 +300,9 @@ async fn an_approved_act_runs_once_through_a_crash_after_it_ran_on_dynamodb() {
     for face in [
         &crate::approvals::TURNS_API,
         &crate::approvals::CHAT_COMPLETIONS,
+        &crate::approvals::A2A,
+        &crate::approvals::AG_UI,
+        &crate::approvals::MCP,
     ] {
         let table = db.fresh_table().await;
         let sandbox = Sandbox::new();

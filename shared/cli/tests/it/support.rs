@@ -319,6 +319,12 @@ impl LineClient {
         writeln!(self.child.stdin.as_mut().unwrap(), "{line}").unwrap();
     }
 
+    /// Kills it with SIGKILL, as a crash would.
+    pub(crate) fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Its remaining lines as JSON, and its stderr, once it has exited successfully.
     pub(crate) fn finish(mut self) -> (Vec<serde_json::Value>, String) {
         let rest = self
