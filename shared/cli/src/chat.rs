@@ -40,12 +40,16 @@ pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<E
         must_consult: args.must_consult,
         direct_line_mode: args.direct_line_mode,
     };
-    if args.message.is_empty() {
+    let outcome = if args.message.is_empty() {
         chat.interactive(&mut renderer).await
     } else {
-        let ending = chat.turn(args.message.join(" "), &mut renderer).await?;
-        Ok(exit_code(&ending))
-    }
+        chat.turn(args.message.join(" "), &mut renderer)
+            .await
+            .map(|ending| exit_code(&ending))
+    };
+    // A remote agent's task that a cut turn left running is cancelled before the exit.
+    chat.runtime.settle().await;
+    outcome
 }
 
 /// Shows a turn's events to its end.

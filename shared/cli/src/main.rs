@@ -33,6 +33,9 @@ use clap::Parser;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// How long the last traces and metrics may take to send when the program ends.
+const EXPORT_AT_EXIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     // Test builds only: arms the fault injection points the FAILPOINTS variable names
@@ -58,8 +61,9 @@ fn main() -> ExitCode {
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|rt| rt.block_on(cli.run()));
+    // A receiver that never answers must not hold the exit for the exporter's timeout.
     if let Some(telemetry) = telemetry
-        && let Err(e) = telemetry.shutdown()
+        && let Err(e) = telemetry.shutdown_within(EXPORT_AT_EXIT)
     {
         eprintln!("warning: {e}");
     }

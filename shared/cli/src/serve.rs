@@ -30,7 +30,7 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         runtime, metrics, ..
     } = setup::assemble(settings).await?;
     let principals = Arc::new(LocalPrincipal::new(Some(settings.principal.clone())));
-    let state = AppState::new(runtime, principals)
+    let state = AppState::new(runtime.clone(), principals)
         .with_metrics(metrics)
         .with_max_body_bytes(settings.max_body_bytes)
         .with_hosts(settings.allowed_hosts.clone())
@@ -47,9 +47,11 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
     let addr = listener.local_addr().context("reading the bound address")?;
     tracing::info!(%addr, url = %format!("http://{addr}"), principal = %settings.principal, "baton serve listening");
     let limits = connection_limits(settings.server);
-    baton_http::serve(listener, state, limits, shutdown_signal())
+    let served = baton_http::serve(listener, state, limits, shutdown_signal())
         .await
-        .context("serving")?;
+        .context("serving");
+    runtime.settle().await;
+    served?;
     tracing::info!("baton serve stopped");
     Ok(ExitCode::SUCCESS)
 }

@@ -170,6 +170,30 @@ impl Telemetry {
     }
 }
 
+impl Telemetry {
+    /// [`Telemetry::shutdown`], waiting at most `limit`: a receiver that takes the
+    /// connection and never answers must not hold a program's exit for the exporter's
+    /// own timeout (10 s by default). What is not sent by then is lost.
+    ///
+    /// # Errors
+    /// The receiver could not take the last of it, or did not answer in time.
+    pub fn shutdown_within(self, limit: std::time::Duration) -> Result<(), TelemetryError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("otel-shutdown".into())
+            .spawn(move || {
+                let _ = tx.send(self.shutdown());
+            })
+            .map_err(|e| TelemetryError::Shutdown(format!("could not start: {e}")))?;
+        rx.recv_timeout(limit).unwrap_or_else(|_| {
+            Err(TelemetryError::Shutdown(format!(
+                "the receiver did not answer within {} ms",
+                limit.as_millis()
+            )))
+        })
+    }
+}
+
 /// The outcome of sending spans, then metrics: the first failure, named.
 fn both(
     traces: Option<opentelemetry_sdk::error::OTelSdkResult>,

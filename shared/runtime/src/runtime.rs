@@ -530,6 +530,12 @@ impl Runtime {
         crate::engine::start(self.inner.clone(), new, Some(episode_id)).await
     }
 
+    /// Waits for the work connectors still do in the background for turns that ended (a
+    /// remote agent's task being cancelled): a program calls it before it exits.
+    pub async fn settle(&self) {
+        futures::future::join_all(self.inner.connectors.values().map(|c| c.settle())).await;
+    }
+
     /// Whether turns can run now (the store answers); for readiness checks.
     ///
     /// # Errors

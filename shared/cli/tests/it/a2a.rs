@@ -20,11 +20,24 @@ pub(crate) struct Agent {
 impl Agent {
     /// Started; with `otlp`, its spans go to that receiver.
     pub(crate) fn start(otlp: Option<&str>) -> Agent {
+        Self::start_with(otlp, None)
+    }
+
+    /// Started, pausing `delay_ms` before each answer.
+    pub(crate) fn slow(delay_ms: u64) -> Agent {
+        Self::start_with(None, Some(delay_ms))
+    }
+
+    fn start_with(otlp: Option<&str>, delay_ms: Option<u64>) -> Agent {
         let port = free_port();
         let mut command = Command::new(baton_testkit::a2a_python());
         command
             .arg(Path::new(registry()).join("a2a/store_agent.py"))
             .arg(port.to_string());
+        match delay_ms {
+            Some(ms) => command.env("BATON_STORE_AGENT_DELAY_MS", ms.to_string()),
+            None => command.env_remove("BATON_STORE_AGENT_DELAY_MS"),
+        };
         match otlp {
             Some(endpoint) => command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
             None => command.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT"),
@@ -172,6 +185,66 @@ fn the_store_finder_answers_in_chat_with_the_consulted_record() {
         .collect();
     assert!(answer.contains("FreshMart Lakeside"), "{answer}");
     assert!(!answer.contains("Green Basket"), "{answer}");
+}
+
+/// A turn whose deadline cuts a remote agent's stream cancels the agent's task
+/// (`CancelTask`), and `baton chat` does not exit before that request has gone out.
+#[test]
+fn a_cut_stream_is_cancelled_at_the_agent_before_chat_exits() {
+    let agent = Agent::slow(60_000);
+    let sandbox = Sandbox::new();
+    let registry = registry_at(&sandbox, agent.port);
+    let list = || -> Vec<Value> {
+        use std::io::{Read as _, Write as _};
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}"#;
+        let mut stream = TcpStream::connect(("127.0.0.1", agent.port)).unwrap();
+        write!(
+            stream,
+            "POST / HTTP/1.0\r\nHost: agent\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let json = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let listed: Value = serde_json::from_str(json).unwrap_or_else(|_| panic!("{response}"));
+        listed["result"]["tasks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    for round in 1..=4 {
+        let run: Run = sandbox
+            .baton()
+            .env("BATON_TURN_TIMEOUT_MS", "1500")
+            .args(["--registry", registry.to_str().unwrap()])
+            .args([
+                "chat",
+                "--json",
+                "#stores which stores are open late in Springfield?",
+            ])
+            .output()
+            .unwrap()
+            .into();
+        // The turn ends at its deadline, and says so.
+        let said = events(&run.stdout);
+        assert_eq!(said.last().unwrap()["outcome"], "failed", "{run:?}");
+        // The call the stream showed started is counted, though the deadline cut it.
+        let consulted = said
+            .iter()
+            .find(|e| e["type"] == "agents_consulted")
+            .unwrap();
+        assert_eq!(consulted["agents"][0]["tool_calls"], 1, "{consulted}");
+        // Read the moment chat has exited: every task it started is cancelled already.
+        let tasks = list();
+        assert_eq!(tasks.len(), round, "{tasks:#?}");
+        for task in &tasks {
+            assert_eq!(
+                task["status"]["state"], "TASK_STATE_CANCELED",
+                "round {round}: {task}"
+            );
+        }
+    }
 }
 
 #[test]

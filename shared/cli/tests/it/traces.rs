@@ -548,6 +548,28 @@ fn a_receiver_that_is_down_does_not_fail_the_turn() {
     assert!(!run.stdout.trim().is_empty(), "{run:?}");
 }
 
+/// A receiver that takes the connection and never answers holds `baton chat`'s exit for
+/// a moment (the last export's bounded wait), not for the exporter's own timeout.
+#[test]
+fn a_receiver_that_never_answers_does_not_hold_chat_at_exit() {
+    let receiver = OtlpReceiver::start(Traces::Hang);
+    let sandbox = Sandbox::new();
+    let started = std::time::Instant::now();
+    let run: Run = sandbox
+        .baton()
+        .args(["chat", "--registry", registry(), "--model", "offline", "hi"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str())
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "120000")
+        .output()
+        .unwrap()
+        .into();
+    let took = started.elapsed();
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stderr.contains("did not answer"), "{run:?}");
+    // The hang would last the exporter's 120 s timeout.
+    assert!(took < Duration::from_secs(60), "chat took {took:?} to exit");
+}
+
 /// Sends `n` turns (`<prefix>-<i>`) one after another; each must be answered.
 fn answered_turns(serving: &Serving, prefix: &str, n: usize) {
     for i in 0..n {

@@ -42,6 +42,7 @@ use futures::StreamExt;
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
+use tokio_util::task::TaskTracker;
 
 use crate::error::{chain, clip};
 use crate::secrets::{EnvSecretSource, SecretSource, Secrets};
@@ -69,6 +70,9 @@ pub struct A2aConnector {
     secrets: Secrets,
     /// Each agent's checked card, by card URL, fetched once (again after a failure).
     cards: Mutex<HashMap<Url, Endpoint>>,
+    /// The `CancelTask` requests of dropped streams still on their way: what `settle`
+    /// waits for.
+    cancels: TaskTracker,
 }
 
 impl std::fmt::Debug for A2aConnector {
@@ -100,6 +104,7 @@ impl A2aConnector {
             http: crate::tls::client(),
             secrets: Secrets::new(source),
             cards: Mutex::new(HashMap::new()),
+            cancels: TaskTracker::new(),
         }
     }
 
@@ -131,6 +136,13 @@ impl A2aConnector {
 
 #[async_trait]
 impl Connector for A2aConnector {
+    async fn settle(&self) {
+        // Closed only while waiting: a turn still running may drop a stream after this.
+        self.cancels.close();
+        self.cancels.wait().await;
+        self.cancels.reopen();
+    }
+
     async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
         Err(ConnectorError::Config(format!(
             "tool {} is a remote agent: the card whose one tool it is talks to it; it is not called as a tool",
@@ -302,6 +314,7 @@ impl UpstreamChat for A2aConnector {
             continuing_task: request.pending.is_some(),
             idle: config.timeout,
             cancel: CancelOnDrop {
+                tracker: self.cancels.clone(),
                 http: self.http.clone(),
                 rpc: endpoint.rpc,
                 headers,
@@ -503,6 +516,7 @@ fn decode(data: &str, id: &str, continuing_task: bool) -> Result<StreamResponse,
 /// Cancels the agent's task when the stream is dropped before the task ended (the turn's
 /// deadline, the user gone): nobody is left to read its answer.
 struct CancelOnDrop {
+    tracker: TaskTracker,
     http: reqwest::Client,
     rpc: Url,
     headers: HeaderMap,
@@ -529,7 +543,7 @@ impl Drop for CancelOnDrop {
                 "method": "CancelTask",
                 "params": {"id": task},
             }));
-        runtime.spawn(async move {
+        self.tracker.spawn_on(async move {
             match call.send().await {
                 Ok(response) => {
                     tracing::info!(%task, status = response.status().as_u16(), "canceled the remote agent's task");
@@ -538,6 +552,6 @@ impl Drop for CancelOnDrop {
                     tracing::warn!(%task, error = %chain(&e), "could not cancel the remote agent's task");
                 }
             }
-        });
+        }, &runtime);
     }
 }

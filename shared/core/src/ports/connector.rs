@@ -263,6 +263,11 @@ pub trait Connector: Send + Sync {
         Ok(None)
     }
 
+    /// Waits for what the connector still does in the background for calls that ended (a
+    /// remote task cancelled when its stream was dropped), each bounded by its own
+    /// timeout: a process calls it before it exits, so that such work is not cut off.
+    async fn settle(&self) {}
+
     /// Checks that one tool's backend can be used now (reachable, and speaking what the
     /// connector speaks). `baton validate` calls it for every tool; starting does not,
     /// so that one backend down at start does not stop the others (their calls fail

@@ -102,6 +102,8 @@ impl<'a> CallEnd<'a> {
     ) -> CallEnd<'a> {
         let agent = &*job.agent.id;
         let call_id = format!("{agent}.{tool}");
+        // Counted as started, as the stream shows it, also if the turn is cut before it ends.
+        ctx.call_started(&job.agent.id);
         ctx.out
             .emit(Event::ToolCallStart {
                 call_id: call_id.clone(),

@@ -64,7 +64,6 @@ pub(crate) async fn run(
     result: &mut AgentResult,
 ) {
     let agent = &job.agent;
-    result.tool_calls = 1;
     // Checked at load (the connector's own check): the defaults are the fallback.
     let policy = ConversationPolicy::from_config(&tool.connector_config).unwrap_or_default();
     let store = &ctx.inner.store;
