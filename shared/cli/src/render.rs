@@ -76,6 +76,8 @@ pub(crate) struct Renderer<W: Write> {
     source: String,
     /// The specialist whose Direct Line answer is streaming onto the screen.
     streaming: Option<String>,
+    /// What it streamed so far: its delivered answer repeats it.
+    streamed: String,
     /// The question the turn waits on, if it does.
     interruption: Option<(String, InterruptionKind)>,
 }
@@ -94,6 +96,7 @@ impl<W: Write> Renderer<W> {
             privacy: None,
             source: String::new(),
             streaming: None,
+            streamed: String::new(),
             interruption: None,
         }
     }
@@ -159,6 +162,7 @@ impl<W: Write> Renderer<W> {
                     self.streaming = Some(agent.clone());
                 }
                 if self.streaming.as_deref() == Some(agent.as_str()) {
+                    self.streamed.push_str(text);
                     self.text(text)?;
                 }
             }
@@ -176,11 +180,20 @@ impl<W: Write> Renderer<W> {
                     writeln!(self.out, "{b}{label} (direct):{r}")?;
                 }
                 // The delivered text is authoritative; it differs from what streamed only
-                // when the specialist failed, and then it says so.
-                if !streamed || !status.answered() {
+                // when the specialist failed, and then it says so after what it streamed
+                // (shown once), or instead of it.
+                if !streamed {
                     self.text(text)?;
                     self.end_line()?;
+                } else if !status.answered() {
+                    let said = std::mem::take(&mut self.streamed);
+                    let rest = text.strip_prefix(said.trim()).unwrap_or(text).trim_start();
+                    if !rest.is_empty() {
+                        self.text(rest)?;
+                        self.end_line()?;
+                    }
                 }
+                self.streamed.clear();
                 self.source.clear();
             }
             Event::Interruption(asked) => {
@@ -581,6 +594,50 @@ mod tests {
             text,
             "A (direct):\nThree risks.\nB (direct):\nB could not answer.\nepisode ep_1\n"
         );
+    }
+
+    #[test]
+    fn a_streamed_failure_is_told_once() {
+        for (streamed, delivered, shown) in [
+            // The remote agent's own acknowledgement, delivered as it streamed.
+            (
+                "A couldn't be reached.",
+                "A couldn't be reached.",
+                "A (direct):\nA couldn't be reached.\nepisode ep_1\n",
+            ),
+            // What it said before it failed stays, and the failure is added once.
+            (
+                "Checking. ",
+                "Checking. A could not answer.",
+                "A (direct):\nChecking. \nA could not answer.\nepisode ep_1\n",
+            ),
+        ] {
+            let mut out = Vec::new();
+            let mut r = Renderer::new(&mut out, Style::default());
+            for e in [
+                wire(
+                    1,
+                    Event::DelegatedText {
+                        agent: "a".into(),
+                        label: "A".into(),
+                        text: streamed.into(),
+                    },
+                ),
+                wire(
+                    2,
+                    Event::DelegatedAnswer {
+                        agent: "a".into(),
+                        label: "A".into(),
+                        status: AgentStatus::Error,
+                        text: delivered.into(),
+                    },
+                ),
+            ] {
+                r.event(&e).unwrap();
+            }
+            r.finish("ep_1").unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), shown);
+        }
     }
 
     #[test]

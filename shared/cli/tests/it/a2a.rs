@@ -272,11 +272,39 @@ fn without_its_agent_the_registry_loads_and_validate_names_it() {
         "#stores stores in Riverton?",
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
+    // The failure is told once, in one wording: the human view and the events agree.
+    assert_eq!(
         run.stdout
-            .contains("Store finder couldn't be reached just now"),
+            .matches("Store finder couldn't be reached just now")
+            .count(),
+        1,
         "{}",
         run.stdout
+    );
+    assert!(!run.stdout.contains("ran into a problem"), "{}", run.stdout);
+    let run = sandbox.run(&[
+        "--registry",
+        registry,
+        "chat",
+        "--json",
+        "#stores stores in Riverton?",
+    ]);
+    let said = events(&run.stdout);
+    let streamed: String = said
+        .iter()
+        .filter(|e| e["type"] == "delegated_text")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    let delivered = said
+        .iter()
+        .find(|e| e["type"] == "delegated_answer")
+        .unwrap_or_else(|| panic!("{said:#?}"));
+    // The delivered answer replaces the streamed pieces: it says the same.
+    assert_eq!(delivered["status"], "error");
+    assert_eq!(
+        delivered["text"].as_str().unwrap(),
+        streamed.trim(),
+        "{said:#?}"
     );
 }
 

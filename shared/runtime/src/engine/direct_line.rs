@@ -306,20 +306,37 @@ pub(super) async fn deliver(
 }
 
 /// The specialist's answer as it is delivered: its own words when it answered; when it
-/// failed, a plain statement of that — never a stand-in answer.
+/// failed, a plain statement of that — never a stand-in answer. What it said before it
+/// failed stays, and a failure its words already told is not told again in other words:
+/// the delivered answer replaces what was streamed, so the two must agree.
 fn deliverable(label: &str, result: &AgentResult) -> String {
+    let said = result.text.trim();
     match result.status {
-        AgentStatus::Ok | AgentStatus::Partial if !result.text.trim().is_empty() => {
-            result.text.clone()
-        }
+        AgentStatus::Ok | AgentStatus::Partial if !said.is_empty() => result.text.clone(),
         AgentStatus::Ok | AgentStatus::Partial => format!("{label} returned an empty answer."),
-        AgentStatus::Error => format!(
-            "{label} could not answer this time: it ran into a problem. Nothing else answered in its place; you can ask again."
-        ),
-        AgentStatus::Timeout => format!(
-            "{label} did not answer in time. Nothing else answered in its place; you can ask again."
-        ),
         AgentStatus::Awaiting => format!("{label} is waiting for your answer before it goes on."),
+        AgentStatus::Error | AgentStatus::Timeout if result.failure_told => said.to_owned(),
+        failed => {
+            let told = failure(label, failed);
+            if said.is_empty() {
+                told
+            } else {
+                format!("{said} {told}")
+            }
+        }
+    }
+}
+
+/// A plain statement that the specialist failed or timed out.
+fn failure(label: &str, status: AgentStatus) -> String {
+    if status == AgentStatus::Timeout {
+        format!(
+            "{label} did not answer in time. Nothing else answered in its place; you can ask again."
+        )
+    } else {
+        format!(
+            "{label} could not answer this time: it ran into a problem. Nothing else answered in its place; you can ask again."
+        )
     }
 }
 

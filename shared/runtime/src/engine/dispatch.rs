@@ -59,6 +59,7 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         duration_ms: 0,
         started_ms: started.duration_since(ctx.started).as_millis() as u64,
         run: ctx.next_run(),
+        failure_told: false,
         waiting: None,
         refused: false,
         carried: false,

@@ -259,6 +259,7 @@ pub(super) async fn resume(
             duration_ms: saved.duration_ms,
             started_ms: 0,
             run: 0,
+            failure_told: false,
             waiting: None,
             refused: false,
             // What goes on with the answer gets a result of its own below.
@@ -364,6 +365,7 @@ pub(super) async fn continued(
         duration_ms: waiting.duration_ms,
         started_ms: 0,
         run: ctx.next_run(),
+        failure_told: false,
         waiting: None,
         refused: false,
         carried: false,

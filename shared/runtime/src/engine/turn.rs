@@ -228,6 +228,7 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
                     duration_ms: end.duration_ms,
                     started_ms: job.started_ms,
                     run: 0,
+                    failure_told: false,
                     waiting: None,
                     refused: end.refused,
                     carried: false,

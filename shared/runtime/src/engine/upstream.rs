@@ -199,6 +199,7 @@ pub(crate) async fn run(
             };
             sink.text(&note).await;
             result.text.push_str(&note);
+            result.failure_told = true;
         }
     }
 }

@@ -62,6 +62,9 @@ pub(crate) struct AgentResult {
     pub(crate) started_ms: u64,
     /// Its run's number in this turn (`TurnCtx::next_run`); 0 when it did not run here.
     pub(crate) run: u32,
+    /// Its text already tells the user, in plain words, that it failed (a remote agent's
+    /// failure): delivered as it is, with no second statement of the failure.
+    pub(crate) failure_told: bool,
     /// Where it stopped for the user, when its status is `Awaiting` (D-36).
     pub(crate) waiting: Option<Box<WaitingAgent>>,
     /// A limit refused its first call: it never ran, so it is not in the consulted

@@ -87,6 +87,7 @@ pub(super) async fn after_answer(
                 duration_ms: saved_job.duration_ms,
                 started_ms: 0,
                 run: 0,
+                failure_told: false,
                 waiting: Some(w),
                 refused: false,
                 carried: true,

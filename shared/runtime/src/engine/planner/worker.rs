@@ -104,6 +104,7 @@ pub(crate) fn ran_before(r: &NodeResult, carried: bool) -> AgentResult {
         // It ran in a run of the turn that was cut short: not on this run's clock.
         started_ms: 0,
         run: 0,
+        failure_told: false,
         waiting: None,
         refused: false,
         carried,
