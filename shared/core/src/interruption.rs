@@ -84,6 +84,19 @@ pub struct LinkAsk {
     /// The sign-in page to open. Its `state` is sealed: it names the principal and holds
     /// what the sign-in is finished with, readable only by this runtime.
     pub url: String,
+    /// Sign-ins this call asked for before this one (for the same server): a server that
+    /// asks again after each (more scope, every time) is not followed past
+    /// [`MAX_SIGN_INS`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub asked_before: u32,
+}
+
+/// Sign-ins one call may ask the user for, across the resumes they take: the first and
+/// two step-ups to more scope, as a connector steps up at most twice within one request.
+pub const MAX_SIGN_INS: u32 = 3;
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The user's answer: a decision on an approval, or the words that answer a question.

@@ -19,7 +19,10 @@ library only.
                                                        `http` tool (its own resource, /api)
     GET  /stats                                        what happened (for the tests)
     POST /control                                      {"access_ttl": s, "wrong_audience": b,
-                                                        "refuse_refresh": b} (for the tests)
+                                                        "refuse_refresh": b, "more_scope": b}
+                                                       (for the tests; `more_scope`: /mcp
+                                                       answers every token 403
+                                                       insufficient_scope)
 
 Access tokens look like JWTs (unsigned: this is a demo) naming the resource as their
 audience; `wrong_audience` issues them for another resource instead.
@@ -42,8 +45,8 @@ CODES = {}  # code -> grant (spent once)
 TOKENS = {}  # access token -> {"member", "aud", "exp", "scope"}
 REFRESH = {}  # refresh token -> {"member", "client_id", "scope", "resource"}
 MILES = {"member-1": 12400, "member-2": 310}
-SETTINGS = {"access_ttl": 3600, "wrong_audience": False, "refuse_refresh": False}
-STATS = {"codes": 0, "tokens": 0, "refreshes": 0, "refused": 0, "calls": 0, "unauthorized": 0}
+SETTINGS = {"access_ttl": 3600, "wrong_audience": False, "refuse_refresh": False, "more_scope": False}
+STATS = {"codes": 0, "tokens": 0, "refreshes": 0, "refused": 0, "calls": 0, "unauthorized": 0, "more_scope": 0}
 SCOPE = "miles:read"
 
 
@@ -273,9 +276,18 @@ class Partner(BaseHTTPRequestHandler):
         return held
 
     def mcp(self):
-        held = self.bearer(self.resource(), "/.well-known/oauth-protected-resource/mcp")
+        metadata = "/.well-known/oauth-protected-resource/mcp"
+        held = self.bearer(self.resource(), metadata)
         if held is None:
             return None
+        with LOCK:
+            more = SETTINGS["more_scope"]
+            if more:
+                STATS["more_scope"] += 1
+        if more:
+            # A server that is never satisfied: a client must stop asking the user.
+            challenge = f'Bearer error="insufficient_scope", scope="{SCOPE} miles:transfer", resource_metadata="{self.base}{metadata}"'
+            return self.answer(403, {"error": "insufficient_scope"}, [("WWW-Authenticate", challenge)])
         try:
             message = json.loads(self.body() or b"{}")
         except ValueError:

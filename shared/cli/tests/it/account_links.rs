@@ -280,6 +280,40 @@ fn an_account_connected_once_serves_later_turns_across_a_restart() {
     connects_once(&sandbox, || sandbox.baton(), &[]);
 }
 
+/// A server that asks for more scope after every sign-in (`insufficient_scope`, every
+/// time) sends the user round at most three times for one call: the first sign-in and two
+/// step-ups, counted across the resumes they take; then the turn goes on without it and
+/// says it could not be done.
+#[test]
+fn a_server_that_always_wants_more_scope_is_not_followed_past_three_sign_ins() {
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    scene.partner.control(&json!({"more_scope": true}));
+    let serving = scene.serve(sandbox.baton());
+    let (mut events, episode) = ask(&serving, "alice");
+    let mut sign_ins = 0;
+    while let Some(asked) = interruption(&events).cloned() {
+        assert_eq!(asked["kind"], "account_link", "{events:?}");
+        sign_ins += 1;
+        assert!(sign_ins <= 3, "asked for a sign-in a {sign_ins}th time");
+        let back = scene
+            .partner
+            .sign_in(asked["url"].as_str().unwrap(), "allow");
+        let (status, page) = callback(&serving, &scene, &back);
+        assert_eq!(status, 200, "{page}");
+        events = resume(&serving, "alice", &episode, &asked, "approve");
+    }
+    assert_eq!(sign_ins, 3);
+    assert_eq!(scene.partner.stats()["tokens"], 3);
+    assert_eq!(outcome(&events), "answered", "{events:?}");
+    assert!(!miles_read(&events));
+    let result = events
+        .iter()
+        .rfind(|e| e["type"] == "tool_result" && e["tool"] == "get_partner_miles")
+        .unwrap_or_else(|| panic!("{events:?}"));
+    assert_eq!(result["status"], "unavailable");
+}
+
 /// Each callback that goes wrong is a plain page and keeps nothing: no state, a forged or
 /// changed one, a denied sign-in, a token for another resource, a code spent before, an
 /// authorization server that is down.

@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use baton_core::interruption::{
-    ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, WaitingAgent, args_sha256, question_of,
+    ASK_USER_TOOL, Answer, HeldAnswer, HeldCall, LinkAsk, MAX_SIGN_INS, WaitingAgent, args_sha256,
+    question_of,
 };
 use baton_core::json_text::JsonText;
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
@@ -121,10 +122,33 @@ pub(crate) async fn resume(
             // for an account link had passed its approval before it first ran.
             let approved = call.parse().map(|a| args_sha256(&a)).unwrap_or_default();
             let run = tools::run(ctx, job, result.run, &call, status, Some(&approved)).await;
-            if let Some(link) = run.link.filter(|_| ctx.pausable) {
+            let asked_before = held
+                .link
+                .as_ref()
+                .zip(run.link.as_ref())
+                .filter(|(was, now)| was.server == now.server)
+                .map_or(0, |(was, _)| was.asked_before + 1);
+            if let Some(link) = run.link.filter(|_| ctx.pausable)
+                && asked_before < MAX_SIGN_INS
+            {
                 // Still not connected (or a new sign-in is needed): it waits again.
-                held.link = Some(link);
+                held.link = Some(LinkAsk {
+                    asked_before,
+                    ..link
+                });
                 None
+            } else if asked_before >= MAX_SIGN_INS {
+                // The server asks again after every sign-in: the user is not sent round
+                // once more.
+                tracing::warn!(agent = %job.agent.id, tool = %held.name, asked_before, "a server kept asking for a new sign-in; the call is given up");
+                data_outcomes.push(DataStatus::Unavailable);
+                Some(HeldAnswer {
+                    status: ToolResultStatus::Error,
+                    content: as_json_text(&ToolData::unavailable(
+                        &held.name,
+                        "Not done: the service still refused after the user signed in several times, asking for more access each time. Tell the user it could not be done.",
+                    )),
+                })
             } else {
                 data_outcomes.push(run.data.status);
                 Some(HeldAnswer {

@@ -520,6 +520,7 @@ fn sign_in(ctx: &TurnCtx, tool_id: &str, needed: &LinkNeeded) -> Option<LinkAsk>
         Ok(url) => Some(LinkAsk {
             server: needed.server.clone(),
             url,
+            asked_before: 0,
         }),
         Err(e) => {
             tracing::warn!(tool = %tool_id, error = %e, "a sign-in page could not be made");
