@@ -68,42 +68,53 @@ async fn show<W: Write>(
 }
 
 /// Asks on the terminal what the turn waits on: a yes or no to an approval (anything but
-/// a yes declines), the answer to a question (nothing declines to answer), or Enter once
-/// an account is connected (a no skips it). `None` when input has ended: the turn is left
-/// waiting.
+/// a yes declines), the answer to a question (nothing declines to answer), or the code the
+/// sign-in page showed for an account link (a no skips it; anything else is asked again).
+/// `None` when input has ended: the turn is left waiting.
 async fn ask_user(kind: InterruptionKind) -> anyhow::Result<Option<Answer>> {
-    match kind {
-        InterruptionKind::Approval => eprint!("Approve? [y/N] "),
-        InterruptionKind::Question => eprint!("Your answer (empty to decline): "),
-        InterruptionKind::AccountLink => {
-            eprint!("Press Enter once you have signed in (or type no to skip): ")
+    loop {
+        match kind {
+            InterruptionKind::Approval => eprint!("Approve? [y/N] "),
+            InterruptionKind::Question => eprint!("Your answer (empty to decline): "),
+            InterruptionKind::AccountLink => {
+                eprint!("The code the sign-in page shows (or no to skip): ")
+            }
         }
+        let _ = io::stderr().flush();
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            io::stdin().read_line(&mut line).map(|n| (n, line))
+        })
+        .await
+        .context("reading the answer")?
+        .context("reading the answer")?;
+        let (read, text) = line;
+        if read == 0 {
+            return Ok(None);
+        }
+        let text = text.trim();
+        let answer = match kind {
+            InterruptionKind::Approval => match text.to_ascii_lowercase().as_str() {
+                "y" | "yes" | "approve" => Answer::Approve,
+                _ => Answer::Decline,
+            },
+            InterruptionKind::Question if text.is_empty() => Answer::Decline,
+            InterruptionKind::Question => Answer::Text(text.to_owned()),
+            InterruptionKind::AccountLink => match text.to_ascii_lowercase().as_str() {
+                "n" | "no" | "skip" => Answer::Decline,
+                _ => match baton_core::interruption::link_code(text) {
+                    Some(code) => Answer::Text(code),
+                    None => {
+                        eprintln!(
+                            "That is not the code: it has 6 digits, and the page shows it once you have signed in."
+                        );
+                        continue;
+                    }
+                },
+            },
+        };
+        return Ok(Some(answer));
     }
-    let _ = io::stderr().flush();
-    let line = tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        io::stdin().read_line(&mut line).map(|n| (n, line))
-    })
-    .await
-    .context("reading the answer")?
-    .context("reading the answer")?;
-    let (read, text) = line;
-    if read == 0 {
-        return Ok(None);
-    }
-    let text = text.trim();
-    Ok(Some(match kind {
-        InterruptionKind::Approval => match text.to_ascii_lowercase().as_str() {
-            "y" | "yes" | "approve" => Answer::Approve,
-            _ => Answer::Decline,
-        },
-        InterruptionKind::Question if text.is_empty() => Answer::Decline,
-        InterruptionKind::Question => Answer::Text(text.to_owned()),
-        InterruptionKind::AccountLink => match text.to_ascii_lowercase().as_str() {
-            "n" | "no" | "skip" => Answer::Decline,
-            _ => Answer::Approve,
-        },
-    }))
 }
 
 /// The face `baton chat`'s turns come through, as the record names it.

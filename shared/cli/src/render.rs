@@ -227,6 +227,7 @@ impl<W: Write> Renderer<W> {
                             "  Sign in at: {}",
                             url.as_deref().unwrap_or("(no sign-in page was given)")
                         )?;
+                        writeln!(self.out, "  then give the code the page shows.")?;
                     }
                 }
             }

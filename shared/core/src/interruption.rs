@@ -122,9 +122,29 @@ impl Answer {
         }
     }
 
+    /// Whether `words` only say that it is done ("done", "yes", "I signed in"): meant as
+    /// the answer to an account link, though without its code.
+    pub fn says_done(words: &str) -> bool {
+        const DONE: &[&str] = &[
+            "done",
+            "connected",
+            "linked",
+            "signed in",
+            "i did",
+            "yes",
+            "y",
+            "ok",
+            "okay",
+            "i signed in",
+            "finished",
+        ];
+        DONE.contains(&normalized(words).as_str())
+    }
+
     /// The answer to `interruption` in the user's own words, as a face that only carries
     /// text takes it (the next message of a conversation): to an approval, a yes or a no;
-    /// to a question, any words.
+    /// to a question, any words; to an account link, the code its sign-in page showed
+    /// ([`link_code`]) or a no.
     ///
     /// # Errors
     /// The words do not answer it.
@@ -133,13 +153,11 @@ impl Answer {
         match interruption.kind {
             InterruptionKind::Question if words.is_empty() => Err(ReplyError::NeedsAnswer),
             InterruptionKind::Question => Ok(Answer::Text(words.to_owned())),
+            InterruptionKind::AccountLink if link_code(words).is_some() => {
+                Ok(Answer::Text(link_code(words).unwrap_or_default()))
+            }
             InterruptionKind::Approval | InterruptionKind::AccountLink => {
-                let said: String = words
-                    .chars()
-                    .filter(|c| c.is_alphanumeric() || c.is_whitespace())
-                    .collect::<String>()
-                    .to_lowercase();
-                let said = said.split_whitespace().collect::<Vec<_>>().join(" ");
+                let said = normalized(words);
                 const YES: &[&str] = &[
                     "yes",
                     "y",
@@ -152,8 +170,6 @@ impl Answer {
                     "yes please",
                     "do it",
                 ];
-                // An account link is made on the sign-in page; the message only says so.
-                const LINKED: &[&str] = &["done", "connected", "linked", "signed in", "i did"];
                 const NO: &[&str] = &[
                     "no",
                     "n",
@@ -166,10 +182,13 @@ impl Answer {
                     "dont do it",
                 ];
                 let linking = interruption.kind == InterruptionKind::AccountLink;
-                if YES.contains(&said.as_str()) || (linking && LINKED.contains(&said.as_str())) {
-                    Ok(Answer::Approve)
-                } else if NO.contains(&said.as_str()) {
+                if NO.contains(&said.as_str()) {
                     Ok(Answer::Decline)
+                } else if linking {
+                    // Saying "done" is not enough: only the code proves who signed in.
+                    Err(ReplyError::NeedsCode)
+                } else if YES.contains(&said.as_str()) {
+                    Ok(Answer::Approve)
                 } else {
                     Err(ReplyError::NeedsDecision)
                 }
@@ -177,6 +196,26 @@ impl Answer {
         }
     }
 }
+
+/// `words` in lower case, without punctuation, single-spaced.
+fn normalized(words: &str) -> String {
+    let said: String = words
+        .chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .collect::<String>()
+        .to_lowercase();
+    said.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The digits of a sign-in's confirmation code, as long, in `words` ("482 913", "the
+/// code is 482-913"): `None` when they hold no such code.
+pub fn link_code(words: &str) -> Option<String> {
+    let digits: String = words.chars().filter(char::is_ascii_digit).collect();
+    (digits.len() == LINK_CODE_DIGITS).then_some(digits)
+}
+
+/// How many digits a sign-in's confirmation code has (D-37).
+pub const LINK_CODE_DIGITS: usize = 6;
 
 /// The user's reply to an interruption.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -408,6 +447,11 @@ pub enum ReplyError {
     /// A question was answered with nothing, or with approve.
     #[error("This is a question: answer it in words, or decline to answer.")]
     NeedsAnswer,
+    /// An account link was answered without the code its sign-in page showed.
+    #[error(
+        "Give the code the sign-in page showed once you signed in (6 digits), or say no to skip it."
+    )]
+    NeedsCode,
 }
 
 impl Awaiting {
@@ -447,8 +491,11 @@ impl Awaiting {
             return Err(ReplyError::Expired);
         }
         match (self.interruption.kind, &reply.answer) {
-            (InterruptionKind::Approval | InterruptionKind::AccountLink, Answer::Text(_)) => {
-                Err(ReplyError::NeedsDecision)
+            (InterruptionKind::Approval, Answer::Text(_)) => Err(ReplyError::NeedsDecision),
+            // Connected only with the code that the sign-in page showed (D-37).
+            (InterruptionKind::AccountLink, Answer::Approve) => Err(ReplyError::NeedsCode),
+            (InterruptionKind::AccountLink, Answer::Text(t)) if link_code(t).is_none() => {
+                Err(ReplyError::NeedsCode)
             }
             (InterruptionKind::Question, Answer::Approve) => Err(ReplyError::NeedsAnswer),
             (InterruptionKind::Question, Answer::Text(t)) if t.trim().is_empty() => {
@@ -522,26 +569,47 @@ mod tests {
     }
 
     #[test]
-    fn an_account_link_is_answered_with_done_or_a_no_never_words() {
+    fn an_account_link_is_answered_with_its_code_or_a_no_never_a_done() {
         let mut waiting = awaiting(1_000);
         waiting.interruption.kind = InterruptionKind::AccountLink;
         let i = &waiting.interruption;
-        for done in ["done", "Connected!", "yes", "I did"] {
-            assert_eq!(Answer::from_words(i, done), Ok(Answer::Approve), "{done}");
+        for said in ["482913", "482 913", "done, the code is 482-913"] {
+            assert_eq!(
+                Answer::from_words(i, said),
+                Ok(Answer::Text("482913".into())),
+                "{said}"
+            );
         }
         assert_eq!(Answer::from_words(i, "no"), Ok(Answer::Decline));
-        assert_eq!(
-            Answer::from_words(i, "my password is hunter2"),
-            Err(ReplyError::NeedsDecision)
-        );
+        for without in [
+            "done",
+            "Connected!",
+            "yes",
+            "12345",
+            "1234567",
+            "my password is hunter2",
+        ] {
+            assert_eq!(
+                Answer::from_words(i, without),
+                Err(ReplyError::NeedsCode),
+                "{without}"
+            );
+        }
         let words = Reply {
             interruption_id: "int_1".into(),
             answer: Answer::Text("done".into()),
         };
-        assert_eq!(
-            waiting.check("t1", &words, 0),
-            Err(ReplyError::NeedsDecision)
-        );
+        assert_eq!(waiting.check("t1", &words, 0), Err(ReplyError::NeedsCode));
+        let approve = Reply {
+            interruption_id: "int_1".into(),
+            answer: Answer::Approve,
+        };
+        assert_eq!(waiting.check("t1", &approve, 0), Err(ReplyError::NeedsCode));
+        let code = Reply {
+            interruption_id: "int_1".into(),
+            answer: Answer::Text("482 913".into()),
+        };
+        assert_eq!(waiting.check("t1", &code, 0), Ok(()));
         // "done" says nothing to an approval.
         waiting.interruption.kind = InterruptionKind::Approval;
         assert_eq!(

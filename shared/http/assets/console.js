@@ -643,9 +643,10 @@
       this.errors.before(box);
     }
 
-    // An account to connect: Connect opens the sign-in page in its own window; the links
-    // are then checked every moment, and a new or renewed one resumes the turn. Done
-    // resumes it at once (if the account is still not connected, the turn asks again).
+    // An account to connect: Connect opens the sign-in page in its own window, which shows
+    // a code once the user has signed in; the code, typed here, connects the account and
+    // resumes the turn (a sign-in alone connects nothing: whoever opens a page can finish
+    // it).
     accountLink(event) {
       const who = event.label || labelOf(event.agent);
       const head = `${who} needs you to ${event.action || "connect an account"}`;
@@ -657,33 +658,24 @@
       box.append(el("p", "interruption-head", head));
       const actions = el("form", "interruption-actions");
       const turnId = this.root.dataset.turnId;
-      let watching = null;
       const spend = (decided) => {
-        if (watching) clearInterval(watching);
-        for (const c of actions.querySelectorAll("button")) c.disabled = true;
+        for (const c of actions.querySelectorAll("button, input")) c.disabled = true;
         box.dataset.decided = decided;
       };
-      const connect = el("button", "decide decide-connect", "Connect");
+      const connect = el("button", "decide decide-connect", "Sign in");
       connect.type = "button";
       connect.dataset.decision = "connect";
-      connect.addEventListener("click", async () => {
-        // Opened before anything is awaited: a browser only lets a click open a window.
+      connect.addEventListener("click", () => {
         window.open(event.url, "baton-sign-in", "popup,width=520,height=640");
-        const before = await linkTimes();
         box.dataset.connecting = "true";
-        if (watching) clearInterval(watching);
-        watching = setInterval(async () => {
-          const now = await linkTimes();
-          if (!now) return;
-          const changed = [...now].some(([server, at]) => !before || (before.get(server) ?? -1) < at);
-          if (changed && box.dataset.decided === undefined) {
-            spend("approve");
-            resume(turnId, event.id, { decision: "approve" }, `Connected: ${event.action || ""}`);
-            loadLinks();
-          }
-        }, 1000);
       });
-      const done = el("button", "decide decide-approve", "Done");
+      const code = el("input", "interruption-code");
+      code.type = "text";
+      code.inputMode = "numeric";
+      code.autocomplete = "one-time-code";
+      code.setAttribute("aria-label", "The code the sign-in page shows");
+      code.placeholder = "Code from the sign-in page";
+      const done = el("button", "decide decide-approve", "Connect");
       done.type = "submit";
       done.dataset.decision = "approve";
       const skip = el("button", "decide decide-decline", "Not now");
@@ -695,11 +687,18 @@
       });
       actions.addEventListener("submit", (e) => {
         e.preventDefault();
+        const digits = code.value.replace(/[^0-9]/g, "");
+        if (digits.length !== 6) {
+          code.setCustomValidity("The code has 6 digits.");
+          code.reportValidity();
+          return;
+        }
         spend("approve");
-        resume(turnId, event.id, { decision: "approve" }, `Connected: ${event.action || ""}`);
-        loadLinks();
+        // The link is connected once the resumed turn has confirmed it.
+        resume(turnId, event.id, { answer: digits }, `Connected: ${event.action || ""}`).then(loadLinks);
       });
-      actions.append(connect, done, skip);
+      code.addEventListener("input", () => code.setCustomValidity(""));
+      actions.append(connect, code, done, skip);
       box.append(actions);
       this.errors.before(box);
     }

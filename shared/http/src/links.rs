@@ -4,6 +4,10 @@
 //! The callback carries no principal of its own: the browser of any user lands there. The
 //! sealed `state` names the principal, and only this runtime can have made it; it expires,
 //! and is spent once. What went wrong is shown as a plain page; nothing is stored then.
+//!
+//! Whoever opens a sign-in page can finish it, so the callback connects nothing by itself:
+//! its page shows a one-time code, which the conversation that asked must give. A page
+//! opened by someone else (sent an attacker's link) tells them not to give it away.
 
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
@@ -51,14 +55,7 @@ pub(crate) async fn get_callback(
         .finish_link(&sealed, code.as_deref(), error.as_deref())
         .await
     {
-        Ok(linked) => page(
-            StatusCode::OK,
-            "Account connected",
-            &format!(
-                "Your account at {} is connected. You can close this page and go back to the conversation.",
-                host_of(&linked.server)
-            ),
-        ),
+        Ok(linked) => code_page(&linked),
         Err(e) => {
             let status = match e {
                 LinkError::NotOffered => StatusCode::NOT_FOUND,
@@ -129,13 +126,37 @@ fn host_of(server: &str) -> String {
         .unwrap_or_else(|| server.to_owned())
 }
 
+/// The page of a finished sign-in: the code that connects the account, for the
+/// conversation that asked, and a warning for anyone who did not start it.
+fn code_page(linked: &baton_runtime::Linked) -> Response {
+    let host = escape(&host_of(&linked.server));
+    let who = escape(linked.principal.as_str());
+    let code = escape(&linked.code);
+    let extra = format!(
+        "<p id=\"message\">You signed in at {host}. To connect that account to the Baton user \
+         <strong>{who}</strong>, give this code in the conversation that sent you here:</p>\
+         <p><strong id=\"code\">{code}</strong></p>\
+         <p id=\"warning\">Did someone else send you this sign-in? Then give the code to no one \
+         and close this page: without the code nothing is connected.</p>"
+    );
+    html(StatusCode::OK, "One step left", &extra)
+}
+
 /// A small page for the browser that came back: never cached, and never sending its
 /// address (which held the code) on.
 fn page(status: StatusCode, title: &str, words: &str) -> Response {
+    html(
+        status,
+        title,
+        &format!("<p id=\"message\">{}</p>", escape(words)),
+    )
+}
+
+/// A page of `title` and the (escaped) `body`, with the headers every such page has.
+fn html(status: StatusCode, title: &str, body: &str) -> Response {
     let body = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\
-         <body><h1 id=\"title\">{title}</h1><p id=\"message\">{}</p></body></html>",
-        escape(words)
+         <body><h1 id=\"title\">{title}</h1>{body}</body></html>"
     );
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();

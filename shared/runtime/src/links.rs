@@ -3,6 +3,12 @@
 //! sees it, seals a sign-in's `state` so that only this runtime can finish it, and finishes
 //! it at the callback: the state names the principal, the server and the tool, expires,
 //! and is spent once (a link made by it remembers its nonce).
+//!
+//! A sign-in page works for whoever opens it, so a link the callback makes is pending: the
+//! page shows a one-time code, and only the conversation that asked, given that code,
+//! makes the link usable (`confirm`). A victim who signs in at an attacker's page sees the
+//! code, and the attacker's conversation never gets it: nothing of the victim's is ever
+//! served to the attacker. A wrong code drops the pending link.
 
 use std::sync::Arc;
 
@@ -34,9 +40,7 @@ pub enum LinkError {
     #[error("This sign-in has expired. Nothing was stored; start again from the conversation.")]
     Expired,
     /// The same sign-in came back again.
-    #[error(
-        "This sign-in has already finished, and your account is connected. Nothing else was stored."
-    )]
+    #[error("This sign-in has already finished. Nothing else was stored.")]
     AlreadyDone,
     /// The tool it was for is no longer served.
     #[error("The tool this sign-in was for is no longer available. Nothing was stored.")]
@@ -50,6 +54,11 @@ pub enum LinkError {
     /// The store failed.
     #[error("Your account links cannot be reached right now; try again in a moment.")]
     Store,
+    /// The code given in the conversation is not the one the sign-in page showed.
+    #[error(
+        "That code does not match the sign-in, so the account was not connected. Sign in again to connect it."
+    )]
+    WrongCode,
 }
 
 /// What a link keeps, sealed: the connector's text and the nonce of the sign-in that made
@@ -59,6 +68,10 @@ struct Kept {
     #[serde(default)]
     n: String,
     t: String,
+    /// While the link waits for its code: the code's SHA-256. A pending link serves no
+    /// call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    c: Option<String>,
 }
 
 /// A sign-in under way, sealed into its `state`.
@@ -78,13 +91,16 @@ struct SignInState {
     x: u64,
 }
 
-/// A link made.
+/// A sign-in finished: the link it made waits for `code` in the conversation of
+/// `principal`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Linked {
     /// Whose.
     pub principal: Principal,
     /// To which server.
     pub server: String,
+    /// The one-time code that makes the link usable, shown to whoever signed in.
+    pub code: String,
 }
 
 /// Seals, keeps and finishes account links.
@@ -136,6 +152,16 @@ impl LinkKeeper {
             )
             .await
             .map_err(|e| format!("the account link cannot be saved: {e}"))
+    }
+
+    /// Whether `link` (one of `principal`'s, as stored) is connected: it opens, and does
+    /// not wait for its sign-in's code.
+    pub(crate) fn connected(&self, principal: &Principal, link: &AccountLink) -> bool {
+        self.sealer
+            .open(principal, &link.server, &link.sealed)
+            .ok()
+            .and_then(|opened| serde_json::from_slice::<Kept>(&opened).ok())
+            .is_some_and(|kept| kept.c.is_none())
     }
 
     /// The page `principal` signs in at for `needed`, started by `tool_id`'s connector: its
@@ -216,12 +242,14 @@ impl LinkKeeper {
                     }
                 }
             })?;
+        let code = new_code();
         self.save(
             &principal,
             &state.s,
             &Kept {
                 n: state.n,
                 t: text,
+                c: Some(code_hash(&code)),
             },
         )
         .await
@@ -229,18 +257,67 @@ impl LinkKeeper {
             tracing::warn!(error = %e, "an account link could not be saved");
             LinkError::Store
         })?;
-        tracing::info!(principal = %principal.as_str(), server = %state.s, "an account was connected");
+        tracing::info!(principal = %principal.as_str(), server = %state.s, "an account was signed in; the link waits for its code");
         Ok(Linked {
             principal,
             server: state.s,
+            code,
         })
+    }
+
+    /// Makes `principal`'s pending link to `server` usable with the `code` its sign-in
+    /// page showed. A link already confirmed stays so (a resume run again after a crash);
+    /// a wrong code, or none pending, drops it.
+    ///
+    /// # Errors
+    /// [`LinkError::WrongCode`], or the store failed.
+    pub(crate) async fn confirm(
+        &self,
+        principal: &Principal,
+        server: &str,
+        code: &str,
+    ) -> Result<(), LinkError> {
+        let store_failed = |e: String| {
+            tracing::warn!(error = %e, "an account link could not be confirmed");
+            LinkError::Store
+        };
+        let kept = self.kept(principal, server).await.map_err(store_failed)?;
+        match kept {
+            Some(Kept { c: None, .. }) => Ok(()),
+            Some(Kept {
+                n,
+                t,
+                c: Some(hash),
+            }) if baton_core::interruption::link_code(code)
+                .is_some_and(|given| code_hash(&given) == hash) =>
+            {
+                self.save(principal, server, &Kept { n, t, c: None })
+                    .await
+                    .map_err(store_failed)?;
+                tracing::info!(principal = %principal.as_str(), %server, "an account was connected");
+                Ok(())
+            }
+            _ => {
+                tracing::warn!(principal = %principal.as_str(), %server, "a wrong code was given for an account link; the pending link is dropped");
+                self.store
+                    .delete_link(principal, server)
+                    .await
+                    .map_err(|e| store_failed(e.to_string()))?;
+                Err(LinkError::WrongCode)
+            }
+        }
     }
 }
 
 #[async_trait]
 impl AccountLinks for LinkKeeper {
     async fn open(&self, principal: &Principal, server: &str) -> Result<Option<String>, String> {
-        Ok(self.kept(principal, server).await?.map(|k| k.t))
+        // A link that waits for its code serves nothing yet.
+        Ok(self
+            .kept(principal, server)
+            .await?
+            .filter(|k| k.c.is_none())
+            .map(|k| k.t))
     }
 
     async fn keep(
@@ -263,10 +340,28 @@ impl AccountLinks for LinkKeeper {
             &Kept {
                 n,
                 t: contents.to_owned(),
+                c: None,
             },
         )
         .await
     }
+}
+
+/// A new confirmation code: [`LINK_CODE_DIGITS`](baton_core::interruption::LINK_CODE_DIGITS)
+/// random digits.
+fn new_code() -> String {
+    let random = uuid::Uuid::new_v4().as_u128();
+    let modulus = 10u128.pow(baton_core::interruption::LINK_CODE_DIGITS as u32);
+    format!(
+        "{:0width$}",
+        random % modulus,
+        width = baton_core::interruption::LINK_CODE_DIGITS
+    )
+}
+
+/// What a pending link keeps of its code.
+fn code_hash(code: &str) -> String {
+    baton_core::interruption::args_sha256(&serde_json::Value::String(code.to_owned()))
 }
 
 /// `text` as a URL (the connector made it; a broken one is its error).

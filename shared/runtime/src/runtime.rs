@@ -298,13 +298,15 @@ impl Runtime {
     /// # Errors
     /// No links are kept here, or the store failed.
     pub async fn links(&self, principal: &Principal) -> Result<Vec<(String, u64)>, LinkError> {
-        self.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
+        let keeper = self.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
         let links = self.inner.store.links(principal).await.map_err(|e| {
             tracing::warn!(error = %e, "account links could not be listed");
             LinkError::Store
         })?;
+        // A link that still waits for its sign-in's code is not connected yet.
         Ok(links
             .into_iter()
+            .filter(|l| keeper.connected(principal, l))
             .map(|l| (l.server, l.updated_ms))
             .collect())
     }

@@ -6,8 +6,9 @@ Python (`a2a-sdk`).
 Streams a message whose specialist needs the user's own account: prints one JSON line with
 the task's last state, its answer (which holds the sign-in page) and its state read back
 with GetTask. Then waits for a line
-on stdin (the test signs in meanwhile), sends "done" on the same task, and prints a second
-JSON line with that task's last state and answer.
+on stdin (the test signs in meanwhile), sends that line (what the user says: the code the
+sign-in page showed) on the same task, and prints a second JSON line with that task's last
+state and answer.
 """
 
 import asyncio
@@ -57,9 +58,9 @@ async def main():
         got = await client.get_task(GetTaskRequest(id=first["task_id"]))
         first["read_back"] = TaskState.Name(got.status.state)
         print(json.dumps(first), flush=True)
-        sys.stdin.readline()
+        said = sys.stdin.readline().strip()
         second = await streamed(
-            client, message("done", task=first["task_id"], context=first["context"])
+            client, message(said, task=first["task_id"], context=first["context"])
         )
         print(json.dumps(second), flush=True)
         await client.close()

@@ -5,8 +5,8 @@ OpenAI SDK for Python.
 
 Asks for something whose specialist needs the user's own account: prints one JSON line with
 the answer (which holds the sign-in page) and the episode. Then waits for a line on stdin
-(the test signs in meanwhile), says "done" in the same episode, and prints a second JSON
-line with that answer.
+(the test signs in meanwhile), says that line (the code the sign-in page showed) in the
+same episode, and prints a second JSON line with that answer.
 """
 
 import json
@@ -31,13 +31,13 @@ def main() -> None:
     first = raw.parse().choices[0].message.content
     episode = raw.headers.get("x-baton-episode-id")
     print(json.dumps({"content": first, "episode": episode}), flush=True)
-    sys.stdin.readline()
+    said = sys.stdin.readline().strip()
     second = client.chat.completions.create(
         model="baton",
         messages=[
             {"role": "user", "content": asked},
             {"role": "assistant", "content": first},
-            {"role": "user", "content": "done"},
+            {"role": "user", "content": said},
         ],
         metadata={"episode_id": episode},
     )

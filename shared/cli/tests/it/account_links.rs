@@ -144,6 +144,28 @@ fn callback_at(serving: &Serving, addr: &str, back: &str) -> (u16, String) {
     (status, response)
 }
 
+/// The one-time code a finished sign-in's page shows (D-37).
+pub(crate) fn code_of(page: &str) -> String {
+    let start = page
+        .find("<strong id=\"code\">")
+        .unwrap_or_else(|| panic!("no code on the page: {page}"))
+        + "<strong id=\"code\">".len();
+    page[start..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect()
+}
+
+/// Signs in at `asked`'s page as the user and comes back to Baton: the code shown.
+fn sign_in_for_code(serving: &Serving, scene: &Scene, asked: &Value) -> String {
+    let back = scene
+        .partner
+        .sign_in(asked["url"].as_str().unwrap(), "allow");
+    let (status, page) = callback(serving, scene, &back);
+    assert_eq!(status, 200, "{page}");
+    code_of(&page)
+}
+
 fn links(serving: &Serving, principal: &str) -> Vec<Value> {
     let response = serving.request(
         &format!("GET /v1/links HTTP/1.1\r\nx-baton-principal: {principal}"),
@@ -161,11 +183,20 @@ fn resume(
     asked: &Value,
     decision: &str,
 ) -> Vec<Value> {
-    let body = json!({
-        "episode_id": episode,
-        "interruption_id": asked["id"],
-        "decision": decision,
-    });
+    // `approve` and `decline` are decisions; anything else is the answer (a link's code).
+    let body = if matches!(decision, "approve" | "decline") {
+        json!({
+            "episode_id": episode,
+            "interruption_id": asked["id"],
+            "decision": decision,
+        })
+    } else {
+        json!({
+            "episode_id": episode,
+            "interruption_id": asked["id"],
+            "answer": decision,
+        })
+    };
     let turn = asked["turn_id"].as_str().unwrap();
     let response = serving.request(
         &format!(
@@ -205,27 +236,34 @@ pub(crate) fn connects_once(sandbox: &Sandbox, baton: impl Fn() -> Command, stor
     let back = scene.partner.sign_in(url, "allow");
     let (status, page) = callback(&first, &scene, &back);
     assert_eq!(status, 200, "{page}");
-    assert!(page.contains("Account connected"), "{page}");
+    // The page connects nothing by itself: it shows the code for the conversation that
+    // asked, naming whose it is.
+    assert!(page.contains("One step left"), "{page}");
+    assert!(page.contains("<strong>alice</strong>"), "{page}");
+    let code = code_of(&page);
+    assert_eq!(code.len(), 6, "{page}");
     assert!(header(&page, "cache-control").is_some_and(|v| v.contains("no-store")));
     // The same sign-in again finishes nothing more.
     let (status, page) = callback(&first, &scene, &back);
     assert_eq!(status, 409, "{page}");
     assert!(page.contains("already finished"), "{page}");
     assert_eq!(scene.partner.stats()["tokens"], 1);
-    let linked = links(&first, "alice");
-    assert_eq!(linked.len(), 1, "{linked:?}");
+    // Not connected until the conversation gives the code.
+    assert!(links(&first, "alice").is_empty());
     let server = format!("http://127.0.0.1:{}/mcp", scene.partner.port());
-    assert_eq!(linked[0]["server"], server.as_str());
-    assert!(links(&first, "bob").is_empty());
 
-    // SIGKILL while the turn waits: the restarted process resumes it, and the link made
-    // before the kill is there.
+    // SIGKILL while the turn waits: the restarted process resumes it with the code, and
+    // the link made before the kill is there.
     first.kill();
     let restarted = scene.serve(baton());
-    let resumed = resume(&restarted, "alice", &episode, asked, "approve");
+    let resumed = resume(&restarted, "alice", &episode, asked, &code);
     assert!(miles_read(&resumed), "{resumed:?}");
     assert_eq!(outcome(&resumed), "answered");
     assert_eq!(scene.partner.stats()["calls"], 1);
+    let linked = links(&restarted, "alice");
+    assert_eq!(linked.len(), 1, "{linked:?}");
+    assert_eq!(linked[0]["server"], server.as_str());
+    assert!(links(&restarted, "bob").is_empty());
 
     // Another restart loses nothing: the link is in the store, sealed under the key in
     // the data directory (or the configured one).
@@ -296,12 +334,8 @@ fn a_server_that_always_wants_more_scope_is_not_followed_past_three_sign_ins() {
         assert_eq!(asked["kind"], "account_link", "{events:?}");
         sign_ins += 1;
         assert!(sign_ins <= 3, "asked for a sign-in a {sign_ins}th time");
-        let back = scene
-            .partner
-            .sign_in(asked["url"].as_str().unwrap(), "allow");
-        let (status, page) = callback(&serving, &scene, &back);
-        assert_eq!(status, 200, "{page}");
-        events = resume(&serving, "alice", &episode, &asked, "approve");
+        let code = sign_in_for_code(&serving, &scene, &asked);
+        events = resume(&serving, "alice", &episode, &asked, &code);
     }
     assert_eq!(sign_ins, 3);
     assert_eq!(scene.partner.stats()["tokens"], 3);
@@ -312,6 +346,58 @@ fn a_server_that_always_wants_more_scope_is_not_followed_past_three_sign_ins() {
         .rfind(|e| e["type"] == "tool_result" && e["tool"] == "get_partner_miles")
         .unwrap_or_else(|| panic!("{events:?}"));
     assert_eq!(result["status"], "unavailable");
+}
+
+/// A sign-in page works for whoever opens it: Mallory sends hers to Alice, who signs in
+/// with her own Partner Air account. The page shows Alice the code and whose Baton user it
+/// would connect to; without that code Mallory's conversation connects nothing (a "yes" is
+/// refused and keeps the wait, a guessed code drops the sign-in), and no call is ever made
+/// with Alice's account for Mallory.
+#[test]
+fn a_sign_in_finished_by_someone_else_connects_nothing_without_its_code() {
+    let sandbox = Sandbox::new();
+    let scene = Scene::new(&sandbox, &[]);
+    let serving = scene.serve(sandbox.baton());
+    let (events, episode) = ask(&serving, "mallory");
+    let asked = interruption(&events).unwrap_or_else(|| panic!("{events:?}"));
+    // Alice opens Mallory's page and signs in: the page names Mallory and warns her.
+    let back = scene
+        .partner
+        .sign_in(asked["url"].as_str().unwrap(), "allow");
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<strong>mallory</strong>"), "{page}");
+    assert!(page.contains("give the code to no one"), "{page}");
+    let code = code_of(&page);
+    assert!(links(&serving, "mallory").is_empty(), "not connected yet");
+    // "Done" without the code is refused, and the wait stays.
+    let body = json!({
+        "episode_id": episode,
+        "interruption_id": asked["id"],
+        "decision": "approve",
+    });
+    let turn = asked["turn_id"].as_str().unwrap();
+    let refused = serving.request(
+        &format!(
+            "POST /v1/turns/{turn}/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: mallory"
+        ),
+        &body.to_string(),
+    );
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    assert!(refused.contains("code"), "{refused}");
+    // A guess drops the pending sign-in: the real code no longer connects it either.
+    let guess = if code == "000000" { "000001" } else { "000000" };
+    let guessed = resume(&serving, "mallory", &episode, asked, guess);
+    assert_eq!(outcome(&guessed), "answered", "{guessed:?}");
+    assert!(!miles_read(&guessed), "{guessed:?}");
+    assert!(links(&serving, "mallory").is_empty());
+    let (later, _) = ask(&serving, "mallory");
+    assert_eq!(interruption(&later).unwrap()["kind"], "account_link");
+    assert_eq!(
+        scene.partner.stats()["calls"],
+        0,
+        "nothing ran with Alice's account"
+    );
 }
 
 /// Each callback that goes wrong is a plain page and keeps nothing: no state, a forged or
@@ -406,11 +492,8 @@ fn a_link_is_refreshed_and_a_refused_refresh_asks_again() {
     let serving = scene.serve(sandbox.baton());
     let (events, episode) = ask(&serving, "alice");
     let asked = interruption(&events).unwrap();
-    let back = scene
-        .partner
-        .sign_in(asked["url"].as_str().unwrap(), "allow");
-    assert_eq!(callback(&serving, &scene, &back).0, 200);
-    let resumed = resume(&serving, "alice", &episode, asked, "approve");
+    let code = sign_in_for_code(&serving, &scene, asked);
+    let resumed = resume(&serving, "alice", &episode, asked, &code);
     assert!(miles_read(&resumed), "{resumed:?}");
     assert!(scene.partner.stats()["refreshes"].as_u64().unwrap() >= 1);
 
@@ -432,8 +515,8 @@ fn a_link_is_refreshed_and_a_refused_refresh_asks_again() {
 }
 
 /// The official A2A SDK for Python: the task waits in `TASK_STATE_AUTH_REQUIRED` with the
-/// sign-in page in its answer; once the user has signed in, "done" on the same task goes
-/// on, and the task completes with the miles read.
+/// sign-in page in its answer; once the user has signed in, the code the page showed, on
+/// the same task, goes on, and the task completes with the miles read.
 #[test]
 fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
     let sandbox = Sandbox::new();
@@ -450,8 +533,9 @@ fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
     assert_eq!(first["read_back"], "TASK_STATE_AUTH_REQUIRED", "{first:#}");
     let url = page_in(first["answer"].as_str().unwrap(), &scene.partner);
     let back = scene.partner.sign_in(&url, "allow");
-    assert_eq!(callback(&serving, &scene, &back).0, 200);
-    client.say("signed in");
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 200, "{page}");
+    client.say(&format!("done, the code is {}", code_of(&page)));
     let second = client.next();
     assert_eq!(second["state"], "TASK_STATE_COMPLETED", "{second:#}");
     assert_eq!(second["task_id"], first["task_id"], "{second:#}");
@@ -467,12 +551,14 @@ fn an_a2a_task_waits_in_auth_required_and_the_next_message_goes_on() {
 }
 
 /// An MCP client that can send its user to a page: it signs in at the page it is given
-/// (playing the user's browser, then Baton's callback) and accepts.
+/// (playing the user's browser, then Baton's callback) and accepts; asked for the code
+/// that page showed, it gives it.
 #[derive(Clone)]
 struct SignsIn {
     partner: std::sync::Arc<Partner>,
     baton: String,
     asked: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    code: std::sync::Arc<std::sync::Mutex<String>>,
 }
 
 impl rmcp::ClientHandler for SignsIn {
@@ -483,31 +569,42 @@ impl rmcp::ClientHandler for SignsIn {
     ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
         let asked = serde_json::to_value(&request).unwrap();
         self.asked.lock().unwrap().push(asked.clone());
+        if asked["mode"] == "form" {
+            let code = self.code.lock().unwrap().clone();
+            return Ok(serde_json::from_value(
+                json!({"action": "accept", "content": {"code": code}}),
+            )
+            .unwrap());
+        }
         let url = asked["url"].as_str().unwrap_or_default().to_owned();
         let (partner, baton) = (self.partner.clone(), self.baton.clone());
-        let status = tokio::task::spawn_blocking(move || {
+        let (status, page) = tokio::task::spawn_blocking(move || {
             let back = partner.sign_in(&url, "allow");
             let target = back
                 .strip_prefix(&format!("http://{baton}"))
                 .unwrap()
                 .to_owned();
-            baton_tests::partner::exchange(&baton, "GET", &target, None).0
+            let (status, _, page) = baton_tests::partner::exchange(&baton, "GET", &target, None);
+            (status, page)
         })
         .await
         .unwrap();
         assert_eq!(status, 200);
+        *self.code.lock().unwrap() = code_of(&page);
         Ok(serde_json::from_value(json!({"action": "accept"})).unwrap())
     }
 
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::ClientConfig::default();
-        info.capabilities.elicitation = Some(serde_json::from_value(json!({"url": {}})).unwrap());
+        info.capabilities.elicitation =
+            Some(serde_json::from_value(json!({"url": {}, "form": {}})).unwrap());
         info
     }
 }
 
-/// The official Rust MCP SDK: a client that declared URL elicitation is sent to the
-/// sign-in page, and its retried call resumes the turn, which reads the miles.
+/// The official Rust MCP SDK: a client that declared URL and form elicitation is sent to
+/// the sign-in page, then asked for the code it showed, and its retried call resumes the
+/// turn, which reads the miles.
 #[tokio::test]
 async fn an_mcp_client_is_sent_to_the_sign_in_page_by_url_elicitation() {
     baton_connectors::install_tls_provider();
@@ -520,6 +617,7 @@ async fn an_mcp_client_is_sent_to_the_sign_in_page_by_url_elicitation() {
         partner: partner.clone(),
         baton: addr,
         asked: Default::default(),
+        code: Default::default(),
     };
     let config =
         rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
@@ -545,8 +643,9 @@ async fn an_mcp_client_is_sent_to_the_sign_in_page_by_url_elicitation() {
         .await
         .unwrap();
     let asked = handler.asked.lock().unwrap().clone();
-    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked.len(), 2, "{asked:?}");
     assert_eq!(asked[0]["mode"], "url", "{asked:?}");
+    assert_eq!(asked[1]["mode"], "form", "{asked:?}");
     assert_eq!(result.is_error, Some(false), "{result:?}");
     let text: String = result
         .content
@@ -562,8 +661,8 @@ async fn an_mcp_client_is_sent_to_the_sign_in_page_by_url_elicitation() {
 }
 
 /// The official AG-UI client: the run ends in an `account_link` interrupt whose metadata
-/// holds the sign-in page; once the user has signed in, the next run's resume
-/// (`{"approved": true}`) goes on and reads the miles.
+/// holds the sign-in page; once the user has signed in, the next run's resume with the
+/// code the page showed (`{"code": "…"}`) goes on and reads the miles.
 #[test]
 fn an_ag_ui_client_resumes_after_the_sign_in() {
     let sandbox = Sandbox::new();
@@ -582,10 +681,16 @@ fn an_ag_ui_client_resumes_after_the_sign_in() {
     let first = client.next();
     let pending = &first["pending"][0];
     assert_eq!(pending["reason"], "account_link", "{first:#}");
+    assert_eq!(
+        pending["responseSchema"]["required"],
+        json!(["code"]),
+        "{first:#}"
+    );
     let url = pending["metadata"]["url"].as_str().unwrap();
     let back = scene.partner.sign_in(url, "allow");
-    assert_eq!(callback(&serving, &scene, &back).0, 200);
-    client.say("signed in");
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 200, "{page}");
+    client.say(&json!({"code": code_of(&page)}).to_string());
     let out = client.next();
     assert_eq!(out["outcomes"][1]["outcome"], "success", "{out:#}");
     assert_eq!(out["pendingAfter"], json!([]), "{out:#}");
@@ -611,15 +716,14 @@ fn an_http_api_that_acts_for_the_user_is_linked_the_same_way() {
     assert_eq!(asked["kind"], "account_link");
     let url = asked["url"].as_str().unwrap();
     assert!(url.contains("resource=http%3A%2F%2F127.0.0.1"), "{url}");
-    let back = scene.partner.sign_in(url, "allow");
-    assert_eq!(callback(&serving, &scene, &back).0, 200);
+    let code = sign_in_for_code(&serving, &scene, asked);
+    let resumed = resume(&serving, "alice", &episode, asked, &code);
+    assert!(miles_read(&resumed), "{resumed:?}");
     let linked = links(&serving, "alice");
     assert_eq!(
         linked[0]["server"],
         format!("http://127.0.0.1:{}/api/miles", scene.partner.port()).as_str()
     );
-    let resumed = resume(&serving, "alice", &episode, asked, "approve");
-    assert!(miles_read(&resumed), "{resumed:?}");
     let (later, _) = ask(&serving, "alice");
     assert!(interruption(&later).is_none(), "{later:?}");
     assert!(miles_read(&later), "{later:?}");
@@ -628,7 +732,8 @@ fn an_http_api_that_acts_for_the_user_is_linked_the_same_way() {
 }
 
 /// `baton chat` prints the sign-in page and waits; `baton serve` on the same data (which
-/// receives the sign-in's callback) keeps the link; Enter goes on, and the miles are read.
+/// receives the sign-in's callback) keeps the link; the code the page showed, typed at the
+/// prompt (after something that is not one), goes on, and the miles are read.
 #[test]
 fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
     let sandbox = Sandbox::new();
@@ -657,25 +762,25 @@ fn chat_prints_the_sign_in_page_and_goes_on_once_connected() {
         }
     };
     assert_eq!(asked["kind"], "account_link");
-    let back = scene
-        .partner
-        .sign_in(asked["url"].as_str().unwrap(), "allow");
-    assert_eq!(callback(&serving, &scene, &back).0, 200);
-    chat.say("");
+    let code = sign_in_for_code(&serving, &scene, &asked);
+    chat.say("done");
+    chat.say(&code);
     let (rest, stderr) = chat.finish();
     assert!(
-        stderr.contains("Press Enter once you have signed in"),
+        stderr.contains("The code the sign-in page shows"),
         "{stderr}"
     );
+    assert!(stderr.contains("That is not the code"), "{stderr}");
     assert!(miles_read(&rest), "{rest:?}");
     assert_eq!(outcome(&rest), "answered");
     assert_eq!(scene.partner.stats()["calls"], 1);
 }
 
 /// The official OpenAI SDK for Python: the answer holds the sign-in page; once the user has
-/// signed in, "done" in the same episode goes on and the miles are read.
+/// signed in, the code the page showed, said in the same episode, goes on and the miles are
+/// read.
 #[test]
-fn an_openai_client_reads_the_page_in_the_answer_and_says_done() {
+fn an_openai_client_reads_the_page_in_the_answer_and_gives_the_code() {
     let sandbox = Sandbox::new();
     let scene = Scene::new(&sandbox, &[]);
     let serving = scene.serve(sandbox.baton());
@@ -688,8 +793,9 @@ fn an_openai_client_reads_the_page_in_the_answer_and_says_done() {
     let first = client.next();
     let url = page_in(first["content"].as_str().unwrap(), &scene.partner);
     let back = scene.partner.sign_in(&url, "allow");
-    assert_eq!(callback(&serving, &scene, &back).0, 200);
-    client.say("signed in");
+    let (status, page) = callback(&serving, &scene, &back);
+    assert_eq!(status, 200, "{page}");
+    client.say(&code_of(&page));
     let second = client.next();
     assert!(
         second["content"]

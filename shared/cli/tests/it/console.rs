@@ -840,7 +840,8 @@ agents:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connect_signs_in_in_its_own_window_and_the_turn_goes_on_and_revoke_removes_the_link() {
+async fn connect_signs_in_in_its_own_window_and_the_code_it_shows_goes_on_and_revoke_removes_the_link()
+ {
     let sandbox = Sandbox::new();
     let partner = baton_tests::partner::Partner::start();
     let addr = format!("127.0.0.1:{}", free_port());
@@ -913,10 +914,30 @@ async fn connect_signs_in_in_its_own_window_and_the_turn_goes_on_and_revoke_remo
             .text()
             .await
             .unwrap();
-        assert_eq!(title, "Account connected");
+        assert_eq!(title, "One step left");
+        // The page shows the code that connects the account; the user types it in.
+        let code = client
+            .find(Locator::Id("code"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(code.len(), 6, "{code}");
         client.close_window().await.unwrap();
         client.switch_to_window(console).await.unwrap();
-        // The console sees the new link and resumes the turn by itself.
+        let input = client
+            .find(Locator::Css(".interruption .interruption-code"))
+            .await
+            .unwrap();
+        input.send_keys(&code).await.unwrap();
+        client
+            .find(Locator::Css(".interruption .decide-approve"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
         assert_eq!(turn_finished(&client, 2).await, "completed");
         let second = turn_view(&client, 1).await;
         assert_eq!(second["outcome"], "answered", "{second:#}");

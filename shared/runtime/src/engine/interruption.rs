@@ -146,7 +146,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
         ),
         InterruptionKind::Question => format!("{} asks: {}", agent.label, ask.words),
         InterruptionKind::AccountLink => format!(
-            "{} needs you to {} to go on. Sign in at {}, then say done (or no to skip it).",
+            "{} needs you to {} to go on. Sign in at {}, then give the code the page shows (or say no to skip it).",
             agent.label,
             ask.words,
             ask.link.as_ref().map_or("", |l| l.url.as_str())
@@ -403,7 +403,10 @@ pub(crate) use baton_core::interruption::resume_turn_id;
 /// the answer itself.
 pub(crate) fn reply_text(awaiting: &Awaiting, answer: &Answer) -> String {
     match answer {
-        Answer::Approve if awaiting.interruption.kind == InterruptionKind::AccountLink => {
+        // The code that confirms an account link is never journalled.
+        Answer::Approve | Answer::Text(_)
+            if awaiting.interruption.kind == InterruptionKind::AccountLink =>
+        {
             format!("Connected: {}", awaiting.interruption.action)
         }
         Answer::Approve => format!("Approved: {}", awaiting.interruption.action),

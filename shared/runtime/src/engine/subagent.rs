@@ -26,6 +26,7 @@ use super::status::Board;
 use super::tools::{self, ToolRun};
 use super::upstream;
 use super::work::{AgentJob, AgentResult, AgentSink, TextMode};
+use crate::links::LinkError;
 
 /// Runs the sub-agent to its answer (the caller bounds it with the card's timeout).
 pub(crate) async fn run(
@@ -113,6 +114,21 @@ pub(crate) async fn resume(
     result.tool_calls = tool_calls;
     let mut data_outcomes: Vec<DataStatus> = data.iter().filter_map(|d| data_status(d)).collect();
     if let Some(held) = calls.iter_mut().find(|c| c.answer.is_none()) {
+        // An account link is the principal's only once the conversation gives the code its
+        // sign-in page showed (D-37); then the call goes on as if approved.
+        let mut wrong_code = false;
+        let answer = match (&held.link, answer) {
+            (Some(link), Answer::Text(code)) => {
+                match confirm_link(ctx, &link.server, &code).await {
+                    Ok(()) => Answer::Approve,
+                    Err(e) => {
+                        wrong_code = e == LinkError::WrongCode;
+                        Answer::Decline
+                    }
+                }
+            }
+            (_, answer) => answer,
+        };
         let given = if held.name == ASK_USER_TOOL {
             Some(answer_to_question(answer))
         } else if answer == Answer::Approve
@@ -159,7 +175,9 @@ pub(crate) async fn resume(
         } else {
             // Not a data outage: the specialist is told the user said no, in words it can
             // pass on plainly.
-            let note = if held.link.is_some() {
+            let note = if wrong_code {
+                "The code the user gave does not match their sign-in, so the account was not connected and nothing was done."
+            } else if held.link.is_some() {
                 "The user did not connect their account, so nothing was done."
             } else {
                 "Declined by the user, so nothing was done."
@@ -501,6 +519,12 @@ async fn tool_loop(
     } else {
         AgentStatus::Ok
     };
+}
+
+/// Confirms the principal's pending link to `server` with `code` (D-37).
+async fn confirm_link(ctx: &TurnCtx, server: &str, code: &str) -> Result<(), LinkError> {
+    let keeper = ctx.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
+    keeper.confirm(&ctx.principal, server, code).await
 }
 
 /// Runs one of the sub-agent's calls; a planned sub-agent's `use_skill` runs its skill's

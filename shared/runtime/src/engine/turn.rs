@@ -72,7 +72,14 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     // D-36: a reply resumes the turn that waits for it, and nothing else; a message that
     // may answer in words does so when its words fit the wait, in time.
     let resuming = match ctx.resume.clone() {
-        None => answered_in_words(&ctx, &mut state, now),
+        None => match answered_in_words(&ctx, &mut state, now) {
+            Ok(resuming) => resuming,
+            Err(e) => {
+                // Nothing is set aside, nothing recorded: the next message can answer.
+                end_unrecorded(&ctx, &e.to_string(), TurnOutcome::Failed).await;
+                return;
+            }
+        },
         Some(reply) => match resumable(&ctx, &mut state, &reply, now) {
             Ok(awaiting) => Some((awaiting, reply)),
             Err(e) => {
@@ -289,22 +296,40 @@ fn record_answer(
 /// The waiting work this turn's message answers in words, taken from `state`, when the
 /// request lets it and the words fit the wait before it expires; `None` leaves the wait to
 /// be set aside as any other turn does.
+///
+/// # Errors
+/// The message says an account was connected without the code that proves it (D-37): it
+/// is meant as the answer, so it sets nothing aside, and the user is told what to give.
 fn answered_in_words(
     ctx: &TurnCtx,
     state: &mut baton_core::turn::EpisodeState,
     now_ms: u64,
-) -> Option<(
-    Box<baton_core::interruption::Awaiting>,
-    baton_core::interruption::Reply,
-)> {
-    if !ctx.reply_in_words {
-        return None;
+) -> Result<
+    Option<(
+        Box<baton_core::interruption::Awaiting>,
+        baton_core::interruption::Reply,
+    )>,
+    baton_core::interruption::ReplyError,
+> {
+    use baton_core::interruption::{Answer, InterruptionKind, ReplyError};
+    let Some(awaiting) = state.awaiting.as_deref().filter(|_| ctx.reply_in_words) else {
+        return Ok(None);
+    };
+    let reply = match awaiting.reply_in_words(&ctx.user_text) {
+        Ok(reply) => reply,
+        Err(ReplyError::NeedsCode)
+            if awaiting.interruption.kind == InterruptionKind::AccountLink
+                && Answer::says_done(&ctx.user_text)
+                && now_ms < awaiting.interruption.expires_ms =>
+        {
+            return Err(ReplyError::NeedsCode);
+        }
+        Err(_) => return Ok(None),
+    };
+    if awaiting.check(&awaiting.turn_id, &reply, now_ms).is_err() {
+        return Ok(None);
     }
-    let awaiting = state.awaiting.as_deref()?;
-    let reply = awaiting.reply_in_words(&ctx.user_text).ok()?;
-    awaiting.check(&awaiting.turn_id, &reply, now_ms).ok()?;
-    let awaiting = state.awaiting.take()?;
-    Some((awaiting, reply))
+    Ok(state.awaiting.take().map(|awaiting| (awaiting, reply)))
 }
 
 /// The waiting work `reply` resumes, taken from `state`, when this turn is the one that

@@ -281,8 +281,8 @@ struct Asker<'a> {
 }
 
 /// An interruption as AG-UI's `Interrupt`: the answer it expects is `{"approved": bool}`
-/// to an approval or an account link (once connected at `metadata.url`) and
-/// `{"answer": "…"}` to a question (see `input.rs`).
+/// to an approval, `{"code": "…"}` to an account link (the code the sign-in page at
+/// `metadata.url` shows) and `{"answer": "…"}` to a question (see `input.rs`).
 fn interrupt(
     id: &str,
     kind: InterruptionKind,
@@ -293,10 +293,16 @@ fn interrupt(
     url: Option<&str>,
 ) -> Value {
     let schema = match kind {
-        InterruptionKind::Approval | InterruptionKind::AccountLink => json!({
+        InterruptionKind::Approval => json!({
             "type": "object",
             "properties": { "approved": { "type": "boolean" } },
             "required": ["approved"],
+        }),
+        // The code the sign-in page showed connects the account (D-37).
+        InterruptionKind::AccountLink => json!({
+            "type": "object",
+            "properties": { "code": { "type": "string", "pattern": "^[0-9 -]+$" } },
+            "required": ["code"],
         }),
         InterruptionKind::Question => json!({
             "type": "object",

@@ -71,7 +71,16 @@ async fn answer(
     let payload = &resume.payload;
     let answer = match awaiting.interruption.kind {
         _ if resume.cancelled => Some(Answer::Decline),
-        InterruptionKind::Approval | InterruptionKind::AccountLink => payload
+        InterruptionKind::AccountLink => payload
+            .get("code")
+            .or(Some(payload))
+            .and_then(Value::as_str)
+            .and_then(baton_core::interruption::link_code)
+            .map(Answer::Text)
+            .or_else(|| {
+                (payload.get("approved") == Some(&Value::Bool(false))).then_some(Answer::Decline)
+            }),
+        InterruptionKind::Approval => payload
             .get("approved")
             .or(Some(payload))
             .and_then(Value::as_bool)
@@ -102,7 +111,7 @@ async fn answer(
                 "answer a question with the payload {\"answer\": \"…\"}".to_owned()
             }
             InterruptionKind::AccountLink => {
-                "answer an account link with the payload {\"approved\": true} once connected, or {\"approved\": false}"
+                "answer an account link with the payload {\"code\": \"…\"}, the code its sign-in page showed, or resume it as cancelled to skip it"
                     .to_owned()
             }
         })

@@ -141,7 +141,8 @@ impl Reply {
             // This face cannot ask in place: say how the answer comes back (D-36).
             text.push_str(
                 "\n\n(Waiting for the user. To answer, call this tool again with the same \
-                 `conversation` and the answer as the message: yes or no to an approval.)",
+                 `conversation` and the answer as the message: yes or no to an approval, \
+                 the code the sign-in page shows to an account link.)",
             );
         }
         let structured = json!({

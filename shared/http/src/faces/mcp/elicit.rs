@@ -4,7 +4,9 @@
 //! opaque `requestState` naming the waiting turn. The client asks its user, then calls
 //! the tool again with the elicitation's result and that state; the call resumes the turn
 //! and answers with it. An account link is asked with a URL elicitation: the sign-in page,
-//! which the client opens for its user; its accept says the user went there. Only a client
+//! which the client opens for its user; its accept says the user went there, and is
+//! answered with a form elicitation for the code that page showed (D-37), which the call
+//! after it carries. Only a client
 //! that negotiated a protocol version with multi round-trip requests and declared the
 //! elicitation mode needed is asked so; any other reads the question (and the page) in the
 //! answer and replies with its next call in the conversation.
@@ -35,6 +37,17 @@ pub(crate) struct Answered {
     pub(crate) reply: Reply,
 }
 
+/// What a call carrying an elicitation's result does next.
+pub(crate) enum Elicited {
+    /// It resumes the turn with this reply.
+    Answered(Answered),
+    /// The user went to the sign-in page: ask for the code it showed (this result).
+    AskCode(InputRequiredResult),
+}
+
+/// The state's kind of the form that asks for a sign-in's code.
+const CODE_KIND: &str = "account_link_code";
+
 /// Whether the caller can be asked about `kind` with an elicitation in a multi round-trip
 /// request.
 pub(crate) fn supported(context: &RequestContext<RoleServer>, kind: InterruptionKind) -> bool {
@@ -43,7 +56,10 @@ pub(crate) fn supported(context: &RequestContext<RoleServer>, kind: Interruption
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
     let declared = context.client_capabilities().and_then(|c| c.elicitation);
     let can = match kind {
-        InterruptionKind::AccountLink => declared.is_some_and(|e| e.url.is_some()),
+        // The page by URL, then its code by form.
+        InterruptionKind::AccountLink => {
+            declared.is_some_and(|e| e.url.is_some() && e.form.is_some())
+        }
         // An empty elicitation capability means form (the spec's backwards compatibility).
         _ => declared.is_some_and(|e| e.form.is_some() || e.url.is_none()),
     };
@@ -95,6 +111,31 @@ pub(crate) fn ask(
     Some(InputRequiredResult::new(Some(requests), state))
 }
 
+/// The form that asks for the code the sign-in page showed, for the same wait.
+fn ask_code(episode_id: &str, turn_id: &str, interruption_id: &str) -> Option<InputRequiredResult> {
+    let state =
+        json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": CODE_KIND }).to_string();
+    let asks = "Give the code the sign-in page showed once you signed in.";
+    let params = form(
+        asks,
+        json!({
+            "type": "object",
+            "properties": { "code": { "type": "string", "title": "Code", "description": asks } },
+            "required": ["code"],
+        }),
+    );
+    let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
+    let mut requests = InputRequests::new();
+    requests.insert(
+        KEY.to_owned(),
+        InputRequest::Elicitation(ElicitRequest::new(params)),
+    );
+    Some(InputRequiredResult::new(
+        Some(requests),
+        Some(URL_SAFE_NO_PAD.encode(state)),
+    ))
+}
+
 /// A form elicitation asking `asks`, its answer shaped by `schema`.
 fn form(asks: &str, schema: Value) -> Value {
     json!({ "mode": "form", "message": asks, "requestedSchema": schema })
@@ -104,7 +145,7 @@ fn form(asks: &str, schema: Value) -> Value {
 ///
 /// # Errors
 /// A plain message when the state or the response is not one this face made.
-pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answered, String> {
+pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Elicited, String> {
     let bad_state = || "the requestState is not one this server gave".to_owned();
     let decoded = URL_SAFE_NO_PAD.decode(state).map_err(|_| bad_state())?;
     let named: Value = serde_json::from_slice(&decoded).map_err(|_| bad_state())?;
@@ -117,7 +158,17 @@ pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answer
     let response = responses
         .get(KEY)
         .ok_or_else(|| format!("inputResponses has no `{KEY}`"))?;
+    let kind = field("k");
     let answer = match response.get("action").and_then(Value::as_str) {
+        Some("accept") if kind.as_deref() == Some(CODE_KIND) => {
+            let code = response
+                .get("content")
+                .and_then(|c| c.get("code"))
+                .and_then(Value::as_str)
+                .and_then(baton_core::interruption::link_code)
+                .ok_or_else(|| "the code has 6 digits, as the sign-in page shows it".to_owned())?;
+            Answer::Text(code)
+        }
         Some("accept") => {
             let content = response.get("content").cloned().unwrap_or(Value::Null);
             match (
@@ -129,13 +180,16 @@ pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answer
                 (None, Some(words)) if !words.trim().is_empty() => {
                     Answer::Text(words.trim().to_owned())
                 }
-                // A URL elicitation's accept carries nothing: the user went to the page.
-                // Only an account link is asked so (a form's accept must say yes).
+                // A URL elicitation's accept carries nothing: the user went to the page,
+                // which shows the code asked for next. Only an account link is asked so
+                // (a form's accept must say yes).
                 (None, None)
-                    if field("k").as_deref() == Some("account_link")
+                    if kind.as_deref() == Some("account_link")
                         && content.as_object().is_none_or(|c| c.is_empty()) =>
                 {
-                    Answer::Approve
+                    return ask_code(&episode_id, &turn_id, &interruption_id)
+                        .map(Elicited::AskCode)
+                        .ok_or_else(|| "the code could not be asked for".to_owned());
                 }
                 _ => {
                     return Err(
@@ -148,14 +202,14 @@ pub(crate) fn answered(state: &str, responses: &InputResponses) -> Result<Answer
         Some("decline" | "cancel") => Answer::Decline,
         _ => return Err("the elicitation result has no action".to_owned()),
     };
-    Ok(Answered {
+    Ok(Elicited::Answered(Answered {
         episode_id,
         turn_id,
         reply: Reply {
             interruption_id,
             answer,
         },
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -175,6 +229,52 @@ mod tests {
 
     fn state_of(result: &InputRequiredResult) -> String {
         result.request_state.clone().unwrap()
+    }
+
+    fn answered(state: &str, responses: &InputResponses) -> Result<Answered, String> {
+        match super::answered(state, responses)? {
+            Elicited::Answered(answered) => Ok(answered),
+            Elicited::AskCode(_) => Err("asked for the code".into()),
+        }
+    }
+
+    #[test]
+    fn an_account_link_sends_to_the_page_then_asks_for_its_code() {
+        let mut link = waiting(InterruptionKind::AccountLink, "connect", "int_3");
+        link.url = Some("https://partner.example/authorize?state=s".into());
+        let asked = ask(&link, "ep_1", "t1").unwrap();
+        let wire = serde_json::to_value(&asked).unwrap();
+        assert_eq!(
+            wire["inputRequests"][KEY]["params"]["mode"], "url",
+            "{wire}"
+        );
+        let mut responses = InputResponses::new();
+        responses.insert(KEY.into(), json!({"action": "accept"}));
+        // Back from the page: the code is asked for, for the same wait.
+        let Ok(Elicited::AskCode(code)) = super::answered(&state_of(&asked), &responses) else {
+            panic!("the code is asked for");
+        };
+        let wire = serde_json::to_value(&code).unwrap();
+        assert_eq!(
+            wire["inputRequests"][KEY]["params"]["mode"], "form",
+            "{wire}"
+        );
+        assert_eq!(
+            wire["inputRequests"][KEY]["params"]["requestedSchema"]["required"],
+            json!(["code"])
+        );
+        responses.insert(
+            KEY.into(),
+            json!({"action": "accept", "content": {"code": "482 913"}}),
+        );
+        let got = answered(&state_of(&code), &responses).unwrap();
+        assert_eq!(got.reply.interruption_id, "int_3");
+        assert_eq!(got.reply.answer, Answer::Text("482913".into()));
+        responses.insert(
+            KEY.into(),
+            json!({"action": "accept", "content": {"code": "done"}}),
+        );
+        assert!(answered(&state_of(&code), &responses).is_err());
     }
 
     #[test]

@@ -145,10 +145,13 @@ impl ServerHandler for McpServer {
         };
         // A call again with an elicitation's result answers the turn it asked for (D-36).
         let elicited = match (&request.request_state, &request.input_responses) {
-            (Some(state), Some(responses)) => Some(
-                elicit::answered(state, responses)
-                    .map_err(|why| ErrorData::invalid_params(why, None))?,
-            ),
+            (Some(state), Some(responses)) => match elicit::answered(state, responses)
+                .map_err(|why| ErrorData::invalid_params(why, None))?
+            {
+                elicit::Elicited::Answered(answered) => Some(answered),
+                // Back from the sign-in page: its code is asked for before anything runs.
+                elicit::Elicited::AskCode(ask) => return Ok(CallToolResponse::InputRequired(ask)),
+            },
             _ => None,
         };
         let started = match (elicited, &ask.conversation) {
