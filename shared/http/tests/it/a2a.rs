@@ -584,3 +584,89 @@ async fn a_question_waits_in_input_required_and_any_words_on_the_task_answer_it(
         "{answered}"
     );
 }
+
+/// `ListTasks` lists the caller's tasks in a context, most recently updated first, a page
+/// at a time (`nextPageToken` empty on the last), without artifacts unless asked; another
+/// principal's list of the same context is empty, and a call without a context, with a
+/// page size out of range or a token it was not given is refused.
+#[tokio::test]
+async fn list_tasks_pages_the_callers_tasks_in_a_context_newest_first() {
+    let state = Rig::default().state();
+    let mut ids = Vec::new();
+    for (i, text) in ["coffee deals", "my receipt", "coffee again"]
+        .iter()
+        .enumerate()
+    {
+        let sent = call(
+            &state,
+            rpc(
+                "SendMessage",
+                &message(&format!("m-l{i}"), text, Some("ctx-l")),
+                None,
+            ),
+        )
+        .await;
+        ids.push(sent["result"]["task"]["id"].clone());
+    }
+    let list = |params: Value, principal: Option<&'static str>| {
+        let state = state.clone();
+        async move { call(&state, rpc("ListTasks", &params, principal)).await }
+    };
+    let first = list(json!({"contextId": "ctx-l", "pageSize": 2}), None).await;
+    let page = &first["result"];
+    assert_eq!(page["totalSize"], 3, "{first}");
+    assert_eq!(page["pageSize"], 2, "{first}");
+    let listed: Vec<&Value> = page["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(listed, [&ids[2], &ids[1]], "newest first");
+    assert!(
+        page["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("artifacts").is_none()),
+        "no artifacts unless asked: {first}"
+    );
+    let token = page["nextPageToken"].as_str().unwrap();
+    assert!(!token.is_empty());
+    let second = list(
+        json!({"contextId": "ctx-l", "pageSize": 2, "pageToken": token, "includeArtifacts": true}),
+        None,
+    )
+    .await;
+    let page = &second["result"];
+    assert_eq!(page["nextPageToken"], "", "the last page: {second}");
+    assert_eq!(page["tasks"][0]["id"], ids[0]);
+    assert!(page["tasks"][0]["artifacts"].is_array(), "{second}");
+    assert_eq!(page["tasks"][0]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert!(
+        page["tasks"][0]["status"]["timestamp"].is_string(),
+        "{second}"
+    );
+    // A state filter, and history cut to its length.
+    let failed = list(
+        json!({"contextId": "ctx-l", "status": "TASK_STATE_FAILED"}),
+        None,
+    )
+    .await;
+    assert_eq!(failed["result"]["tasks"], json!([]), "{failed}");
+    let short = list(json!({"contextId": "ctx-l", "historyLength": 0}), None).await;
+    assert_eq!(short["result"]["tasks"][0]["history"], json!([]), "{short}");
+    // Another principal's view of the same context id: their own, empty.
+    let other = list(json!({"contextId": "ctx-l"}), Some("mallory")).await;
+    assert_eq!(other["result"]["tasks"], json!([]), "{other}");
+    assert_eq!(other["result"]["totalSize"], 0);
+    for bad in [
+        json!({}),
+        json!({"contextId": "ctx-l", "pageSize": 0}),
+        json!({"contextId": "ctx-l", "pageSize": 101}),
+        json!({"contextId": "ctx-l", "pageToken": "not-ours"}),
+    ] {
+        let refused = list(bad.clone(), None).await;
+        assert_eq!(refused["error"]["code"], -32602, "{bad}: {refused}");
+    }
+}

@@ -14,6 +14,7 @@
 //! - The principal comes from the request's authentication (D-30), as on every route.
 
 mod card;
+mod list;
 mod rpc;
 mod task;
 
@@ -220,9 +221,7 @@ async fn call(
         }
         methods::GET_TASK => get_task(&state, &principal, &call).await,
         methods::CANCEL_TASK => cancel_task(&state, &principal, &call).await,
-        methods::LIST_TASKS => Err(A2AError::unsupported_operation(
-            "This agent does not list tasks; use GetTask with a task's id.",
-        )),
+        methods::LIST_TASKS => list::list_tasks(&state, &principal, &call).await,
         methods::SUBSCRIBE_TO_TASK => subscribe(&state, &principal, &call).await,
         methods::CREATE_PUSH_CONFIG
         | methods::GET_PUSH_CONFIG
@@ -507,22 +506,29 @@ async fn committed(
     task: &TaskRef,
 ) -> Result<Option<Task>, A2AError> {
     match state.runtime.history(principal, &task.episode_id).await {
-        Ok(history) => {
-            // A task that waited and was answered lives on in the turns that resumed it:
-            // its state is the latest of them.
-            let resumed = history.turns.iter().rev().find(|t| {
-                t.answered.as_ref().is_some_and(|a| {
-                    a.origin_turn_id == task.turn_id
-                        && !matches!(a.answer.as_str(), "set_aside" | "expired")
-                })
-            });
-            Ok(resumed
-                .or_else(|| history.turns.iter().find(|t| t.turn_id == task.turn_id))
-                .map(|t| task::from_history(task, t, history.pending.as_ref())))
-        }
+        Ok(history) => Ok(task_in(&history, task)),
         Err(r) if r.kind == RejectionKind::NotFound => Ok(None),
         Err(r) => Err(rpc::rejection(&r)),
     }
+}
+
+/// The task `task` as `history` has it committed: a task that waited and was answered
+/// lives on in the turns that resumed it, and its state is the latest of them.
+fn task_in(history: &baton_runtime::history::EpisodeHistory, task: &TaskRef) -> Option<Task> {
+    let resumed = history.turns.iter().rev().find(|t| {
+        t.answered
+            .as_ref()
+            .is_some_and(|a| a.origin_turn_id == task.turn_id && continues(&a.answer))
+    });
+    resumed
+        .or_else(|| history.turns.iter().find(|t| t.turn_id == task.turn_id))
+        .map(|t| task::from_history(task, t, history.pending.as_ref()))
+}
+
+/// Whether a turn that answered a wait (`answer` as its record names it) goes on with the
+/// task that waited, rather than being a task of its own (one that set the wait aside).
+fn continues(answer: &str) -> bool {
+    !matches!(answer, "set_aside" | "expired")
 }
 
 /// The caller's task `id`: working while its turn runs, else as committed; "not found"

@@ -381,7 +381,10 @@ pub(crate) fn from_history(
         status: TaskStatus {
             state,
             message: status_message,
-            timestamp: None,
+            // When its turn committed: what ListTasks orders and filters by.
+            timestamp: i64::try_from(turn.created_ms)
+                .ok()
+                .and_then(chrono::DateTime::from_timestamp_millis),
         },
         artifacts: Some(vec![answer_artifact(
             format!("{}-answer", task.turn_id),
