@@ -34,8 +34,51 @@ const NAMES_KEPT: usize = 10_000;
 #[derive(Default)]
 struct Received {
     span_count: usize,
-    spans: Vec<String>,
+    spans: Vec<ReceivedSpan>,
     metrics: Vec<ExportMetricsServiceRequest>,
+}
+
+/// A span as received, with what a test reads of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedSpan {
+    /// Its name.
+    pub name: String,
+    /// OTLP's span kind: 1 internal, 2 server, 3 client, 4 producer, 5 consumer.
+    pub kind: i32,
+    /// Its trace's id, in hex.
+    pub trace_id: String,
+    /// Its id, in hex.
+    pub span_id: String,
+    /// Its parent's id, in hex (empty for a root).
+    pub parent_span_id: String,
+    /// Each attribute's value as text.
+    pub attributes: Vec<(String, String)>,
+    /// The trace and span ids (hex) each link names.
+    pub links: Vec<(String, String)>,
+}
+
+impl ReceivedSpan {
+    /// An attribute's value as text.
+    pub fn attr(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn text_of(value: Option<&opentelemetry_proto::tonic::common::v1::AnyValue>) -> String {
+    match value.and_then(|v| v.value.as_ref()) {
+        Some(any_value::Value::StringValue(s)) => s.clone(),
+        Some(any_value::Value::IntValue(i)) => i.to_string(),
+        Some(any_value::Value::BoolValue(b)) => b.to_string(),
+        Some(any_value::Value::DoubleValue(d)) => d.to_string(),
+        _ => String::new(),
+    }
 }
 
 /// A receiver on a free local port, for the life of the test process.
@@ -62,7 +105,23 @@ async fn take_traces(State((received, traces)): State<Shared>, body: Bytes) -> V
         for span in spans {
             r.span_count += 1;
             if r.spans.len() < NAMES_KEPT {
-                r.spans.push(span.name.clone());
+                r.spans.push(ReceivedSpan {
+                    name: span.name.clone(),
+                    kind: span.kind,
+                    trace_id: hex(&span.trace_id),
+                    span_id: hex(&span.span_id),
+                    parent_span_id: hex(&span.parent_span_id),
+                    attributes: span
+                        .attributes
+                        .iter()
+                        .map(|kv: &KeyValue| (kv.key.clone(), text_of(kv.value.as_ref())))
+                        .collect(),
+                    links: span
+                        .links
+                        .iter()
+                        .map(|l| (hex(&l.trace_id), hex(&l.span_id)))
+                        .collect(),
+                });
             }
         }
     }
@@ -129,6 +188,11 @@ impl OtlpReceiver {
 
     /// The names of the spans received so far (the first ten thousand).
     pub fn span_names(&self) -> Vec<String> {
+        self.spans().into_iter().map(|s| s.name).collect()
+    }
+
+    /// The spans received so far (the first ten thousand).
+    pub fn spans(&self) -> Vec<ReceivedSpan> {
         self.received
             .lock()
             .map(|r| r.spans.clone())

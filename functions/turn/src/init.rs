@@ -200,7 +200,9 @@ fn build(
     }
     if baton_otel::exporting() {
         // Tool calls and remote agents pass the trace on (D-33).
-        builder = builder.trace_context(baton_otel::traceparent);
+        builder = builder
+            .trace_context(baton_otel::traceparent)
+            .trace_link(baton_otel::link_to);
     }
     let runtime = builder.build()?;
     // Every request reaches the function through its URL's or API's authentication, under

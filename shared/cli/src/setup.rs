@@ -203,7 +203,9 @@ pub(crate) async fn assemble_for(
     }
     if baton_otel::exporting() {
         // Tool calls pass the trace on (D-33).
-        builder = builder.trace_context(baton_otel::traceparent);
+        builder = builder
+            .trace_context(baton_otel::traceparent)
+            .trace_link(baton_otel::link_to);
     }
     let runtime = builder.build()?;
     Ok(Assembled {

@@ -408,6 +408,10 @@ pub struct Awaiting {
     /// The user's location, kept as the locale is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// The W3C `traceparent` of the waiting turn's span, when traces are exported: the
+    /// turn that resumes links its trace to it (D-33).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// What a turn has spent of its own limits (D-15) when it stops for the user.
@@ -552,6 +556,7 @@ mod tests {
             spent: TurnSpent::default(),
             locale: None,
             location: None,
+            traceparent: None,
             interruption: Interruption {
                 id: "int_1".into(),
                 kind: InterruptionKind::Approval,

@@ -37,8 +37,9 @@ pub struct AppState {
     pub hosts: AllowedHosts,
 }
 
-/// Given a request's name and its `traceparent`, the span under which it runs.
-pub type TraceContinuation = fn(&'static str, &str) -> tracing::Span;
+/// Given a request's name (`METHOD /route`) and its `traceparent`, if any, the SERVER span
+/// under which it runs.
+pub type TraceContinuation = fn(&'static str, Option<&str>) -> tracing::Span;
 
 impl AppState {
     /// State with no metrics route and the default body limit.

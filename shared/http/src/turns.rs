@@ -231,7 +231,8 @@ pub(crate) async fn resume(
     traced(state, headers, span, run).await
 }
 
-/// Runs `run` (a turn's start) under the caller's trace, if it sent one.
+/// Runs `run` (a turn's start) under the request's SERVER span when traces are exported,
+/// continuing the caller's trace if it sent one.
 async fn traced(
     state: &AppState,
     headers: &HeaderMap,
@@ -239,9 +240,18 @@ async fn traced(
     run: impl Future<Output = Result<TurnStream, TurnRejection>>,
 ) -> Result<TurnStream, Error> {
     let traceparent = headers.get(TRACEPARENT).and_then(|v| v.to_str().ok());
-    let ran = match (state.trace_continuation, traceparent) {
-        (Some(continuing), Some(parent)) => run.instrument(continuing(span, parent)).await,
-        _ => run.await,
+    let ran = match state.trace_continuation {
+        Some(continuing) => {
+            let request = continuing(span, traceparent);
+            let ran = run.instrument(request.clone()).await;
+            let status = match &ran {
+                Ok(_) => StatusCode::OK,
+                Err(r) => Error::Rejected(r.clone()).status(),
+            };
+            request.record("http.response.status_code", status.as_u16());
+            ran
+        }
+        None => run.await,
     };
     let stream = ran.map_err(|r| {
         tracing::info!(kind = ?r.kind, message = %r.message, "turn refused");

@@ -30,7 +30,7 @@ use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider};
 
 use config::Signal;
 pub use metrics::{OtlpMetrics, metrics};
-pub use traces::{continuing, exporting, layer, spans_only, traceparent};
+pub use traces::{continuing, exporting, layer, link_to, spans_only, traceparent};
 
 /// Why telemetry cannot be exported as configured.
 #[derive(Debug, thiserror::Error)]

@@ -36,16 +36,39 @@ pub fn traceparent() -> Option<String> {
     })
 }
 
-/// A span for a request that came with a W3C `traceparent`: a child of the caller's span,
-/// so that what runs under it continues the caller's trace. A malformed header starts a
-/// trace of its own.
-pub fn continuing(name: &'static str, traceparent: &str) -> tracing::Span {
-    let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
-    let parent = TraceContextPropagator::new().extract(&carrier);
-    let span = tracing::info_span!("request", otel.name = name, otel.kind = "server");
-    // Fails only when the span is not exported; then there is no trace to continue.
-    let _ = span.set_parent(parent);
+/// The SERVER span of a request `name`d `METHOD /route` (OpenTelemetry's HTTP
+/// conventions: `http.request.method`, `http.route`, and `http.response.status_code`, which
+/// the caller records once it knows it). With a W3C `traceparent` it is a child of the
+/// caller's span, so that what runs under it continues the caller's trace; without one, or
+/// with a malformed one, it starts a trace of its own.
+pub fn continuing(name: &'static str, traceparent: Option<&str>) -> tracing::Span {
+    let (method, route) = name.split_once(' ').unwrap_or(("", name));
+    let span = tracing::info_span!(
+        "request",
+        otel.name = name,
+        otel.kind = "server",
+        http.request.method = method,
+        http.route = route,
+        http.response.status_code = tracing::field::Empty,
+    );
+    if let Some(traceparent) = traceparent {
+        let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+        let parent = TraceContextPropagator::new().extract(&carrier);
+        // Fails only when the span is not exported; then there is no trace to continue.
+        let _ = span.set_parent(parent);
+    }
     span
+}
+
+/// Links the current span to the span a W3C `traceparent` names (a resumed turn to the
+/// turn that waited, D-33); a malformed one links nothing.
+pub fn link_to(traceparent: &str) {
+    let carrier = HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    let context = TraceContextPropagator::new().extract(&carrier);
+    let span_context = context.span().span_context().clone();
+    if span_context.is_valid() {
+        tracing::Span::current().add_link(span_context);
+    }
 }
 
 /// Which spans and events go to the exporter: the engine's spans at `info` and above, and

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use baton_core::Principal;
 use baton_core::interruption::{Awaiting, Reply, ReplyError};
 use baton_core::ports::clock::Clock;
-use baton_core::ports::connector::{Connector, TraceContext};
+use baton_core::ports::connector::{Connector, TraceContext, TraceLink};
 use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::{Store, StoreError};
@@ -45,6 +45,7 @@ pub struct RuntimeBuilder {
     metrics: Arc<dyn Metrics>,
     config: RuntimeConfig,
     trace_context: Option<TraceContext>,
+    trace_link: Option<TraceLink>,
     link_key: Option<Arc<Sealer>>,
 }
 
@@ -99,6 +100,13 @@ impl RuntimeBuilder {
     /// Metrics sink (defaults to none).
     pub fn metrics(mut self, metrics: Arc<dyn Metrics>) -> Self {
         self.metrics = metrics;
+        self
+    }
+
+    /// How a resumed turn's span links to the waiting turn's (D-33); without it, it does
+    /// not.
+    pub fn trace_link(mut self, trace_link: TraceLink) -> Self {
+        self.trace_link = Some(trace_link);
         self
     }
 
@@ -210,6 +218,7 @@ impl RuntimeBuilder {
                 breakers: Breakers::default(),
                 privacy,
                 trace_context: self.trace_context,
+                trace_link: self.trace_link,
                 running: Arc::default(),
                 links,
             }),
@@ -261,6 +270,7 @@ impl Runtime {
             metrics: Arc::new(NoMetrics),
             config: RuntimeConfig::default(),
             trace_context: None,
+            trace_link: None,
             link_key: None,
         }
     }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::ports::clock::Clock;
-use baton_core::ports::connector::{Connector, TraceContext};
+use baton_core::ports::connector::{Connector, TraceContext, TraceLink};
 use baton_core::ports::metrics::Metrics;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     pub(crate) privacy: Arc<PrivacyGuard>,
     /// Where a tool call's trace context comes from, when traces are exported (D-33).
     pub(crate) trace_context: Option<TraceContext>,
+    /// How a resumed turn's span is linked to the waiting turn's (D-33).
+    pub(crate) trace_link: Option<TraceLink>,
     /// The turns running in this process, each with its stop signal.
     pub(crate) running: Arc<RunningTurns>,
     /// The principals' account links, when a link key is configured (D-37).

@@ -570,6 +570,108 @@ fn a_receiver_that_never_answers_does_not_hold_chat_at_exit() {
     assert!(took < Duration::from_secs(60), "chat took {took:?} to exit");
 }
 
+/// A paused and resumed turn through `baton serve`, traced: each request is a SERVER span
+/// with OpenTelemetry's `http.*` attributes (a `traceparent` or not), the call to the
+/// ledger that leaves the process a CLIENT span, the resumed specialist an `invoke_agent`
+/// span of its own, and the resumed turn links to the turn that waited.
+#[test]
+fn requests_are_server_spans_remote_calls_client_spans_and_a_resume_links_to_its_wait() {
+    let receiver = OtlpReceiver::start(Traces::Take);
+    let sandbox = Sandbox::new();
+    let (_ledger, registry) = crate::approvals::with_ledger(&sandbox);
+    let model = sandbox.script(crate::approvals::SCRIPT);
+    let serving = Serving::start(
+        &sandbox,
+        &["--registry", registry.to_str().unwrap(), "--model", &model],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+        ],
+    );
+    let paused = serving.request(
+        "POST /v1/turns HTTP/1.1\r\nContent-Type: application/json",
+        r#"{"message":"redeem 800 points","turn_id":"t-wait"}"#,
+    );
+    let episode = header(&paused, "x-baton-episode-id").unwrap().to_owned();
+    let asked = sse_events(&paused)
+        .into_iter()
+        .find(|e| e["type"] == "interruption")
+        .unwrap_or_else(|| panic!("{paused}"));
+    let body = serde_json::json!({
+        "episode_id": episode, "interruption_id": asked["id"], "decision": "approve",
+    });
+    let resumed = serving.request(
+        "POST /v1/turns/t-wait/resume HTTP/1.1\r\nContent-Type: application/json",
+        &body.to_string(),
+    );
+    assert!(resumed.contains("\"answered\""), "{resumed}");
+    let client_named = |s: &baton_tests::otlp_receiver::ReceivedSpan| {
+        s.kind == 3 && s.name == "http redeem_points"
+    };
+    assert!(
+        receiver.wait_for(Duration::from_secs(30), |r| r
+            .spans()
+            .iter()
+            .any(client_named)),
+        "no CLIENT span for the ledger: {:?}",
+        receiver.span_names()
+    );
+    let spans = receiver.spans();
+    let request = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name} span: {:?}", receiver.span_names()))
+    };
+    let start = request("POST /v1/turns");
+    assert_eq!(start.kind, 2, "SERVER: {start:?}");
+    assert_eq!(start.attr("http.request.method"), Some("POST"));
+    assert_eq!(start.attr("http.route"), Some("/v1/turns"));
+    assert_eq!(start.attr("http.response.status_code"), Some("200"));
+    let resume = request("POST /v1/turns/{turn_id}/resume");
+    assert_eq!(resume.kind, 2, "SERVER: {resume:?}");
+    assert_eq!(
+        resume.attr("http.route"),
+        Some("/v1/turns/{turn_id}/resume")
+    );
+    let turn_of = |request: &baton_tests::otlp_receiver::ReceivedSpan| {
+        spans
+            .iter()
+            .find(|s| {
+                s.trace_id == request.trace_id
+                    && s.name == "invoke_agent"
+                    && s.attr("gen_ai.agent.name") == Some("orchestrator")
+            })
+            .unwrap_or_else(|| panic!("no turn under {request:?}"))
+            .clone()
+    };
+    let (waited, went_on) = (turn_of(start), turn_of(resume));
+    assert_ne!(waited.trace_id, went_on.trace_id);
+    assert_eq!(
+        went_on.links,
+        [(waited.trace_id.clone(), waited.span_id.clone())],
+        "the resumed turn links to the one that waited"
+    );
+    // The specialist that goes on has its span, and its call to the ledger a CLIENT one.
+    let rewards = spans
+        .iter()
+        .find(|s| {
+            s.trace_id == went_on.trace_id
+                && s.name == "invoke_agent"
+                && s.attr("gen_ai.agent.name") == Some("rewards")
+        })
+        .unwrap_or_else(|| panic!("no resumed rewards span: {spans:#?}"));
+    assert_eq!(rewards.attr("baton.resumed"), Some("true"));
+    let client = spans.iter().find(|s| client_named(s)).unwrap();
+    assert_eq!(client.trace_id, went_on.trace_id);
+    let tool = spans
+        .iter()
+        .find(|s| s.span_id == client.parent_span_id)
+        .unwrap();
+    assert_eq!(tool.name, "execute_tool", "{tool:?}");
+    serving.kill();
+}
+
 /// Sends `n` turns (`<prefix>-<i>`) one after another; each must be answered.
 fn answered_turns(serving: &Serving, prefix: &str, n: usize) {
     for i in 0..n {

@@ -223,6 +223,10 @@ fn describe(e: &reqwest::Error) -> String {
 
 #[async_trait]
 impl Connector for HttpConnector {
+    fn protocol(&self) -> Option<&'static str> {
+        Some("http")
+    }
+
     async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
         let started = Instant::now();
         let config = self

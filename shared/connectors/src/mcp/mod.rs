@@ -90,6 +90,10 @@ impl McpConnector {
 
 #[async_trait]
 impl Connector for McpConnector {
+    fn protocol(&self) -> Option<&'static str> {
+        Some("mcp")
+    }
+
     async fn call(&self, request: ConnectorRequest) -> Result<Envelope, ConnectorError> {
         let config = McpConfig::parse(&request.config).map_err(ConnectorError::Config)?;
         let server = config.server.label();

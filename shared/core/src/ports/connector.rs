@@ -188,6 +188,10 @@ pub fn idempotency_key(
 /// the engine learns what to pass on without knowing the tracing backend.
 pub type TraceContext = fn() -> Option<String>;
 
+/// Links the span the caller runs under to the span a W3C `traceparent` names (D-33): a
+/// resumed turn to the turn that waited, in another trace.
+pub type TraceLink = fn(&str);
+
 /// Receives a connector's progress while one call runs: each report is a typed status
 /// code (D-12) that the orchestrator's card gives words to. Reports must not block.
 pub trait ProgressSink: Send + Sync + std::fmt::Debug {
@@ -261,6 +265,12 @@ pub trait Connector: Send + Sync {
     ) -> Result<Option<DiscoveredTool>, String> {
         let _ = (tool_id, config);
         Ok(None)
+    }
+
+    /// The protocol a call leaves the process by (`http`, `mcp`), or `None` for a connector
+    /// that answers in the process: a call that leaves it gets a CLIENT span (D-33).
+    fn protocol(&self) -> Option<&'static str> {
+        None
     }
 
     /// Waits for what the connector still does in the background for calls that ended (a

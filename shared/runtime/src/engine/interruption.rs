@@ -14,6 +14,7 @@ use baton_core::message::Message;
 use baton_core::trace::{DirectLineRecord, GuardName};
 use baton_core::turn::DirectExchange;
 use baton_core::turn::{AgentStatus, TurnOutcome};
+use tracing::Instrument as _;
 
 use super::compose;
 use super::context::TurnCtx;
@@ -194,6 +195,8 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
         spent: ctx.spent(iterations),
         locale: ctx.locale.clone(),
         location: ctx.location.clone(),
+        // Read under the turn's own span (the orchestrator's `invoke_agent`).
+        traceparent: ctx.inner.trace_context.and_then(|read| read()),
     }));
 }
 
@@ -373,10 +376,21 @@ pub(super) async fn continued(
     let board = Board::new(std::iter::once(agent.id.clone()));
     let limit = Duration::from_millis(agent.limits.timeout_ms);
     let calls_before = ctx.calls_started(&agent.id);
+    // Its own `invoke_agent` span, as a dispatched sub-agent has (D-33).
+    let span = tracing::info_span!(
+        "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %agent.id,
+        turn_id = %ctx.turn_id,
+        baton.resumed = true,
+        otel.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
     let run = async {
         let ran = tokio::time::timeout(
             limit,
-            subagent::resume(ctx, job, mode, &board, &mut result, waiting, answer),
+            subagent::resume(ctx, job, mode, &board, &mut result, waiting, answer)
+                .instrument(span.clone()),
         )
         .await;
         board.close();
@@ -386,6 +400,10 @@ pub(super) async fn continued(
     if ran.is_err() {
         tracing::warn!(agent = %agent.id, "sub-agent timed out after the user's answer");
         result.status = AgentStatus::Timeout;
+    }
+    if matches!(result.status, AgentStatus::Error | AgentStatus::Timeout) {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.type", result.status.as_str());
     }
     // The approved call and every call after it count in the consulted record (D-20), as
     // a dispatched sub-agent's do.

@@ -360,11 +360,22 @@ pub(crate) async fn run(
         gen_ai.tool.name = %tool.id,
         gen_ai.agent.name = %agent.id,
     );
-    // The remote side continues the trace under this call's span.
+    // A call that leaves the process has a CLIENT span under it, and the remote side
+    // continues the trace under that (D-33).
+    let client = connector.protocol().map(|protocol| {
+        tracing::info_span!(
+            parent: &span,
+            "client",
+            otel.name = %format!("{protocol} {}", tool.id),
+            otel.kind = "client",
+            gen_ai.tool.name = %tool.id,
+            baton.protocol = protocol,
+        )
+    });
     let traceparent = ctx
         .inner
         .trace_context
-        .and_then(|read| span.in_scope(read))
+        .and_then(|read| client.as_ref().unwrap_or(&span).in_scope(read))
         .map(Arc::from);
     let request = ConnectorRequest {
         tool_id: tool.id.clone(),
@@ -393,7 +404,10 @@ pub(crate) async fn run(
     let call = async move {
         match fault {
             Some(fault) => Err(fault),
-            None => connector.call(request).await,
+            None => match client {
+                Some(client) => connector.call(request).instrument(client).await,
+                None => connector.call(request).await,
+            },
         }
     }
     .instrument(span);

@@ -92,6 +92,11 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     record_answer(&ctx, &state, resuming.as_ref(), now);
 
     if let Some((awaiting, reply)) = resuming {
+        // The waiting turn's trace is another: this one links to it (D-33).
+        if let (Some(link), Some(waited)) = (ctx.inner.trace_link, awaiting.traceparent.as_deref())
+        {
+            link(waited);
+        }
         // The approved act keeps one idempotency key whichever turn id carries the reply
         // (a face's own, or a fresh one for words): the waiting turn's and the question's.
         ctx.acts_under =

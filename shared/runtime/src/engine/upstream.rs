@@ -28,6 +28,7 @@ use baton_core::registry::{Agent, Tool};
 use baton_core::trace::GuardName;
 use baton_core::turn::AgentStatus;
 use futures::StreamExt;
+use tracing::Instrument as _;
 
 use super::context::TurnCtx;
 use super::model_call::Sink;
@@ -84,6 +85,16 @@ pub(crate) async fn run(
         Some(prior) => format!("{}\n\n{}", prior.trim(), job.query),
         None => job.query.clone(),
     };
+    // The exchange leaves the process: a CLIENT span, under which the remote side goes on
+    // (D-33).
+    let client = tracing::info_span!(
+        "remote_agent",
+        otel.name = %format!("{} {}", tool.connector_kind, tool.id),
+        otel.kind = "client",
+        gen_ai.agent.name = %agent.id,
+        gen_ai.tool.name = %tool.id,
+        baton.protocol = %tool.connector_kind,
+    );
     let mut request = UpstreamRequest {
         tool_id: tool.id.clone(),
         config: tool.connector_config.clone(),
@@ -96,11 +107,11 @@ pub(crate) async fn run(
         pending: None,
         replay: Vec::new(),
         locale: ctx.locale.clone(),
-        // The remote side continues the trace under the specialist's span.
+        // The remote side continues the trace under the CLIENT span.
         traceparent: ctx
             .inner
             .trace_context
-            .and_then(|read| read())
+            .and_then(|read| client.in_scope(read))
             .map(Arc::from),
     };
     let mut restart = None;
@@ -128,7 +139,9 @@ pub(crate) async fn run(
         serde_json::json!({"query": job.query}),
     )
     .await;
-    let mut outcome = converse(chat, &request, &progress, sink, result).await;
+    let mut outcome = converse(chat, &request, &progress, sink, result)
+        .instrument(client.clone())
+        .await;
     if matches!(outcome, Err(UpstreamError::UnknownConversation))
         && request.conversation_id.is_some()
     {
@@ -136,7 +149,12 @@ pub(crate) async fn run(
         request.conversation_id = None;
         request.pending = None;
         request.replay = replay(ctx, &agent.id, policy.replay_turns).await;
-        outcome = converse(chat, &request, &progress, sink, result).await;
+        outcome = converse(chat, &request, &progress, sink, result)
+            .instrument(client.clone())
+            .await;
+    }
+    if outcome.is_err() {
+        client.record("otel.status_code", "ERROR");
     }
     call.send(if outcome.is_ok() {
         baton_core::trace::ToolOutcome::Ok

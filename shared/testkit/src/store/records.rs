@@ -158,6 +158,7 @@ fn awaiting() -> Awaiting {
         },
         locale: Some("en-GB".into()),
         location: None,
+        traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
         jobs: vec![
             SavedJob {
                 agent_id: "shop".into(),

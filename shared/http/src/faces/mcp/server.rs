@@ -164,14 +164,12 @@ impl ServerHandler for McpServer {
                     &answered.turn_id,
                     answered.reply,
                     FACE,
-                    "MCP tools/call",
+                    "POST /mcp",
                 )
                 .await
             }
-            (None, Some(c)) => {
-                turns::start_in(&self.state, &headers, c, turn, "MCP tools/call").await
-            }
-            (None, None) => turns::start(&self.state, &headers, turn, "MCP tools/call").await,
+            (None, Some(c)) => turns::start_in(&self.state, &headers, c, turn, "POST /mcp").await,
+            (None, None) => turns::start(&self.state, &headers, turn, "POST /mcp").await,
         };
         let mut stream = match started {
             Ok(stream) => stream,
