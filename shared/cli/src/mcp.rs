@@ -25,8 +25,11 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<ExitCode> {
     let principals = Arc::new(LocalPrincipal::new(Some(principal.clone())));
     let state = AppState::new(runtime, principals).with_max_body_bytes(settings.max_body_bytes);
     tracing::info!(principal = %principal, "baton mcp serving over stdio");
-    serve_stdio(McpServer::as_principal(state, principal))
-        .await
-        .context("serving MCP over stdio")?;
+    serve_stdio(
+        McpServer::as_principal(state, principal),
+        settings.max_body_bytes,
+    )
+    .await
+    .context("serving MCP over stdio")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -239,3 +239,86 @@ async fn a_client_that_can_ask_its_user_answers_an_approval_by_elicitation() {
     assert_eq!(structured["outcome"], "answered", "{structured}");
     assert_eq!(ledger.redemptions().len(), 1, "{:?}", ledger.redemptions());
 }
+
+/// `baton mcp` answers every line as JSON-RPC says, under the line's id when it can be
+/// read: not JSON is a parse error (`id: null`), a known method with params it does not
+/// take is invalid params, something else invalid request; a line past the size limit is
+/// refused and skipped, and the next line is served.
+#[test]
+fn baton_mcp_answers_every_bad_line_and_goes_on() {
+    use std::io::{BufRead as _, Write as _};
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .baton()
+        .args(["--registry", registry(), "--model", "offline", "mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":10,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(200 * 1024)
+    );
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "not json",
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":8}"#,
+        r#"{"id":"nine","method":5}"#,
+        &huge,
+        r#"{"jsonrpc":"2.0","id":11,"method":"ping"}"#,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let answers: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert!(child.wait().unwrap().success());
+    let of = |id: serde_json::Value| {
+        answers
+            .iter()
+            .filter(|a| a["id"] == id)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        of(json!(1))[0]["result"]["serverInfo"].is_object(),
+        "{answers:#?}"
+    );
+    assert_eq!(of(json!(7))[0]["error"]["code"], -32602, "{answers:#?}");
+    assert_eq!(of(json!(8))[0]["error"]["code"], -32600, "{answers:#?}");
+    assert_eq!(
+        of(json!("nine"))[0]["error"]["code"],
+        -32600,
+        "{answers:#?}"
+    );
+    let unnamed: Vec<i64> = of(serde_json::Value::Null)
+        .iter()
+        .map(|a| a["error"]["code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        unnamed,
+        [-32700, -32600],
+        "not JSON, then too long: {answers:#?}"
+    );
+    assert!(
+        of(serde_json::Value::Null)[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{answers:#?}"
+    );
+    assert_eq!(of(json!(10)), Vec::<serde_json::Value>::new());
+    assert_eq!(of(json!(11))[0]["result"], json!({}), "{answers:#?}");
+    assert_eq!(
+        answers.len(),
+        7,
+        "one answer a line, none for the notification: {answers:#?}"
+    );
+}

@@ -20,6 +20,7 @@ mod message;
 #[cfg(test)]
 mod props;
 mod server;
+mod stdio;
 mod tools;
 
 use std::sync::Arc;
@@ -30,7 +31,6 @@ use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Json, Router};
-use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
@@ -51,20 +51,20 @@ pub enum StdioError {
 }
 
 /// Serves `server` over stdin and stdout until the client closes them. Nothing else may
-/// write to stdout meanwhile: it carries the protocol.
+/// write to stdout meanwhile: it carries the protocol. Every line is answered as JSON-RPC
+/// says: one that is not JSON, not a client's message, or longer than `max_line_bytes` gets
+/// its error (under its id when one can be read) and the next line is read.
 ///
 /// # Errors
 /// A client that does not initialize, or a server task that fails.
-pub async fn serve_stdio(server: McpServer) -> Result<(), StdioError> {
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| StdioError::Initialize(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| StdioError::Stopped(e.to_string()))?;
-    Ok(())
+pub async fn serve_stdio(server: McpServer, max_line_bytes: usize) -> Result<(), StdioError> {
+    stdio::serve_lines(
+        server,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        max_line_bytes,
+    )
+    .await
 }
 
 /// Where the face is served over streamable HTTP.
