@@ -54,6 +54,12 @@ pub(crate) struct Config {
     /// comma-separated (`*`: any host and any page's origin).
     #[serde(deserialize_with = "text")]
     pub(crate) allowed_hosts: String,
+    /// `baton serve`: where clients reach it (behind a proxy), which the A2A card names.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) public_url: Option<String>,
     /// Who local turns run as.
     #[serde(deserialize_with = "text")]
     pub(crate) principal: String,
@@ -113,6 +119,7 @@ const KEYS: &[&str] = &[
     "bucket",
     "addr",
     "allowed_hosts",
+    "public_url",
     "principal",
     "orchestrator",
     "max_message_chars",
@@ -179,6 +186,7 @@ impl Default for Config {
             bucket: None,
             addr: "127.0.0.1:8787".to_owned(),
             allowed_hosts: String::new(),
+            public_url: None,
             principal: "local-user".to_owned(),
             orchestrator: None,
             max_message_chars: runtime.max_message_chars,
@@ -264,6 +272,7 @@ pub(crate) struct Settings {
     pub(crate) addr: SocketAddr,
     /// The hosts `baton serve` answers, and whose pages may call it.
     pub(crate) allowed_hosts: baton_http::AllowedHosts,
+    pub(crate) public_url: Option<String>,
     pub(crate) principal: Principal,
     pub(crate) orchestrator: Option<String>,
     pub(crate) max_message_chars: usize,
@@ -388,6 +397,20 @@ fn check(config: Config) -> anyhow::Result<Settings> {
             config.turn_timeout_ms
         );
     }
+    let public_url = match config.public_url.filter(|u| !u.is_empty()) {
+        None => None,
+        Some(url) => match url.parse::<axum::http::Uri>() {
+            Ok(parsed)
+                if matches!(parsed.scheme_str(), Some("http" | "https"))
+                    && parsed.host().is_some_and(|h| !h.is_empty()) =>
+            {
+                Some(url)
+            }
+            _ => bail!(
+                "invalid configuration: key \"public_url\" = {url:?} is not an http(s) address like https://assistant.example.com"
+            ),
+        },
+    };
     let link_key = match config.link_key.filter(|k| !k.is_empty()) {
         None => None,
         // The value is never repeated in a message.
@@ -405,6 +428,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         store,
         create_table: false,
         allowed_hosts: allowed_hosts(&config.allowed_hosts, addr),
+        public_url,
         addr,
         principal,
         orchestrator: config.orchestrator.filter(|o| !o.is_empty()),
@@ -541,6 +565,27 @@ mod tests {
         assert_eq!(settings.addr.to_string(), "127.0.0.1:8787");
         assert_eq!(settings.principal.as_str(), "local-user");
         assert_eq!(settings.max_body_bytes, 64 * 1024);
+    }
+
+    #[test]
+    fn a_public_url_is_an_http_address() {
+        let with = |url: &str| {
+            check(Config {
+                public_url: Some(url.to_owned()),
+                ..Config::default()
+            })
+        };
+        assert_eq!(
+            with("https://assistant.example.com")
+                .unwrap()
+                .public_url
+                .as_deref(),
+            Some("https://assistant.example.com")
+        );
+        for bad in ["assistant.example.com", "ftp://x", "https://"] {
+            let err = with(bad).unwrap_err().to_string();
+            assert!(err.contains("\"public_url\""), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub(crate) async fn run(settings: &Settings, args: &ServeArgs) -> anyhow::Result
         .with_metrics(metrics)
         .with_max_body_bytes(settings.max_body_bytes)
         .with_hosts(settings.allowed_hosts.clone())
+        .with_public_url(settings.public_url.clone())
         .with_console();
     // A request's `traceparent` continues the caller's trace (D-33).
     let state = if baton_otel::exporting() {

@@ -35,6 +35,9 @@ pub struct AppState {
     /// The hosts every route answers, and the sites whose pages may call it
     /// (DNS-rebinding protection).
     pub hosts: AllowedHosts,
+    /// Where clients reach this server (`https://assistant.example.com`), which the A2A
+    /// card names; unset, the card names the host each request came under.
+    pub public_url: Option<String>,
 }
 
 /// Given a request's name (`METHOD /route`) and its `traceparent`, if any, the SERVER span
@@ -53,7 +56,16 @@ impl AppState {
             body_timeout: None,
             trace_continuation: None,
             hosts: AllowedHosts::Loopback(Vec::new()),
+            public_url: None,
         }
+    }
+
+    /// The address clients reach this server at, for what names it (the A2A card): a
+    /// card that names whatever `Host` a request came under could be cached under one host
+    /// and served for another.
+    pub fn with_public_url(mut self, url: Option<String>) -> Self {
+        self.public_url = url.map(|u| u.trim_end_matches('/').to_owned());
+        self
     }
 
     /// Which hosts every route answers, and whose pages may call it (loopback names only

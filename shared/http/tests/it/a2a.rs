@@ -107,6 +107,22 @@ async fn the_agent_card_lists_the_specialists_as_skills_and_how_to_authenticate(
     let scheme = &card["securitySchemes"]["principal"]["apiKeySecurityScheme"];
     assert_eq!(scheme["location"], "header");
     assert_eq!(scheme["name"], PRINCIPAL_HEADER);
+
+    // With a public URL configured the card names it, whatever host it is asked under, and
+    // no longer varies by host.
+    let public = state.with_public_url(Some("https://assistant.example.com/".into()));
+    let req = Request::get("/.well-known/agent-card.json")
+        .header("host", "agents.example:8080")
+        .body(Body::empty())
+        .unwrap();
+    let response = send(&public, req).await;
+    let vary = response.headers()["vary"].to_str().unwrap().to_owned();
+    assert!(!vary.contains("Host"), "{vary}");
+    let card: Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        "https://assistant.example.com/a2a"
+    );
 }
 
 #[tokio::test]

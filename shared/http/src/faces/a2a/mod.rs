@@ -110,14 +110,18 @@ fn asked_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
 }
 
 /// The card, cacheable: it changes only with the registry, which a restart reloads. It
-/// names the host it was asked under, so caches keep one per host (`Vary`).
+/// names the configured public URL; without one, the host it was asked under, so caches
+/// keep one per host (`Vary`).
 async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Response {
     use axum::http::{StatusCode, header};
     let scheme = state.principals.scheme();
     let card = card::card(
         state.runtime.registry(),
         state.runtime.entry(),
-        &card::base_url(&headers),
+        &state
+            .public_url
+            .clone()
+            .unwrap_or_else(|| card::base_url(&headers)),
         scheme.as_ref(),
     );
     let Ok(body) = serde_json::to_vec(&card) else {
@@ -130,7 +134,11 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Respon
         (header::LAST_MODIFIED, card::since()),
         (
             header::VARY,
-            "Host, X-Forwarded-Host, X-Forwarded-Proto".to_owned(),
+            if state.public_url.is_some() {
+                "Accept-Encoding".to_owned()
+            } else {
+                "Host, X-Forwarded-Host, X-Forwarded-Proto".to_owned()
+            },
         ),
     ];
     let fresh = headers
