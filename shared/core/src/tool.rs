@@ -29,8 +29,53 @@ pub struct Tool {
     pub result_template: Option<Arc<str>>,
     /// Major envelope version expected; any other is a failure and a metric (D-28).
     pub envelope_major: Option<u64>,
+    /// The payload type an envelope must name, and what its payload must be (002 §5.5).
+    pub payload_type: Option<Arc<PayloadType>>,
     /// When a call needs the user's approval first (`approval:`), if ever.
     pub approval: Option<Arc<ApprovalPolicy>>,
+}
+
+/// The payload a tool's envelopes must carry: an envelope is unwrapped by its
+/// `(domain_type, enricher_id)`, and another pair, or a payload its schema refuses, is no
+/// data (002 §5.5).
+pub struct PayloadType {
+    /// The kind of payload.
+    pub domain_type: String,
+    /// Its producer.
+    pub enricher_id: String,
+    /// The payload's compiled schema, when one is declared.
+    pub validator: Option<jsonschema::Validator>,
+}
+
+impl fmt::Debug for PayloadType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PayloadType")
+            .field("domain_type", &self.domain_type)
+            .field("enricher_id", &self.enricher_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PayloadType {
+    /// Why an envelope naming `(domain_type, enricher_id)` with `payload` (when it is to
+    /// be used) is not this type; `None` when it is.
+    pub fn refusal(
+        &self,
+        domain_type: &str,
+        enricher_id: &str,
+        payload: Option<&serde_json::Value>,
+    ) -> Option<String> {
+        if domain_type != self.domain_type || enricher_id != self.enricher_id {
+            return Some(format!(
+                "the envelope is of type ({domain_type}, {enricher_id}), not ({}, {})",
+                self.domain_type, self.enricher_id
+            ));
+        }
+        let validator = self.validator.as_ref()?;
+        check_with(validator, payload?)
+            .err()
+            .map(|problem| format!("the payload does not fit its type: {problem}"))
+    }
 }
 
 impl fmt::Debug for Tool {

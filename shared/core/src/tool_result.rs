@@ -84,6 +84,11 @@ pub enum EnvelopeVerdict {
         /// The producer that sent it, for the alert.
         enricher: String,
     },
+    /// The envelope's payload is not of the type the tool declares (002 §5.5).
+    TypeMismatch {
+        /// Why, in words for the log.
+        why: String,
+    },
     /// The envelope's major version is not the one the tool declares.
     VersionMismatch {
         /// The major version the tool declares.
@@ -98,20 +103,22 @@ impl EnvelopeVerdict {
     pub fn into_data(self, tool: &str) -> ToolData {
         match self {
             EnvelopeVerdict::Data(data) => data,
-            EnvelopeVerdict::PrincipalMismatch { .. } | EnvelopeVerdict::VersionMismatch { .. } => {
-                ToolData::unavailable(tool, UNAVAILABLE_NOTE)
-            }
+            EnvelopeVerdict::PrincipalMismatch { .. }
+            | EnvelopeVerdict::VersionMismatch { .. }
+            | EnvelopeVerdict::TypeMismatch { .. } => ToolData::unavailable(tool, UNAVAILABLE_NOTE),
         }
     }
 }
 
 /// Judges the envelope `tool` answered for the caller `principal`: the principal first,
-/// then the declared major version, then the status.
+/// then the declared major version, the payload's type (its `(domain_type, enricher_id)`,
+/// then, for a payload to be used, its schema), then the status.
 pub fn judge_envelope(
     tool: &str,
     envelope: Envelope,
     principal: &str,
     expected_major: Option<u64>,
+    payload_type: Option<&crate::tool::PayloadType>,
 ) -> EnvelopeVerdict {
     if envelope.principal != principal {
         return EnvelopeVerdict::PrincipalMismatch {
@@ -131,6 +138,12 @@ pub fn judge_envelope(
         EnvelopeStatus::Partial => DataStatus::Partial,
         EnvelopeStatus::Error => DataStatus::Unavailable,
     };
+    let usable = (status != DataStatus::Unavailable).then_some(&envelope.payload);
+    if let Some(why) =
+        payload_type.and_then(|t| t.refusal(&envelope.domain_type, &envelope.enricher_id, usable))
+    {
+        return EnvelopeVerdict::TypeMismatch { why };
+    }
     if status == DataStatus::Unavailable {
         return EnvelopeVerdict::Data(ToolData::unavailable(tool, UNAVAILABLE_NOTE));
     }
@@ -163,6 +176,7 @@ mod tests {
             envelope(EnvelopeStatus::Ok, "alice", "1.2.0"),
             "alice",
             Some(1),
+            None,
         );
         assert_eq!(
             ok,
@@ -178,6 +192,7 @@ mod tests {
             envelope(EnvelopeStatus::Partial, "alice", "1.0.0"),
             "alice",
             None,
+            None,
         );
         assert!(matches!(
             partial,
@@ -191,6 +206,7 @@ mod tests {
             "rewards",
             envelope(EnvelopeStatus::Error, "alice", "1.0.0"),
             "alice",
+            None,
             None,
         );
         assert_eq!(
@@ -206,6 +222,7 @@ mod tests {
             envelope(EnvelopeStatus::Ok, "mallory", "9.0.0"),
             "alice",
             Some(1),
+            None,
         );
         assert_eq!(
             verdict,
@@ -227,6 +244,7 @@ mod tests {
                 envelope(EnvelopeStatus::Ok, "alice", version),
                 "alice",
                 Some(1),
+                None,
             );
             assert_eq!(
                 verdict,
@@ -242,7 +260,50 @@ mod tests {
             envelope(EnvelopeStatus::Ok, "alice", "7.1.0"),
             "alice",
             None,
+            None,
         );
         assert!(matches!(verdict, EnvelopeVerdict::Data(_)));
+    }
+
+    #[test]
+    fn a_payload_is_unwrapped_by_its_type_and_checked_against_it() {
+        let typed = crate::tool::PayloadType {
+            domain_type: "rewards".into(),
+            enricher_id: "rewards-api".into(),
+            validator: Some(
+                jsonschema::validator_for(&json!({
+                    "type": "object", "required": ["points"],
+                    "properties": { "points": { "type": "integer" } },
+                }))
+                .unwrap(),
+            ),
+        };
+        let judge =
+            |envelope: Envelope| judge_envelope("rewards", envelope, "alice", None, Some(&typed));
+        assert!(matches!(
+            judge(envelope(EnvelopeStatus::Ok, "alice", "1.0.0")),
+            EnvelopeVerdict::Data(ToolData {
+                status: DataStatus::Ok,
+                ..
+            })
+        ));
+        // Another producer's type: no data, whatever its status.
+        let mut other = envelope(EnvelopeStatus::Ok, "alice", "1.0.0");
+        other.enricher_id = "offers-api".into();
+        let EnvelopeVerdict::TypeMismatch { why } = judge(other) else {
+            panic!("another type is refused");
+        };
+        assert!(why.contains("offers-api"), "{why}");
+        // The right type with a payload its schema refuses.
+        let mut wrong = envelope(EnvelopeStatus::Partial, "alice", "1.0.0");
+        wrong.payload = json!({ "points": "many" });
+        assert!(matches!(judge(wrong), EnvelopeVerdict::TypeMismatch { .. }));
+        // An error envelope's payload is not used, so not checked: plain unavailable.
+        let mut failed = envelope(EnvelopeStatus::Error, "alice", "1.0.0");
+        failed.payload = serde_json::Value::Null;
+        assert_eq!(
+            judge(failed),
+            EnvelopeVerdict::Data(ToolData::unavailable("rewards", UNAVAILABLE_NOTE))
+        );
     }
 }

@@ -9,8 +9,8 @@ use baton_core::ports::connector::{
 use serde_json::Value;
 
 /// Answers every tool from its `tools.yaml` config: `payload`, and optionally `status`
-/// (`partial`, `error`), `principal` (to simulate a foreign principal), `delay_ms`, and
-/// `fail: true` (a connector error).
+/// (`partial`, `error`), `principal` (to simulate a foreign principal), `delay_ms`,
+/// `cache_meta` (the envelope's), and `fail: true` (a connector error).
 pub struct ConfiguredConnector;
 
 #[async_trait]
@@ -43,7 +43,10 @@ impl Connector for ConfiguredConnector {
             version: "1.0.0".into(),
             domain_type: "test".into(),
             enricher_id: request.tool_id.to_string(),
-            cache_meta: CacheMeta::default(),
+            cache_meta: cfg
+                .get("cache_meta")
+                .and_then(|c| serde_json::from_value::<CacheMeta>(c.clone()).ok())
+                .unwrap_or_default(),
         })
     }
 }

@@ -729,7 +729,7 @@ async fn an_envelope_for_another_principal_is_returned_as_is_for_the_runtime_to_
     let e = call(json!({"url": s.url("/x")}), json!({})).await.unwrap();
     assert_eq!(e.principal, "someone-else");
     assert_eq!(e.payload, envelope_for("someone-else")["payload"]);
-    let verdict = judge_envelope("search_offers", e, PRINCIPAL, Some(1));
+    let verdict = judge_envelope("search_offers", e, PRINCIPAL, Some(1), None);
     assert!(
         matches!(verdict, EnvelopeVerdict::PrincipalMismatch { ref enricher } if enricher == "acme-offers"),
         "{verdict:?}"

@@ -25,6 +25,7 @@ fn tool(id: &str) -> Arc<Tool> {
         status_code: None,
         result_template: None,
         envelope_major: None,
+        payload_type: None,
         approval: None,
     })
 }

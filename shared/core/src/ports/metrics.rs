@@ -81,6 +81,8 @@ pub const FAILURES_TOTAL: &str = "failures_total";
 /// Counter: data tool calls, by `tool` and `outcome` (`ok`, `partial`, `unavailable`): a
 /// backend that is down, slow or answers garbage shows here.
 pub const TOOL_CALLS_TOTAL: &str = "tool_calls_total";
+/// Counter: envelopes whose payload is not of the tool's declared type (002 §5.5).
+pub const ENVELOPE_TYPE_MISMATCH_TOTAL: &str = "envelope_type_mismatch_total";
 /// Counter: envelopes with an incompatible major version (D-28).
 pub const ENVELOPE_VERSION_MISMATCH_TOTAL: &str = "envelope_version_mismatch_total";
 /// Counter: status codes no card maps (D-12).

@@ -258,9 +258,23 @@ pub(crate) struct RawTool {
     /// Major envelope version this tool expects; others are failures (D-28).
     #[serde(default)]
     pub(crate) envelope_major: Option<u64>,
+    /// The payload's type: what the envelope must name, and the payload's schema.
+    #[serde(default)]
+    pub(crate) payload_type: Option<RawPayloadType>,
     /// Whether a call needs the user's approval first, and how it is put to them.
     #[serde(default)]
     pub(crate) approval: Option<RawApproval>,
+}
+
+/// A tool's `payload_type:` (002 §5.5): the envelope's payload is unwrapped by its
+/// `(domain_type, enricher_id)`, checked against this.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPayloadType {
+    pub(crate) domain_type: String,
+    pub(crate) enricher_id: String,
+    #[serde(default)]
+    pub(crate) schema: Option<serde_json::Value>,
 }
 
 /// A tool's `approval:`.

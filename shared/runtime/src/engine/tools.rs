@@ -11,7 +11,8 @@ use baton_core::ports::connector::{
     AccountLinks, ConnectorError, ConnectorRequest, LinkNeeded, ProgressSink, idempotency_key,
 };
 use baton_core::ports::metrics::{
-    ENVELOPE_VERSION_MISMATCH_TOTAL, FAILURES_TOTAL, PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
+    ENVELOPE_TYPE_MISMATCH_TOTAL, ENVELOPE_VERSION_MISMATCH_TOTAL, FAILURES_TOTAL,
+    PRINCIPAL_MISMATCH_TOTAL, TOOL_CALLS_TOTAL,
 };
 use baton_core::ports::store::Body;
 use baton_core::registry::Agent;
@@ -359,7 +360,11 @@ pub(crate) async fn run(
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %tool.id,
         gen_ai.agent.name = %agent.id,
+        baton.cache.cached = tracing::field::Empty,
+        baton.cache.ttl_s = tracing::field::Empty,
     );
+    // The envelope's cache metadata is observed, never acted on (002 §5.5).
+    let observed = span.clone();
     // A call that leaves the process has a CLIENT span under it, and the remote side
     // continues the trace under that (D-33).
     let client = connector.protocol().map(|protocol| {
@@ -451,11 +456,18 @@ pub(crate) async fn run(
             ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE)
         }
         Ok(Ok(envelope)) => {
+            let cache = &envelope.cache_meta;
+            observed.record("baton.cache.cached", cache.cached);
+            if let Some(ttl_s) = cache.ttl_s {
+                observed.record("baton.cache.ttl_s", ttl_s);
+            }
+            tracing::debug!(tool = %tool.id, enricher = %envelope.enricher_id, cached = cache.cached, ttl_s = ?cache.ttl_s, "envelope cache metadata");
             let verdict = judge_envelope(
                 &tool.id,
                 envelope,
                 ctx.principal.as_str(),
                 tool.envelope_major,
+                tool.payload_type.as_deref(),
             );
             match &verdict {
                 EnvelopeVerdict::PrincipalMismatch { enricher } => {
@@ -482,6 +494,12 @@ pub(crate) async fn run(
                         &[("tool", &tool.id)],
                     );
                     tracing::warn!(tool = %tool.id, version = %version, expected, "incompatible envelope version");
+                }
+                EnvelopeVerdict::TypeMismatch { why } => {
+                    ctx.inner
+                        .metrics
+                        .count(ENVELOPE_TYPE_MISMATCH_TOTAL, 1, &[("tool", &tool.id)]);
+                    tracing::warn!(tool = %tool.id, %why, "an envelope not of the tool's payload type");
                 }
                 EnvelopeVerdict::Data(_) => {}
             }

@@ -61,15 +61,23 @@ impl Visit for Fields<'_> {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         self.0.insert(field.name().to_owned(), format!("{value:?}"));
     }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.0.insert(field.name().to_owned(), value.to_string());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.0.insert(field.name().to_owned(), value.to_string());
+    }
 }
 
 struct ThreadCapture;
 
 impl<S: tracing::Subscriber> Layer<S> for ThreadCapture {
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
-        if attrs.metadata().name() == "chat" {
+        let name = attrs.metadata().name();
+        if name == "chat" || name == "execute_tool" {
             with_capture(|spans| {
                 let mut fields = BTreeMap::new();
+                fields.insert("span".to_owned(), name.to_owned());
                 attrs.record(&mut Fields(&mut fields));
                 spans.open.lock().unwrap().insert(id.into_u64(), fields);
             });
@@ -117,7 +125,11 @@ async fn every_model_call_carries_its_prompt_cohort() {
             .cohort
             .to_string()
     };
-    let closed = spans.closed();
+    let closed: Vec<_> = spans
+        .closed()
+        .into_iter()
+        .filter(|s| s["span"] == "chat")
+        .collect();
     // Routing, the shop's answer, the composition.
     assert_eq!(closed.len(), 3, "{closed:#?}");
     for span in &closed {
@@ -193,4 +205,52 @@ agents:
     run(&rig, request("coffee deals", Some(&episode), "t2")).await;
     assert_eq!(counted("failures_total,axis=model,name=m1"), 1);
     assert_eq!(counted("failures_total,axis=specialist,name=shop"), 1);
+}
+
+/// The envelope's cache metadata reaches the tool call's span, observed, not acted on
+/// (002 §5.5).
+#[tokio::test(start_paused = true)]
+async fn the_envelopes_cache_metadata_is_on_the_tool_calls_span() {
+    let spans = ChatSpans::capture();
+    let setup = TestRegistry {
+        extra_tools: r#"
+  cached_points:
+    description: A balance served from a cache.
+    connector: { kind: test, payload: { points: 5 }, cache_meta: { cached: true, ttl_s: 60 } }
+    schema: { type: object, properties: {}, additionalProperties: false }
+"#
+        .into(),
+        ..TestRegistry::default()
+    }
+    .file(
+        "agents/rewards.yaml",
+        "id: rewards\ndescription: Points balance and redemptions.\nrole: native\nmodel: m1\ntools: [cached_points]\nprompt_blocks: [rewards-instructions]\n",
+    );
+    let script = r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_rewards, args: { query: "points", intent_count: 1 } }]
+    - when: { purpose: compose }
+      text: ["Here is what I have."]
+  rewards:
+    - { when: { after_tool_results: false }, tool_calls: [{ name: cached_points, args: {} }] }
+    - { when: { after_tool_results: true }, text: ["Your balance."] }
+"#;
+    let rig = make_rig(&setup, script);
+    run(&rig, request("my points", None, "t1")).await;
+    let tools: Vec<_> = spans
+        .closed()
+        .into_iter()
+        .filter(|s| s["span"] == "execute_tool")
+        .collect();
+    assert_eq!(tools.len(), 1, "{tools:#?}");
+    assert_eq!(
+        tools[0].get("baton.cache.cached").map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(
+        tools[0].get("baton.cache.ttl_s").map(String::as_str),
+        Some("60")
+    );
 }

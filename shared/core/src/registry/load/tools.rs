@@ -9,6 +9,7 @@ use crate::approval::{ApprovalPolicy, Condition};
 use crate::model::ToolDef;
 use crate::registry::raw::{RawTool, RawTools};
 use crate::registry::{SourceFile, Tool};
+use crate::tool::PayloadType;
 
 /// A tool's timeout when `tools.yaml` sets none.
 const DEFAULT_TOOL_TIMEOUT_MS: u64 = 30_000;
@@ -89,6 +90,29 @@ impl Loader<'_> {
                 action: a.action,
             }))
         });
+        let payload_type = match t.payload_type {
+            None => None,
+            Some(declared) => {
+                let validator = match declared.schema.as_ref().map(jsonschema::validator_for) {
+                    None => None,
+                    Some(Ok(v)) => Some(v),
+                    Some(Err(e)) => {
+                        self.problems.add(
+                            path,
+                            field("payload_type.schema"),
+                            e.instance_path().to_string(),
+                            format!("not a valid JSON Schema: {e}"),
+                        );
+                        return None;
+                    }
+                };
+                Some(Arc::new(PayloadType {
+                    domain_type: declared.domain_type,
+                    enricher_id: declared.enricher_id,
+                    validator,
+                }))
+            }
+        };
         Some(Tool {
             id: Arc::from(id),
             description: Arc::from(description),
@@ -100,6 +124,7 @@ impl Loader<'_> {
             status_code: t.status.map(Arc::from),
             result_template: t.result_template.map(Arc::from),
             envelope_major: t.envelope_major,
+            payload_type,
             approval,
         })
     }
