@@ -1,11 +1,14 @@
 //! The turns running in this process, so that their caller can stop one (an A2A
-//! `CancelTask`) or ask whether it is still going. Each entry lives as long as its turn's
-//! task; another principal's turn is never found.
+//! `CancelTask`), ask whether it is still going, or watch its events from now on (an A2A
+//! `SubscribeToTask` from a client that lost its stream). Each entry lives as long as its
+//! turn's task; another principal's turn is never found.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use baton_core::Principal;
+use baton_core::events::WireEvent;
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// An episode's turn: `(episode id, turn id)`.
@@ -14,21 +17,26 @@ type Key = (String, String);
 /// The running turns, with the signal that stops each.
 #[derive(Debug, Default)]
 pub(crate) struct RunningTurns {
-    turns: Mutex<HashMap<Key, (Principal, CancellationToken)>>,
+    turns: Mutex<HashMap<Key, Entry>>,
 }
 
+/// A running turn: whose it is, its stop signal, and where its events can be watched.
+type Entry = (Principal, CancellationToken, broadcast::Sender<WireEvent>);
+
 impl RunningTurns {
-    /// Records a turn that starts now; it is forgotten when the returned guard drops.
+    /// Records a turn that starts now, whose events also go to `watch`; it is forgotten
+    /// when the returned guard drops.
     pub(crate) fn register(
         self: &Arc<Self>,
         principal: &Principal,
         episode_id: &str,
         turn_id: &str,
+        watch: broadcast::Sender<WireEvent>,
     ) -> Running {
         let token = CancellationToken::new();
         let key = (episode_id.to_owned(), turn_id.to_owned());
         self.lock()
-            .insert(key.clone(), (principal.clone(), token.clone()));
+            .insert(key.clone(), (principal.clone(), token.clone(), watch));
         Running {
             turns: self.clone(),
             key,
@@ -40,7 +48,7 @@ impl RunningTurns {
     pub(crate) fn cancel(&self, principal: &Principal, episode_id: &str, turn_id: &str) -> bool {
         let key = (episode_id.to_owned(), turn_id.to_owned());
         match self.lock().get(&key) {
-            Some((owner, token)) if owner == principal => {
+            Some((owner, token, _)) if owner == principal => {
                 token.cancel();
                 true
             }
@@ -58,10 +66,25 @@ impl RunningTurns {
         let key = (episode_id.to_owned(), turn_id.to_owned());
         self.lock()
             .get(&key)
-            .is_some_and(|(owner, _)| owner == principal)
+            .is_some_and(|(owner, _, _)| owner == principal)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, (Principal, CancellationToken)>> {
+    /// The events of `principal`'s turn running in this process from now on, until it
+    /// ends; `None` when no such turn runs.
+    pub(crate) fn watch(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Option<broadcast::Receiver<WireEvent>> {
+        let key = (episode_id.to_owned(), turn_id.to_owned());
+        self.lock()
+            .get(&key)
+            .filter(|(owner, _, _)| owner == principal)
+            .map(|(_, _, watch)| watch.subscribe())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
         // The map holds no invariant a panicking holder could break half-way.
         self.turns.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -107,7 +130,7 @@ mod tests {
         let turns = Arc::new(RunningTurns::default());
         let alice = Principal::new("alice").unwrap();
         let mallory = Principal::new("mallory").unwrap();
-        let running = turns.register(&alice, "ep_1", "t_1");
+        let running = turns.register(&alice, "ep_1", "t_1", broadcast::channel(1).0);
         assert!(!turns.cancel(&mallory, "ep_1", "t_1"));
         assert!(!running.token().is_cancelled());
         assert!(!turns.is_running(&mallory, "ep_1", "t_1"));
@@ -124,10 +147,10 @@ mod tests {
         let turns = Arc::new(RunningTurns::default());
         let alice = Principal::new("alice").unwrap();
         let burst: Vec<Running> = (0..1_000)
-            .map(|i| turns.register(&alice, &format!("ep_{i}"), "t"))
+            .map(|i| turns.register(&alice, &format!("ep_{i}"), "t", broadcast::channel(1).0))
             .collect();
         assert!(turns.lock().capacity() >= 1_000);
-        let kept = turns.register(&alice, "ep_kept", "t");
+        let kept = turns.register(&alice, "ep_kept", "t", broadcast::channel(1).0);
         drop(burst);
         assert!(turns.is_running(&alice, "ep_kept", "t"));
         assert!(

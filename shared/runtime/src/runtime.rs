@@ -516,6 +516,18 @@ impl Runtime {
         self.inner.running.cancel(principal, episode_id, turn_id)
     }
 
+    /// The events of `principal`'s turn `turn_id` of `episode_id`, running in this process,
+    /// from now until it ends (for a client that lost its stream); `None` when no such turn
+    /// runs here. A watcher that falls 256 events behind is cut off.
+    pub fn watch(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Option<tokio::sync::broadcast::Receiver<baton_core::events::WireEvent>> {
+        self.inner.running.watch(principal, episode_id, turn_id)
+    }
+
     /// Whether `principal`'s turn `turn_id` of `episode_id` is running in this process.
     pub fn is_running(&self, principal: &Principal, episode_id: &str, turn_id: &str) -> bool {
         self.inner

@@ -416,12 +416,8 @@ async fn malformed_calls_are_refused_in_json_rpc_shape_with_plain_words() {
             -32602,
         ),
         (rpc("GetTask", &json!({ "id": "not-a-task" }), None), -32001),
-        (rpc("ListTasks", &json!({}), None), -32004),
-        // An unknown task is not found, even where resubscribing is not supported.
-        (
-            rpc("SubscribeToTask", &json!({ "id": "not-a-task" }), None),
-            -32001,
-        ),
+        // Tasks are listed one context at a time.
+        (rpc("ListTasks", &json!({}), None), -32602),
         (
             rpc("CreateTaskPushNotificationConfig", &json!({}), None),
             -32003,
@@ -684,5 +680,48 @@ async fn list_tasks_pages_the_callers_tasks_in_a_context_newest_first() {
     ] {
         let refused = list(bad.clone(), None).await;
         assert_eq!(refused["error"]["code"], -32602, "{bad}: {refused}");
+    }
+}
+
+/// `SubscribeToTask` streams a task running in this process from now to its end, for a
+/// client that lost its stream; a task that ended cannot be subscribed to, and an unknown
+/// or another principal's task is not found, each refused before any stream.
+#[tokio::test]
+async fn subscribe_to_task_streams_a_running_task_to_its_end() {
+    let state = Rig {
+        script: script(300, 0),
+        ..Rig::default()
+    }
+    .state();
+    let mut params = message("m-s", "coffee deals", Some("ctx-s"));
+    params["configuration"] = json!({ "returnImmediately": true });
+    let started = call(&state, rpc("SendMessage", &params, None)).await;
+    let id = json!({ "id": started["result"]["task"]["id"] });
+    let streamed = frames(&text(send(&state, rpc("SubscribeToTask", &id, None)).await).await);
+    assert_eq!(
+        streamed[0]["result"]["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{streamed:#?}"
+    );
+    let last = streamed.last().unwrap();
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{streamed:#?}"
+    );
+    let said: String = streamed
+        .iter()
+        .filter_map(|f| f["result"]["artifactUpdate"]["artifact"]["parts"].as_array())
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert!(said.contains("500 points"), "{streamed:#?}");
+    // Ended: read it back instead.
+    let ended = call(&state, rpc("SubscribeToTask", &id, None)).await;
+    assert_eq!(ended["error"]["code"], -32004, "{ended}");
+    for (params, principal) in [
+        (json!({ "id": "not-a-task" }), None),
+        (id.clone(), Some("mallory")),
+    ] {
+        let refused = call(&state, rpc("SubscribeToTask", &params, principal)).await;
+        assert_eq!(refused["error"]["code"], -32001, "{refused}");
     }
 }

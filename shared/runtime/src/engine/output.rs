@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use baton_core::events::{DirectLineState, Event, PROTOCOL_VERSION, WireEvent};
 use baton_core::privacy::{PrivacyGuard, PrivacyReceipt, StreamMasker};
 use baton_core::turn::{AgentStatus, TurnOutcome};
+use tokio::sync::broadcast;
 
 use crate::stream::{Outbox, Pushed, STALLED};
 
@@ -67,14 +68,26 @@ pub(crate) struct Output {
     outbox: Arc<Outbox>,
     guard: Arc<PrivacyGuard>,
     state: Mutex<State>,
+    /// Whoever watches the turn besides its reader (`Runtime::watch`): they get every
+    /// event from when they started, also after the reader left.
+    watch: broadcast::Sender<WireEvent>,
 }
 
+/// Events a watcher may fall behind by before it is cut off.
+pub(crate) const WATCH_BACKLOG: usize = 256;
+
 impl Output {
-    pub(crate) fn new(turn_id: Arc<str>, outbox: Arc<Outbox>, guard: Arc<PrivacyGuard>) -> Self {
+    pub(crate) fn new(
+        turn_id: Arc<str>,
+        outbox: Arc<Outbox>,
+        guard: Arc<PrivacyGuard>,
+        watch: broadcast::Sender<WireEvent>,
+    ) -> Self {
         Output {
             turn_id,
             outbox,
             guard,
+            watch,
             state: Mutex::new(State {
                 seq: 0,
                 narration: String::new(),
@@ -269,7 +282,8 @@ impl Output {
         if matches!(event, Event::Status { .. }) {
             state.status_events += 1;
         }
-        if state.client_gone {
+        let watched = self.watch.receiver_count() > 0;
+        if state.client_gone && !watched {
             return;
         }
         let wire = WireEvent {
@@ -278,6 +292,13 @@ impl Output {
             seq: state.seq,
             event,
         };
+        if watched {
+            // A watcher that fell behind is cut off (it reads the task back instead).
+            let _ = self.watch.send(wire.clone());
+        }
+        if state.client_gone {
+            return;
+        }
         match self.outbox.push(wire) {
             Pushed::Queued => {}
             // Its number was not used: the next event takes it.
@@ -501,7 +522,15 @@ mod tests {
     fn output() -> (Output, Arc<Outbox>) {
         let outbox = Arc::new(Outbox::new(crate::stream::OutputLimits::default()));
         let guard = Arc::new(PrivacyGuard::new(&PrivacyPolicy::default()));
-        (Output::new(Arc::from("t1"), outbox.clone(), guard), outbox)
+        (
+            Output::new(
+                Arc::from("t1"),
+                outbox.clone(),
+                guard,
+                broadcast::channel(1).0,
+            ),
+            outbox,
+        )
     }
 
     /// Every way text leaves a turn, each with the address split across pieces where it

@@ -162,17 +162,18 @@ async fn launch(
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
             let turn: Arc<str> = Arc::from(turn_id.as_str());
+            let (watch, _) = tokio::sync::broadcast::channel(super::output::WATCH_BACKLOG);
             let mut ctx = TurnCtx::new(
                 inner.clone(),
                 request,
                 Arc::from(episode_id.as_str()),
                 turn.clone(),
-                Output::new(turn, outbox.clone(), inner.privacy.clone()),
+                Output::new(turn, outbox.clone(), inner.privacy.clone(), watch.clone()),
             );
             ctx.fingerprint = fingerprint;
             let running = inner
                 .running
-                .register(&ctx.principal, &episode_id, &turn_id);
+                .register(&ctx.principal, &episode_id, &turn_id, watch);
             ctx.cancel = running.token();
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             // The conversation is the episode; the principal appears only as a pseudonym.

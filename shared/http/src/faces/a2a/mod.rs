@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use a2a::{
     A2AError, CancelTaskRequest, GetTaskRequest, JsonRpcId, JsonRpcResponse, Message, PartContent,
-    Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, methods,
+    Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, methods,
 };
 use axum::Json;
 use axum::Router;
@@ -156,6 +156,17 @@ async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Respon
         .into_response()
 }
 
+/// A streaming client reads events: a refusal is the one event it gets.
+fn sse_refusal(id: JsonRpcId, error: &A2AError) -> Response {
+    let frame = SseEvent::default()
+        .json_data(rpc::error_response(id, error))
+        .unwrap_or_default();
+    Sse::new(futures::stream::once(
+        async move { Ok::<_, Infallible>(frame) },
+    ))
+    .into_response()
+}
+
 /// A JSON-RPC answer (refusals included: JSON-RPC carries them in the body, with 200).
 fn answer(response: &JsonRpcResponse) -> Response {
     Json(response).into_response()
@@ -215,22 +226,20 @@ async fn call(
         methods::SEND_STREAMING_MESSAGE => {
             return match stream(&state, principal, &headers, &call).await {
                 Ok(response) => response,
-                // A streaming client reads events: the refusal is the one event it gets.
-                Err(error) => {
-                    let frame = SseEvent::default()
-                        .json_data(rpc::error_response(id, &error))
-                        .unwrap_or_default();
-                    Sse::new(futures::stream::once(
-                        async move { Ok::<_, Infallible>(frame) },
-                    ))
-                    .into_response()
-                }
+                Err(error) => sse_refusal(id, &error),
+            };
+        }
+        // A refusal comes before any stream: a plain JSON-RPC error, as the compatibility
+        // kit reads it.
+        methods::SUBSCRIBE_TO_TASK => {
+            return match subscribe(&state, &principal, &call).await {
+                Ok(response) => response,
+                Err(error) => refuse(id, &error),
             };
         }
         methods::GET_TASK => get_task(&state, &principal, &call).await,
         methods::CANCEL_TASK => cancel_task(&state, &principal, &call).await,
         methods::LIST_TASKS => list::list_tasks(&state, &principal, &call).await,
-        methods::SUBSCRIBE_TO_TASK => subscribe(&state, &principal, &call).await,
         methods::CREATE_PUSH_CONFIG
         | methods::GET_PUSH_CONFIG
         | methods::LIST_PUSH_CONFIGS
@@ -467,8 +476,15 @@ async fn stream(
     let mut run = TaskRun::new(prepared.task.clone(), false);
     let first = futures::stream::iter([run.submitted(&prepared.user)]);
     let rest = turn.flat_map(move |wire| futures::stream::iter(run.events(&wire.event)));
-    let id = call.id.clone();
-    let frames = first.chain(rest).map(move |event: StreamResponse| {
+    Ok((ids, sse_frames(call.id.clone(), first.chain(rest))).into_response())
+}
+
+/// Task events as SSE frames of JSON-RPC answers to the call `id`.
+fn sse_frames(
+    id: JsonRpcId,
+    events: impl futures::Stream<Item = StreamResponse> + Send + 'static,
+) -> Response {
+    let frames = events.map(move |event: StreamResponse| {
         // Serialised once, straight into the frame: no intermediate JSON tree.
         let frame = rpc::Success {
             jsonrpc: "2.0",
@@ -481,24 +497,54 @@ async fn stream(
         });
         Ok::<_, Infallible>(data)
     });
-    Ok((ids, Sse::new(frames).keep_alive(sse::keep_alive())).into_response())
+    Sse::new(frames)
+        .keep_alive(sse::keep_alive())
+        .into_response()
 }
 
-/// `SubscribeToTask`: an id that names no task of the caller's is not found; resubscribing
-/// to one is not supported yet.
+/// `SubscribeToTask`: a task running in this process streams from now (the task as it
+/// stands, working, then its events to its end), for a client that lost its stream; one
+/// that waits for the user is sent as it stands; one that ended cannot be subscribed to
+/// (the proto's `UnsupportedOperationError`); an id that names no task of the caller's is
+/// not found.
 async fn subscribe(
     state: &AppState,
     principal: &Principal,
     call: &Call,
-) -> Result<Value, A2AError> {
+) -> Result<Response, A2AError> {
     let id = call
         .params
         .get("id")
         .and_then(Value::as_str)
         .ok_or_else(|| A2AError::invalid_params("SubscribeToTask needs the task's id."))?;
-    find_task(state, principal, id).await?;
-    Err(A2AError::unsupported_operation(
-        "This agent does not resubscribe to tasks yet; use GetTask with the task's id.",
+    let task = task_ref(principal, id)?;
+    if let Some(watch) = state
+        .runtime
+        .watch(principal, &task.episode_id, &task.turn_id)
+    {
+        let mut run = TaskRun::new(task.clone(), false);
+        let first = futures::stream::iter([StreamResponse::Task(TaskRun::working(&task))]);
+        // A watcher that fell behind ends here: the client reads the task back instead.
+        let events = futures::stream::unfold(watch, |mut watch| async move {
+            watch.recv().await.ok().map(|wire| (wire, watch))
+        });
+        let rest = events.flat_map(move |wire| futures::stream::iter(run.events(&wire.event)));
+        return Ok(sse_frames(call.id.clone(), first.chain(rest)));
+    }
+    let found = committed(state, principal, &task)
+        .await?
+        .ok_or_else(|| A2AError::task_not_found(&shown(id)))?;
+    if matches!(
+        found.status.state,
+        TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected
+    ) {
+        return Err(A2AError::unsupported_operation(
+            "This task has ended; read it with GetTask.",
+        ));
+    }
+    Ok(sse_frames(
+        call.id.clone(),
+        futures::stream::iter([StreamResponse::Task(found)]),
     ))
 }
 
