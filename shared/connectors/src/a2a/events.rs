@@ -200,13 +200,30 @@ impl Reader {
                 out.push(UpstreamEvent::AwaitingInput(task.to_owned()));
                 Ok(())
             }
-            TaskState::AuthRequired => ended(UpstreamEnd::AuthRequired),
+            // The agent's own sign-in: its message says where (a link), the user goes
+            // there, and their next message goes on with the same task, as for a question.
+            TaskState::AuthRequired => {
+                let before = self.answer_bytes;
+                if let Some(message) = message {
+                    self.texts(&message.parts, out)?;
+                }
+                if self.answer_bytes == before {
+                    out.push(UpstreamEvent::Text(AUTH_WORDS.to_owned()));
+                }
+                self.finished = true;
+                out.push(UpstreamEvent::AwaitingInput(task.to_owned()));
+                Ok(())
+            }
             TaskState::Failed => ended(UpstreamEnd::Failed),
             TaskState::Rejected => ended(UpstreamEnd::Rejected),
             TaskState::Canceled => ended(UpstreamEnd::Canceled),
         }
     }
 }
+
+/// What the user is told when an agent needs their sign-in and says nothing of how.
+const AUTH_WORDS: &str =
+    "This service needs you to sign in to it first. Say when you have, and it goes on.";
 
 #[cfg(test)]
 mod tests {
@@ -324,7 +341,6 @@ mod tests {
             ("TASK_STATE_FAILED", UpstreamEnd::Failed),
             ("TASK_STATE_REJECTED", UpstreamEnd::Rejected),
             ("TASK_STATE_CANCELED", UpstreamEnd::Canceled),
-            ("TASK_STATE_AUTH_REQUIRED", UpstreamEnd::AuthRequired),
         ] {
             let mut r = Reader::new(None, None, 1024);
             let e = run(
@@ -338,6 +354,48 @@ mod tests {
             assert_eq!(e, UpstreamError::Ended(end));
             assert!(!e.to_string().contains("secret detail"));
         }
+    }
+
+    #[test]
+    fn an_agent_that_needs_the_users_sign_in_asks_for_it_and_waits_on_its_task() {
+        let mut r = Reader::new(None, None, 1024);
+        let out = run(
+            &mut r,
+            vec![
+                task("TASK_STATE_SUBMITTED"),
+                status(
+                    "TASK_STATE_AUTH_REQUIRED",
+                    Some("Sign in at https://stores.example/login first."),
+                ),
+            ],
+        )
+        .unwrap();
+        let said: Vec<&UpstreamEvent> = out
+            .iter()
+            .filter(|e| matches!(e, UpstreamEvent::Text(_) | UpstreamEvent::AwaitingInput(_)))
+            .collect();
+        assert!(
+            matches!(said[0], UpstreamEvent::Text(t) if t.contains("https://stores.example/login")),
+            "{out:?}"
+        );
+        assert!(
+            matches!(said.last(), Some(UpstreamEvent::AwaitingInput(_))),
+            "{out:?}"
+        );
+        // Saying nothing of how, it is asked in plain words.
+        let mut r = Reader::new(None, None, 1024);
+        let out = run(
+            &mut r,
+            vec![
+                task("TASK_STATE_SUBMITTED"),
+                status("TASK_STATE_AUTH_REQUIRED", None),
+            ],
+        )
+        .unwrap();
+        assert!(
+            out.contains(&UpstreamEvent::Text(AUTH_WORDS.to_owned())),
+            "{out:?}"
+        );
     }
 
     #[test]
