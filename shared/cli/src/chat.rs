@@ -152,6 +152,7 @@ impl Chat<'_> {
             // (left waiting, or cut off by a crash), the next message is the reply.
             reply_in_words: true,
             face: FACE,
+            message_id: None,
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
             if r.kind == RejectionKind::Unavailable {

@@ -104,6 +104,10 @@ pub struct TurnRecord {
     /// is told apart from a retry (empty for turns stored before it was kept).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub fingerprint: String,
+    /// The client's own id for the user's message (A2A's `messageId`), when its face has
+    /// one: what reading the turn back names the message by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
 }
 
 /// What a Direct Line turn delivered, as the user saw it (after the privacy guard).
@@ -242,6 +246,7 @@ mod tests {
             direct: None,
             privacy: PrivacyReceipt::default(),
             fingerprint: "f".into(),
+            message_id: None,
         }
     }
 

@@ -259,6 +259,7 @@ async fn seed(
             direct: None,
             privacy: Default::default(),
             fingerprint: String::new(),
+            message_id: None,
         };
         store
             .commit(&Commit {

@@ -80,6 +80,7 @@ pub(crate) async fn post_turn(
         resume: None,
         reply_in_words: false,
         face: baton_runtime::FACE_API,
+        message_id: None,
     };
     let stream = start(&state, &headers, request, "POST /v1/turns").await?;
     Ok(native(stream))

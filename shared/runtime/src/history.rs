@@ -62,6 +62,9 @@ pub struct HistoryTurn {
     /// The interruption this turn answered or set aside (D-36).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered: Option<baton_core::interruption::AnswerRecord>,
+    /// The client's own id for the user's message, when its face gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
 }
 
 impl From<&TurnRecord> for HistoryTurn {
@@ -77,6 +80,7 @@ impl From<&TurnRecord> for HistoryTurn {
             direct: r.direct.clone(),
             privacy: r.privacy.clone(),
             answered: r.routing.answered.clone(),
+            message_id: r.message_id.clone(),
         }
     }
 }

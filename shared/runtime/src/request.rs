@@ -38,6 +38,9 @@ pub struct TurnRequest {
     /// The face the turn came through (`api`, `chat`, `a2a`, `ag-ui`, `openai`, `mcp`):
     /// the record of an answered interruption names it.
     pub face: &'static str,
+    /// The client's own id for the message (A2A's `messageId`), when its face has one:
+    /// the turn's record keeps it, and reading the turn back names the message by it.
+    pub message_id: Option<String>,
 }
 
 impl TurnRequest {
@@ -85,6 +88,7 @@ impl TurnRequest {
             resume: None,
             reply_in_words: false,
             face: FACE_API,
+            message_id: None,
         }
     }
 }

@@ -39,6 +39,7 @@ pub(super) fn turn(
         direct: None,
         privacy: Default::default(),
         fingerprint: String::new(),
+        message_id: None,
     }
 }
 

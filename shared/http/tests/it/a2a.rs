@@ -653,6 +653,11 @@ async fn list_tasks_pages_the_callers_tasks_in_a_context_newest_first() {
     let page = &second["result"];
     assert_eq!(page["nextPageToken"], "", "the last page: {second}");
     assert_eq!(page["tasks"][0]["id"], ids[0]);
+    // The user's message is named by the client's own id.
+    assert_eq!(
+        page["tasks"][0]["history"][0]["messageId"], "m-l0",
+        "{second}"
+    );
     assert!(page["tasks"][0]["artifacts"].is_array(), "{second}");
     assert_eq!(page["tasks"][0]["status"]["state"], "TASK_STATE_COMPLETED");
     assert!(

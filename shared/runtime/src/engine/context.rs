@@ -55,6 +55,8 @@ pub(crate) struct TurnCtx {
     pub(crate) resume: Option<baton_core::interruption::Reply>,
     /// Whether the user's message may itself answer what the episode waits on.
     pub(crate) reply_in_words: bool,
+    /// The client's own id for the message, kept in the record.
+    pub(crate) message_id: Option<String>,
     /// The face the turn came through (for the record of an answer).
     pub(crate) face: &'static str,
     /// Whether a sub-agent may stop for the user: a routed turn (not a Direct Line one, not
@@ -123,6 +125,7 @@ impl TurnCtx {
             must_consult: request.must_consult,
             resume: request.resume,
             reply_in_words: request.reply_in_words,
+            message_id: request.message_id,
             face: request.face,
             pausable: false,
             started: tokio::time::Instant::now(),

@@ -153,6 +153,7 @@ pub(super) async fn finish(
             direct: work.direct.take(),
             privacy: privacy.clone(),
             fingerprint: ctx.fingerprint.clone(),
+            message_id: ctx.message_id.clone(),
         },
         bodies,
         state,

@@ -104,6 +104,7 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
         direct: None,
         privacy: Default::default(),
         fingerprint: FINGERPRINT.to_owned(),
+        message_id: None,
     }
 }
 

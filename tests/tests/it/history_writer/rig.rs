@@ -300,6 +300,7 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
         direct: None,
         privacy: Default::default(),
         fingerprint: String::new(),
+        message_id: None,
     };
     (record, bodies)
 }

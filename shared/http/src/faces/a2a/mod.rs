@@ -318,15 +318,16 @@ async fn prepare(
     let new_context = named.is_none();
     let context_id = named.unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     let task = TaskRef::new(&principal, &context_id, &message.message_id);
+    let request = TurnRequest {
+        turn_id: Some(task.turn_id.clone()),
+        face: FACE,
+        message_id: Some(message.message_id.clone()),
+        ..TurnRequest::new(principal, text)
+    };
     let user = Message {
         context_id: Some(context_id),
         task_id: Some(task.task_id()),
         ..message
-    };
-    let request = TurnRequest {
-        turn_id: Some(task.turn_id.clone()),
-        face: FACE,
-        ..TurnRequest::new(principal, text)
     };
     Ok(Prepared {
         request,

@@ -353,7 +353,10 @@ pub(crate) fn from_history(
     let task_id = task.task_id();
     let user = text_message(
         Role::User,
-        format!("{}-user", task.turn_id),
+        // The client's own id for its message, when the turn kept it.
+        turn.message_id
+            .clone()
+            .unwrap_or_else(|| format!("{}-user", task.turn_id)),
         task,
         &task_id,
         &turn.user_text,

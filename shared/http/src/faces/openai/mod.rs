@@ -125,6 +125,7 @@ async fn complete(
         // The next message answers what the conversation waits on, if it does (D-36).
         reply_in_words: true,
         face: "openai",
+        message_id: None,
     };
     let stream = turns::start(&state, &headers, request, "POST /v1/chat/completions").await?;
     let mut extra = turns::id_headers(&stream);
