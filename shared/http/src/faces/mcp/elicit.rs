@@ -73,10 +73,6 @@ pub(crate) fn ask(
     turn_id: &str,
 ) -> Option<InputRequiredResult> {
     let (asks, interruption_id) = (waiting.asks.as_str(), waiting.id.as_str());
-    let state =
-        json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": waiting.kind.as_str() })
-            .to_string();
-    let state = Some(URL_SAFE_NO_PAD.encode(state));
     let params = match waiting.kind {
         // The user goes to the sign-in page; the accept only says they did.
         InterruptionKind::AccountLink => json!({
@@ -102,19 +98,26 @@ pub(crate) fn ask(
             }),
         ),
     };
+    let state =
+        json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": waiting.kind.as_str() });
+    asking(params, &state)
+}
+
+/// The result that asks one elicitation (`params`), naming the wait in its `state`.
+fn asking(params: Value, state: &Value) -> Option<InputRequiredResult> {
     let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
     let mut requests = InputRequests::new();
     requests.insert(
         KEY.to_owned(),
         InputRequest::Elicitation(ElicitRequest::new(params)),
     );
-    Some(InputRequiredResult::new(Some(requests), state))
+    let state = URL_SAFE_NO_PAD.encode(state.to_string());
+    Some(InputRequiredResult::new(Some(requests), Some(state)))
 }
 
 /// The form that asks for the code the sign-in page showed, for the same wait.
 fn ask_code(episode_id: &str, turn_id: &str, interruption_id: &str) -> Option<InputRequiredResult> {
-    let state =
-        json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": CODE_KIND }).to_string();
+    let state = json!({ "e": episode_id, "t": turn_id, "i": interruption_id, "k": CODE_KIND });
     let asks = "Give the code the sign-in page showed once you signed in.";
     let params = form(
         asks,
@@ -124,16 +127,7 @@ fn ask_code(episode_id: &str, turn_id: &str, interruption_id: &str) -> Option<In
             "required": ["code"],
         }),
     );
-    let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
-    let mut requests = InputRequests::new();
-    requests.insert(
-        KEY.to_owned(),
-        InputRequest::Elicitation(ElicitRequest::new(params)),
-    );
-    Some(InputRequiredResult::new(
-        Some(requests),
-        Some(URL_SAFE_NO_PAD.encode(state)),
-    ))
+    asking(params, &state)
 }
 
 /// A form elicitation asking `asks`, its answer shaped by `schema`.
