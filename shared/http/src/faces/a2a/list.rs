@@ -8,7 +8,7 @@
 //! user and was answered is one task, in the state of the turn that answered it. Only
 //! committed tasks are listed; a turn running right now is found with `GetTask`.
 
-use a2a::{A2AError, ListTasksRequest, ListTasksResponse, TaskState};
+use a2a::{A2AError, ListTasksRequest, ListTasksResponse};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use baton_core::Principal;
@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::rpc::{self, Call};
 use super::task::TaskRef;
-use super::{continues, task_in};
+use super::{continues, history_limit, keep_last, task_in};
 use crate::state::AppState;
 
 /// Tasks in a page when the call names no size (the spec's default).
@@ -39,9 +39,7 @@ pub(crate) async fn list_tasks(
     if !(1..=MAX_PAGE_SIZE).contains(&page_size) {
         return Err(A2AError::invalid_params("pageSize must be from 1 to 100."));
     }
-    if request.history_length.is_some_and(|n| n < 0) {
-        return Err(A2AError::invalid_params("historyLength must be 0 or more."));
-    }
+    let limit = history_limit(request.history_length)?;
     let offset = match request.page_token.as_deref().filter(|t| !t.is_empty()) {
         None => 0,
         Some(token) => offset_of(token)
@@ -84,7 +82,7 @@ pub(crate) async fn list_tasks(
             request
                 .status
                 .as_ref()
-                .is_none_or(|wanted| same_state(&task.status.state, wanted))
+                .is_none_or(|wanted| task.status.state == *wanted)
         })
         .filter(|(_, task)| {
             request
@@ -104,11 +102,7 @@ pub(crate) async fn list_tasks(
             if !request.include_artifacts.unwrap_or(false) {
                 task.artifacts = None;
             }
-            if let (Some(n), Some(history)) = (request.history_length, task.history.as_mut()) {
-                let keep = usize::try_from(n).unwrap_or(0);
-                let drop = history.len().saturating_sub(keep);
-                history.drain(..drop);
-            }
+            keep_last(&mut task, limit);
             task
         })
         .collect();
@@ -153,10 +147,6 @@ fn camel_keys(params: &Value) -> Value {
         out.entry(camel).or_insert_with(|| value.clone());
     }
     Value::Object(out)
-}
-
-fn same_state(a: &TaskState, b: &TaskState) -> bool {
-    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
 }
 
 /// A page token: where the next page starts, opaque to the client.

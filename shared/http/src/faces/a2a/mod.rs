@@ -601,21 +601,32 @@ async fn find_task(state: &AppState, principal: &Principal, id: &str) -> Result<
     found.ok_or_else(|| A2AError::task_not_found(&shown(id)))
 }
 
+/// A call's `historyLength` as a count of messages; a negative one is refused.
+fn history_limit(history_length: Option<i32>) -> Result<Option<usize>, A2AError> {
+    history_length
+        .map(|n| {
+            usize::try_from(n)
+                .map_err(|_| A2AError::invalid_params("historyLength must be 0 or more."))
+        })
+        .transpose()
+}
+
+/// Keeps at most the last `limit` messages of `task`'s history (0: none).
+fn keep_last(task: &mut Task, limit: Option<usize>) {
+    if let (Some(keep), Some(history)) = (limit, task.history.as_mut()) {
+        let drop = history.len().saturating_sub(keep);
+        history.drain(..drop);
+    }
+}
+
 /// `GetTask`: a running turn's task is working; a committed one is read from the journal.
 async fn get_task(state: &AppState, principal: &Principal, call: &Call) -> Result<Value, A2AError> {
     let GetTaskRequest {
         id, history_length, ..
     } = rpc::params(call)?;
-    if history_length.is_some_and(|n| n < 0) {
-        return Err(A2AError::invalid_params("historyLength must be 0 or more."));
-    }
+    let limit = history_limit(history_length)?;
     let mut found = find_task(state, principal, &id).await?;
-    // At most the last `historyLength` messages of its history; 0, none.
-    if let (Some(n), Some(history)) = (history_length, found.history.as_mut()) {
-        let keep = usize::try_from(n).unwrap_or(0);
-        let drop = history.len().saturating_sub(keep);
-        history.drain(..drop);
-    }
+    keep_last(&mut found, limit);
     serde_json::to_value(found).map_err(|e| A2AError::internal(e.to_string()))
 }
 
