@@ -18,7 +18,7 @@ use baton_core::ports::metrics::Metrics as _;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_evals::{Baseline, gate};
-use baton_evals::{SuiteRun, read_suites, run_suite, specialists};
+use baton_evals::{EvalMode, SuiteRun, read_suites, run_suite, specialists};
 use baton_inproc::HeapStore;
 use baton_runtime::registry_folder::load_deployed;
 use baton_runtime::{Runtime, RuntimeConfig};
@@ -149,7 +149,8 @@ impl EvalRunner {
             let store: Arc<dyn Store> = Arc::new(HeapStore::new());
             let runtime = Runtime::builder(registry.clone())
                 .provider(baton_aws::bedrock::PROVIDER, model.clone())
-                .connectors(connectors.clone())
+                // A partial-failure case makes a specialist's services unavailable.
+                .connectors(baton_evals::with_outages(connectors.clone()))
                 .store(store.clone())
                 .metrics(metrics.clone())
                 .config(RuntimeConfig {
@@ -195,6 +196,11 @@ impl EvalRunner {
         }
         let mut runs: Vec<SuiteRun> = Vec::new();
         for suite in &suites {
+            // A suite that needs the whole turn runs end to end whatever the request's mode.
+            let (runtime, store) = match suite.mode {
+                Some(EvalMode::EndToEnd) => (&self.end_to_end.0, &self.end_to_end.1),
+                _ => (runtime, store),
+            };
             runs.push(run_suite(runtime, store, suite, request.concurrency.unwrap_or(8)).await);
         }
         let mut reasons = Vec::new();

@@ -197,7 +197,11 @@ pub(crate) async fn assemble_for(
         }
     };
     builder = builder.store(store.clone());
-    builder = builder.connectors(connectors);
+    builder = match purpose {
+        // A partial-failure case makes a specialist's services unavailable for its turn.
+        Purpose::Eval { .. } => builder.connectors(baton_evals::with_outages(connectors)),
+        _ => builder.connectors(connectors),
+    };
     if !matches!(purpose, Purpose::Eval { .. }) {
         builder = builder.link_key(link_key(settings)?);
     }

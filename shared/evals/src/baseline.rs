@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CaseResult, Metrics, Thresholds, Verdict};
+use super::{CaseResult, ContextFigures, Metrics, Thresholds, Verdict};
 
 /// The lowest accuracy an intent-switch pair may have unless a suite sets its own.
 pub const SWITCH_PAIR_FLOOR: f64 = 0.95;
@@ -18,6 +18,50 @@ pub struct SuiteBaseline {
     pub routing_accuracy: f64,
     /// Each case's outcome then: `passed`, `failed` or `errored`.
     pub cases: BTreeMap<String, String>,
+    /// The context figures then (those the suite's cases set).
+    #[serde(default, flatten, skip_serializing_if = "BaselineContext::is_empty")]
+    pub context: BaselineContext,
+}
+
+/// The context figures a baseline keeps: none may fall below them.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct BaselineContext {
+    /// Prior-context recall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_context_recall: Option<f64>,
+    /// Reference resolution.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_resolution: Option<f64>,
+    /// Compaction recall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_recall: Option<f64>,
+    /// Failures acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_acknowledged: Option<f64>,
+}
+
+impl BaselineContext {
+    fn is_empty(&self) -> bool {
+        *self == BaselineContext::default()
+    }
+
+    fn of(f: &ContextFigures) -> BaselineContext {
+        BaselineContext {
+            prior_context_recall: f.prior_context_recall,
+            reference_resolution: f.reference_resolution,
+            compaction_recall: f.compaction_recall,
+            failure_acknowledged: f.failure_acknowledged,
+        }
+    }
+
+    fn as_figures(&self) -> ContextFigures {
+        ContextFigures {
+            prior_context_recall: self.prior_context_recall,
+            reference_resolution: self.reference_resolution,
+            compaction_recall: self.compaction_recall,
+            failure_acknowledged: self.failure_acknowledged,
+        }
+    }
 }
 
 /// The baseline: each suite's record, by suite name.
@@ -44,6 +88,7 @@ impl SuiteBaseline {
                 .iter()
                 .map(|r| (r.id.clone(), outcome(&r.verdict).to_owned()))
                 .collect(),
+            context: BaselineContext::of(&metrics.context),
         }
     }
 }
@@ -96,9 +141,42 @@ pub fn gate(
             }
         }
     }
+    let floors = ContextFigures {
+        prior_context_recall: thresholds.prior_context_recall,
+        reference_resolution: thresholds.reference_resolution,
+        compaction_recall: thresholds.compaction_recall,
+        failure_acknowledged: thresholds.failure_acknowledged,
+    };
+    for ((name, now), (_, floor)) in metrics.context.named().into_iter().zip(floors.named()) {
+        if let (Some(now), Some(floor)) = (now, floor)
+            && now < floor
+        {
+            reasons.push(format!(
+                "{suite}: {name} {:.1}% is below its {:.1}% floor",
+                now * 100.0,
+                floor * 100.0
+            ));
+        }
+    }
     let Some(baseline) = baseline else {
         return reasons;
     };
+    let before = baseline.context.as_figures();
+    for ((name, now), (_, then)) in metrics.context.named().into_iter().zip(before.named()) {
+        match (now, then) {
+            (Some(now), Some(then)) if now + 1e-9 < then => reasons.push(format!(
+                "{suite}: {name} fell from {:.1}% to {:.1}%",
+                then * 100.0,
+                now * 100.0
+            )),
+            // A figure the baseline has and the run lost (its cases were removed, or the
+            // run's mode cannot judge them) is not a pass by default.
+            (None, Some(_)) => reasons.push(format!(
+                "{suite}: {name} was measured in the baseline and not in this run"
+            )),
+            _ => {}
+        }
+    }
     for r in results {
         let before = baseline.cases.get(&r.id).map(String::as_str);
         let now = outcome(&r.verdict);

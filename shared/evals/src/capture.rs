@@ -13,15 +13,21 @@ pub fn capture(turns: &[TurnRecord], at: usize, history: usize) -> Option<Case> 
         .iter()
         .map(|t| {
             let mut consulted: Vec<String> = Vec::new();
+            let mut said = std::collections::BTreeMap::new();
             for s in &t.segments {
                 if !consulted.contains(&s.agent_id) {
                     consulted.push(s.agent_id.clone());
+                }
+                // Its own words, when the answer was composed from them.
+                if !s.text.trim().is_empty() && s.text.trim() != t.narration.trim() {
+                    said.insert(s.agent_id.clone(), s.text.clone());
                 }
             }
             PastTurn {
                 user: t.user_text.clone(),
                 answer: t.narration.clone(),
                 consulted,
+                said,
             }
         })
         .collect();
@@ -62,6 +68,8 @@ pub fn capture(turns: &[TurnRecord], at: usize, history: usize) -> Option<Case> 
         tags,
         history: past,
         turn: turn.user_text.clone(),
+        compact: false,
+        unavailable: Vec::new(),
         expect: Expect {
             route: Some(route),
             ..Expect::default()

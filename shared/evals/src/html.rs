@@ -185,6 +185,11 @@ fn suite_section(out: &mut String, suite: Option<&Suite>, run: &SuiteRun, id: &s
     if let Some(r) = m.answer_rate {
         figure("answers passed", percent(r), grade(r));
     }
+    for (name, r) in m.context.named() {
+        if let Some(r) = r {
+            figure(name, percent(r), grade(r));
+        }
+    }
     figure(
         "latency p50 / p95",
         format!("{} / {} ms", m.latency_p50_ms, m.latency_p95_ms),

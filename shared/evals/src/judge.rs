@@ -5,8 +5,8 @@ use serde_json::Value;
 use baton_core::plan::record::describe_waves;
 
 use super::{
-    AnswerExpect, Case, CaseResult, MatchMode, Observation, RouteExpect, TrustExpect, Verdict,
-    expected_agents,
+    AnswerExpect, Case, CaseResult, ContextCounts, MatchMode, Observation, RouteExpect,
+    TrustExpect, Verdict, expected_agents,
 };
 
 /// The case's result: each expectation it sets, checked; an answer expectation is checked
@@ -76,6 +76,7 @@ pub fn judge(case: &Case, observed: Observation) -> CaseResult {
         }
         ok
     });
+    let context = context_counts(case, &observed, &mut reasons);
     let verdict = if reasons.is_empty() {
         Verdict::Passed
     } else {
@@ -90,6 +91,7 @@ pub fn judge(case: &Case, observed: Observation) -> CaseResult {
         answer_ok,
         trust_ok,
         plan_ok,
+        context,
         verdict,
         observed: Some(observed),
     }
@@ -249,5 +251,106 @@ fn same_waves(expected: &[Vec<String>], observed: &[Vec<String>]) -> bool {
             e.sort();
             o.sort();
             e == o
+        })
+}
+
+/// The context expectations, fact by fact: what each specialist was told (its query and
+/// prior context as executed), what the compacted summary kept, and which failures the
+/// answer acknowledged (checked only when the run produced an answer).
+fn context_counts(case: &Case, observed: &Observation, reasons: &mut Vec<String>) -> ContextCounts {
+    let mut counts = ContextCounts::default();
+    for (agent, facts) in &case.expect.told {
+        let heard = observed.args.get(agent).map(told_text).unwrap_or_default();
+        for fact in facts {
+            counts.told_expected += 1;
+            if contains_fact(&heard, fact) {
+                counts.told_found += 1;
+            } else if observed.args.contains_key(agent) {
+                reasons.push(format!("told: {agent} was not told {fact:?}"));
+            } else {
+                reasons.push(format!("told: {agent} was not asked, so not told {fact:?}"));
+            }
+        }
+    }
+    for fact in &case.expect.kept {
+        counts.kept_expected += 1;
+        match &observed.summary {
+            Some(summary) if contains_fact(summary, fact) => counts.kept_found += 1,
+            Some(_) => reasons.push(format!("kept: the summary lost {fact:?}")),
+            None => reasons.push(format!("kept: no summary was written, so {fact:?} is lost")),
+        }
+    }
+    if let Some(answer) = &observed.answer {
+        for agent in &case.expect.acknowledged {
+            counts.acknowledged_expected += 1;
+            let Some((_, label)) = observed.failed.iter().find(|(id, _)| id == agent) else {
+                reasons.push(format!(
+                    "acknowledged: {agent} did not fail, so there was nothing to acknowledge"
+                ));
+                continue;
+            };
+            if acknowledges(answer, agent, label) {
+                counts.acknowledged_found += 1;
+            } else {
+                reasons.push(format!(
+                    "acknowledged: the answer does not say that {label} could not answer"
+                ));
+            }
+        }
+    }
+    counts
+}
+
+/// What a specialist's call told it: its query and its prior context.
+fn told_text(args: &Value) -> String {
+    ["query", "prior_context"]
+        .iter()
+        .filter_map(|k| args.get(k).and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `fact` in `text`, case-insensitively and whatever the runs of white space.
+fn contains_fact(text: &str, fact: &str) -> bool {
+    let squash = |s: &str| {
+        s.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    };
+    let fact = squash(fact);
+    !fact.is_empty() && squash(text).contains(&fact)
+}
+
+/// Words that say something could not be done.
+const FAILURE_WORDS: [&str; 16] = [
+    "couldn't",
+    "could not",
+    "can't",
+    "cannot",
+    "unable",
+    "unavailable",
+    "not available",
+    "isn't available",
+    "not able",
+    "no answer",
+    "didn't answer",
+    "did not answer",
+    "took too long",
+    "try again",
+    "failed",
+    "not responding",
+];
+
+/// Whether a sentence of `answer` names the specialist (its label or id) and says that it
+/// could not answer: the plain-words acknowledgement D-11 asks for, however worded.
+pub(crate) fn acknowledges(answer: &str, id: &str, label: &str) -> bool {
+    let (id, label) = (id.to_lowercase(), label.to_lowercase());
+    answer
+        .split(['.', '!', '?', '\n'])
+        .map(str::to_lowercase)
+        .any(|sentence| {
+            (sentence.contains(&label) || sentence.contains(&id))
+                && FAILURE_WORDS.iter().any(|w| sentence.contains(w))
         })
 }

@@ -85,6 +85,11 @@ fn suite_element(out: &mut String, suite: Option<&Suite>, run: &SuiteRun) {
     if let Some(r) = m.answer_rate {
         property("answer_rate", ratio(r));
     }
+    for (name, r) in m.context.named() {
+        if let Some(r) = r {
+            property(&name.replace([' ', '-'], "_"), ratio(r));
+        }
+    }
     property("latency_p50_ms", m.latency_p50_ms.to_string());
     property("latency_p95_ms", m.latency_p95_ms.to_string());
     property("tokens", m.tokens.to_string());

@@ -25,6 +25,7 @@ mod judge;
 pub mod junit;
 mod load;
 mod metrics;
+mod outage;
 mod repeat;
 mod runner;
 mod suite;
@@ -38,7 +39,10 @@ pub use coverage::{MIN_SINGLE_CASES, coverage};
 pub use files::{read_suite_files, read_suites, suite_files};
 pub use judge::judge;
 pub use load::{EvalLoadError, load_suite, load_suite_for};
-pub use metrics::{Confusion, Metrics, NOBODY, SpecialistFigures, TagFigures, metrics};
+pub use metrics::{
+    Confusion, ContextFigures, Metrics, NOBODY, SpecialistFigures, TagFigures, metrics,
+};
+pub use outage::with_outages;
 pub use repeat::{CaseStability, Repeated, Stability, repeated};
 pub use runner::*;
 pub use suite::*;

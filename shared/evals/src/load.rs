@@ -29,6 +29,8 @@ struct RawSuite {
     orchestrator: Option<String>,
     #[serde(default)]
     thresholds: Thresholds,
+    #[serde(default)]
+    mode: Option<crate::EvalMode>,
     cases: Vec<Case>,
 }
 
@@ -83,6 +85,29 @@ fn parse(file: &str, text: &str) -> Result<RawSuite, Vec<EvalLoadError>> {
     })
 }
 
+/// What a case's context expectations need that the case does not set up.
+fn context_problems(case: &Case) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    if !case.expect.kept.is_empty() && !case.compact {
+        out.push((
+            ".expect.kept",
+            "needs `compact: true`: only a compaction writes a summary",
+        ));
+    }
+    if case.compact && case.history.is_empty() {
+        out.push((".compact", "needs a history to fold"));
+    }
+    for agent in &case.expect.acknowledged {
+        if !case.unavailable.contains(agent) {
+            out.push((
+                ".expect.acknowledged",
+                "names a specialist that is not in `unavailable`: it has no failure to acknowledge",
+            ));
+        }
+    }
+    out
+}
+
 /// Every case's references, checked against `specialists`.
 fn check(
     file: &str,
@@ -132,6 +157,31 @@ fn check(
         }
         for id in case.expect.args.keys() {
             known(at(&format!(".expect.args.{id}")), id);
+        }
+        for (t, past) in case.history.iter().enumerate() {
+            for id in past.said.keys() {
+                known(at(&format!(".history[{t}].said.{id}")), id);
+            }
+        }
+        for id in case.expect.told.keys() {
+            known(at(&format!(".expect.told.{id}")), id);
+        }
+        for id in &case.unavailable {
+            known(at(".unavailable"), id);
+        }
+        for id in &case.expect.acknowledged {
+            known(at(".expect.acknowledged"), id);
+        }
+        if !case.expect.acknowledged.is_empty() && raw.mode != Some(crate::EvalMode::EndToEnd) {
+            add(
+                at(".expect.acknowledged"),
+                "only an answer can acknowledge a failure: the suite needs `mode: end-to-end`"
+                    .into(),
+            );
+        }
+        let context_problems = context_problems(case);
+        for (field, problem) in context_problems {
+            add(at(field), problem.into());
         }
         for (w, wave) in case
             .expect
@@ -207,5 +257,6 @@ fn check(
         file: file.to_owned(),
         cases: raw.cases,
         thresholds: raw.thresholds,
+        mode: raw.mode,
     })
 }

@@ -78,6 +78,10 @@ pub struct Metrics {
     /// Plan expectations that held (a planner's suite).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_rate: Option<f64>,
+    /// The context figures: what a switch carries over, what compaction keeps, what a
+    /// partial failure says.
+    #[serde(flatten)]
+    pub context: ContextFigures,
     /// Failsafe re-asks, dropped calls and forced obligations, summed.
     pub failsafe_reasks: u64,
     /// Calls dropped.
@@ -92,6 +96,84 @@ pub struct Metrics {
     pub tokens: u64,
     /// Cost, USD, all cases.
     pub cost_usd: f64,
+}
+
+/// The figures of the context expectations (seed-level observability metrics: prior-context
+/// recall, cross-specialist reference resolution, compaction quality, partial failures
+/// acknowledged); each `None` when no case of the run sets it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct ContextFigures {
+    /// Of the facts cases expect a specialist to be told, the share it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prior_context_recall: Option<f64>,
+    /// Of the cases tagged `reference` (the user refers to something another specialist
+    /// said earlier), the share routed as expected with every referenced fact told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_resolution: Option<f64>,
+    /// Of the facts compacted summaries must keep, the share kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction_recall: Option<f64>,
+    /// Of the failed specialists whose failure answers must acknowledge, the share
+    /// acknowledged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_acknowledged: Option<f64>,
+}
+
+impl ContextFigures {
+    /// Each figure with its name, as reports and the gate print them.
+    pub fn named(&self) -> [(&'static str, Option<f64>); 4] {
+        [
+            ("prior-context recall", self.prior_context_recall),
+            ("reference resolution", self.reference_resolution),
+            ("compaction recall", self.compaction_recall),
+            ("failures acknowledged", self.failure_acknowledged),
+        ]
+    }
+}
+
+/// The context figures of `results` (of `cases`, in the same order). An errored case's
+/// facts count as not carried: a model server that fails scores no better.
+fn context_figures(cases: &[Case], results: &[CaseResult]) -> ContextFigures {
+    let share = |found: u32, expected: u32| {
+        (expected > 0).then(|| ratio(found as usize, expected as usize))
+    };
+    let (mut told, mut told_n, mut kept, mut kept_n, mut ack, mut ack_n) = (0, 0, 0, 0, 0, 0);
+    let (mut resolved, mut references) = (0usize, 0usize);
+    for (case, result) in cases.iter().zip(results) {
+        let c = &result.context;
+        let errored = matches!(result.verdict, Verdict::Errored { .. });
+        let facts = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        told_n += if errored {
+            facts(case.expect.told.values().map(Vec::len).sum())
+        } else {
+            c.told_expected
+        };
+        kept_n += if errored {
+            facts(case.expect.kept.len())
+        } else {
+            c.kept_expected
+        };
+        told += c.told_found;
+        kept += c.kept_found;
+        ack += c.acknowledged_found;
+        ack_n += if errored {
+            facts(case.expect.acknowledged.len())
+        } else {
+            c.acknowledged_expected
+        };
+        if case.tags.iter().any(|t| t == "reference") {
+            references += 1;
+            resolved += usize::from(
+                !errored && result.route_ok != Some(false) && c.told_found == c.told_expected,
+            );
+        }
+    }
+    ContextFigures {
+        prior_context_recall: share(told, told_n),
+        reference_resolution: (references > 0).then(|| ratio(resolved, references)),
+        compaction_recall: share(kept, kept_n),
+        failure_acknowledged: share(ack, ack_n),
+    }
 }
 
 fn ratio(n: usize, d: usize) -> f64 {
@@ -243,6 +325,7 @@ pub fn metrics(cases: &[Case], results: &[CaseResult], specialists: &BTreeSet<St
         let i = ((latencies.len() as f64 - 1.0) * p).round() as usize;
         latencies[i.min(latencies.len() - 1)]
     };
+    m.context = context_figures(cases, results);
     m.latency_p50_ms = pct(0.5);
     m.latency_p95_ms = pct(0.95);
     m

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use baton_runtime::{Runtime, TurnRequest};
 
 /// Which part of a turn runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EvalMode {
     /// The orchestrator's decision only.
@@ -57,7 +57,8 @@ pub struct SuiteRun {
 /// Runs started in this process.
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
-/// Who eval turns run as.
+/// Who eval turns run as: this, and the case's episode (each case its own principal, so
+/// that what one case sets up — an outage — touches no other).
 const PRINCIPAL: &str = "eval";
 
 /// Runs `suite` on `runtime` (built over `store`), at most `concurrency` cases at once.
@@ -101,13 +102,22 @@ pub async fn run_case(
     episode: String,
 ) -> CaseResult {
     let episode = episode.as_str();
-    let principal = match Principal::new(PRINCIPAL) {
+    let principal = match Principal::new(&format!("{PRINCIPAL}-{episode}")) {
         Ok(p) => p,
         Err(e) => return CaseResult::errored(case, e.to_string()),
     };
     if let Err(e) = seed(store, &principal, episode, &case.history).await {
         return CaseResult::errored(case, format!("could not seed the history: {e}"));
     }
+    let summary = if case.compact {
+        match compact(runtime, store, &principal, episode).await {
+            Ok(summary) => summary,
+            Err(e) => return CaseResult::errored(case, e),
+        }
+    } else {
+        None
+    };
+    let _down = crate::outage::Down::start(&principal, &case.unavailable);
     let started = Instant::now();
     let request = TurnRequest {
         episode_id: (!case.history.is_empty()).then(|| episode.to_owned()),
@@ -144,10 +154,58 @@ pub async fn run_case(
         Err(e) => return CaseResult::errored(case, format!("could not read the turn: {e}")),
     };
     let end_to_end = !runtime.config().routing_only;
-    judge(
-        case,
-        observe(&record, end_to_end.then_some(answer), latency_ms),
-    )
+    let mut observed = observe(&record, end_to_end.then_some(answer), latency_ms);
+    observed.summary = summary;
+    observed.failed = record
+        .routing
+        .outcomes
+        .iter()
+        .filter(|o| !o.status.answered())
+        .map(|o| {
+            let label = runtime
+                .registry()
+                .agent(&o.agent_id)
+                .map_or_else(|| o.agent_id.clone(), |a| a.label.to_string());
+            (o.agent_id.clone(), label)
+        })
+        .collect();
+    // An outage the run could not make (a specialist that calls no tool through a
+    // connector) is not a failure of the turn: the case could not be observed.
+    if end_to_end
+        && let Some(agent) = case.unavailable.iter().find(|a| {
+            observed.consulted.contains(a) && !observed.failed.iter().any(|(id, _)| id == *a)
+        })
+    {
+        return CaseResult::errored(
+            case,
+            format!(
+                "{agent} could not be made unavailable: it answered without a failing tool call"
+            ),
+        );
+    }
+    judge(case, observed)
+}
+
+/// Folds the seeded history into the episode's summary with the summarizer model, as a
+/// compaction run would: the summary it wrote, or `None` when there was nothing to fold.
+async fn compact(
+    runtime: &Runtime,
+    store: &Arc<dyn Store>,
+    principal: &Principal,
+    episode: &str,
+) -> Result<Option<String>, String> {
+    let report = runtime
+        .compact_episode(principal, episode)
+        .await
+        .map_err(|e| format!("could not compact the history: {e}"))?;
+    if report.outcome == baton_runtime::compaction::Outcome::Failed {
+        return Err("the summarizer failed to compact the history".to_owned());
+    }
+    let meta = store
+        .episode(principal, episode)
+        .await
+        .map_err(|e| format!("could not read the compacted episode: {e}"))?;
+    Ok(meta.summary.map(|s| s.text))
 }
 
 /// A planner's waves as a case writes them: each node as its skills, joined by `+`.
@@ -177,6 +235,8 @@ fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Obse
         direct_line,
         obligations_met: r.obligations.iter().map(|o| o.agent_id.clone()).collect(),
         masked: record.privacy.total,
+        summary: None,
+        failed: Vec::new(),
         plan: r.plan.as_ref().map(plan_waves).unwrap_or_default(),
         args: r
             .calls
@@ -246,7 +306,7 @@ async fn seed(
                 .map(|agent| Segment {
                     agent_id: agent.clone(),
                     query: past.user.clone(),
-                    text: past.answer.clone(),
+                    text: past.said.get(agent).unwrap_or(&past.answer).clone(),
                     status: AgentStatus::Ok,
                 })
                 .collect(),

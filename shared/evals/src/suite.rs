@@ -15,6 +15,9 @@ pub struct Suite {
     pub file: String,
     /// Its cases, in file order.
     pub cases: Vec<Case>,
+    /// The mode its cases need whatever the run's mode (`end-to-end` for a suite that
+    /// judges answers); `None`: the run's.
+    pub mode: Option<crate::EvalMode>,
     /// What the baseline gate holds it to, beyond "nothing that passed fails now".
     pub thresholds: Thresholds,
 }
@@ -33,6 +36,21 @@ pub struct Thresholds {
     /// Per specialist: the lowest precision and recall.
     #[serde(default)]
     pub specialists: BTreeMap<String, SpecialistFloor>,
+    /// The lowest prior-context recall (of the facts cases expect a specialist to be told,
+    /// the share it was).
+    #[serde(default)]
+    pub prior_context_recall: Option<f64>,
+    /// The lowest reference resolution (of the `reference` cases, the share routed right
+    /// with every referenced fact told).
+    #[serde(default)]
+    pub reference_resolution: Option<f64>,
+    /// The lowest compaction recall (of the facts a compacted summary must keep, the share
+    /// it kept).
+    #[serde(default)]
+    pub compaction_recall: Option<f64>,
+    /// The lowest share of failed specialists whose failure the answer acknowledged.
+    #[serde(default)]
+    pub failure_acknowledged: Option<f64>,
 }
 
 fn default_switch_floor() -> f64 {
@@ -45,6 +63,10 @@ impl Default for Thresholds {
             routing_accuracy: None,
             switch_pair: default_switch_floor(),
             specialists: BTreeMap::new(),
+            prior_context_recall: None,
+            reference_resolution: None,
+            compaction_recall: None,
+            failure_acknowledged: None,
         }
     }
 }
@@ -75,6 +97,14 @@ pub struct Case {
     pub history: Vec<PastTurn>,
     /// The user's turn.
     pub turn: String,
+    /// Fold the history into the episode's summary (a compaction with the summarizer
+    /// model) before the turn, as a long conversation would be.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compact: bool,
+    /// Specialists whose every tool call fails in this case, as if their services were
+    /// down: a partial failure (end-to-end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable: Vec<String>,
     /// What must happen.
     pub expect: Expect,
 }
@@ -91,6 +121,10 @@ pub struct PastTurn {
     /// Who answered it (their segments carry the answer), so the next turn can be a switch.
     #[serde(default)]
     pub consulted: Vec<String>,
+    /// What each consulted specialist said in its own words, when the answer was composed
+    /// from them; a specialist not named here said the answer itself (passed through).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub said: BTreeMap<String, String>,
 }
 
 /// The expectations of a case; each unset part is not checked.
@@ -115,6 +149,17 @@ pub struct Expect {
     /// A planner's plan (D-16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanExpect>,
+    /// By specialist: facts (ids, names, amounts) it must be told, in its query or its
+    /// prior context: what a switch or a reference to an earlier turn must carry over.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub told: BTreeMap<String, Vec<String>>,
+    /// Facts the compacted summary must keep (a case with `compact: true`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
+    /// Specialists that failed and whose failure the answer must acknowledge in plain
+    /// words (end-to-end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acknowledged: Vec<String>,
 }
 
 /// The plan a planner's case expects: its waves, in order, each the sub-agents that run in
@@ -228,6 +273,12 @@ pub struct Observation {
     /// order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<Vec<String>>,
+    /// The summary the case's compaction wrote (`compact: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The consulted specialists that gave no usable answer, each with its label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<(String, String)>,
     /// Re-asks by the intent-count failsafe.
     pub failsafe_reasks: u32,
     /// Calls dropped by the guards or the caps.
@@ -281,6 +332,9 @@ pub struct CaseResult {
     /// Whether the plan expectation held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_ok: Option<bool>,
+    /// The context expectations (`told`, `kept`, `acknowledged`), counted fact by fact.
+    #[serde(default, skip_serializing_if = "ContextCounts::is_empty")]
+    pub context: ContextCounts,
     /// How it did.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -300,6 +354,7 @@ impl CaseResult {
             answer_ok: None,
             trust_ok: None,
             plan_ok: None,
+            context: ContextCounts::default(),
             verdict: Verdict::Errored {
                 error: error.into(),
             },
@@ -313,5 +368,29 @@ pub fn expected_agents(case: &Case) -> Vec<String> {
     match &case.expect.route {
         Some(RouteExpect::Agents { agents, .. }) => agents.clone(),
         _ => Vec::new(),
+    }
+}
+
+/// How a case's context expectations did, fact by fact: what the context metrics add up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ContextCounts {
+    /// Facts the case expects specialists to be told.
+    pub told_expected: u32,
+    /// Of those, told.
+    pub told_found: u32,
+    /// Facts the summary must keep.
+    pub kept_expected: u32,
+    /// Of those, kept.
+    pub kept_found: u32,
+    /// Failures the answer must acknowledge.
+    pub acknowledged_expected: u32,
+    /// Of those, acknowledged.
+    pub acknowledged_found: u32,
+}
+
+impl ContextCounts {
+    /// The case sets no context expectation.
+    pub fn is_empty(&self) -> bool {
+        self.told_expected + self.kept_expected + self.acknowledged_expected == 0
     }
 }

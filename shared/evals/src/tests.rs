@@ -481,3 +481,160 @@ fn a_plan_matches_wave_by_wave_in_any_order_within_a_wave() {
     assert_eq!(m.plan_rate, Some(1.0));
     assert_eq!(m.routing.cases, 0);
 }
+
+const CONTEXT_SUITE: &str = r#"
+mode: end-to-end
+thresholds: { compaction_recall: 0.9 }
+cases:
+  - id: told
+    tags: [reference]
+    history: [{ user: "receipt R-1", answer: "R-1 is pending.", consulted: [support] }]
+    turn: points for it?
+    expect: { route: { agents: [rewards] }, told: { rewards: ["r-1", "FreshMart  Market"] } }
+  - id: kept
+    compact: true
+    history: [{ user: "my dog Biscuit", answer: "Noted.", consulted: [shop] }]
+    turn: thanks
+    expect: { kept: ["Biscuit", "Trek"] }
+  - id: down
+    unavailable: [rewards]
+    turn: points?
+    expect: { acknowledged: [rewards] }
+"#;
+
+fn context_run(told: &str, summary: &str, answer: &str) -> (Vec<CaseResult>, Metrics) {
+    let s = load_suite("evals/c.yaml", CONTEXT_SUITE, &specialists()).unwrap();
+    let mut asked = seen(&["rewards"]);
+    asked.args.insert(
+        "rewards".into(),
+        json!({"query": "points for it?", "prior_context": told}),
+    );
+    let compacted = Observation {
+        summary: Some(summary.to_owned()),
+        ..seen(&[])
+    };
+    let failed = Observation {
+        answer: Some(answer.to_owned()),
+        failed: vec![("rewards".into(), "Rewards".into())],
+        ..seen(&["rewards"])
+    };
+    let results: Vec<CaseResult> = s
+        .cases
+        .iter()
+        .zip([asked, compacted, failed])
+        .map(|(c, o)| judge(c, o))
+        .collect();
+    let m = metrics(&s.cases, &results, &specialists());
+    (results, m)
+}
+
+#[test]
+fn context_expectations_count_fact_by_fact_and_the_gate_holds_each_figure() {
+    let (results, m) = context_run(
+        "The user said: receipt R-1 at FreshMart\n Market.",
+        "Biscuit, Trek.",
+        "Here is your balance… I couldn't get an answer from Rewards right now.",
+    );
+    // Case and white space do not matter; every fact was carried.
+    assert!(
+        results.iter().all(|r| r.verdict == Verdict::Passed),
+        "{results:#?}"
+    );
+    let c = m.context;
+    assert_eq!(
+        (
+            c.prior_context_recall,
+            c.reference_resolution,
+            c.compaction_recall,
+            c.failure_acknowledged
+        ),
+        (Some(1.0), Some(1.0), Some(1.0), Some(1.0))
+    );
+    let s = load_suite("evals/c.yaml", CONTEXT_SUITE, &specialists()).unwrap();
+    let baseline = SuiteBaseline::of(&results, &m);
+    assert!(gate("c", &s.thresholds, Some(&baseline), &results, &m).is_empty());
+
+    // One fact lost everywhere, and a failure passed over in silence.
+    let (results, m) = context_run("receipt R-1", "Biscuit.", "Your balance is 1200 points.");
+    assert_eq!(m.context.prior_context_recall, Some(0.5));
+    assert_eq!(m.context.reference_resolution, Some(0.0));
+    assert_eq!(m.context.compaction_recall, Some(0.5));
+    assert_eq!(m.context.failure_acknowledged, Some(0.0));
+    let reasons = gate("c", &s.thresholds, Some(&baseline), &results, &m);
+    for expected in [
+        "c: prior-context recall fell from 100.0% to 50.0%",
+        "c: reference resolution fell from 100.0% to 0.0%",
+        "c: compaction recall 50.0% is below its 90.0% floor",
+        "c: failures acknowledged fell from 100.0% to 0.0%",
+    ] {
+        assert!(
+            reasons.iter().any(|r| r == expected),
+            "{expected}: {reasons:?}"
+        );
+    }
+    // A figure the baseline has and the run does not is not a silent pass.
+    let mut lost = m.clone();
+    lost.context.compaction_recall = None;
+    let reasons = gate(
+        "c",
+        &Thresholds::default(),
+        Some(&baseline),
+        &results,
+        &lost,
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("compaction recall was measured in the baseline")),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn an_acknowledgement_names_the_specialist_and_says_it_could_not_answer() {
+    use crate::judge::acknowledges;
+    for yes in [
+        "I couldn't get an answer from Rewards right now.",
+        "Rewards took too long to answer, so I left that part out.",
+        "The rewards service is unavailable at the moment; try again later!",
+    ] {
+        assert!(acknowledges(yes, "rewards", "Rewards"), "{yes}");
+    }
+    for no in [
+        "You have 1200 points in Rewards.",
+        "I couldn't find a coupon. Rewards says 1200 points.",
+        "",
+    ] {
+        assert!(!acknowledges(no, "rewards", "Rewards"), "{no}");
+    }
+}
+
+#[test]
+fn context_expectations_must_be_set_up_by_their_case() {
+    let bad = r#"
+cases:
+  - id: a
+    turn: hi
+    expect: { kept: ["x"], acknowledged: [rewards] }
+  - id: b
+    compact: true
+    unavailable: [nobody]
+    turn: hi
+    expect: { told: { ghost: ["x"] } }
+"#;
+    let problems = load_suite("evals/bad.yaml", bad, &specialists()).unwrap_err();
+    let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    for expected in [
+        "cases[0].expect.kept: needs `compact: true`",
+        "cases[0].expect.acknowledged: only an answer can acknowledge a failure",
+        "cases[0].expect.acknowledged: names a specialist that is not in `unavailable`",
+        "cases[1].compact: needs a history to fold",
+        "cases[1].unavailable: \"nobody\" is not a specialist",
+        "cases[1].expect.told.ghost: \"ghost\" is not a specialist",
+    ] {
+        assert!(
+            text.iter().any(|t| t.contains(expected)),
+            "{expected}: {text:#?}"
+        );
+    }
+}

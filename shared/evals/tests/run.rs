@@ -157,3 +157,158 @@ async fn a_model_that_fails_marks_cases_errored_and_the_run_still_reports() {
             .all(|r| matches!(r.verdict, Verdict::Errored { .. }))
     );
 }
+
+const CONTEXT_SUITE: &str = r#"
+mode: end-to-end
+cases:
+  - id: switch-told
+    tags: [reference]
+    history:
+      - { user: "my receipt R-77 from FreshMart didn't scan", answer: "R-77 is under review.", consulted: [support] }
+      - { user: "find me coffee deals", answer: "Roast coffee.", consulted: [shop] }
+    turn: what about my points
+    expect:
+      route: { agents: [rewards] }
+      told: { rewards: ["R-77", "coffee deals", "Biscuit"] }
+  - id: compacted
+    compact: true
+    history:
+      - { user: "my dog Biscuit", answer: "Noted.", consulted: [shop] }
+      - { user: "find me coffee deals", answer: "Roast coffee.", consulted: [shop] }
+      - { user: "find me coffee deals", answer: "Roast coffee.", consulted: [shop] }
+      - { user: "find me coffee deals", answer: "Roast coffee.", consulted: [shop] }
+      - { user: "find me coffee deals", answer: "Roast coffee.", consulted: [shop] }
+      - { user: "find me coffee deals", answer: "Roast coffee.", consulted: [shop] }
+    turn: find me coffee deals
+    expect:
+      kept: ["Biscuit", "Trek FX 2"]
+  - id: rewards-down
+    unavailable: [rewards]
+    turn: what about my points
+    expect:
+      route: { agents: [rewards] }
+      acknowledged: [rewards]
+"#;
+
+/// A router, a summarizer, and a composition that says `compose`.
+fn context_script(compose: &str) -> String {
+    format!(
+        r#"
+agents:
+  orchestrator:
+    - when: {{ purpose: summarize }}
+      text: ["The user's dog is Biscuit."]
+    - when: {{ purpose: route, user_contains: "coffee" }}
+      tool_calls: [{{ name: ask_shop, args: {{ query: "coffee", intent_count: 1 }} }}]
+    - when: {{ purpose: route, user_contains: "points" }}
+      tool_calls: [{{ name: ask_rewards, args: {{ query: "points", intent_count: 1 }} }}]
+    - when: {{ purpose: compose }}
+      text: ["{compose}"]
+  rewards:
+    - tool_calls: [{{ name: points_balance, args: {{}} }}]
+      when: {{ after_tool_results: false }}
+    - text: ["1200 points."]
+  shop:
+    - when: {{ purpose: summarize }}
+      text: ["Coffee deals."]
+    - text: ["Roast coffee."]
+  support:
+    - when: {{ purpose: summarize }}
+      text: ["A receipt."]
+"#
+    )
+}
+
+fn context_runtime(script: &str, outages: bool) -> (Runtime, Arc<dyn Store>) {
+    let store: Arc<dyn Store> = Arc::new(HeapStore::new());
+    let connectors = vec![(
+        "test".to_owned(),
+        Arc::new(ConfiguredConnector) as Arc<dyn baton_core::ports::connector::Connector>,
+    )];
+    let connectors = if outages {
+        baton_evals::with_outages(connectors)
+    } else {
+        connectors
+    };
+    let runtime = Runtime::builder(Arc::new(TestRegistry::default().load().unwrap()))
+        .model_override(Arc::new(ScriptedModel::from_yaml(script).unwrap()))
+        .store(store.clone())
+        .connectors(connectors)
+        .build()
+        .unwrap();
+    (runtime, store)
+}
+
+fn reasons(result: &baton_evals::CaseResult) -> Vec<String> {
+    match &result.verdict {
+        Verdict::Failed { reasons } => reasons.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn context_cases_count_what_was_told_kept_and_acknowledged() {
+    let suite = load_suite("evals/c.yaml", CONTEXT_SUITE, &specialists()).unwrap();
+    assert_eq!(suite.mode, Some(EvalMode::EndToEnd));
+    let honest = "I couldn't get an answer from Rewards right now.";
+    let (rt, store) = context_runtime(&context_script(honest), true);
+    let run = run_suite(&rt, &store, &suite, 2).await;
+
+    // The runtime's own prior context on the switch carries the last turn and the one
+    // before it (a reference two turns back), and is recorded with the call; the third
+    // fact was never said.
+    let told = &run.results[0];
+    assert_eq!(reasons(told), ["told: rewards was not told \"Biscuit\""]);
+    assert_eq!(
+        (told.context.told_found, told.context.told_expected),
+        (2, 3)
+    );
+
+    // Compaction folded the first turns with the summarizer; what it did not keep is lost.
+    let kept = &run.results[1];
+    assert_eq!(reasons(kept), ["kept: the summary lost \"Trek FX 2\""]);
+    assert_eq!(
+        kept.observed.as_ref().unwrap().summary.as_deref(),
+        Some("The user's dog is Biscuit.")
+    );
+
+    // Rewards' tools were down: it failed, and the answer said so.
+    let down = &run.results[2];
+    assert_eq!(down.verdict, Verdict::Passed, "{down:#?}");
+    let observed = down.observed.as_ref().unwrap();
+    assert_eq!(
+        observed.failed,
+        [("rewards".to_owned(), "Rewards".to_owned())]
+    );
+
+    let c = &run.metrics.context;
+    assert_eq!(c.prior_context_recall, Some(2.0 / 3.0));
+    assert_eq!(c.reference_resolution, Some(0.0));
+    assert_eq!(c.compaction_recall, Some(0.5));
+    assert_eq!(c.failure_acknowledged, Some(1.0));
+}
+
+#[tokio::test]
+async fn an_answer_that_hides_a_failure_fails_and_an_outage_that_cannot_be_made_errors() {
+    let suite = load_suite("evals/c.yaml", CONTEXT_SUITE, &specialists()).unwrap();
+    let (rt, store) = context_runtime(&context_script("You have 1200 points."), true);
+    let run = run_suite(&rt, &store, &suite, 2).await;
+    assert_eq!(
+        reasons(&run.results[2]),
+        ["acknowledged: the answer does not say that Rewards could not answer"]
+    );
+    assert_eq!(run.metrics.context.failure_acknowledged, Some(0.0));
+
+    // Without the outage wrapper the specialist answers: the case is not observed, and it
+    // counts as not acknowledged rather than as a pass.
+    let (rt, store) = context_runtime(&context_script("You have 1200 points."), false);
+    let run = run_suite(&rt, &store, &suite, 2).await;
+    let Verdict::Errored { error } = &run.results[2].verdict else {
+        panic!("{:?}", run.results[2])
+    };
+    assert!(
+        error.contains("rewards could not be made unavailable"),
+        "{error}"
+    );
+    assert_eq!(run.metrics.context.failure_acknowledged, Some(0.0));
+}

@@ -37,17 +37,11 @@ pub(super) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
         };
         let suites = super::load_suites(&files, &assembled.runtime.entry().id, &specialists)?;
         let mut runs = Vec::new();
+        let mut end_to_end = None;
         for suite in &suites {
             eprintln!("running {} with {name} …", suite.name);
-            runs.push(
-                run_suite(
-                    &assembled.runtime,
-                    &assembled.store,
-                    suite,
-                    args.concurrency,
-                )
-                .await,
-            );
+            let target = super::for_suite(&settings, &assembled, &mut end_to_end, suite).await?;
+            runs.push(run_suite(&target.runtime, &target.store, suite, args.concurrency).await);
         }
         columns.push((name.clone(), runs));
     }
@@ -71,10 +65,34 @@ fn table(columns: &[(String, Vec<SuiteRun>)]) -> String {
             let _ = write!(out, "{name:>16}");
         }
         out.push('\n');
-        let rows: [(&str, Figure); 7] = [
+        let rows: [(&str, Figure); 11] = [
             ("routing accuracy", |r| percent(r.metrics.routing.accuracy)),
             ("mixed-intent recall", |r| {
                 r.metrics.mixed_recall.map_or("-".into(), percent)
+            }),
+            ("prior-context recall", |r| {
+                r.metrics
+                    .context
+                    .prior_context_recall
+                    .map_or("-".into(), percent)
+            }),
+            ("reference resolution", |r| {
+                r.metrics
+                    .context
+                    .reference_resolution
+                    .map_or("-".into(), percent)
+            }),
+            ("compaction recall", |r| {
+                r.metrics
+                    .context
+                    .compaction_recall
+                    .map_or("-".into(), percent)
+            }),
+            ("failures acknowledged", |r| {
+                r.metrics
+                    .context
+                    .failure_acknowledged
+                    .map_or("-".into(), percent)
             }),
             ("cases passed", |r| {
                 format!("{}/{}", r.metrics.passed, r.metrics.cases)

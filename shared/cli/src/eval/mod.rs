@@ -40,7 +40,7 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     }
     let routing_only = args.mode == "routing";
     let assembled = setup::assemble_for(settings, Purpose::Eval { routing_only }).await?;
-    let runtime = assembled.runtime;
+    let runtime = &assembled.runtime;
     let specialists: BTreeSet<String> = runtime
         .entry()
         .orchestration
@@ -54,12 +54,15 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     };
     let suites = load_suites(&files, &runtime.entry().id, &specialists)?;
     let mut runs = Vec::new();
+    let mut end_to_end = None;
     for suite in &suites {
-        let mut first = run_suite(&runtime, &assembled.store, suite, args.concurrency).await;
+        let target = for_suite(settings, &assembled, &mut end_to_end, suite).await?;
+        let mut first = run_suite(&target.runtime, &target.store, suite, args.concurrency).await;
         if args.repeat > 1 {
             let mut all = vec![first.results.clone()];
             for _ in 1..args.repeat {
-                let again = run_suite(&runtime, &assembled.store, suite, args.concurrency).await;
+                let again =
+                    run_suite(&target.runtime, &target.store, suite, args.concurrency).await;
                 all.push(again.results);
             }
             first.repeated = Some(repeated(&all));
@@ -143,6 +146,29 @@ pub(crate) async fn run(settings: &Settings, args: &EvalArgs) -> anyhow::Result<
     })
 }
 
+/// The runtime `suite` runs on: `main` (built for the run's mode), or, for a suite that
+/// needs the whole turn (`mode: end-to-end`) in a routing run, an end-to-end one built the
+/// first time a suite asks for it.
+pub(crate) async fn for_suite<'a>(
+    settings: &Settings,
+    main: &'a setup::Assembled,
+    end_to_end: &'a mut Option<setup::Assembled>,
+    suite: &Suite,
+) -> anyhow::Result<&'a setup::Assembled> {
+    if suite.mode != Some(baton_evals::EvalMode::EndToEnd) || !main.runtime.config().routing_only {
+        return Ok(main);
+    }
+    if end_to_end.is_none() {
+        let purpose = Purpose::Eval {
+            routing_only: false,
+        };
+        *end_to_end = Some(setup::assemble_for(settings, purpose).await?);
+    }
+    end_to_end
+        .as_ref()
+        .ok_or_else(|| anyhow!("the end-to-end runtime was not built"))
+}
+
 /// Writes `text` to `path` through a temporary file renamed over it, so an interrupted
 /// run never leaves half a baseline.
 fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -219,6 +245,13 @@ fn report(suite: &Suite, run: &SuiteRun) -> String {
     }
     if let Some(r) = m.answer_rate {
         let _ = writeln!(out, "Answers passed {}", percent(r));
+    }
+    for (name, r) in m.context.named() {
+        if let Some(r) = r {
+            let mut name = name.to_owned();
+            name[..1].make_ascii_uppercase();
+            let _ = writeln!(out, "{name} {}", percent(r));
+        }
     }
     let _ = writeln!(
         out,

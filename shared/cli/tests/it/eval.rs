@@ -5,7 +5,8 @@ use crate::support::*;
 #[test]
 fn the_shipped_suite_runs_in_routing_mode_and_reports() {
     let sandbox = Sandbox::new();
-    let run = sandbox.run(&["eval", "--registry", registry()]);
+    let suite = routing_suite();
+    let run = sandbox.run(&["eval", "--registry", registry(), &suite]);
     // The offline model is a lexical stand-in: it misses a few cases (exit 3, not 1).
     assert!(matches!(run.code, 0 | 3), "{run:?}");
     assert!(run.stdout.starts_with("Suite routing ("), "{run:?}");
@@ -16,7 +17,7 @@ fn the_shipped_suite_runs_in_routing_mode_and_reports() {
             .contains("Confusion (rows expected, columns consulted):"),
         "{run:?}"
     );
-    let json = sandbox.run(&["eval", "--registry", registry(), "--json"]);
+    let json = sandbox.run(&["eval", "--registry", registry(), "--json", &suite]);
     let runs: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let m = &runs[0]["metrics"];
     assert_eq!(m["cases"], 43, "{m}");
@@ -26,6 +27,75 @@ fn the_shipped_suite_runs_in_routing_mode_and_reports() {
     // Every switch pair and every single-intent case routes with the offline model.
     assert_eq!(m["by_tag"]["switch"]["accuracy"], 1.0, "{m}");
     assert_eq!(m["by_tag"]["single"]["accuracy"], 1.0, "{m}");
+}
+
+/// The shipped routing suite's path.
+fn routing_suite() -> String {
+    format!("{}/evals/routing.yaml", registry())
+}
+
+/// The context suite needs the whole turn: in a routing run it runs end to end, beside the
+/// routing suite in routing mode, and reports its four figures, which the gate holds.
+#[test]
+fn the_context_suite_runs_end_to_end_in_a_routing_run_and_the_gate_holds_its_figures() {
+    let sandbox = Sandbox::new();
+    let run = sandbox.run(&["eval", "--registry", registry(), "--json"]);
+    let runs: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let by_name = |name: &str| {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["suite"] == name)
+            .unwrap_or_else(|| panic!("no suite {name} in {runs}"))
+            .clone()
+    };
+    assert_eq!(by_name("routing")["mode"], "routing");
+    let context = by_name("context");
+    assert_eq!(context["mode"], "end-to-end");
+    let m = &context["metrics"];
+    for figure in [
+        "prior_context_recall",
+        "reference_resolution",
+        "compaction_recall",
+        "failure_acknowledged",
+    ] {
+        assert_eq!(m[figure], 1.0, "{figure}: {m}");
+    }
+    // The partial-failure cases really failed a specialist, and the answer said so.
+    let down = context["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "failure-support-down-alone")
+        .unwrap();
+    assert_eq!(down["observed"]["failed"][0][0], "support", "{down}");
+    assert!(
+        down["observed"]["answer"]
+            .as_str()
+            .unwrap()
+            .contains("couldn't get an answer from Support"),
+        "{down}"
+    );
+
+    // A baseline that says the context figures were higher refuses this run.
+    let path = baseline(&sandbox, |text| {
+        text.replace("\"compaction_recall\": 1.0", "\"compaction_recall\": 1.5")
+    });
+    let gated = sandbox.run(&[
+        "eval",
+        "--registry",
+        registry(),
+        "--baseline",
+        "--baseline-file",
+        &path,
+    ]);
+    assert_eq!(gated.code, 4, "{gated:?}");
+    assert!(
+        gated
+            .stderr
+            .contains("context: compaction recall fell from 150.0% to 100.0%"),
+        "{gated:?}"
+    );
 }
 
 #[test]

@@ -47,6 +47,7 @@ async fn the_html_reports_confusion_matrix_and_the_junit_counts_match_the_json_r
         "eval",
         "--registry",
         registry(),
+        &format!("{}/evals/routing.yaml", registry()),
         "--json",
         "--html",
         html.to_str().unwrap(),

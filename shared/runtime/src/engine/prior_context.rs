@@ -1,6 +1,7 @@
-//! Prior context on a topic switch (D-18): what a specialist is told about the turn before
+//! Prior context on a topic switch (D-18): what a specialist is told about the turns before
 //! when the orchestrator gave it nothing: the user's words, the answer only when the
-//! assistant composed it, and as much of the orchestrator's summary as fits.
+//! assistant composed it, newest turn first, and as much of the orchestrator's summary as
+//! fits.
 
 use baton_core::registry::Agent;
 use baton_core::trace::GuardName;
@@ -24,40 +25,37 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
     if last.segments.iter().any(|s| s.agent_id == *agent.id) {
         return None; // Not a switch: it already has its own history.
     }
-    // The last turn first: it is what the switch is about, and the summary only gets what
-    // room is left, so a long summary never pushes it out.
-    let mut text = match answer_in_the_assistants_voice(last) {
-        Some(answer) => format!(
-            "Last turn, the user said: {:?}. The assistant answered: {answer}",
-            last.user_text
-        ),
-        None => {
-            let who: Vec<String> = last.consulted.iter().map(|c| c.label.clone()).collect();
-            format!(
-                "Last turn, the user said: {:?}, and {} answered it.",
-                last.user_text,
-                if who.is_empty() {
-                    "the assistant".to_owned()
-                } else {
-                    who.join(" and ")
-                }
-            )
-        }
-    };
+    // The last turn first: it is what the switch is about. Then the turns before it, newest
+    // first, and the summary, each only as room is left: a reference to something said two
+    // turns back ("the store from that receipt") resolves, and nothing pushes the last turn
+    // out.
+    let mut text = format!("Last turn, {}", turn_told(last));
     if text.chars().count() > PRIOR_CONTEXT_CHARS {
         text = text.chars().take(PRIOR_CONTEXT_CHARS).collect::<String>() + "…";
-    } else if let Some(summary) = ctx.summary.as_ref().filter(|s| !s.text.is_empty()) {
-        let room = PRIOR_CONTEXT_CHARS - text.chars().count();
-        let label = "\nEarlier: ";
-        if room > label.len() + 40 {
-            let budget = room - label.len();
-            let earlier: String = if summary.text.chars().count() > budget {
-                summary.text.chars().take(budget - 1).collect::<String>() + "…"
-            } else {
-                summary.text.clone()
-            };
-            text.push_str(label);
-            text.push_str(&earlier);
+    } else {
+        let earlier = ctx
+            .history
+            .iter()
+            .rev()
+            .skip(1)
+            .map(|t| format!("Before that, {}", turn_told(t)));
+        let summary = ctx
+            .summary
+            .as_ref()
+            .filter(|s| !s.text.is_empty())
+            .map(|s| format!("Earlier: {}", s.text));
+        for part in earlier.chain(summary) {
+            let room = PRIOR_CONTEXT_CHARS.saturating_sub(text.chars().count() + 1);
+            if room < 40 {
+                break;
+            }
+            text.push('\n');
+            if part.chars().count() > room {
+                text.extend(part.chars().take(room - 1));
+                text.push('…');
+                break;
+            }
+            text.push_str(&part);
         }
     }
     ctx.trace(|t| {
@@ -67,6 +65,29 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
         )
     });
     Some(text)
+}
+
+/// What another specialist may be told of `turn`: the user's words, and the answer when
+/// the assistant composed it, or only who answered.
+fn turn_told(turn: &baton_core::turn::TurnRecord) -> String {
+    match answer_in_the_assistants_voice(turn) {
+        Some(answer) => format!(
+            "the user said: {:?}. The assistant answered: {answer}",
+            turn.user_text
+        ),
+        None => {
+            let who: Vec<String> = turn.consulted.iter().map(|c| c.label.clone()).collect();
+            format!(
+                "the user said: {:?}, and {} answered it.",
+                turn.user_text,
+                if who.is_empty() {
+                    "the assistant".to_owned()
+                } else {
+                    who.join(" and ")
+                }
+            )
+        }
+    }
 }
 
 /// The answer of `turn` as the user saw it, when it was the assistant's own composition;

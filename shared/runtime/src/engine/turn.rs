@@ -21,6 +21,7 @@ use super::live_slot::LiveSlot;
 use super::memory;
 use super::obligations;
 use super::planner;
+use super::prior_context::prior_context;
 use super::route::{self, Plan};
 use super::work::{AgentJob, AgentResult, TROUBLE, TextMode, Work};
 
@@ -394,13 +395,18 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     // per turn: a second pass would count the runtime's own consultation as the model's.
     obligations::enforce(ctx, &mut plan, &mut iterations, routed).await;
     let Plan {
-        jobs,
+        mut jobs,
         refused,
         text: preamble,
         fastpath,
         pending,
     } = plan;
     work.pending = pending;
+    // What the runtime fills in on a switch (D-18) is part of what a specialist is told:
+    // recorded with its call, so the record (and an eval) sees what it really received.
+    for job in &mut jobs {
+        job.prior_context = prior_context(ctx, job);
+    }
     ctx.trace(|t| {
         t.calls = jobs
             .iter()

@@ -708,6 +708,52 @@ async fn the_prior_context_the_runtime_fills_never_carries_another_specialists_o
     assert!(!suffix.contains("SUPPORT-SECRET"), "{suffix}");
 }
 
+/// A reference two turns back resolves: the runtime's prior context goes on from the last
+/// turn to the ones before it as room allows, and the routing record keeps it with the
+/// call, as the specialist received it.
+#[tokio::test(start_paused = true)]
+async fn the_runtime_prior_context_reaches_turns_before_the_last_and_is_recorded() {
+    let script = TWO_TURNS.replace(
+        "    - when: { purpose: compose }",
+        "    - when: { purpose: route, user_contains: \"points\" }\n      tool_calls: [{ name: ask_rewards, args: { query: \"points\", intent_count: 1 } }]\n    - when: { purpose: compose }",
+    ) + "  rewards:\n    - text: [\"1200 points.\"]\n";
+    let rig = make_rig(&TestRegistry::default(), &script);
+    let (episode, _) = run(&rig, request("my receipt R-77 didn't scan", None, "t1")).await;
+    run(&rig, request("find coffee deals", Some(&episode), "t2")).await;
+    run(
+        &rig,
+        request("how many points did that earn?", Some(&episode), "t3"),
+    )
+    .await;
+    let turn = &rig.store.turns(&alice(), &episode, 1).await.unwrap()[0];
+    let call = turn
+        .routing
+        .calls
+        .iter()
+        .find(|c| c.agent_id == "rewards")
+        .unwrap();
+    let prior = call.args.value()["prior_context"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prior.starts_with("Last turn, the user said: \"find coffee deals\""),
+        "{prior}"
+    );
+    assert!(
+        prior.contains("Before that, the user said: \"my receipt R-77 didn't scan\""),
+        "{prior}"
+    );
+    // What was recorded is what the specialist was told.
+    let rewards = rig
+        .model
+        .requests()
+        .into_iter()
+        .rfind(|r| &*r.agent_id == "rewards")
+        .unwrap();
+    assert!(rewards.system.last().unwrap().text.contains(&prior));
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unknown_status_code_is_dropped_and_counted() {
     let setup = TestRegistry {
