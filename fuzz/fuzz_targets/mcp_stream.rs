@@ -122,6 +122,7 @@ fn request(base: &str) -> ConnectorRequest {
         traceparent: None,
         idempotency_key: None,
         links: None,
+        input: None,
     }
 }
 

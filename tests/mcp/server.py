@@ -4,7 +4,8 @@
     python server.py http PORT [--bad-schema]    streamable HTTP at http://127.0.0.1:PORT/mcp
 
 Tools: echo(text), add(a, b), whoami(), slow(ms), progress(steps), crash(), fail(),
-getenv(name) and garbage() (stdio only: writes a malformed answer to its own request). The
+getenv(name), book() (asks the user which seat: a form elicitation mid-call) and garbage()
+(stdio only: writes a malformed answer to its own request). The
 listing is paged (PAGE_SIZE tools a page) so that clients must follow `nextCursor`. With
 --bad-schema it also lists `broken`, whose inputSchema is not a valid JSON Schema.
 """
@@ -16,6 +17,7 @@ import sys
 
 from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
+from pydantic import BaseModel, Field
 
 PAGE_SIZE = 3
 BATON_KEYS = (
@@ -72,6 +74,23 @@ async def progress(steps: int, ctx: Context) -> str:
 @mcp.tool(description="Exits the server process at once.", structured_output=False)
 def crash() -> str:
     os._exit(3)
+
+
+class Seat(BaseModel):
+    seat: str = Field(description="The seat, e.g. 12A")
+    window: bool = Field(default=True, description="A window seat")
+
+
+BOOKINGS = {"count": 0}
+
+
+@mcp.tool(description="Books a seat, asking the user which one.", structured_output=False)
+async def book(ctx: Context) -> str:
+    answer = await ctx.elicit(message="Which seat would you like?", schema=Seat)
+    if answer.action != "accept":
+        return f"not booked: {answer.action}"
+    BOOKINGS["count"] += 1
+    return f"booked {answer.data.seat} (window: {answer.data.window}), booking {BOOKINGS['count']}"
 
 
 @mcp.tool(description="Always fails.", structured_output=False)

@@ -367,6 +367,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> Input {
         traceparent: None,
         idempotency_key: None,
         links: None,
+        input: None,
     })
 }
 

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use baton_connectors::{McpConnector, SecretRef, SecretSource, UserAuthorizer};
 use baton_core::Principal;
-use baton_core::ports::connector::{Connector, ConnectorRequest};
+use baton_core::input::InputGiven;
+use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest};
 use serde_json::{Value, json};
 
 /// The credentials the suite hands over, served as if they were environment variables.
@@ -45,6 +46,9 @@ fn tool_of(scenario: &str) -> Option<(&'static str, Value)> {
         "initialize" => None,
         "tools_call" => Some(("add_numbers", json!({"a": 5, "b": 3}))),
         "sse-retry" => Some(("test_reconnection", json!({}))),
+        "elicitation-sep1034-client-defaults" => {
+            Some(("test_client_elicitation_defaults", json!({})))
+        }
         // Every auth/* scenario's server offers this one.
         _ => Some(("test-tool", json!({}))),
     }
@@ -196,8 +200,33 @@ async fn main() -> ExitCode {
         traceparent: None,
         idempotency_key: None,
         links: None,
+        input: None,
     };
-    match connector.call(request).await {
+    let answer = match connector.call(request.clone()).await {
+        // The server asked the user something: the stand-in user accepts the form as it
+        // stands (its defaults), and the call is made again with that answer, as a turn
+        // does once the user has answered (D-36).
+        Err(ConnectorError::NeedsInput(asked)) => match asked.content_from("ok") {
+            Ok(content) => {
+                let given = InputGiven {
+                    message: asked.message,
+                    content,
+                };
+                connector
+                    .call(ConnectorRequest {
+                        input: Some(Arc::new(given)),
+                        ..request
+                    })
+                    .await
+            }
+            Err(problem) => {
+                eprintln!("the stand-in user cannot answer: {problem}");
+                return ExitCode::FAILURE;
+            }
+        },
+        other => other,
+    };
+    match answer {
         Ok(envelope) => {
             println!("{}", serde_json::to_string(&envelope).unwrap_or_default());
             ExitCode::SUCCESS

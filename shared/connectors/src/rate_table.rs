@@ -191,6 +191,7 @@ mod tests {
             traceparent: None,
             idempotency_key: None,
             links: None,
+            input: None,
         }
     }
 

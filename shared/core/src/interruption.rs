@@ -296,6 +296,10 @@ pub struct HeldCall {
     /// sign-in first (D-37).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<LinkAsk>,
+    /// What its service asked the user mid-call: it ran, did not act, and is made again
+    /// with the answer (D-36).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<crate::input::InputAsked>,
 }
 
 /// A held call's answer, as the specialist will read it.

@@ -17,6 +17,7 @@ pub mod directive;
 pub mod events;
 pub mod failpoint;
 pub mod guard;
+pub mod input;
 pub mod interruption;
 pub mod json_text;
 pub mod limits;

@@ -240,6 +240,9 @@ impl LinkKeeper {
                     ConnectorError::NeedsLink(_) => {
                         LinkError::Refused("the service asked to sign in again".to_owned())
                     }
+                    ConnectorError::NeedsInput(_) => {
+                        LinkError::Refused("the service asked a question instead".to_owned())
+                    }
                 }
             })?;
         let code = new_code();

@@ -14,6 +14,8 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RoleClient};
 use serde_json::{Value, json};
 
+use baton_core::input::InputGiven;
+
 use super::fault::{Fault, clip};
 use super::session::Session;
 use crate::envelope::EnvelopeMeta;
@@ -62,15 +64,20 @@ pub(crate) fn baton_meta(request: &ConnectorRequest) -> RequestMetaObject {
 }
 
 /// Calls `tool` on the session. Progress notifications go to `progress` (sink and status)
-/// while the call runs. Dropping the future tells the server the call is abandoned.
+/// while the call runs; a question the server asks gets `given` when it is the one that
+/// answers it, else ends the call as [`Fault::Asked`]. Dropping the future tells the server
+/// the call is abandoned.
 pub(crate) async fn call_tool(
     session: &Session,
     tool: &str,
     args: JsonObject,
     meta: RequestMetaObject,
     progress: Option<(Arc<dyn ProgressSink>, Arc<str>)>,
+    given: Option<Arc<InputGiven>>,
 ) -> Result<CallToolResult, Fault> {
     let peer = session.peer();
+    // Open before the request goes: a server may ask at once.
+    let questions = session.questions().open(given);
     let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
     let request = ClientRequest::CallToolRequest(Request::new(params));
     // rmcp gives every request a progress token; the route is keyed by it.
@@ -88,6 +95,10 @@ pub(crate) async fn call_tool(
     };
     let answer = handle.await_response().await;
     abandoned.id = None;
+    // Whatever the server made of "cancel", the call waits for the user's answer.
+    if let Some(asked) = questions.asked() {
+        return Err(Fault::Asked(Box::new(asked)));
+    }
     match answer? {
         ServerResult::CallToolResult(result) => Ok(result),
         other => Err(Fault::Garbage(clip(format!("{other:?}")))),

@@ -24,6 +24,9 @@ pub(crate) enum Fault {
     /// The server answered with something that is not the expected result.
     #[error("the server answered with something that is not a tool result: {0}")]
     Garbage(String),
+    /// The server asked the user something the call had no answer for (D-36).
+    #[error("the server asks the user: {}", .0.message)]
+    Asked(Box<baton_core::input::InputAsked>),
 }
 
 impl Fault {

@@ -26,7 +26,9 @@ mod authorized;
 mod call;
 mod config;
 mod fault;
+mod handler;
 mod progress;
+mod questions;
 mod session;
 
 use std::path::Path;
@@ -134,7 +136,14 @@ impl Connector for McpConnector {
             Ok(session) => session,
             Err(f) => return Err(needs_link().unwrap_or(ConnectorError::Unavailable(fail(f)))),
         };
-        let call = call_tool(&session, tool, args, baton_meta(&request), progress);
+        let call = call_tool(
+            &session,
+            tool,
+            args,
+            baton_meta(&request),
+            progress,
+            request.input.clone(),
+        );
         let answer = match config.call_timeout {
             Some(after) => tokio::time::timeout(after, call)
                 .await
@@ -159,6 +168,7 @@ impl Connector for McpConnector {
                     return Err(needed);
                 }
                 Err(match fault {
+                    Fault::Asked(asked) => ConnectorError::NeedsInput(asked),
                     Fault::Garbage(_) => ConnectorError::InvalidEnvelope(fail(fault)),
                     _ => ConnectorError::Unavailable(fail(fault)),
                 })

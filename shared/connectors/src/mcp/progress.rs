@@ -1,16 +1,11 @@
-//! The client side of a session: routes the server's progress notifications to the sink of
-//! the call they belong to (by progress token), and introduces Baton to the server.
+//! Routes a server's progress notifications to the sink of the call they belong to (by
+//! progress token).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use baton_core::ports::connector::ProgressSink;
-use rmcp::ClientHandler;
-use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion,
-};
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::model::ProgressToken;
 
 /// Notifications for tokens nobody listens to (yet) that are remembered: rmcp picks the
 /// token while sending, so a fast server may report before the call has registered it.
@@ -30,7 +25,7 @@ struct Routes {
     early: VecDeque<ProgressToken>,
 }
 
-/// The session's client handler: owns the progress routes of the calls in flight.
+/// The progress routes of a session's calls in flight.
 #[derive(Default)]
 pub(crate) struct ProgressRouter {
     routes: Mutex<Routes>,
@@ -83,7 +78,7 @@ impl ProgressRouter {
         }
     }
 
-    fn deliver(&self, token: ProgressToken) {
+    pub(crate) fn deliver(&self, token: ProgressToken) {
         let route = {
             let mut routes = self.lock();
             match routes.live.get(&token) {
@@ -114,26 +109,6 @@ impl Drop for RouteGuard {
     fn drop(&mut self) {
         let removed = self.router.lock().live.remove(&self.token);
         drop(removed);
-    }
-}
-
-impl ClientHandler for ProgressRouter {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        self.deliver(params.progress_token);
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        // The newest version with an `initialize` handshake, which servers of today
-        // speak; a server answering with an older version Baton knows is accepted.
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("baton", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 }
 

@@ -24,7 +24,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt};
 use super::authorized::Authorized;
 use super::config::{EnvValue, HttpServer, Server};
 use super::fault::{Fault, chain, clip};
+use super::handler::Handler;
 use super::progress::ProgressRouter;
+use super::questions::QuestionRouter;
 use baton_core::Principal;
 use baton_core::ports::connector::{AccountLinks, LinkNeeded};
 
@@ -45,8 +47,8 @@ const STDERR_GRACE: Duration = Duration::from_millis(300);
 
 /// One live MCP session.
 pub(crate) struct Session {
-    service: RunningService<RoleClient, Arc<ProgressRouter>>,
-    router: Arc<ProgressRouter>,
+    service: RunningService<RoleClient, Arc<Handler>>,
+    handler: Arc<Handler>,
 }
 
 impl Session {
@@ -57,7 +59,12 @@ impl Session {
 
     /// Where this session's progress notifications are routed.
     pub(crate) fn router(&self) -> &Arc<ProgressRouter> {
-        &self.router
+        &self.handler.progress
+    }
+
+    /// Where this session's questions for the user are routed.
+    pub(crate) fn questions(&self) -> &Arc<QuestionRouter> {
+        &self.handler.questions
     }
 
     /// False once the transport has closed (the process exited, the stream ended).
@@ -198,7 +205,7 @@ impl Pool {
         user: Option<&User>,
         slot: &Slot,
     ) -> Result<Session, Fault> {
-        let router = Arc::new(ProgressRouter::default());
+        let handler = Arc::new(Handler::default());
         let service = match server {
             Server::Command { command, env } => {
                 let Some((program, args)) = command.split_first() else {
@@ -231,7 +238,7 @@ impl Pool {
                 let tail = Arc::new(Mutex::new(VecDeque::new()));
                 let reader = stderr
                     .map(|stderr| tokio::spawn(log_stderr(server.label(), stderr, tail.clone())));
-                match router.clone().serve(transport).await {
+                match handler.clone().serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
                         // A server that fails to start usually says why on stderr (a missing
@@ -265,7 +272,7 @@ impl Pool {
                 let started = match self.tokens(http, user, slot, &client)? {
                     None => {
                         let transport = StreamableHttpClientTransport::with_client(client, config);
-                        router.clone().serve(transport).await
+                        handler.clone().serve(transport).await
                     }
                     Some(tokens) => {
                         let client = Authorized {
@@ -273,13 +280,13 @@ impl Pool {
                             tokens,
                         };
                         let transport = StreamableHttpClientTransport::with_client(client, config);
-                        router.clone().serve(transport).await
+                        handler.clone().serve(transport).await
                     }
                 };
                 started.map_err(|e| Fault::Start(start_error(&e)))?
             }
         };
-        Ok(Session { service, router })
+        Ok(Session { service, handler })
     }
 
     /// The server's token source when it requires OAuth: one per server for the life of

@@ -154,6 +154,7 @@ fn request(config: Value, args: Value) -> ConnectorRequest {
         traceparent: None,
         idempotency_key: None,
         links: None,
+        input: None,
     }
 }
 

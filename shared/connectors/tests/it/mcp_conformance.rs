@@ -90,4 +90,55 @@ fn the_connector_passes_the_mcp_conformance_suite_outside_its_baseline() {
             "{scenario} did not pass:\n{said}"
         );
     }
+    elicitation_is_relayed_with_its_defaults(&work.path().join("results"));
+}
+
+/// The elicitation scenario stays in the baseline for one check: its server wants the
+/// answer within the first call, and Baton answers `cancel` there, asks the user within the
+/// turn, then makes the call again with the answer. That second call must pass every
+/// default check of the scenario, and the first-call check must be the only failure.
+fn elicitation_is_relayed_with_its_defaults(results: &std::path::Path) {
+    let dir = std::fs::read_dir(results)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("elicitation-sep1034-client-defaults"))
+        })
+        .expect("the elicitation scenario's results");
+    let checks: Vec<serde_json::Value> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| {
+            serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(e.path()).ok()?).ok()
+        })
+        .flat_map(|doc| match doc {
+            serde_json::Value::Array(checks) => checks,
+            other => other["checks"].as_array().cloned().unwrap_or_default(),
+        })
+        .collect();
+    let status = |id: &str| {
+        checks
+            .iter()
+            .find(|c| c["id"] == id)
+            .map(|c| c["status"].as_str().unwrap_or_default().to_owned())
+    };
+    for kind in ["string", "integer", "number", "enum", "boolean"] {
+        let id = format!("client-elicitation-sep1034-{kind}-default");
+        assert_eq!(status(&id).as_deref(), Some("SUCCESS"), "{id}: {checks:#?}");
+    }
+    let failed: Vec<&serde_json::Value> =
+        checks.iter().filter(|c| c["status"] == "FAILURE").collect();
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["id"], "client-elicitation-sep1034-general");
+    assert!(
+        failed[0]["errorMessage"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("got 'cancel'"),
+        "{failed:#?}"
+    );
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use baton_connectors::McpConnector;
 use baton_core::Principal;
+use baton_core::input::InputGiven;
 use baton_core::ports::connector::{
     Connector, ConnectorError, ConnectorRequest, Envelope, EnvelopeStatus, ProgressSink,
 };
@@ -203,6 +204,7 @@ fn request(tool_id: &str, config: Value, args: Value) -> ConnectorRequest {
         traceparent: None,
         idempotency_key: None,
         links: None,
+        input: None,
     }
 }
 
@@ -243,12 +245,46 @@ over_both!(
     the_principal_travels_as_request_metadata,
     progress_notifications_reach_the_sink,
     a_tool_error_is_an_error_envelope_without_the_servers_text,
+    a_question_mid_call_waits_for_the_user_and_the_call_made_again_gets_the_answer,
 );
 over_both!(
     a_crash =>
     a_crash_mid_call_fails_that_call_and_the_next_call_starts_a_new_session,
 );
 over_both!(a_hang => a_hung_call_can_be_dropped_and_others_go_on);
+
+/// A server's question mid-call (a form elicitation, D-36): the call ends as `NeedsInput`
+/// with the question (the server was told `cancel` and booked nothing); made again with
+/// the user's answer, the server gets it and books once.
+async fn a_question_mid_call_waits_for_the_user_and_the_call_made_again_gets_the_answer(
+    f: &Fixture,
+) {
+    let Err(ConnectorError::NeedsInput(asked)) = f.call("book", json!({})).await else {
+        panic!("the server's question did not reach the caller")
+    };
+    assert_eq!(asked.message, "Which seat would you like?");
+    assert_eq!(asked.schema["properties"]["window"]["default"], true);
+    assert_eq!(asked.schema["required"], json!(["seat"]));
+    let content = asked.content_from("12A").unwrap();
+    let mut again = request("book_tool", f.config("book", json!({})), json!({}));
+    again.input = Some(Arc::new(InputGiven {
+        message: asked.message.clone(),
+        content,
+    }));
+    let booked = f.connector.call(again.clone()).await.unwrap();
+    assert_eq!(
+        booked.payload,
+        json!({"text": "booked 12A (window: True), booking 1"})
+    );
+    // An answer to another question is not given: the server's is asked again.
+    again.input = Some(Arc::new(InputGiven {
+        message: "Which meal?".into(),
+        content: Default::default(),
+    }));
+    let Err(ConnectorError::NeedsInput(_)) = f.connector.call(again).await else {
+        panic!("an answer to another question was given")
+    };
+}
 
 async fn discovery_gives_the_servers_description_and_schema(f: &Fixture) {
     let found = f

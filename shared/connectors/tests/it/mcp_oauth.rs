@@ -295,6 +295,7 @@ async fn call(connector: &McpConnector, config: &Value) -> Result<Value, Connect
         traceparent: None,
         idempotency_key: None,
         links: None,
+        input: None,
     };
     connector.call(request).await.map(|envelope| {
         assert_eq!(envelope.status, EnvelopeStatus::Ok);

@@ -79,6 +79,7 @@ async fn call_at(registry: &Registry, tool: &str, args: Value, now_ms: u64) -> E
             traceparent: None,
             idempotency_key: None,
             links: None,
+            input: None,
         })
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", tool.id))

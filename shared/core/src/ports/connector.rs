@@ -114,6 +114,9 @@ pub struct ConnectorRequest {
     /// The principal's account links (D-37), for a connector whose server acts with the
     /// user's own authorization; `None` where this runtime keeps none.
     pub links: Option<Arc<dyn AccountLinks>>,
+    /// The user's answer to what the service asked when this call was made before
+    /// ([`ConnectorError::NeedsInput`]), to give if it asks the same again (D-36).
+    pub input: Option<Arc<crate::input::InputGiven>>,
 }
 
 /// The account links a connector reads and renews for the principal of a call (D-37): what
@@ -230,6 +233,11 @@ pub enum ConnectorError {
     /// not in this answer.
     #[error("the service had already acted on this request: {0}")]
     AlreadyActed(String),
+    /// The service asked the user something mid-call (an MCP elicitation) that the call
+    /// had no answer for: it was told the user cannot answer now, and did not act. The turn
+    /// asks the user and makes the call again with the answer (D-36).
+    #[error("the service asks the user: {}", .0.message)]
+    NeedsInput(Box<crate::input::InputAsked>),
 }
 
 /// A kind of connector (fixture, envelope HTTP, ...).

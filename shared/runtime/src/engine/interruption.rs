@@ -61,6 +61,16 @@ fn ask_about(job: &AgentJob, waiting: &WaitingAgent, held: &HeldCall) -> Option<
         });
     }
     let call = subagent::acting_call(job, held)?;
+    if let Some(asked) = &held.asked {
+        // The service's question, in words: the call is made again with the answer.
+        return Some(Ask {
+            kind: InterruptionKind::Question,
+            words: asked.in_words(),
+            args: call.parse().unwrap_or(serde_json::Value::Null),
+            tool: call.name,
+            link: None,
+        });
+    }
     if let Some(link) = &held.link {
         let args = call.parse().unwrap_or(serde_json::Value::Null);
         return Some(Ask {

@@ -21,6 +21,7 @@ mod output;
 mod planner;
 mod prior_context;
 mod route;
+mod service_question;
 mod span_content;
 mod start;
 mod status;

@@ -22,6 +22,7 @@ use super::brief::Resolved;
 use super::context::TurnCtx;
 use super::model_call::{self, RawCall};
 use super::prior_context::prior_context;
+use super::service_question;
 use super::status::Board;
 use super::tools::{self, ToolRun};
 use super::upstream;
@@ -129,7 +130,20 @@ pub(crate) async fn resume(
             }
             (_, answer) => answer,
         };
-        let given = if held.name == ASK_USER_TOOL {
+        let given = if let Some(asked) = held.asked.take() {
+            let run = result.run;
+            service_question::answer(
+                ctx,
+                job,
+                run,
+                status,
+                held,
+                asked,
+                answer,
+                &mut data_outcomes,
+            )
+            .await
+        } else if held.name == ASK_USER_TOOL {
             Some(answer_to_question(answer))
         } else if answer == Answer::Approve
             && let Some(call) = acting_call(job, held)
@@ -137,7 +151,7 @@ pub(crate) async fn resume(
             // Approved, or the account it waited for connected: it runs now. A call held
             // for an account link had passed its approval before it first ran.
             let approved = call.parse().map(|a| args_sha256(&a)).unwrap_or_default();
-            let run = tools::run(ctx, job, result.run, &call, status, Some(&approved)).await;
+            let run = tools::run(ctx, job, result.run, &call, status, Some(&approved), None).await;
             let asked_before = held
                 .link
                 .as_ref()
@@ -320,7 +334,7 @@ pub(crate) fn acting_call(job: &AgentJob, held: &HeldCall) -> Option<RawCall> {
     }
 }
 
-fn tool_status(status: DataStatus) -> ToolResultStatus {
+pub(crate) fn tool_status(status: DataStatus) -> ToolResultStatus {
     if status == DataStatus::Unavailable {
         ToolResultStatus::Error
     } else {
@@ -451,8 +465,10 @@ async fn tool_loop(
         let mut runs = runs.into_iter();
         let mut answers: Vec<Option<HeldAnswer>> = Vec::with_capacity(reply.calls.len());
         let mut links = Vec::with_capacity(reply.calls.len());
+        let mut inputs = Vec::with_capacity(reply.calls.len());
         for (i, _) in reply.calls.iter().enumerate() {
             let mut link = None;
+            let mut input = None;
             let answer = if i >= taken.len() {
                 Some(HeldAnswer {
                     status: ToolResultStatus::Error,
@@ -470,6 +486,11 @@ async fn tool_loop(
                         link = run.link;
                         return None;
                     }
+                    // A service's question waits for the user the same way (D-36).
+                    if ctx.pausable && run.input.is_some() {
+                        input = run.input;
+                        return None;
+                    }
                     data_outcomes.push(run.data.status);
                     Some(HeldAnswer {
                         status: tool_status(run.data.status),
@@ -479,18 +500,21 @@ async fn tool_loop(
             };
             answers.push(answer);
             links.push(link);
+            inputs.push(input);
         }
         let calls: Vec<HeldCall> = reply
             .calls
             .iter()
             .zip(answers)
             .zip(links)
-            .map(|((call, answer), link)| HeldCall {
+            .zip(inputs)
+            .map(|(((call, answer), link), asked)| HeldCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: call.parse().unwrap_or(Value::Object(Default::default())),
                 answer,
                 link,
+                asked,
             })
             .collect();
         if calls.iter().any(|c| c.answer.is_none()) {
@@ -546,15 +570,20 @@ async fn run_call(
         };
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData::unavailable(ASK_USER_TOOL, note),
         };
     }
     let Some(brief) = &job.worker else {
-        return tools::run(ctx, job, run, call, status, None).await;
+        return tools::run(ctx, job, run, call, status, None, None).await;
     };
     match brief.resolve(ctx, &job.agent.id, call) {
-        Resolved::Run(call) => tools::run(ctx, job, run, &call, status, None).await,
-        Resolved::Refused(data) => ToolRun { data, link: None },
+        Resolved::Run(call) => tools::run(ctx, job, run, &call, status, None, None).await,
+        Resolved::Refused(data) => ToolRun {
+            data,
+            link: None,
+            input: None,
+        },
     }
 }
 

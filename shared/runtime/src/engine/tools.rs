@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_core::events::{Event, ToolOutcome};
+use baton_core::input::{InputAsked, InputGiven};
 use baton_core::interruption::LinkAsk;
 use baton_core::ports::connector::{
     AccountLinks, ConnectorError, ConnectorRequest, LinkNeeded, ProgressSink, idempotency_key,
@@ -195,6 +196,9 @@ pub(crate) struct ToolRun {
     /// The account link the call waits for: its server acts with the user's own sign-in,
     /// and this principal has not connected their account (D-37).
     pub(crate) link: Option<LinkAsk>,
+    /// What the service asked the user mid-call, which the call waits for the answer to
+    /// (D-36).
+    pub(crate) input: Option<InputAsked>,
 }
 
 /// A call that needs the user's approval before it runs (D-36).
@@ -221,7 +225,8 @@ pub(crate) fn needs_approval(agent: &Agent, call: &RawCall) -> Option<NeedsAppro
 
 /// Runs one call made by `job`'s agent in its run number `run` (`TurnCtx::next_run`).
 /// `approved` is the SHA-256 of the arguments the user approved for this call (D-36), if
-/// they did.
+/// they did; `given`, the user's answer to what the service asked when the call was made
+/// before.
 pub(crate) async fn run(
     ctx: &TurnCtx,
     job: &AgentJob,
@@ -229,6 +234,7 @@ pub(crate) async fn run(
     call: &RawCall,
     status: &Board,
     approved: Option<&str>,
+    given: Option<Arc<InputGiven>>,
 ) -> ToolRun {
     let agent = &job.agent;
     let Some(tool) = agent.tool(&call.name).cloned() else {
@@ -240,6 +246,7 @@ pub(crate) async fn run(
         });
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData::unavailable(&call.name, "There is no such tool."),
         };
     };
@@ -250,6 +257,7 @@ pub(crate) async fn run(
             ctx.trace(|t| t.guard(GuardName::InvalidArgs, format!("{}: {}", tool.id, problem)));
             return ToolRun {
                 link: None,
+                input: None,
                 data: ToolData {
                     tool: tool.id.to_string(),
                     status: DataStatus::Unavailable,
@@ -276,6 +284,7 @@ pub(crate) async fn run(
         });
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData {
                 tool: tool.id.to_string(),
                 status: DataStatus::Unavailable,
@@ -292,12 +301,14 @@ pub(crate) async fn run(
         tracing::error!(agent = %agent.id, tool = %tool.id, kind = %tool.connector_kind, "no connector for the tool's kind");
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
     if !ctx.take_window_call() {
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData::unavailable(
                 &tool.id,
                 "This conversation has used all of its calls for the last few minutes.",
@@ -310,6 +321,7 @@ pub(crate) async fn run(
         });
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData::unavailable(&tool.id, "This turn has used all of its tool calls."),
         };
     }
@@ -324,6 +336,7 @@ pub(crate) async fn run(
         ctx.trace(|t| t.guard(GuardName::Breaker, format!("{} is open", tool.id)));
         return ToolRun {
             link: None,
+            input: None,
             data: ToolData::unavailable(&tool.id, UNAVAILABLE_NOTE),
         };
     };
@@ -404,6 +417,7 @@ pub(crate) async fn run(
             .links
             .clone()
             .map(|keeper| keeper as Arc<dyn AccountLinks>),
+        input: given,
     };
     let fault = crate::faults::connector(&tool.connector_kind);
     let call = async move {
@@ -424,6 +438,7 @@ pub(crate) async fn run(
     )
     .await;
     let mut link = None;
+    let mut input = None;
     let data = match answer {
         Ok(Err(ConnectorError::NeedsLink(needed))) => {
             // Not a fault of the tool: the user has an account to connect first.
@@ -434,6 +449,15 @@ pub(crate) async fn run(
                     "Not done: the user must first connect their {} account.",
                     needed.label
                 ),
+            )
+        }
+        Ok(Err(ConnectorError::NeedsInput(asked))) => {
+            // Not a fault either: the service has a question for the user, and did not act.
+            tracing::info!(agent = %agent.id, tool = %tool.id, "the service asked the user something");
+            input = Some(*asked);
+            ToolData::unavailable(
+                &tool.id,
+                "Not done: the service asked the user a question first, and it cannot be asked in this conversation. Tell the user it was not done.",
             )
         }
         Ok(Err(ConnectorError::AlreadyActed(why))) => {
@@ -508,8 +532,9 @@ pub(crate) async fn run(
     };
     // Only usable data is a success: an error envelope, another principal's envelope or
     // an incompatible one is a failure of the tool, as a timeout is.
-    permit.record(link.is_some() || data.status != DataStatus::Unavailable);
-    if data.status == DataStatus::Unavailable && link.is_none() {
+    let waits = link.is_some() || input.is_some();
+    permit.record(waits || data.status != DataStatus::Unavailable);
+    if data.status == DataStatus::Unavailable && !waits {
         ctx.inner
             .metrics
             .count(FAILURES_TOTAL, 1, &[("axis", "tool"), ("name", &tool.id)]);
@@ -541,7 +566,7 @@ pub(crate) async fn run(
             tracing::warn!(tool = %tool.id, error = %e, "tool message not kept: it does not serialize")
         }
     }
-    ToolRun { data, link }
+    ToolRun { data, link, input }
 }
 
 /// The account link `needed` asks for, with its sign-in page; `None` where no links are

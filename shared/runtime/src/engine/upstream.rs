@@ -233,6 +233,7 @@ fn remote_question(tool: &Tool, result: &AgentResult) -> WaitingAgent {
             name: tool.id.to_string(),
             input: serde_json::json!({ "question": result.text.trim() }),
             link: None,
+            asked: None,
             answer: None,
         }],
         text: String::new(),

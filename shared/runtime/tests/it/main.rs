@@ -14,6 +14,7 @@ mod golden;
 mod memory;
 mod observability;
 mod planner;
+mod service_questions;
 mod support;
 mod tool_calls;
 mod trust;

@@ -191,6 +191,7 @@ fn awaiting() -> Awaiting {
                         name: "redeem".into(),
                         input: args.clone(),
                         link: None,
+                        asked: None,
                         answer: None,
                     }],
                     text: "Redeeming.".into(),
