@@ -12,8 +12,8 @@ use baton_core::turn::AgentStatus;
 use serde_json::Value;
 
 use super::context::TurnCtx;
+use super::held::as_json_text;
 use super::model_call::{self, RawCall, Reply, Sink};
-use super::subagent::as_json_text;
 use super::work::{AgentJob, AgentResult};
 
 /// Streams the composed answer as the orchestrator.

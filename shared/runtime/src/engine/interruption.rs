@@ -60,7 +60,7 @@ fn ask_about(job: &AgentJob, waiting: &WaitingAgent, held: &HeldCall) -> Option<
             link: None,
         });
     }
-    let call = subagent::acting_call(job, held)?;
+    let call = super::held::acting_call(job, held)?;
     if let Some(asked) = &held.asked {
         // The service's question, in words: the call is made again with the answer.
         return Some(Ask {

@@ -12,6 +12,7 @@ mod context;
 mod direct_line;
 mod dispatch;
 mod finish;
+mod held;
 pub(crate) mod interruption;
 mod live_slot;
 mod memory;

@@ -10,8 +10,8 @@ use baton_core::message::ToolResultStatus;
 use baton_core::tool_result::{DataStatus, ToolData};
 
 use super::context::TurnCtx;
+use super::held::{acting_call, as_json_text, tool_status};
 use super::status::Board;
-use super::subagent::{acting_call, as_json_text, tool_status};
 use super::tools;
 use super::work::AgentJob;
 

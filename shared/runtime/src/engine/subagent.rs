@@ -20,6 +20,7 @@ use tokio::time::Instant;
 
 use super::brief::Resolved;
 use super::context::TurnCtx;
+use super::held::{acting_call, as_json_text, tool_status};
 use super::model_call::{self, RawCall};
 use super::prior_context::prior_context;
 use super::service_question;
@@ -320,28 +321,6 @@ fn waits_for_user(ctx: &TurnCtx, job: &AgentJob, call: &RawCall) -> bool {
     }
 }
 
-/// The tool call a held call runs once approved: itself, or for a planned sub-agent the
-/// call of the skill it names.
-pub(crate) fn acting_call(job: &AgentJob, held: &HeldCall) -> Option<RawCall> {
-    let call = RawCall {
-        id: held.id.clone(),
-        name: held.name.clone(),
-        args: held.input.to_string(),
-    };
-    match &job.worker {
-        Some(brief) => brief.granted(&call),
-        None => Some(call),
-    }
-}
-
-pub(crate) fn tool_status(status: DataStatus) -> ToolResultStatus {
-    if status == DataStatus::Unavailable {
-        ToolResultStatus::Error
-    } else {
-        ToolResultStatus::Ok
-    }
-}
-
 /// Stops the sub-agent for the user (D-36), keeping all it did: its conversation, the reply
 /// whose calls wait, what it said and how its data calls went.
 fn stop_for_user(
@@ -626,12 +605,4 @@ fn inherited(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
         out.push_str("</request_details>");
     }
     (!out.is_empty()).then_some(out)
-}
-
-/// A document as models receive it: compact JSON text, what a language model reads anyway,
-/// and a fraction of the memory of a value tree while the call is open.
-pub(crate) fn as_json_text(document: &impl serde::Serialize) -> Value {
-    serde_json::to_string(document)
-        .map(Value::String)
-        .unwrap_or(Value::Null)
 }

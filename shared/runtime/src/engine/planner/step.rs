@@ -19,8 +19,8 @@ use serde_json::Value;
 
 use super::{PlanRun, Step, announce, hold, waves};
 use crate::engine::context::TurnCtx;
+use crate::engine::held::as_json_text;
 use crate::engine::model_call::{RawCall, Reply};
-use crate::engine::subagent::as_json_text;
 use crate::engine::work::Work;
 
 /// Runs one reply's calls and appends the step to the planner's conversation.

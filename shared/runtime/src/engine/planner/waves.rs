@@ -21,7 +21,7 @@ use super::Step;
 use super::{PlanRun, announce, checkpoint, hold, not_run, over_limit, worker};
 use crate::engine::context::TurnCtx;
 use crate::engine::dispatch::dispatch;
-use crate::engine::subagent::as_json_text;
+use crate::engine::held::as_json_text;
 use crate::engine::work::{TextMode, Work};
 
 /// Runs `nodes` (accepted, within the budget) wave by wave, skipping waves already done.
