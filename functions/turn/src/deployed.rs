@@ -23,7 +23,7 @@ use baton_core::registry::Registry;
 use baton_runtime::registry_folder::load_deployed;
 
 use crate::config::Config;
-use crate::init::InitError;
+use crate::error::InitError;
 
 /// The connectors by kind.
 pub(crate) type Connectors = BTreeMap<String, Arc<dyn Connector>>;

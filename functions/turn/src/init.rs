@@ -8,39 +8,19 @@ use baton_aws::bedrock::BedrockModel;
 use baton_aws::emf::EmfMetrics;
 use baton_aws::journal::DynamoStore;
 use baton_aws::sdk::Clients;
-use baton_aws::secrets::SecretsError;
 use baton_connectors::EnvSecretSource;
 use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
 use baton_http::{AllowedHosts, AppState, PrincipalSource};
-use baton_runtime::registry_folder::{DeployError, DeployedRegistryError};
 use baton_runtime::{Runtime, RuntimeConfig, Sealer};
 
 use crate::config::{Config, LinkKeySetting};
 use crate::deployed::{self, Connectors};
+use crate::error::InitError;
 use crate::tracker::{TrackedStore, TurnTracker};
 use crate::{incoming, outgoing};
-
-/// Why Init failed. Each message says what to fix.
-#[derive(Debug, thiserror::Error)]
-pub enum InitError {
-    /// The registry or the runtime, as for every function.
-    #[error(transparent)]
-    Deploy(#[from] DeployError),
-    /// A card names a model this function cannot serve (only Bedrock models run on Lambda).
-    #[error(
-        "these cards name models that are not served on AWS Lambda (only provider \"bedrock\" is): {0}; point them at a Bedrock model in models.yaml"
-    )]
-    ModelNotServed(String),
-    /// A header secret of an `http` tool, named by ARN in `tools.yaml`, could not be read.
-    #[error("a header secret of tools.yaml cannot be read: {0}")]
-    Secrets(#[from] SecretsError),
-    /// The account links' key could not be had (D-37).
-    #[error("the account links' key: {0}")]
-    LinkKey(String),
-}
 
 /// Which model serves the cards.
 pub enum ModelServing {
@@ -224,16 +204,4 @@ fn build(
         metrics,
         tracker,
     })
-}
-
-impl From<DeployedRegistryError> for InitError {
-    fn from(e: DeployedRegistryError) -> Self {
-        InitError::Deploy(e.into())
-    }
-}
-
-impl From<baton_runtime::BuildError> for InitError {
-    fn from(e: baton_runtime::BuildError) -> Self {
-        InitError::Deploy(e.into())
-    }
 }

@@ -20,6 +20,7 @@
 
 mod config;
 mod deployed;
+mod error;
 mod host;
 mod incoming;
 mod init;
@@ -29,8 +30,9 @@ mod principal;
 mod tracker;
 
 pub use config::{Config, ConfigError, LAMBDA_MAX_REQUEST_BYTES, LinkKeySetting};
+pub use error::InitError;
 pub use host::under_lambda;
-pub use init::{Adapters, Function, InitError, ModelServing, assemble, init, init_with};
+pub use init::{Adapters, Function, ModelServing, assemble, init, init_with};
 pub use invocation::{InvocationLayer, InvocationService, MetricsSink};
 pub use principal::LambdaPrincipal;
 pub use tracker::{TrackedStore, TurnTracker};

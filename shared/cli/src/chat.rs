@@ -12,10 +12,39 @@ use futures::StreamExt;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
-use crate::cli::ChatArgs;
 use crate::config::{Settings, StoreChoice};
 use crate::render::{Ending, Renderer, Style};
 use crate::{logging, setup};
+use clap::Args;
+
+/// `baton chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// The message (words are joined); without one, an interactive chat starts.
+    #[arg(value_name = "MESSAGE")]
+    pub(crate) message: Vec<String>,
+    /// Print each event as one JSON line, and nothing else, on stdout.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Continue this conversation.
+    #[arg(long, value_name = "ID")]
+    pub(crate) episode: Option<String>,
+    /// Each turn must consult this specialist (repeat for several).
+    #[arg(long, value_name = "ID")]
+    pub(crate) must_consult: Vec<String>,
+    /// How a Direct Line answer (`#specialist …`) is delivered: `strict` or `additive`
+    /// [default: the orchestrator card's]
+    #[arg(long, value_name = "MODE", value_parser = parse_direct_mode)]
+    pub(crate) direct_line_mode: Option<DirectMode>,
+}
+
+fn parse_direct_mode(s: &str) -> Result<DirectMode, String> {
+    match s {
+        "strict" => Ok(DirectMode::Strict),
+        "additive" => Ok(DirectMode::Additive),
+        _ => Err("expected `strict` or `additive`".to_owned()),
+    }
+}
 
 /// The line editor's history, inside the data folder.
 const HISTORY_FILE: &str = "chat_history.txt";

@@ -3,10 +3,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use baton_core::directive::DirectMode;
 use clap::{Args, Parser, Subcommand};
 
+use crate::chat::ChatArgs;
+use crate::compact::CompactArgs;
 use crate::config::Overrides;
+use crate::eval::EvalArgs;
+use crate::links::LinksArgs;
+use crate::replay::ReplayArgs;
+use crate::serve::ServeArgs;
+use crate::validate::ValidateArgs;
 
 /// Baton: an orchestrator assistant that delegates to specialist agents.
 #[derive(Debug, Parser)]
@@ -85,187 +91,6 @@ pub(crate) enum Command {
     /// Your account links: the servers you connected your own accounts to, and revoking
     /// one (its tools then ask you to connect again).
     Links(LinksArgs),
-}
-
-/// `baton links`.
-#[derive(Debug, Args)]
-pub(crate) struct LinksArgs {
-    /// What to do (default: list them).
-    #[command(subcommand)]
-    pub(crate) action: Option<LinksAction>,
-    /// Print as JSON.
-    #[arg(long, global = true)]
-    pub(crate) json: bool,
-}
-
-/// `baton links revoke`.
-#[derive(Debug, Subcommand)]
-pub(crate) enum LinksAction {
-    /// List your links.
-    List,
-    /// Remove your link to a server (its URL, as `baton links` lists it).
-    Revoke {
-        /// The server's URL.
-        #[arg(value_name = "SERVER")]
-        server: String,
-    },
-}
-
-/// `baton replay`.
-#[derive(Debug, Args)]
-pub(crate) struct ReplayArgs {
-    /// The conversation's id (`ep_…`, as `baton chat` prints it).
-    #[arg(value_name = "EPISODE")]
-    pub(crate) episode: String,
-    /// Also print the tool payloads each turn stored, as JSON.
-    #[arg(long)]
-    pub(crate) bodies: bool,
-    /// Print the conversation as stored, as one JSON document.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-/// `baton eval`.
-#[derive(Debug, Args)]
-#[command(subcommand_precedence_over_arg = true)]
-pub(crate) struct EvalArgs {
-    /// Instead of running suites: turn a stored turn into a case.
-    #[command(subcommand)]
-    pub(crate) action: Option<EvalAction>,
-    /// Suite files [default: every `evals/*.yaml` of the registry]
-    #[arg(value_name = "FILE")]
-    pub(crate) suites: Vec<PathBuf>,
-    /// `routing` (the orchestrator's decision only: cheap) or `end-to-end` (the
-    /// specialists run, and answers are checked too)
-    #[arg(long, value_name = "MODE", default_value = "routing", value_parser = ["routing", "end-to-end"])]
-    pub(crate) mode: String,
-    /// Cases run at once.
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    pub(crate) concurrency: usize,
-    /// Run each suite N times (a model that is not deterministic): pass@N, pass^N, and
-    /// each case stable, flaky or failing. The figures and the gate use the first run.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub(crate) repeat: u32,
-    /// Print the results as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// Also write the results as JUnit XML (one test suite per eval suite), for CI.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) junit: Option<PathBuf>,
-    /// Also write one self-contained HTML page: the figures, the confusion matrix as a heat
-    /// map, and the failing cases with their routing records.
-    #[arg(long, value_name = "FILE")]
-    pub(crate) html: Option<PathBuf>,
-    /// Gate the run on the committed baseline: a case that passed there and fails now, a
-    /// lower routing accuracy, or an intent-switch pair below 95% fails with exit status 4.
-    #[arg(long)]
-    pub(crate) baseline: bool,
-    /// Write this run as the new baseline.
-    #[arg(long, conflicts_with = "baseline")]
-    pub(crate) update_baseline: bool,
-    /// The baseline file [default: the registry's `evals/baseline.json`]
-    #[arg(long, value_name = "FILE")]
-    pub(crate) baseline_file: Option<PathBuf>,
-    /// Run the suites once per model and report them side by side, e.g.
-    /// `--compare offline,llama-cpp` (each as `--model` takes it)
-    #[arg(
-        long,
-        value_name = "MODELS",
-        value_delimiter = ',',
-        conflicts_with_all = ["baseline", "update_baseline", "json", "junit", "html"]
-    )]
-    pub(crate) compare: Vec<String>,
-}
-
-/// What `baton eval` can do besides running suites.
-#[derive(Debug, Subcommand)]
-pub(crate) enum EvalAction {
-    /// Print a case that expects what a stored turn did (its conversation before it, its
-    /// text, the route its routing record shows), to add to a suite.
-    Capture(CaptureArgs),
-}
-
-/// `baton eval capture`.
-#[derive(Debug, Args)]
-pub(crate) struct CaptureArgs {
-    /// The episode (the principal's).
-    #[arg(value_name = "EPISODE")]
-    pub(crate) episode: String,
-    /// The turn's number in the episode [default: the last]
-    #[arg(value_name = "TURN")]
-    pub(crate) turn: Option<u64>,
-    /// Earlier turns kept as the case's conversation.
-    #[arg(long, value_name = "N", default_value_t = 6)]
-    pub(crate) history: usize,
-}
-
-/// `baton compact`.
-#[derive(Debug, Args)]
-#[command(group = clap::ArgGroup::new("which").required(true).args(["due", "episode"]))]
-pub(crate) struct CompactArgs {
-    /// Every episode marked due, longest due first.
-    #[arg(long)]
-    pub(crate) due: bool,
-    /// This episode of the principal's, due or not.
-    #[arg(long, value_name = "ID")]
-    pub(crate) episode: Option<String>,
-    /// With `--due`: at most this many episodes.
-    #[arg(long, value_name = "N", default_value_t = 100)]
-    pub(crate) max: usize,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-/// `baton chat`.
-#[derive(Debug, Args)]
-pub(crate) struct ChatArgs {
-    /// The message (words are joined); without one, an interactive chat starts.
-    #[arg(value_name = "MESSAGE")]
-    pub(crate) message: Vec<String>,
-    /// Print each event as one JSON line, and nothing else, on stdout.
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// Continue this conversation.
-    #[arg(long, value_name = "ID")]
-    pub(crate) episode: Option<String>,
-    /// Each turn must consult this specialist (repeat for several).
-    #[arg(long, value_name = "ID")]
-    pub(crate) must_consult: Vec<String>,
-    /// How a Direct Line answer (`#specialist …`) is delivered: `strict` or `additive`
-    /// [default: the orchestrator card's]
-    #[arg(long, value_name = "MODE", value_parser = parse_direct_mode)]
-    pub(crate) direct_line_mode: Option<DirectMode>,
-}
-
-fn parse_direct_mode(s: &str) -> Result<DirectMode, String> {
-    match s {
-        "strict" => Ok(DirectMode::Strict),
-        "additive" => Ok(DirectMode::Additive),
-        _ => Err("expected `strict` or `additive`".to_owned()),
-    }
-}
-
-/// `baton serve`.
-#[derive(Debug, Args)]
-pub(crate) struct ServeArgs {
-    /// Address to listen on [default: 127.0.0.1:8787]
-    #[arg(long, value_name = "HOST:PORT")]
-    pub(crate) addr: Option<String>,
-    /// Log as JSON lines even on a terminal.
-    #[arg(long)]
-    pub(crate) log_json: bool,
-}
-
-/// `baton validate`.
-#[derive(Debug, Args)]
-pub(crate) struct ValidateArgs {
-    /// Registry folder [default: the configured registry]
-    #[arg(value_name = "DIR")]
-    pub(crate) dir: Option<PathBuf>,
-    /// Fail when the eval suites miss a specialist's cases (a warning otherwise).
-    #[arg(long)]
-    pub(crate) strict: bool,
 }
 
 impl Cli {

@@ -5,9 +5,27 @@ use std::process::ExitCode;
 use anyhow::Context;
 use baton_runtime::compaction::{EpisodeReport, Outcome, RunReport};
 
-use crate::cli::CompactArgs;
 use crate::config::Settings;
 use crate::{logging, setup};
+use clap::Args;
+
+/// `baton compact`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["due", "episode"]))]
+pub(crate) struct CompactArgs {
+    /// Every episode marked due, longest due first.
+    #[arg(long)]
+    pub(crate) due: bool,
+    /// This episode of the principal's, due or not.
+    #[arg(long, value_name = "ID")]
+    pub(crate) episode: Option<String>,
+    /// With `--due`: at most this many episodes.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) max: usize,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 /// Runs `baton compact`: prints one line per episode (or the report as JSON). Fails when
 /// an episode could not be compacted (still due: the summarizer failed or turns kept

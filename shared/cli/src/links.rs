@@ -6,9 +6,33 @@ use std::process::ExitCode;
 
 use serde_json::json;
 
-use crate::cli::{LinksAction, LinksArgs};
 use crate::config::Settings;
 use crate::{logging, setup};
+use clap::{Args, Subcommand};
+
+/// `baton links`.
+#[derive(Debug, Args)]
+pub(crate) struct LinksArgs {
+    /// What to do (default: list them).
+    #[command(subcommand)]
+    pub(crate) action: Option<LinksAction>,
+    /// Print as JSON.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+}
+
+/// `baton links revoke`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum LinksAction {
+    /// List your links.
+    List,
+    /// Remove your link to a server (its URL, as `baton links` lists it).
+    Revoke {
+        /// The server's URL.
+        #[arg(value_name = "SERVER")]
+        server: String,
+    },
+}
 
 /// Runs `baton links`.
 ///

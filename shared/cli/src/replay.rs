@@ -16,10 +16,24 @@ use baton_core::turn::{ConsultedAgent, ModelUsage, TurnRecord};
 use baton_runtime::replay::EpisodeReplay;
 use baton_runtime::{RejectionKind, TurnRejection};
 
-use crate::cli::ReplayArgs;
 use crate::config::{Settings, StoreChoice};
 use crate::render::{masked, money};
 use crate::{logging, setup};
+use clap::Args;
+
+/// `baton replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The conversation's id (`ep_…`, as `baton chat` prints it).
+    #[arg(value_name = "EPISODE")]
+    pub(crate) episode: String,
+    /// Also print the tool payloads each turn stored, as JSON.
+    #[arg(long)]
+    pub(crate) bodies: bool,
+    /// Print the conversation as stored, as one JSON document.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
 
 /// Runs `baton replay`.
 ///

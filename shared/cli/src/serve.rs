@@ -7,9 +7,20 @@ use anyhow::Context;
 use baton_http::{AppState, LocalPrincipal};
 use tokio::net::TcpListener;
 
-use crate::cli::ServeArgs;
 use crate::config::Settings;
 use crate::{logging, setup};
+use clap::Args;
+
+/// `baton serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8787]
+    #[arg(long, value_name = "HOST:PORT")]
+    pub(crate) addr: Option<String>,
+    /// Log as JSON lines even on a terminal.
+    #[arg(long)]
+    pub(crate) log_json: bool,
+}
 
 /// Runs `baton serve`.
 ///

@@ -10,9 +10,21 @@ use baton_core::registry::{ModelSpec, Registry};
 use baton_evals::coverage;
 use baton_openai::{OpenAiCompatible, ProbeVerdict};
 
-use crate::cli::ValidateArgs;
 use crate::config::{ModelChoice, Settings};
 use crate::{eval, setup};
+use clap::Args;
+use std::path::PathBuf;
+
+/// `baton validate`.
+#[derive(Debug, Args)]
+pub(crate) struct ValidateArgs {
+    /// Registry folder [default: the configured registry]
+    #[arg(value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+    /// Fail when the eval suites miss a specialist's cases (a warning otherwise).
+    #[arg(long)]
+    pub(crate) strict: bool,
+}
 
 /// Runs `baton validate`: problems and warnings, then a one-line summary.
 ///

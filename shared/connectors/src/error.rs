@@ -4,8 +4,6 @@
 use baton_core::ports::connector::ConnectorError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
-use crate::oauth::AuthFault;
-
 /// Longest error text kept from a library or a server: enough to act on, never a dump.
 const MAX_DETAIL: usize = 400;
 
@@ -31,6 +29,29 @@ pub(crate) enum Error {
     /// The fixture file is not marked as demo data.
     #[error("the fixture file {file} is not marked `demo: true`; fixtures hold demo data only")]
     NotDemo { file: String },
+}
+
+/// What went wrong getting a token, in words an operator can act on. Never holds a secret.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum AuthFault {
+    /// A credential could not be read or used.
+    #[error("authorization: {0}")]
+    Credentials(String),
+    /// A metadata or token endpoint could not be reached.
+    #[error("authorization: cannot reach {0}")]
+    Unreachable(String),
+    /// Discovery found no usable authorization server.
+    #[error("authorization: {0}")]
+    Discovery(String),
+    /// The authorization server refused the token request.
+    #[error("authorization: the authorization server refused a token: {0}")]
+    Refused(String),
+    /// The token response could not be used.
+    #[error("authorization: the token response is not usable: {0}")]
+    Garbage(String),
+    /// The user must connect their account first: a sign-in was started (D-37).
+    #[error("authorization: the user must connect their account")]
+    NeedsLink,
 }
 
 impl From<Error> for ConnectorError {

@@ -169,7 +169,8 @@ async fn start(
     stall: Duration,
 ) -> Result<Events, ModelError> {
     if probe && forces_a_tool(body) {
-        match probe::verdict(client, route, stall).await? {
+        let send = |body| unprobed(client.clone(), route.clone(), body, stall);
+        match probe::verdict(route, send).await? {
             probe::ProbeVerdict::Capable => {}
             probe::ProbeVerdict::CannotForceToolChoice(message) => {
                 return Err(ModelError::Invalid(message));

@@ -160,7 +160,9 @@ impl OpenAiCompatible {
                 "no openai_compatible model has the id {model_id:?}"
             )));
         };
-        probe::verdict(&self.client, &route, self.stall).await
+        let (client, stall) = (self.client.clone(), self.stall);
+        let send = |body| call::unprobed(client, route.clone(), body, stall);
+        probe::verdict(&route, send).await
     }
 
     fn route(&self, model_id: &str) -> Option<Arc<Route>> {

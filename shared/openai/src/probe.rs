@@ -4,11 +4,10 @@
 //! with `capabilities.tool_choice: false` the runtime's fallbacks take over instead.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use baton_core::ports::model::{ModelError, ModelEvent};
+use baton_core::ports::model::{ModelError, ModelEvent, ModelStream};
 use futures::StreamExt as _;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::Route;
 
@@ -24,24 +23,22 @@ pub enum ProbeVerdict {
     CannotForceToolChoice(String),
 }
 
-/// The route's verdict, probing on first use. Failures to reach the server are not
-/// remembered.
+/// The route's verdict, probing on first use with `send` (which streams one request body
+/// to the route's server, unprobed). Failures to reach the server are not remembered.
 pub(crate) async fn verdict(
-    client: &reqwest::Client,
     route: &Arc<Route>,
-    stall: Duration,
+    send: impl FnOnce(Value) -> ModelStream,
 ) -> Result<ProbeVerdict, ModelError> {
     route
         .probe
-        .get_or_try_init(|| run(client, route, stall))
+        .get_or_try_init(|| run(route, send))
         .await
         .cloned()
 }
 
 async fn run(
-    client: &reqwest::Client,
     route: &Arc<Route>,
-    stall: Duration,
+    send: impl FnOnce(Value) -> ModelStream,
 ) -> Result<ProbeVerdict, ModelError> {
     if !route.capabilities.tool_choice {
         return Ok(ProbeVerdict::Capable);
@@ -59,7 +56,7 @@ async fn run(
         "temperature": 0,
         "stream": true,
     });
-    let mut events = crate::call::unprobed(client.clone(), route.clone(), body, stall);
+    let mut events = send(body);
     let mut called = false;
     while let Some(event) = events.next().await {
         if let ModelEvent::ToolUseStart { name, .. } = event? {

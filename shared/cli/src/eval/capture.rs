@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::anyhow;
 use baton_evals::capture;
 
-use crate::cli::CaptureArgs;
+use super::CaptureArgs;
 use crate::config::Settings;
 use crate::setup;
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use baton_evals::{SuiteRun, percent, run_suite};
 
-use crate::cli::EvalArgs;
+use super::EvalArgs;
 use crate::config::{Settings, model_choice};
 use crate::setup::{self, Purpose};
 

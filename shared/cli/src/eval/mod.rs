@@ -15,7 +15,6 @@ use anyhow::{Context, anyhow};
 use baton_evals::{Baseline, Stability, Suite, SuiteBaseline, Verdict, gate, repeated};
 use baton_evals::{SuiteRun, run_suite};
 
-use crate::cli::{EvalAction, EvalArgs};
 use crate::config::Settings;
 use crate::setup::{self, Purpose};
 use crate::{logging, render};
@@ -195,6 +194,81 @@ pub(crate) fn suite_files(registry: &Path) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 use baton_evals::percent;
+use clap::{Args, Subcommand};
+
+/// `baton eval`.
+#[derive(Debug, Args)]
+#[command(subcommand_precedence_over_arg = true)]
+pub(crate) struct EvalArgs {
+    /// Instead of running suites: turn a stored turn into a case.
+    #[command(subcommand)]
+    pub(crate) action: Option<EvalAction>,
+    /// Suite files [default: every `evals/*.yaml` of the registry]
+    #[arg(value_name = "FILE")]
+    pub(crate) suites: Vec<PathBuf>,
+    /// `routing` (the orchestrator's decision only: cheap) or `end-to-end` (the
+    /// specialists run, and answers are checked too)
+    #[arg(long, value_name = "MODE", default_value = "routing", value_parser = ["routing", "end-to-end"])]
+    pub(crate) mode: String,
+    /// Cases run at once.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub(crate) concurrency: usize,
+    /// Run each suite N times (a model that is not deterministic): pass@N, pass^N, and
+    /// each case stable, flaky or failing. The figures and the gate use the first run.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeat: u32,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also write the results as JUnit XML (one test suite per eval suite), for CI.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    /// Also write one self-contained HTML page: the figures, the confusion matrix as a heat
+    /// map, and the failing cases with their routing records.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
+    /// Gate the run on the committed baseline: a case that passed there and fails now, a
+    /// lower routing accuracy, or an intent-switch pair below 95% fails with exit status 4.
+    #[arg(long)]
+    pub(crate) baseline: bool,
+    /// Write this run as the new baseline.
+    #[arg(long, conflicts_with = "baseline")]
+    pub(crate) update_baseline: bool,
+    /// The baseline file [default: the registry's `evals/baseline.json`]
+    #[arg(long, value_name = "FILE")]
+    pub(crate) baseline_file: Option<PathBuf>,
+    /// Run the suites once per model and report them side by side, e.g.
+    /// `--compare offline,llama-cpp` (each as `--model` takes it)
+    #[arg(
+        long,
+        value_name = "MODELS",
+        value_delimiter = ',',
+        conflicts_with_all = ["baseline", "update_baseline", "json", "junit", "html"]
+    )]
+    pub(crate) compare: Vec<String>,
+}
+
+/// What `baton eval` can do besides running suites.
+#[derive(Debug, Subcommand)]
+pub(crate) enum EvalAction {
+    /// Print a case that expects what a stored turn did (its conversation before it, its
+    /// text, the route its routing record shows), to add to a suite.
+    Capture(CaptureArgs),
+}
+
+/// `baton eval capture`.
+#[derive(Debug, Args)]
+pub(crate) struct CaptureArgs {
+    /// The episode (the principal's).
+    #[arg(value_name = "EPISODE")]
+    pub(crate) episode: String,
+    /// The turn's number in the episode [default: the last]
+    #[arg(value_name = "TURN")]
+    pub(crate) turn: Option<u64>,
+    /// Earlier turns kept as the case's conversation.
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub(crate) history: usize,
+}
 
 /// The terminal report of one suite's run.
 fn report(suite: &Suite, run: &SuiteRun) -> String {

@@ -15,35 +15,13 @@ mod user;
 
 use serde_json::Value;
 
+pub(crate) use crate::error::AuthFault;
 use crate::secrets::{Secret, Secrets};
 pub(crate) use challenge::Challenge;
 pub(crate) use client::{OAuthSpec, TokenSource};
 pub(crate) use linked::{LinkedTokenSource, finish_link};
 pub(crate) use token::read_json;
 pub(crate) use user::{UserSpec, UserTokenSource};
-
-/// What went wrong getting a token, in words an operator can act on. Never holds a secret.
-#[derive(Debug, Clone, thiserror::Error)]
-pub(crate) enum AuthFault {
-    /// A credential could not be read or used.
-    #[error("authorization: {0}")]
-    Credentials(String),
-    /// A metadata or token endpoint could not be reached.
-    #[error("authorization: cannot reach {0}")]
-    Unreachable(String),
-    /// Discovery found no usable authorization server.
-    #[error("authorization: {0}")]
-    Discovery(String),
-    /// The authorization server refused the token request.
-    #[error("authorization: the authorization server refused a token: {0}")]
-    Refused(String),
-    /// The token response could not be used.
-    #[error("authorization: the token response is not usable: {0}")]
-    Garbage(String),
-    /// The user must connect their account first: a sign-in was started (D-37).
-    #[error("authorization: the user must connect their account")]
-    NeedsLink,
-}
 
 /// Where a protected resource's tokens come from: the client's own grant
 /// ([`TokenSource`]) or the user's sign-in ([`user::UserTokenSource`]).
