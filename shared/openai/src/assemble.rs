@@ -52,7 +52,7 @@ impl Assembler {
         out: &mut Vec<ModelEvent>,
     ) -> Result<(), ModelError> {
         if let Some(error) = chunk.error {
-            return Err(crate::errors::in_stream(&error));
+            return Err(crate::error::in_stream(&error));
         }
         if let Some(usage) = chunk.usage.as_ref().and_then(usage_of) {
             self.usage = Some(usage);

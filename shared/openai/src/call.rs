@@ -19,7 +19,7 @@ use tracing::Instrument as _;
 
 use crate::assemble::Assembler;
 use crate::wire::Chunk;
-use crate::{Route, errors, probe};
+use crate::{Route, error, probe};
 
 /// The longest line a server may send (one chunk is a line).
 const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -185,11 +185,11 @@ async fn start(
     let response = tokio::time::timeout(stall, builder.send())
         .await
         .map_err(|_| ModelError::Timeout)?
-        .map_err(|e| errors::from_transport(&e, server))?;
+        .map_err(|e| error::from_transport(&e, server))?;
     let status = response.status();
     if !status.is_success() {
         let body = bounded_text(response, ERROR_BODY_BYTES).await;
-        let error = errors::from_status(status, &body, server);
+        let error = error::from_status(status, &body, server);
         tracing::warn!(server, status = status.as_u16(), body = %body, "the model server refused the call");
         return Err(error);
     }

@@ -19,7 +19,7 @@
 
 mod assemble;
 mod call;
-mod errors;
+mod error;
 mod probe;
 mod request;
 mod wire;

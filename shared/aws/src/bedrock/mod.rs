@@ -15,7 +15,7 @@
 pub const PROVIDER: &str = "bedrock";
 
 mod document;
-mod errors;
+mod error;
 mod request;
 mod stream;
 

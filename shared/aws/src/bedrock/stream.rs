@@ -12,7 +12,7 @@ use baton_core::ports::model::{ModelError, ModelEvent, ModelStream, StopReason, 
 use futures::StreamExt as _;
 use tracing::{Instrument as _, Span};
 
-use super::errors;
+use super::error;
 
 /// Turns the wire events of one message into normalized events.
 #[derive(Debug, Default)]
@@ -174,7 +174,7 @@ async fn step(mut call: Call) -> Option<(Result<ModelEvent, ModelError>, Call)> 
             Phase::Done => return None,
             Phase::Send(builder) => match builder.send().await {
                 Ok(output) => call.phase = Phase::Receive(Box::new(output.stream)),
-                Err(e) => return Some((Err(fail(&call.span, errors::from_send(e))), call)),
+                Err(e) => return Some((Err(fail(&call.span, error::from_send(e))), call)),
             },
             Phase::Receive(mut receiver) => match receiver.recv().await {
                 Ok(Some(event)) => match call.decoder.on_event(event, &call.span) {
@@ -200,11 +200,11 @@ async fn step(mut call: Call) -> Option<(Result<ModelEvent, ModelError>, Call)> 
                 // The answer is complete; only the usage report was lost. Failing now would
                 // throw a whole answer away for a missing token count.
                 Err(e) if call.decoder.stopped() => {
-                    let e = errors::from_stream(e);
+                    let e = error::from_stream(e);
                     tracing::warn!(error = %e, "Bedrock stream failed after messageStop; usage lost");
                     return None;
                 }
-                Err(e) => return Some((Err(fail(&call.span, errors::from_stream(e))), call)),
+                Err(e) => return Some((Err(fail(&call.span, error::from_stream(e))), call)),
             },
         }
     }

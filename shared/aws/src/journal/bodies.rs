@@ -5,8 +5,8 @@ use aws_sdk_s3::primitives::ByteStream;
 use baton_core::ports::store::{Body, StoreError};
 use futures::future::try_join_all;
 
-use super::store::DynamoStore;
-use super::{errors, keys};
+use super::config::DynamoStore;
+use super::{error, keys};
 
 /// Where one body of a commit is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub(crate) async fn put_object(
         .body(ByteStream::from(text.as_bytes().to_vec()))
         .send()
         .await
-        .map_err(|e| errors::sdk(doing, &e))?;
+        .map_err(|e| error::sdk(doing, &e))?;
     Ok(())
 }
 
@@ -95,7 +95,7 @@ pub(crate) async fn put_object(
 pub(crate) async fn get(store: &DynamoStore, key: &str) -> Result<String, StoreError> {
     get_object(store, key, "reading a large body", "a body object")
         .await?
-        .ok_or_else(|| errors::undecodable("a body object (missing)", &key))
+        .ok_or_else(|| error::undecodable("a body object (missing)", &key))
 }
 
 /// Reads the object `key` as text (1 GetObject); `None` when there is no such object.
@@ -119,13 +119,13 @@ pub(crate) async fn get_object(
     {
         Ok(output) => output,
         Err(e) if e.as_service_error().is_some_and(|se| se.is_no_such_key()) => return Ok(None),
-        Err(e) => return Err(errors::sdk(doing, &e)),
+        Err(e) => return Err(error::sdk(doing, &e)),
     };
     let bytes = output.body.collect().await.map_err(|e| {
         tracing::warn!(error = %e, key, what, "journal: reading an object was cut off");
-        StoreError::Unavailable(errors::UNREACHABLE.into())
+        StoreError::Unavailable(error::UNREACHABLE.into())
     })?;
     String::from_utf8(bytes.into_bytes().to_vec())
         .map(Some)
-        .map_err(|e| errors::undecodable(what, &e))
+        .map_err(|e| error::undecodable(what, &e))
 }

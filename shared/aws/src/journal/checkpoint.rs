@@ -19,10 +19,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use aws_sdk_dynamodb::types::{ConditionCheck, Put, TransactWriteItem};
 use baton_core::ports::store::StoreError;
 
+use super::config::DynamoStore;
 use super::items::{self, n, s};
-use super::store::DynamoStore;
 use super::transact::{self, Outcome, build_error};
-use super::{bodies, errors, keys, read};
+use super::{bodies, error, keys, read};
 
 /// How long a checkpoint item outlives its last save before TTL removes it: a turn cut
 /// short is retried well within it.
@@ -50,7 +50,7 @@ pub(crate) async fn save(
         return Err(StoreError::Conflict);
     }
     if !keys::fits(&episode_pk, &checkpoint_sk) {
-        return Err(errors::refused(
+        return Err(error::refused(
             "the turn id is too long to store a checkpoint under",
         ));
     }
@@ -102,7 +102,7 @@ pub(crate) async fn save(
         Outcome::Cancelled(reasons) if transact::condition_failed(reasons.first()) => {
             Err(StoreError::Conflict)
         }
-        Outcome::Cancelled(reasons) => Err(errors::cancelled(
+        Outcome::Cancelled(reasons) => Err(error::cancelled(
             "saving a checkpoint",
             &transact::codes(&reasons),
         )),
@@ -135,7 +135,7 @@ pub(crate) async fn load(
         return Ok(Some(text.to_owned()));
     }
     let Some(object_key) = items::string(&item, keys::S3_KEY) else {
-        return Err(errors::undecodable(
+        return Err(error::undecodable(
             "a checkpoint item",
             &"neither checkpoint nor s3_key",
         ));

@@ -20,10 +20,10 @@ use aws_sdk_dynamodb::types::{
 use baton_core::ports::store::{Claim, ClaimRequest, EpisodeMeta, StoreError};
 use baton_core::turn::EpisodeState;
 
+use super::config::DynamoStore;
 use super::items::{self, Item, n, s};
-use super::store::DynamoStore;
 use super::transact::{self, Outcome, build_error};
-use super::{errors, keys, read};
+use super::{error, keys, read};
 
 /// How long an abandoned claim's TURN-ID item outlives its lease before TTL removes it.
 const CLAIM_TTL_GRACE_S: u64 = 86_400;
@@ -50,7 +50,7 @@ async fn claim_on(
     );
     let episode_pk = keys::episode_pk(episode_id);
     if !keys::fits(&turn_id_key.0, &turn_id_key.1) || !keys::fits(&episode_pk, keys::META) {
-        return Err(errors::refused(
+        return Err(error::refused(
             "the turn id or episode id is too long to be stored",
         ));
     }
@@ -143,7 +143,7 @@ async fn claim_on(
                     _ => Err(StoreError::NotFound),
                 };
             }
-            Err(errors::cancelled(
+            Err(error::cancelled(
                 "claiming a turn",
                 &transact::codes(&reasons),
             ))
@@ -223,7 +223,7 @@ async fn turn_id_taken(
     let Some(item) = item else {
         // This condition only fails on an existing item, which DynamoDB returns; without
         // one, something is off: let the caller retry.
-        return Err(StoreError::Unavailable(errors::BUSY.into()));
+        return Err(StoreError::Unavailable(error::BUSY.into()));
     };
     match items::string(&item, keys::STATE) {
         Some(keys::DONE) => {
@@ -236,7 +236,7 @@ async fn turn_id_taken(
                 "reading a completed turn",
             )
             .await?
-            .ok_or_else(|| errors::undecodable("a completed turn", &"missing"))?;
+            .ok_or_else(|| error::undecodable("a completed turn", &"missing"))?;
             let record = items::turn_record(&turn)?;
             match req.mismatch(&record.episode_id, &record.fingerprint) {
                 Some(mismatch) => Ok(Claim::Mismatch(mismatch)),
@@ -254,7 +254,7 @@ async fn turn_id_taken(
             }
             if !may_restart || req.episode_id.is_some() {
                 // Taken over by another claim in between: let the caller retry.
-                return Err(StoreError::Unavailable(errors::BUSY.into()));
+                return Err(StoreError::Unavailable(error::BUSY.into()));
             }
             let restart = ClaimRequest {
                 episode_id: Some(episode_id.to_owned()),
@@ -262,7 +262,7 @@ async fn turn_id_taken(
             };
             Box::pin(claim_on(store, &restart, false)).await
         }
-        _ => Err(StoreError::Unavailable(errors::BUSY.into())),
+        _ => Err(StoreError::Unavailable(error::BUSY.into())),
     }
 }
 
@@ -309,7 +309,7 @@ pub(crate) async fn release(
         Ok(output) => output.attributes,
         Err(err) => match err.as_service_error() {
             Some(UpdateItemError::ConditionalCheckFailedException(failed)) => failed.item.clone(),
-            _ => return Err(errors::sdk("releasing a turn", &err)),
+            _ => return Err(error::sdk("releasing a turn", &err)),
         },
     };
     // No META: no such episode, so no claim on it either.
@@ -349,7 +349,7 @@ pub(crate) async fn release(
         {
             Ok(())
         }
-        Err(err) => Err(errors::sdk("releasing a turn id", &err)),
+        Err(err) => Err(error::sdk("releasing a turn id", &err)),
     }
 }
 

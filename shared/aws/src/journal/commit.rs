@@ -31,10 +31,10 @@ use aws_sdk_dynamodb::types::{
 use baton_core::ports::store::{Commit, StoreError};
 
 use super::bodies::{self, Placement};
+use super::config::DynamoStore;
 use super::items::{self, Item, n, s};
-use super::store::DynamoStore;
 use super::transact::{self, Outcome, build_error};
-use super::{errors, keys, read};
+use super::{error, keys, read};
 
 /// DynamoDB's limit on one item.
 const MAX_ITEM_BYTES: usize = 400 * 1024;
@@ -144,7 +144,7 @@ fn refusal(
             return Ok(Refusal::Final(StoreError::Conflict));
         }
         if transact::other_failure(reasons) {
-            return Ok(Refusal::Final(errors::cancelled(
+            return Ok(Refusal::Final(error::cancelled(
                 "committing a turn",
                 &transact::codes(reasons),
             )));
@@ -155,7 +155,7 @@ fn refusal(
         // The seq, the turn id or a body key is taken.
         return Ok(Refusal::Final(StoreError::Conflict));
     }
-    Ok(Refusal::Final(errors::cancelled(
+    Ok(Refusal::Final(error::cancelled(
         "committing a turn",
         &transact::codes(reasons),
     )))
@@ -185,19 +185,19 @@ impl Parts {
             keys::turn_id_sk(&record.turn_id),
         );
         if !keys::fits(&episode_pk, keys::META) || !keys::fits(&turn_id_key.0, &turn_id_key.1) {
-            return Err(errors::refused(
+            return Err(error::refused(
                 "the turn id or episode id is too long to be stored",
             ));
         }
         if commit.bodies.len() > MAX_TRANSACTION_ITEMS - FIXED_ITEMS {
-            return Err(errors::refused(
+            return Err(error::refused(
                 "the turn has too many bodies to be stored in one commit",
             ));
         }
 
         let record_json = record
             .to_json()
-            .map_err(|e| errors::refused(&e.to_string()))?;
+            .map_err(|e| error::refused(&e.to_string()))?;
         let turn: Item = [
             (keys::PK, s(episode_pk.clone())),
             (keys::SK, s(keys::turn_sk(record.seq))),
@@ -215,7 +215,7 @@ impl Parts {
         for (body, placement) in commit.bodies.iter().zip(placements) {
             let sk = keys::body_sk(&body.key);
             if !keys::fits(&episode_pk, &sk) {
-                return Err(errors::refused("a body key is too long to be stored"));
+                return Err(error::refused("a body key is too long to be stored"));
             }
             let content = match placement {
                 Placement::Inline => (keys::JSON, s(&body.json)),
@@ -259,13 +259,13 @@ impl Parts {
             State::Object { key, .. } => key.len(),
         } + META_OVERHEAD_BYTES;
         if meta > MAX_ITEM_BYTES {
-            return Err(errors::refused(
+            return Err(error::refused(
                 "the episode state is too large to be stored",
             ));
         }
         let turn = items::size(&self.turn);
         if turn > MAX_ITEM_BYTES {
-            return Err(errors::refused("the turn is too large to be stored"));
+            return Err(error::refused("the turn is too large to be stored"));
         }
         let mut total = meta + turn + META_OVERHEAD_BYTES;
         for body in &self.bodies {
@@ -273,12 +273,12 @@ impl Parts {
             if size > MAX_ITEM_BYTES {
                 // Only an inline body can get here, and the inline limit is capped below
                 // this; kept as a guard.
-                return Err(errors::refused("a body is too large to be stored"));
+                return Err(error::refused("a body is too large to be stored"));
             }
             total += size;
         }
         if total > MAX_TRANSACTION_BYTES {
-            return Err(errors::refused(
+            return Err(error::refused(
                 "the turn and its bodies are too large to be stored in one commit",
             ));
         }

@@ -8,7 +8,7 @@ use baton_core::Principal;
 use baton_core::ports::store::{EpisodeMeta, StoreError};
 use baton_core::turn::{EpisodeState, TurnRecord};
 
-use super::errors;
+use super::error;
 use super::keys;
 
 /// One item as the SDK gives it.
@@ -32,19 +32,19 @@ pub(crate) fn number(item: &Item, name: &str) -> Result<Option<u64>, StoreError>
         Some(AttributeValue::N(n)) => n
             .parse::<u64>()
             .map(Some)
-            .map_err(|e| errors::undecodable(name, &e)),
-        Some(_) => Err(errors::undecodable(name, &"not a number")),
+            .map_err(|e| error::undecodable(name, &e)),
+        Some(_) => Err(error::undecodable(name, &"not a number")),
     }
 }
 
 /// A required number attribute.
 pub(crate) fn required_number(item: &Item, name: &str) -> Result<u64, StoreError> {
-    number(item, name)?.ok_or_else(|| errors::undecodable(name, &"missing"))
+    number(item, name)?.ok_or_else(|| error::undecodable(name, &"missing"))
 }
 
 /// A required string attribute.
 pub(crate) fn required_string<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
-    string(item, name).ok_or_else(|| errors::undecodable(name, &"missing or not a string"))
+    string(item, name).ok_or_else(|| error::undecodable(name, &"missing or not a string"))
 }
 
 /// `S` attribute value.
@@ -76,7 +76,7 @@ pub(crate) fn episode_meta(
     let state: EpisodeState = match string(item, keys::STATE) {
         None if string(item, keys::STATE_S3_KEY).is_some() => EpisodeState::default(),
         text => serde_json::from_str(text.unwrap_or_default())
-            .map_err(|e| errors::undecodable("an episode state", &e))?,
+            .map_err(|e| error::undecodable("an episode state", &e))?,
     };
     Ok(EpisodeMeta {
         episode_id: episode_id.to_owned(),
@@ -87,7 +87,7 @@ pub(crate) fn episode_meta(
         summary: string(item, keys::SUMMARY)
             .map(serde_json::from_str)
             .transpose()
-            .map_err(|e| errors::undecodable("an episode summary", &e))?,
+            .map_err(|e| error::undecodable("an episode summary", &e))?,
         state,
     })
 }
@@ -95,7 +95,7 @@ pub(crate) fn episode_meta(
 /// Decodes a TURN item's record.
 pub(crate) fn turn_record(item: &Item) -> Result<TurnRecord, StoreError> {
     serde_json::from_str(required_string(item, keys::RECORD)?)
-        .map_err(|e| errors::undecodable("a turn record", &e))
+        .map_err(|e| error::undecodable("a turn record", &e))
 }
 
 /// Compact JSON of a value the journal writes.

@@ -8,9 +8,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use baton_core::Principal;
 use baton_core::ports::store::{AccountLink, StoreError};
 
+use super::config::DynamoStore;
 use super::items::{self, Item, n, s};
-use super::store::DynamoStore;
-use super::{errors, keys, read};
+use super::{error, keys, read};
 
 /// The principal's link to `server`, if any (1 GetItem).
 pub(crate) async fn link(
@@ -48,7 +48,7 @@ pub(crate) async fn links(
         .send()
         .collect::<Result<Vec<_>, _>>()
         .await
-        .map_err(|e| errors::sdk("listing account links", &e))?;
+        .map_err(|e| error::sdk("listing account links", &e))?;
     Ok(found.iter().filter_map(|i| decode(i, principal)).collect())
 }
 
@@ -76,7 +76,7 @@ pub(crate) async fn save(
         .send()
         .await
         .map(drop)
-        .map_err(|e| errors::sdk("saving an account link", &e))
+        .map_err(|e| error::sdk("saving an account link", &e))
 }
 
 /// Removes the principal's link to `server`; whether there was one (1 DeleteItem).
@@ -95,7 +95,7 @@ pub(crate) async fn delete(
         .return_values(ReturnValue::AllOld)
         .send()
         .await
-        .map_err(|e| errors::sdk("removing an account link", &e))?;
+        .map_err(|e| error::sdk("removing an account link", &e))?;
     Ok(removed.attributes.is_some_and(|old| !old.is_empty()))
 }
 

@@ -18,9 +18,9 @@ use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{DueEpisode, StoreError};
 
+use super::config::DynamoStore;
 use super::items::{self, Item, n, s};
-use super::store::DynamoStore;
-use super::{errors, keys};
+use super::{error, keys};
 
 /// Stores `summary` on META and clears the due mark, if `principal` owns the episode and
 /// it is still at `expected_version` (1 UpdateItem).
@@ -75,7 +75,7 @@ pub(crate) async fn save_summary(
                 _ => Err(StoreError::NotFound),
             }
         }
-        _ => Err(errors::sdk("saving a summary", &err)),
+        _ => Err(error::sdk("saving a summary", &err)),
     }
 }
 
@@ -106,7 +106,7 @@ pub(crate) async fn due_episodes(
             .set_exclusive_start_key(start.take())
             .send()
             .await
-            .map_err(|e| errors::sdk("listing episodes due for compaction", &e))?;
+            .map_err(|e| error::sdk("listing episodes due for compaction", &e))?;
         for item in output.items.unwrap_or_default() {
             if due.len() < limit {
                 due.push(due_episode(&item)?);
@@ -125,11 +125,11 @@ fn due_episode(item: &Item) -> Result<DueEpisode, StoreError> {
     let pk = items::required_string(item, keys::PK)?;
     let episode_id = pk
         .strip_prefix(keys::EPISODE_PREFIX)
-        .ok_or_else(|| errors::undecodable("a due episode's key", &pk))?;
+        .ok_or_else(|| error::undecodable("a due episode's key", &pk))?;
     let owner = items::required_string(item, keys::OWNER)?;
     Ok(DueEpisode {
         episode_id: episode_id.to_owned(),
-        owner: Principal::new(owner).map_err(|e| errors::undecodable("an episode owner", &e))?,
+        owner: Principal::new(owner).map_err(|e| error::undecodable("an episode owner", &e))?,
         since_ms: items::required_number(item, keys::COMPACTION_DUE)?,
     })
 }

@@ -43,7 +43,8 @@ mod bodies;
 mod checkpoint;
 mod claim;
 mod commit;
-mod errors;
+mod config;
+mod error;
 mod items;
 pub mod keys;
 mod links;
@@ -54,5 +55,5 @@ mod store;
 mod transact;
 mod upstream;
 
+pub use config::{DynamoStore, JournalConfig, dynamodb_config, retry_config, s3_config};
 pub use schema::{SchemaError, create_table, create_table_without_ttl};
-pub use store::{DynamoStore, JournalConfig, dynamodb_config, retry_config, s3_config};

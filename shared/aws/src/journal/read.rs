@@ -10,9 +10,9 @@ use baton_core::Principal;
 use baton_core::ports::store::{EpisodeMeta, StoreError};
 use baton_core::turn::TurnRecord;
 
+use super::config::DynamoStore;
 use super::items::{self, Item};
-use super::store::DynamoStore;
-use super::{bodies, errors, keys};
+use super::{bodies, error, keys};
 
 /// One item by key, strongly consistent (1 GetItem).
 pub(crate) async fn get_item(
@@ -34,7 +34,7 @@ pub(crate) async fn get_item(
         .consistent_read(true)
         .send()
         .await
-        .map_err(|e| errors::sdk(doing, &e))?;
+        .map_err(|e| error::sdk(doing, &e))?;
     Ok(output.item)
 }
 
@@ -86,7 +86,7 @@ pub(crate) async fn episode_meta(
     {
         Some(text) => {
             meta.state = serde_json::from_str(&text)
-                .map_err(|e| errors::undecodable("an episode state", &e))?;
+                .map_err(|e| error::undecodable("an episode state", &e))?;
         }
         None => tracing::warn!(
             key = object_key,
@@ -224,7 +224,7 @@ async fn turn_page(
         .set_exclusive_start_key(start)
         .send()
         .await
-        .map_err(|e| errors::sdk("reading turns", &e))
+        .map_err(|e| error::sdk("reading turns", &e))
 }
 
 /// One body (1 GetItem, plus 1 S3 GetObject when it was stored in S3).
@@ -249,10 +249,10 @@ pub(crate) async fn body(
     } else if let Some(object_key) = items::string(&item, keys::S3_KEY) {
         bodies::get(store, object_key).await?
     } else {
-        return Err(errors::undecodable(
+        return Err(error::undecodable(
             "a body item",
             &"neither json nor s3_key",
         ));
     };
-    serde_json::from_str(&text).map_err(|e| errors::undecodable("a body", &e))
+    serde_json::from_str(&text).map_err(|e| error::undecodable("a body", &e))
 }

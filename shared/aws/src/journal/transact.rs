@@ -5,9 +5,9 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{CancellationReason, TransactWriteItem};
 use baton_core::ports::store::StoreError;
 
-use super::errors;
+use super::config::DynamoStore;
+use super::error;
 use super::items::Item;
-use super::store::DynamoStore;
 
 /// The code of a cancellation reason whose condition did not hold.
 const CONDITION_FAILED: &str = "ConditionalCheckFailed";
@@ -40,7 +40,7 @@ pub(crate) async fn write(
             Some(TransactWriteItemsError::TransactionCanceledException(cancelled)) => Ok(
                 Outcome::Cancelled(cancelled.cancellation_reasons().to_vec()),
             ),
-            _ => Err(errors::sdk(doing, &err)),
+            _ => Err(error::sdk(doing, &err)),
         },
     }
 }
@@ -72,5 +72,5 @@ pub(crate) fn codes(reasons: &[CancellationReason]) -> Vec<Option<&str>> {
 /// A request that could not be built: a bug here, reported as unavailable.
 pub(crate) fn build_error(err: BuildError) -> StoreError {
     tracing::error!(error = %err, "journal: a request could not be built");
-    StoreError::Unavailable(errors::UNREACHABLE.into())
+    StoreError::Unavailable(error::UNREACHABLE.into())
 }

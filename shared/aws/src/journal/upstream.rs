@@ -29,10 +29,10 @@ use baton_core::Principal;
 use baton_core::ports::store::StoreError;
 use baton_core::ports::upstream::UpstreamConversation;
 
+use super::config::DynamoStore;
 use super::items::{self, Item, n, s};
-use super::store::DynamoStore;
 use super::transact::{self, Outcome, build_error};
-use super::{errors, keys, read};
+use super::{error, keys, read};
 
 /// How long an item outlives its conversation's expiry before TTL may remove it.
 const UPSTREAM_TTL_GRACE_S: u64 = 86_400;
@@ -149,7 +149,7 @@ pub(crate) async fn save(
         return Err(StoreError::NotFound);
     }
     if !keys::fits(&pk, &sk) {
-        return Err(errors::refused(
+        return Err(error::refused(
             "the specialist's id is too long to keep its conversation",
         ));
     }
@@ -171,7 +171,7 @@ pub(crate) async fn save(
             if err
                 .as_service_error()
                 .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-        Err(err) => return Err(errors::sdk(doing, &err)),
+        Err(err) => return Err(error::sdk(doing, &err)),
     }
 
     // No item of the principal's yet: create it (or replace one not theirs) only on their
@@ -200,7 +200,7 @@ pub(crate) async fn save(
             // No META, or another's (D-30).
             Err(StoreError::NotFound)
         }
-        Outcome::Cancelled(reasons) => Err(errors::cancelled(doing, &transact::codes(&reasons))),
+        Outcome::Cancelled(reasons) => Err(error::cancelled(doing, &transact::codes(&reasons))),
     }
 }
 

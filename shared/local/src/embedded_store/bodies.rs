@@ -16,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 
 use baton_core::ports::store::{Body, StoreError};
 
-use super::failure;
+use super::error;
 
 /// Longest escaped id or key kept whole in a name (file names stay under 255 bytes).
 const MAX_NAME: usize = 120;
@@ -99,7 +99,7 @@ fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
     }
     let target = root.join(relative);
     if let Some(parent) = target.parent() {
-        fs::create_dir_all(parent).map_err(|e| failure::io(doing, &e))?;
+        fs::create_dir_all(parent).map_err(|e| error::io(doing, &e))?;
     }
     let bytes = body.json.as_bytes();
     let temp = target.with_extension("json.tmp");
@@ -111,7 +111,7 @@ fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
         .and_then(|()| fs::rename(&temp, &target))
         .map_err(|e| {
             let _ = fs::remove_file(&temp);
-            failure::io(doing, &e)
+            error::io(doing, &e)
         })
 }
 
@@ -124,13 +124,13 @@ pub(crate) fn resolve(root: &Path, relative: &str) -> Result<PathBuf, StoreError
     if inside {
         Ok(root.join(path))
     } else {
-        Err(failure::undecodable("a body path", &relative))
+        Err(error::undecodable("a body path", &relative))
     }
 }
 
 /// Decodes a body file read from disk.
 pub(crate) fn decode(bytes: &[u8]) -> Result<serde_json::Value, StoreError> {
-    serde_json::from_slice(bytes).map_err(|e| failure::undecodable("a body file", &e))
+    serde_json::from_slice(bytes).map_err(|e| error::undecodable("a body file", &e))
 }
 
 #[cfg(test)]

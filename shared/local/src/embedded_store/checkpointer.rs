@@ -23,7 +23,7 @@ use baton_core::ports::store::StoreError;
 use rusqlite::wal::CheckpointMode;
 use rusqlite::{Connection, OpenFlags};
 
-use super::failure;
+use super::error;
 
 /// Pages in the log past which a checkpoint runs: SQLite's own default threshold.
 pub(crate) const LOG_PAGES: i32 = 1000;
@@ -49,7 +49,7 @@ pub(crate) fn start(
     });
     writer
         .pragma_update(None, "journal_size_limit", LOG_SIZE_LIMIT)
-        .map_err(|e| failure::sql("limiting the log's size", e))?;
+        .map_err(|e| error::sql("limiting the log's size", e))?;
     // Set last: setting the hook turns SQLite's automatic checkpoints off for `writer`.
     writer
         .wal_hook(Some(move |wal: &mut rusqlite::hooks::Wal, pages| {
@@ -58,7 +58,7 @@ pub(crate) fn start(
             }
             Ok(())
         }))
-        .map_err(|e| failure::sql("handing checkpoints off the writer", e))
+        .map_err(|e| error::sql("handing checkpoints off the writer", e))
 }
 
 /// The checkpoint connection and whether a job runs on it.
@@ -110,13 +110,13 @@ impl Copier {
 fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| failure::sql("opening for checkpoints", e))?;
+        .map_err(|e| error::sql("opening for checkpoints", e))?;
     conn.busy_timeout(busy_timeout)
-        .map_err(|e| failure::sql("setting the busy timeout", e))?;
+        .map_err(|e| error::sql("setting the busy timeout", e))?;
     // A connection that has read nothing does not know yet that the file keeps a log, and
     // its checkpoints would do nothing.
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
-        .map_err(|e| failure::sql("opening for checkpoints", e))?;
+        .map_err(|e| error::sql("opening for checkpoints", e))?;
     Ok(conn)
 }
 

@@ -12,7 +12,7 @@ use baton_core::ports::store::{Claim, ClaimRequest, Commit, DueEpisode, EpisodeM
 use baton_core::turn::{EpisodeState, TurnRecord};
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
-use super::{failure, owner, room};
+use super::{error, owner, room};
 
 /// SQLite integers are signed; times and versions past `i64::MAX` are clamped (never
 /// reached in practice, and a clamped version simply never matches).
@@ -21,16 +21,16 @@ pub(super) fn int(value: u64) -> i64 {
 }
 
 fn uint(value: i64, what: &str) -> Result<u64, StoreError> {
-    u64::try_from(value).map_err(|e| failure::undecodable(what, &e))
+    u64::try_from(value).map_err(|e| error::undecodable(what, &e))
 }
 
 fn immediate<'c>(conn: &'c mut Connection, doing: &str) -> Result<Transaction<'c>, StoreError> {
     conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| failure::sql(doing, e))
+        .map_err(|e| error::sql(doing, e))
 }
 
 fn decode_record(json: &str) -> Result<TurnRecord, StoreError> {
-    serde_json::from_str(json).map_err(|e| failure::undecodable("a turn record", &e))
+    serde_json::from_str(json).map_err(|e| error::undecodable("a turn record", &e))
 }
 
 fn encode<T: serde::Serialize>(value: &T, what: &str) -> Result<String, StoreError> {
@@ -64,7 +64,7 @@ fn owned(
             },
         )
         .optional()
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     let Some((owner, version, created_ms, updated_ms, summary, state)) = row else {
         return Err(StoreError::NotFound);
     };
@@ -72,11 +72,11 @@ fn owned(
         return Err(StoreError::NotFound);
     }
     let state: EpisodeState =
-        serde_json::from_str(&state).map_err(|e| failure::undecodable("an episode state", &e))?;
+        serde_json::from_str(&state).map_err(|e| error::undecodable("an episode state", &e))?;
     let summary: Option<EpisodeSummary> = summary
         .map(|json| serde_json::from_str(&json))
         .transpose()
-        .map_err(|e| failure::undecodable("an episode summary", &e))?;
+        .map_err(|e| error::undecodable("an episode summary", &e))?;
     Ok(EpisodeMeta {
         episode_id: episode_id.to_owned(),
         owner: principal.clone(),
@@ -96,7 +96,7 @@ pub(crate) fn claim(
     dir: &Path,
 ) -> Result<Claim, StoreError> {
     let doing = "claiming a turn";
-    let sql = |e| failure::sql(doing, e);
+    let sql = |e| error::sql(doing, e);
     let tx = immediate(conn, doing)?;
     let principal = req.principal.as_str();
     let now = int(req.now_ms);
@@ -231,7 +231,7 @@ pub(crate) fn release(
     turn_id: &str,
 ) -> Result<(), StoreError> {
     let doing = "releasing a claim";
-    let sql = |e| failure::sql(doing, e);
+    let sql = |e| error::sql(doing, e);
     let tx = immediate(conn, doing)?;
     tx.execute(
         "UPDATE claims SET expires_ms = 0 WHERE episode_id = ?1 AND turn_id = ?2",
@@ -256,7 +256,7 @@ pub(crate) fn commit(
     named: &[(String, String)],
 ) -> Result<u64, StoreError> {
     let doing = "committing a turn";
-    let sql = |e| failure::sql(doing, e);
+    let sql = |e| error::sql(doing, e);
     let tx = immediate(conn, doing)?;
     let record = &commit.record;
     let principal = commit.principal.as_str();
@@ -369,7 +369,7 @@ pub(crate) fn save_checkpoint(
                  SET checkpoint = excluded.checkpoint",
             params![episode_id, turn_id, checkpoint],
         )
-        .map_err(|e| failure::sql("saving a checkpoint", e))?;
+        .map_err(|e| error::sql("saving a checkpoint", e))?;
     if written == 0 {
         return Err(StoreError::Conflict);
     }
@@ -388,7 +388,7 @@ pub(crate) fn checkpoint(
         |row| row.get(0),
     )
     .optional()
-    .map_err(|e| failure::sql("reading a checkpoint", e))
+    .map_err(|e| error::sql("reading a checkpoint", e))
 }
 
 /// Episode metadata, checked for ownership.
@@ -446,7 +446,7 @@ fn owned_turns(
     query: &str,
     params: impl rusqlite::Params,
 ) -> Result<Vec<TurnRecord>, StoreError> {
-    let sql = |e| failure::sql("reading turns", e);
+    let sql = |e| error::sql("reading turns", e);
     let tx = conn.transaction().map_err(sql)?;
     owned(&tx, principal, episode_id)?;
     let mut stmt = tx.prepare(query).map_err(sql)?;
@@ -470,7 +470,7 @@ pub(crate) fn save_summary(
     summary: &EpisodeSummary,
 ) -> Result<(), StoreError> {
     let doing = "saving a summary";
-    let sql = |e| failure::sql(doing, e);
+    let sql = |e| error::sql(doing, e);
     let json = serde_json::to_string(summary).map_err(|e| {
         tracing::warn!(error = %e, "embedded store: a summary does not serialize");
         StoreError::Unavailable("the summary could not be saved".into())
@@ -491,7 +491,7 @@ pub(crate) fn save_summary(
 /// Up to `limit` episodes due for compaction, longest due first (ties by id).
 pub(crate) fn due_episodes(conn: &Connection, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
     let doing = "listing episodes due for compaction";
-    let sql = |e| failure::sql(doing, e);
+    let sql = |e| error::sql(doing, e);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut stmt = conn
         .prepare(
@@ -515,7 +515,7 @@ pub(crate) fn due_episodes(conn: &Connection, limit: usize) -> Result<Vec<DueEpi
         due.push(DueEpisode {
             episode_id,
             owner: Principal::new(&owner)
-                .map_err(|e| failure::undecodable("an episode owner", &e))?,
+                .map_err(|e| error::undecodable("an episode owner", &e))?,
             since_ms: uint(since_ms, "a due time")?,
         });
     }
@@ -530,7 +530,7 @@ pub(crate) fn body_path(
     key: &str,
 ) -> Result<String, StoreError> {
     let doing = "reading a body";
-    let tx = conn.transaction().map_err(|e| failure::sql(doing, e))?;
+    let tx = conn.transaction().map_err(|e| error::sql(doing, e))?;
     owned(&tx, principal, episode_id)?;
     tx.query_row(
         "SELECT path FROM bodies WHERE episode_id = ?1 AND key = ?2",
@@ -538,7 +538,7 @@ pub(crate) fn body_path(
         |row| row.get(0),
     )
     .optional()
-    .map_err(|e| failure::sql(doing, e))?
+    .map_err(|e| error::sql(doing, e))?
     .ok_or(StoreError::NotFound)
 }
 
@@ -550,6 +550,6 @@ pub(crate) fn ready(conn: &mut Connection) -> Result<(), StoreError> {
     tx.query_row("SELECT count(*) FROM claims", [], |row| {
         row.get::<_, i64>(0)
     })
-    .map_err(|e| failure::sql(doing, e))?;
-    tx.rollback().map_err(|e| failure::sql(doing, e))
+    .map_err(|e| error::sql(doing, e))?;
+    tx.rollback().map_err(|e| error::sql(doing, e))
 }

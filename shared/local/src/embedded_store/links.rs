@@ -5,7 +5,7 @@ use baton_core::Principal;
 use baton_core::ports::store::{AccountLink, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::failure;
+use super::error;
 
 /// The principal's link to `server`, if any.
 pub(crate) fn link(
@@ -19,7 +19,7 @@ pub(crate) fn link(
         row_link,
     )
     .optional()
-    .map_err(|e| failure::sql("reading an account link", e))
+    .map_err(|e| error::sql("reading an account link", e))
 }
 
 /// Every link of the principal, by server.
@@ -32,12 +32,12 @@ pub(crate) fn links(
         .prepare_cached(
             "SELECT server, sealed, updated_ms FROM links WHERE principal = ?1 ORDER BY server",
         )
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     let rows = statement
         .query_map(params![principal.as_str()], row_link)
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     rows.collect::<Result<Vec<_>, _>>()
-        .map_err(|e| failure::sql(doing, e))
+        .map_err(|e| error::sql(doing, e))
 }
 
 /// Saves or replaces the principal's link to `link.server`.
@@ -53,7 +53,7 @@ pub(crate) fn save(
         params![principal.as_str(), link.server, link.sealed, updated],
     )
     .map(drop)
-    .map_err(|e| failure::sql("saving an account link", e))
+    .map_err(|e| error::sql("saving an account link", e))
 }
 
 /// Removes the principal's link to `server`; whether there was one.
@@ -67,7 +67,7 @@ pub(crate) fn delete(
         params![principal.as_str(), server],
     )
     .map(|removed| removed > 0)
-    .map_err(|e| failure::sql("removing an account link", e))
+    .map_err(|e| error::sql("removing an account link", e))
 }
 
 fn row_link(row: &rusqlite::Row<'_>) -> rusqlite::Result<AccountLink> {

@@ -32,7 +32,7 @@
 
 mod bodies;
 mod checkpointer;
-mod failure;
+mod error;
 mod journal;
 mod links;
 mod owner;
@@ -131,7 +131,7 @@ impl EmbeddedStore {
         busy_timeout: Duration,
     ) -> Result<EmbeddedStore, StoreError> {
         let bodies = dir.join(BODIES_DIR);
-        std::fs::create_dir_all(&bodies).map_err(|e| failure::io("creating the folder", &e))?;
+        std::fs::create_dir_all(&bodies).map_err(|e| error::io("creating the folder", &e))?;
         let file = dir.join(DATABASE_FILE);
         let mut conn = schema::open(&file, busy_timeout)?;
         let owner = owner::Owner::take(dir)?;
@@ -373,7 +373,7 @@ impl Store for EmbeddedStore {
             let committed = self
                 .run_admitted(permit, move |conn, bodies| {
                     let committed = journal::commit(conn, bodies, &rows, &named);
-                    if committed.as_ref().is_err_and(failure::is_disk_full) {
+                    if committed.as_ref().is_err_and(error::is_disk_full) {
                         // The log grew with the rolled-back commit and keeps its size: give
                         // the room back, so that the release that follows, and the next
                         // turns once there is room again, can write.
@@ -553,9 +553,9 @@ impl Store for EmbeddedStore {
         }
         let bytes = tokio::fs::read(&path).await.map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                failure::undecodable("a body file (missing)", &e)
+                error::undecodable("a body file (missing)", &e)
             } else {
-                failure::io("reading a body", &e)
+                error::io("reading a body", &e)
             }
         })?;
         bodies::decode(&bytes)

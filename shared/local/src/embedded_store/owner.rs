@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use baton_core::ports::store::StoreError;
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 
-use super::failure;
+use super::error;
 
 /// The folder of owners' lock files inside the store folder.
 pub const OWNERS_DIR: &str = "owners";
@@ -29,10 +29,10 @@ impl Owner {
     /// Takes a fresh owner id in `dir` and locks its file.
     pub(crate) fn take(dir: &Path) -> Result<Owner, StoreError> {
         let owners = dir.join(OWNERS_DIR);
-        std::fs::create_dir_all(&owners).map_err(|e| failure::io("creating the folder", &e))?;
+        std::fs::create_dir_all(&owners).map_err(|e| error::io("creating the folder", &e))?;
         let id = format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple());
         let path = owners.join(format!("{id}.lock"));
-        let lock = File::create(&path).map_err(|e| failure::io("creating a lock file", &e))?;
+        let lock = File::create(&path).map_err(|e| error::io("creating a lock file", &e))?;
         lock.try_lock().map_err(|e| {
             tracing::warn!(error = %e, "embedded store: cannot lock the owner file");
             StoreError::Unavailable("the local store's folder cannot be locked".into())
@@ -82,9 +82,9 @@ fn is_gone(owners: &Path, id: &str) -> bool {
 pub(crate) fn reclaim(conn: &mut Connection, dir: &Path, me: &str) -> Result<usize, StoreError> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| failure::sql(RECLAIMING, e))?;
+        .map_err(|e| error::sql(RECLAIMING, e))?;
     let reclaimed = reclaim_in(&tx, dir, me)?;
-    tx.commit().map_err(|e| failure::sql(RECLAIMING, e))?;
+    tx.commit().map_err(|e| error::sql(RECLAIMING, e))?;
     Ok(reclaimed)
 }
 
@@ -94,7 +94,7 @@ const RECLAIMING: &str = "reclaiming interrupted turns";
 /// claim stands in its way, so that a process running beside one that died (`baton chat`
 /// beside `baton serve` on one folder) frees the dead one's claims without a restart.
 pub(crate) fn reclaim_in(tx: &Transaction<'_>, dir: &Path, me: &str) -> Result<usize, StoreError> {
-    let sql = |e| failure::sql(RECLAIMING, e);
+    let sql = |e| error::sql(RECLAIMING, e);
     let owners: Vec<String> = {
         let mut stmt = tx
             .prepare("SELECT DISTINCT owner FROM claims WHERE expires_ms > 0 AND owner <> ?1")

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use baton_core::ports::store::StoreError;
 
-use super::failure;
+use super::error;
 
 /// The free space below which the store takes no new turn and is not ready: room for an
 /// ordinary turn's record and bodies, so that a turn that starts can be saved.
@@ -32,7 +32,7 @@ pub(crate) fn check(path: &Path, need: u64) -> Result<(), StoreError> {
                     need_bytes = need,
                     "embedded store: not enough room on the disk"
                 );
-                return Err(failure::disk_full());
+                return Err(error::disk_full());
             }
             Ok(())
         }

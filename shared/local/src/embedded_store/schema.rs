@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_core::ports::store::StoreError;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 
-use super::failure;
+use super::error;
 
 /// Marks the file as a Baton store (`PRAGMA application_id`), so another program's database
 /// is never mistaken for one and changed.
@@ -199,7 +199,7 @@ pub(crate) fn header_intact(path: &Path) -> Result<(), StoreError> {
     use std::io::Read;
     let damaged = |detail: &dyn std::fmt::Display| {
         tracing::error!(%detail, "embedded store: the store file is not as it was left");
-        StoreError::Corrupt(failure::DAMAGED.into())
+        StoreError::Corrupt(error::DAMAGED.into())
     };
     let mut head = Vec::with_capacity(72);
     std::fs::File::open(path)
@@ -227,15 +227,15 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
         | OpenFlags::SQLITE_OPEN_CREATE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let mut conn =
-        Connection::open_with_flags(path, flags).map_err(|e| failure::sql("opening", e))?;
+        Connection::open_with_flags(path, flags).map_err(|e| error::sql("opening", e))?;
     conn.busy_timeout(busy_timeout)
-        .map_err(|e| failure::sql("setting the busy timeout", e))?;
+        .map_err(|e| error::sql("setting the busy timeout", e))?;
 
     let (app_id, version, tables) = identity(&conn)?;
     let fresh = app_id == 0 && version == 0 && tables == 0;
     if !fresh && app_id != APPLICATION_ID {
         tracing::error!(app_id, version, tables, "embedded store: not a Baton store");
-        return Err(StoreError::Corrupt(failure::DAMAGED.into()));
+        return Err(StoreError::Corrupt(error::DAMAGED.into()));
     }
     if version > SCHEMA_VERSION {
         tracing::error!(version, "embedded store: written by a newer Baton");
@@ -246,15 +246,15 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
 
     let mode: String = conn
         .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .map_err(|e| failure::sql("turning on write-ahead logging", e))?;
+        .map_err(|e| error::sql("turning on write-ahead logging", e))?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(mode, "embedded store: write-ahead logging unavailable");
     }
     // WAL with NORMAL sync: a power cut may lose the last commits, never corrupt the file.
     conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(|e| failure::sql("setting the sync mode", e))?;
+        .map_err(|e| error::sql("setting the sync mode", e))?;
     conn.pragma_update(None, "foreign_keys", true)
-        .map_err(|e| failure::sql("turning on foreign keys", e))?;
+        .map_err(|e| error::sql("turning on foreign keys", e))?;
     set_cache(&conn, WRITER_CACHE_KIB)?;
 
     if fresh {
@@ -270,9 +270,9 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
 pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags)
-        .map_err(|e| failure::sql("opening for reading", e))?;
+        .map_err(|e| error::sql("opening for reading", e))?;
     conn.busy_timeout(busy_timeout)
-        .map_err(|e| failure::sql("setting the busy timeout", e))?;
+        .map_err(|e| error::sql("setting the busy timeout", e))?;
     set_cache(&conn, READER_CACHE_KIB)?;
     Ok(conn)
 }
@@ -280,7 +280,7 @@ pub(crate) fn open_reader(path: &Path, busy_timeout: Duration) -> Result<Connect
 /// Caps the connection's page cache at `kib` KiB (a negative `cache_size` is in KiB).
 fn set_cache(conn: &Connection, kib: i64) -> Result<(), StoreError> {
     conn.pragma_update(None, "cache_size", -kib)
-        .map_err(|e| failure::sql("setting the page cache size", e))
+        .map_err(|e| error::sql("setting the page cache size", e))
 }
 
 /// Checkpoints the write-ahead log and truncates it to nothing, giving its disk space
@@ -295,7 +295,7 @@ pub(crate) fn shrink_log(conn: &Connection) {
 fn identity(conn: &Connection) -> Result<(i32, i32, i64), StoreError> {
     let read = |pragma: &str| -> Result<i32, StoreError> {
         conn.pragma_query_value(None, pragma, |row| row.get(0))
-            .map_err(|e| failure::sql("reading the store's identity", e))
+            .map_err(|e| error::sql("reading the store's identity", e))
     };
     let app_id = read("application_id")?;
     let version = read("user_version")?;
@@ -305,7 +305,7 @@ fn identity(conn: &Connection) -> Result<(i32, i32, i64), StoreError> {
             [],
             |row| row.get(0),
         )
-        .map_err(|e| failure::sql("reading the store's identity", e))?;
+        .map_err(|e| error::sql("reading the store's identity", e))?;
     Ok((app_id, version, tables))
 }
 
@@ -314,41 +314,40 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let doing = "updating the store's layout";
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     // Another process may have done it while we waited for the write lock.
     let (_, from, _) = identity(&tx)?;
     let mut version = from;
     for &(step_from, step) in MIGRATIONS {
         if version == step_from {
-            tx.execute_batch(step).map_err(|e| failure::sql(doing, e))?;
+            tx.execute_batch(step).map_err(|e| error::sql(doing, e))?;
             version = step_from + 1;
         }
     }
     if version != from {
         tx.pragma_update(None, "user_version", version)
-            .map_err(|e| failure::sql(doing, e))?;
+            .map_err(|e| error::sql(doing, e))?;
         tracing::info!(from, to = version, "embedded store: layout updated");
     }
-    tx.commit().map_err(|e| failure::sql(doing, e))
+    tx.commit().map_err(|e| error::sql(doing, e))
 }
 
 fn create_tables(conn: &mut Connection) -> Result<(), StoreError> {
     let doing = "creating the tables";
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     // Another process may have created them while we waited for the write lock.
     let (app_id, _, _) = identity(&tx)?;
     if app_id == APPLICATION_ID {
         return Ok(());
     }
-    tx.execute_batch(TABLES)
-        .map_err(|e| failure::sql(doing, e))?;
+    tx.execute_batch(TABLES).map_err(|e| error::sql(doing, e))?;
     tx.pragma_update(None, "application_id", APPLICATION_ID)
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-        .map_err(|e| failure::sql(doing, e))?;
-    tx.commit().map_err(|e| failure::sql(doing, e))
+        .map_err(|e| error::sql(doing, e))?;
+    tx.commit().map_err(|e| error::sql(doing, e))
 }
 
 #[cfg(test)]

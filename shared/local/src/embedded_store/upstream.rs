@@ -9,7 +9,7 @@ use baton_core::ports::upstream::UpstreamConversation;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::failure;
+use super::error;
 use super::journal::int;
 
 /// The conversation `agent_id` keeps on the episode, checked for ownership: one statement,
@@ -36,7 +36,7 @@ pub(crate) fn conversation(
             },
         )
         .optional()
-        .map_err(|e| failure::sql(doing, e))?;
+        .map_err(|e| error::sql(doing, e))?;
     let Some((owner, found, decoded)) = row else {
         return Err(StoreError::NotFound);
     };
@@ -109,7 +109,7 @@ pub(crate) fn save(
                 conversation.pending,
             ],
         )
-        .map_err(|e| failure::sql("saving an upstream conversation", e))?;
+        .map_err(|e| error::sql("saving an upstream conversation", e))?;
     if written == 0 {
         return Err(StoreError::NotFound);
     }
