@@ -4,49 +4,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use baton_core::directive::{DirectLinePolicy, DirectMode};
-use baton_core::registry::{Agent, Registry};
-use serde::Serialize;
 
-use crate::faces::{self, Endpoint};
-use crate::principal::Caller;
+use crate::caller::Caller;
+use crate::catalog::{Catalog, catalog};
+use crate::faces;
 use crate::state::AppState;
-
-/// The answer of `GET /v1/agents`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Catalog {
-    /// The orchestrator the caller talks to.
-    pub(crate) assistant: Assistant,
-    /// How to address a specialist directly.
-    pub(crate) direct_line: DirectLine,
-    /// Its specialists, in declared order.
-    pub(crate) agents: Vec<Specialist>,
-    /// The ways in this server serves (the native stream and each face).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(crate) endpoints: Vec<Endpoint>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Assistant {
-    pub(crate) id: String,
-    pub(crate) label: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct DirectLine {
-    pub(crate) enabled: bool,
-    pub(crate) prefix: String,
-    exit: String,
-    sticky: bool,
-    mode: DirectMode,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Specialist {
-    pub(crate) id: String,
-    pub(crate) label: String,
-    pub(crate) description: String,
-}
 
 /// The list is the same for every caller, but it is still asked with a principal: the
 /// service answers no one it does not know (D-30).
@@ -55,45 +17,6 @@ pub(crate) async fn get_agents(State(state): State<AppState>, _caller: Caller) -
         endpoints: faces::endpoints(&state),
         ..catalog(state.runtime.registry(), state.runtime.entry())
     })
-}
-
-/// The catalog of `entry` over `registry`. An entry without specialists has the Direct Line
-/// off: there is no one to address.
-pub(crate) fn catalog(registry: &Registry, entry: &Agent) -> Catalog {
-    let (policy, sub_agents) = match &entry.orchestration {
-        Some(o) => (o.direct_line.clone(), o.sub_agents.as_slice()),
-        None => (
-            DirectLinePolicy {
-                enabled: false,
-                ..DirectLinePolicy::default()
-            },
-            &[][..],
-        ),
-    };
-    let agents = sub_agents
-        .iter()
-        .filter_map(|id| registry.agent(id))
-        .map(|a| Specialist {
-            id: a.id.to_string(),
-            label: a.label.to_string(),
-            description: a.description.to_string(),
-        })
-        .collect::<Vec<_>>();
-    Catalog {
-        assistant: Assistant {
-            id: entry.id.to_string(),
-            label: entry.label.to_string(),
-        },
-        direct_line: DirectLine {
-            enabled: policy.enabled && !agents.is_empty(),
-            prefix: policy.prefix,
-            exit: policy.exit,
-            sticky: policy.sticky,
-            mode: policy.mode,
-        },
-        agents,
-        endpoints: Vec::new(),
-    }
 }
 
 #[cfg(test)]
@@ -105,6 +28,7 @@ pub(crate) mod tests {
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
     use baton_core::Principal;
+    use baton_core::registry::Registry;
     use baton_inproc::ConfiguredConnector;
     use baton_inproc::HeapStore;
     use baton_inproc::scripted::ScriptedModel;

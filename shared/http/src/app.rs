@@ -11,7 +11,7 @@ use crate::{agents, console, episodes, faces, health, hosts, links, turns};
 /// The Baton HTTP app over `state`: every route, the body limit, the allowed hosts and
 /// origins (403), and JSON refusals for unknown paths (404) and methods (405).
 ///
-/// Serve it with [`serve`](crate::serve) or any tower-compatible host (the turn Lambda);
+/// Serve it with `baton_http::serve` or any tower-compatible host (the turn Lambda);
 /// tests drive it with `app(state).oneshot(request)`.
 pub fn app(state: AppState) -> Router {
     let mut router = Router::new()
@@ -38,7 +38,7 @@ pub fn app(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
+            state.hosts.clone(),
             hosts::guard,
         ))
         .with_state(state)

@@ -1,4 +1,4 @@
-//! The open connections of [`serve`](crate::serve): which are serving a request and which
+//! The open connections of `baton_http::serve`: which are serving a request and which
 //! only hold a socket (idle between requests, or still sending a request head), so that a
 //! server at its connection limit closes the oldest of the latter for a new client instead
 //! of making it wait for a timeout.

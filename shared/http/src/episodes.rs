@@ -7,8 +7,8 @@ use axum::extract::{Path, State};
 use baton_runtime::history::EpisodeHistory;
 use baton_runtime::{RejectionKind, TurnRejection};
 
+use crate::caller::Caller;
 use crate::error::Error;
-use crate::principal::Caller;
 use crate::state::AppState;
 
 /// Another principal's episode is "not found", exactly like an unknown one (D-30).

@@ -8,7 +8,26 @@ use axum::response::{IntoResponse, Response};
 use baton_runtime::{RejectionKind, TurnRejection};
 use serde_json::json;
 
-use crate::principal::AuthError;
+/// Why a request has no usable principal. `Missing` and `Invalid` become 401; `NoIdentity`
+/// becomes 403; `Ambiguous` 400.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// The request carries no principal and there is no default.
+    #[error("this request is not authenticated: it names no principal")]
+    Missing,
+    /// The request names a principal that is not a valid id.
+    #[error("the request's principal is not valid: {0}")]
+    Invalid(String),
+    /// The request reached the service without an authenticated identity in its auth
+    /// context (on AWS: no IAM caller and no authorizer claims). Asking again with the
+    /// same credentials will not help, hence 403 rather than 401.
+    #[error("this request carries no authenticated identity, so it cannot be served")]
+    NoIdentity,
+    /// The request names more than one principal: none of them is taken, since which one
+    /// a proxy or client meant cannot be known.
+    #[error("the request names more than one principal; send exactly one")]
+    Ambiguous,
+}
 
 /// A `Result` whose error is this crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;

@@ -10,7 +10,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::Error;
-use crate::state::AppState;
 
 /// Which hosts the server answers, and which sites' pages may call it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,8 +59,12 @@ const OPEN_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 /// Refuses (403) a request for a host the server does not answer, or from a page of a
 /// site it does not serve. A request with no `Host` (only a client written by hand sends
 /// none) or no `Origin` (anything but a browser) is judged on what it has.
-pub(crate) async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let hosts = &state.hosts;
+pub(crate) async fn guard(
+    State(hosts): State<AllowedHosts>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let hosts = &hosts;
     if *hosts == AllowedHosts::Any || OPEN_PATHS.contains(&request.uri().path()) {
         return next.run(request).await;
     }

@@ -30,6 +30,8 @@
 mod agents;
 mod app;
 mod body;
+mod caller;
+mod catalog;
 mod connections;
 mod console;
 mod episodes;

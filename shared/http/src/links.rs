@@ -18,8 +18,8 @@ use baton_runtime::{LinkError, RejectionKind, TurnRejection};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::caller::Caller;
 use crate::error::Error;
-use crate::principal::Caller;
 use crate::state::AppState;
 
 /// What the authorization server sends the browser back with.

@@ -1,36 +1,13 @@
 //! Who is calling: the principal comes from the auth context, never from the body (D-30).
 
-use axum::extract::FromRequestParts;
 use axum::http::HeaderName;
 use axum::http::request::Parts;
 use baton_core::Principal;
 
-use crate::error::Error;
-use crate::state::AppState;
+pub use crate::error::AuthError;
 
 /// The header [`LocalPrincipal`] reads by default.
 pub const PRINCIPAL_HEADER: &str = "x-baton-principal";
-
-/// Why a request has no usable principal. `Missing` and `Invalid` become 401; `NoIdentity`
-/// becomes 403; `Ambiguous` 400.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AuthError {
-    /// The request carries no principal and there is no default.
-    #[error("this request is not authenticated: it names no principal")]
-    Missing,
-    /// The request names a principal that is not a valid id.
-    #[error("the request's principal is not valid: {0}")]
-    Invalid(String),
-    /// The request reached the service without an authenticated identity in its auth
-    /// context (on AWS: no IAM caller and no authorizer claims). Asking again with the
-    /// same credentials will not help, hence 403 rather than 401.
-    #[error("this request carries no authenticated identity, so it cannot be served")]
-    NoIdentity,
-    /// The request names more than one principal: none of them is taken, since which one
-    /// a proxy or client meant cannot be known.
-    #[error("the request names more than one principal; send exactly one")]
-    Ambiguous,
-}
 
 /// Where the caller's principal comes from. Locally a flag or a header; on AWS the
 /// function URL's IAM context or the API Gateway authorizer.
@@ -102,23 +79,6 @@ impl PrincipalSource for LocalPrincipal {
 
     fn scheme(&self) -> Option<CallerScheme> {
         Some(CallerScheme::Header(self.header.as_str().to_owned()))
-    }
-}
-
-/// Extracts the caller's principal through the state's [`PrincipalSource`].
-pub(crate) struct Caller(pub(crate) Principal);
-
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = Error;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
-        match state.principals.principal(parts) {
-            Ok(p) => Ok(Caller(p)),
-            Err(e) => {
-                tracing::info!(error = %e, "request refused: no usable principal");
-                Err(Error::Unauthorized(e))
-            }
-        }
     }
 }
 

@@ -13,7 +13,7 @@ use crate::principal::PrincipalSource;
 /// Largest accepted request body unless [`AppState::max_body_bytes`] says otherwise.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
 
-/// The state behind [`app`](crate::app): the runtime, where callers' principals come from,
+/// The state behind the app (`baton_http::app`): the runtime, where callers' principals come from,
 /// and optional extras. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {

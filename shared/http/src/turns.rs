@@ -17,8 +17,8 @@ use serde::Deserialize;
 use tracing::Instrument as _;
 
 use crate::body;
+use crate::caller::Caller;
 use crate::error::Error;
-use crate::principal::Caller;
 use crate::sse;
 use crate::state::AppState;
 

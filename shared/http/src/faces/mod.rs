@@ -10,8 +10,8 @@ mod message;
 mod openai;
 
 use axum::Router;
-use serde::Serialize;
 
+use crate::catalog::{Endpoint, endpoint};
 use crate::state::AppState;
 
 /// Every face's routes (the MCP face's allowed hosts come from `state`).
@@ -21,18 +21,6 @@ pub(crate) fn routes(state: &AppState) -> Router<AppState> {
         .merge(agui::routes())
         .merge(a2a::routes())
         .merge(mcp::routes(state))
-}
-
-/// One way in: what it is, and its method and path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub(crate) struct Endpoint {
-    name: &'static str,
-    method: &'static str,
-    path: &'static str,
-}
-
-const fn endpoint(name: &'static str, method: &'static str, path: &'static str) -> Endpoint {
-    Endpoint { name, method, path }
 }
 
 /// The ways in that `state`'s app serves, for clients and the console to list: the

@@ -40,8 +40,8 @@ use serde_json::Value;
 
 use self::rpc::Call;
 use self::task::{TaskRef, TaskRun};
+use crate::caller::Caller;
 use crate::error::Error;
-use crate::principal::Caller;
 use crate::state::AppState;
 use crate::{body, sse, turns};
 

@@ -30,8 +30,8 @@ use futures::StreamExt as _;
 use serde_json::{Value, json};
 
 use self::events::Run;
+use crate::caller::Caller;
 use crate::error::Error;
-use crate::principal::Caller;
 use crate::state::AppState;
 use crate::{body, sse, turns};
 

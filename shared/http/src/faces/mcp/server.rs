@@ -19,7 +19,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use super::call::{self, Reply};
 use super::elicit;
 use super::tools::{self, Target, Toolbox};
-use crate::agents;
+use crate::catalog;
 use crate::state::AppState;
 use crate::turns;
 
@@ -54,7 +54,7 @@ impl McpServer {
     }
 
     fn new(state: AppState, caller: Caller) -> Self {
-        let catalog = agents::catalog(state.runtime.registry(), state.runtime.entry());
+        let catalog = catalog::catalog(state.runtime.registry(), state.runtime.entry());
         McpServer {
             toolbox: Arc::new(Toolbox::new(&catalog)),
             state,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::agents::Catalog;
+use crate::catalog::Catalog;
 
 /// The tool that asks the assistant.
 pub(crate) const ASK: &str = "ask";

@@ -29,8 +29,8 @@ use futures::StreamExt as _;
 use serde_json::json;
 
 use self::response::Completion;
+use crate::caller::Caller;
 use crate::error::Error;
-use crate::principal::Caller;
 use crate::state::AppState;
 use crate::{body, sse, turns};
 
