@@ -15,9 +15,7 @@ use std::sync::Arc;
 
 use aws_config::SdkConfig;
 use baton_aws::secrets::{PrefetchedSecrets, prefetch};
-use baton_connectors::{
-    A2aConnector, EnvSecretSource, HttpConnector, McpConnector, SecretRef, SecretSource,
-};
+use baton_connectors::{EnvSecretSource, SecretRef, SecretSource};
 use baton_core::ports::connector::Connector;
 use baton_core::registry::Registry;
 use baton_runtime::registry_folder::load_deployed;
@@ -34,23 +32,11 @@ pub(crate) async fn load(
     config: &Config,
     secrets: Arc<dyn SecretSource>,
 ) -> Result<(Arc<Registry>, Connectors), InitError> {
-    let mut connectors = baton_connectors::default_connectors(&config.registry);
-    connectors.insert(
-        HttpConnector::KIND.to_owned(),
-        Arc::new(HttpConnector::with_secret_source(secrets.clone())),
-    );
-    connectors.insert(
-        McpConnector::KIND.to_owned(),
-        Arc::new(McpConnector::with_secret_source(
-            &config.registry,
-            secrets.clone(),
-        )),
-    );
-    connectors.insert(
-        A2aConnector::KIND.to_owned(),
-        Arc::new(A2aConnector::with_secret_source(secrets)),
-    );
+    let connectors = baton_connectors::connectors(&config.registry, Some(secrets));
     let registry = load_deployed(&config.registry, &connectors, &config.model_ids).await?;
+    // Only the kinds the registry's tools use are served: no demo `fixture` data on a
+    // deployment whose registry has none.
+    let connectors = baton_connectors::used_by(connectors, &registry);
     Ok((Arc::new(registry), connectors))
 }
 

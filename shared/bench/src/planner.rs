@@ -16,11 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use baton_connectors::ConfiguredConnector;
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::connector::Connector;
 use baton_core::ports::model::{CallPurpose, Model, ModelRequest};
-use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::registry_folder::{load_sources, read_sources};

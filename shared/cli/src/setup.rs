@@ -72,6 +72,8 @@ pub(crate) async fn load(root: &Path) -> anyhow::Result<Loaded> {
         baton_runtime::registry_folder::load_registry(root, &connectors, &Default::default())
             .await
             .with_context(|| format!("the registry {} is not valid", root.display()))?;
+    // Only the kinds the registry's tools use are served.
+    let connectors = baton_connectors::used_by(connectors, &registry);
     Ok(Loaded {
         registry: Arc::new(registry),
         connectors,

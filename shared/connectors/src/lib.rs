@@ -27,6 +27,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod a2a;
+mod configured;
 mod envelope;
 mod error;
 mod fixture;
@@ -43,8 +44,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use baton_core::ports::connector::Connector;
+use baton_core::registry::Registry;
 
 pub use a2a::A2aConnector;
+pub use configured::ConfiguredConnector;
 pub use fixture::FixtureConnector;
 pub use http::HttpConnector;
 pub use mcp::McpConnector;
@@ -53,30 +56,60 @@ pub use rate_table::RateTableConnector;
 pub use secrets::{EnvSecretSource, SecretRef, SecretSource, arns_in};
 pub use upstream_chat::UpstreamChatConnector;
 
-/// Every connector kind this crate ships, keyed by the kind name used in `tools.yaml`.
+/// Every connector kind Baton ships, by kind, as the CLI and the Lambda functions build
+/// them: the `http`, `mcp` and `a2a` connectors read the secrets their settings name
+/// through `secrets` (ARNs on AWS), or from the environment when it is `None`.
+pub fn connectors(
+    registry_root: &Path,
+    secrets: Option<Arc<dyn SecretSource>>,
+) -> BTreeMap<String, Arc<dyn Connector>> {
+    let secrets = secrets.unwrap_or_else(|| Arc::new(EnvSecretSource));
+    let all: [(&str, Arc<dyn Connector>); 7] = [
+        (
+            FixtureConnector::KIND,
+            Arc::new(FixtureConnector::new(registry_root)),
+        ),
+        (
+            McpConnector::KIND,
+            Arc::new(McpConnector::with_secret_source(
+                registry_root,
+                secrets.clone(),
+            )),
+        ),
+        (
+            RateTableConnector::KIND,
+            Arc::new(RateTableConnector::new()),
+        ),
+        (
+            HttpConnector::KIND,
+            Arc::new(HttpConnector::with_secret_source(secrets.clone())),
+        ),
+        (
+            UpstreamChatConnector::KIND,
+            Arc::new(UpstreamChatConnector::new()),
+        ),
+        (
+            A2aConnector::KIND,
+            Arc::new(A2aConnector::with_secret_source(secrets)),
+        ),
+        (ConfiguredConnector::KIND, Arc::new(ConfiguredConnector)),
+    ];
+    all.into_iter().map(|(k, c)| (k.to_owned(), c)).collect()
+}
+
+/// [`connectors`] with the secrets read from the environment.
 pub fn default_connectors(registry_root: &Path) -> BTreeMap<String, Arc<dyn Connector>> {
-    let mut connectors: BTreeMap<String, Arc<dyn Connector>> = BTreeMap::new();
-    connectors.insert(
-        FixtureConnector::KIND.to_owned(),
-        Arc::new(FixtureConnector::new(registry_root)),
-    );
-    connectors.insert(
-        McpConnector::KIND.to_owned(),
-        Arc::new(McpConnector::new(registry_root)),
-    );
-    connectors.insert(
-        RateTableConnector::KIND.to_owned(),
-        Arc::new(RateTableConnector::new()),
-    );
-    connectors.insert(
-        HttpConnector::KIND.to_owned(),
-        Arc::new(HttpConnector::new()),
-    );
-    connectors.insert(
-        UpstreamChatConnector::KIND.to_owned(),
-        Arc::new(UpstreamChatConnector::new()),
-    );
-    connectors.insert(A2aConnector::KIND.to_owned(), Arc::new(A2aConnector::new()));
+    connectors(registry_root, None)
+}
+
+/// Of `connectors`, the kinds `registry`'s tools use: what a program serves once its
+/// registry is loaded, so that a kind no tool names (the demo `fixture` data, say) is
+/// not there to be reached.
+pub fn used_by(
+    mut connectors: BTreeMap<String, Arc<dyn Connector>>,
+    registry: &Registry,
+) -> BTreeMap<String, Arc<dyn Connector>> {
+    connectors.retain(|kind, _| registry.tools().any(|t| &*t.connector_kind == kind));
     connectors
 }
 

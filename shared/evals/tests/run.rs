@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use baton_connectors::ConfiguredConnector;
 use baton_core::ports::store::Store;
 use baton_evals::{EvalMode, Verdict, load_suite, run_suite};
-use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig};

@@ -27,9 +27,9 @@ pub(crate) mod tests {
     use crate::principal::LocalPrincipal;
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
+    use baton_connectors::ConfiguredConnector;
     use baton_core::Principal;
     use baton_core::registry::Registry;
-    use baton_inproc::ConfiguredConnector;
     use baton_inproc::HeapStore;
     use baton_inproc::scripted::ScriptedModel;
     use baton_runtime::Runtime;

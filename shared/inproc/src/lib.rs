@@ -2,19 +2,15 @@
 //!
 //! - [`scripted`]: [`ScriptedModel`], a model that plays a YAML script matched on each
 //!   request (`baton --model scripted:FILE`, the benchmark, and every engine test);
-//! - [`configured`]: [`ConfiguredConnector`], tools that answer from their own `tools.yaml`
-//!   entry (payload and rehearsed faults), for trying cards before their services exist;
 //! - [`heap_store`]: [`HeapStore`], a journal kept on the process's heap, gone when the
 //!   process ends (each eval case's episode, and tests).
 //!
-//! All three are product features; the test kit (`baton-testkit`) holds only what tests need.
+//! Both are product features; the test kit (`baton-testkit`) holds only what tests need.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
-pub mod configured;
 pub mod heap_store;
 pub mod scripted;
 
-pub use configured::ConfiguredConnector;
 pub use heap_store::HeapStore;
 pub use scripted::ScriptedModel;

@@ -94,9 +94,9 @@ impl Runtime {
 mod tests {
     use std::sync::Arc;
 
+    use baton_connectors::ConfiguredConnector;
     use baton_core::memory::EpisodeSummary;
     use baton_core::ports::store::Store;
-    use baton_inproc::ConfiguredConnector;
     use baton_inproc::HeapStore;
     use baton_inproc::scripted::ScriptedModel;
     use baton_testkit::registry::TestRegistry;

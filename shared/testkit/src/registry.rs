@@ -1,6 +1,6 @@
 //! The shared test registry: an orchestrator over `shop`, `support` and `rewards`, two test
-//! models (`m1` can be forced to call a named tool, `m2` cannot) and tools the
-//! [`ConfiguredConnector`](crate::connector::ConfiguredConnector) serves, some of them broken on purpose.
+//! models (`m1` can be forced to call a named tool, `m2` cannot) and tools the `configured`
+//! connector (`baton_connectors::ConfiguredConnector`) serves, some broken on purpose.
 //!
 //! Tests change it through the knobs of [`TestRegistry`]; any file can also be replaced
 //! whole with [`TestRegistry::file`].

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use baton_connectors::ConfiguredConnector;
 use baton_connectors::UpstreamChatConnector;
 use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
@@ -15,7 +16,6 @@ use baton_core::ports::store::Store;
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::trace::{GuardName, ToolOutcome};
 use baton_core::turn::{AgentStatus, TurnRecord};
-use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};

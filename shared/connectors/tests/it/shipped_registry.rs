@@ -298,3 +298,37 @@ async fn the_demo_stays_true_on_any_date() {
         }
     }
 }
+
+/// A program serves only the connector kinds its registry's tools use: the shipped one
+/// names the demo `fixture` data and the rest, one without demo tools does not get it.
+#[test]
+fn only_the_kinds_a_registry_uses_are_served() {
+    let shipped = registry();
+    let served = baton_connectors::used_by(default_connectors(&root()), &shipped);
+    let kinds: Vec<&str> = served.keys().map(String::as_str).collect();
+    assert_eq!(kinds, ["a2a", "fixture", "http", "mcp", "rate_table"]);
+    // The same agents with their tools served over HTTP only (and no demo data).
+    let mut sources = RegistrySources {
+        agents: read_dir("agents", "yaml"),
+        blocks: read_dir("blocks", "md"),
+        models: read_one("models.yaml"),
+        tools: read_one("tools.yaml"),
+    };
+    if let Some(tools) = sources.tools.as_mut() {
+        for kind in ["fixture", "rate_table", "mcp", "a2a"] {
+            tools.text = tools.text.replace(&format!("kind: {kind}"), "kind: http");
+        }
+    }
+    let options = LoadOptions {
+        connector_kinds: default_connectors(&root()).into_keys().collect(),
+        providers: vec![
+            "bedrock".into(),
+            "offline".into(),
+            "openai_compatible".into(),
+        ],
+        ..LoadOptions::default()
+    };
+    let http_only = Registry::load(&sources, &options).unwrap_or_else(|e| panic!("{e}"));
+    let served = baton_connectors::used_by(default_connectors(&root()), &http_only);
+    assert_eq!(served.keys().collect::<Vec<_>>(), ["http"]);
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use axum::body::Body;
 use axum::http::{Request, Response};
+pub(crate) use baton_connectors::ConfiguredConnector;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
@@ -14,7 +15,6 @@ use baton_core::ports::store::{
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
-pub(crate) use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;

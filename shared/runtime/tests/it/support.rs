@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+pub use baton_connectors::ConfiguredConnector;
 use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::ports::clock::FixedClock;
 use baton_core::ports::store::Store;
-pub use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_connectors::ConfiguredConnector;
 use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::plan::PlanCheckpoint;
 use baton_core::ports::clock::FixedClock;
 use baton_core::ports::store::Store;
-use baton_inproc::ConfiguredConnector;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};
 use baton_testkit::registry::TestRegistry;

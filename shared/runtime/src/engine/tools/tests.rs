@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use baton_connectors::ConfiguredConnector;
 use baton_core::Principal;
 use baton_core::events::Event;
-use baton_inproc::ConfiguredConnector;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_testkit::registry::TestRegistry;

@@ -1,6 +1,7 @@
-//! A connector that needs no service: each tool answers with what its own `tools.yaml`
-//! entry says, including the faults to rehearse (a delay, a failure, a degraded or a
-//! foreign answer). For trying cards before their backends exist, and for tests.
+//! The `configured` connector: needs no service; each tool answers with what its own
+//! `tools.yaml` entry says, including the faults to rehearse (a delay, a failure, a
+//! degraded or a foreign answer). For trying a card before its backend exists, and for
+//! rehearsing how the assistant tells the user about a backend that fails.
 
 use async_trait::async_trait;
 use baton_core::ports::connector::{
@@ -12,6 +13,11 @@ use serde_json::Value;
 /// (`partial`, `error`), `principal` (to simulate a foreign principal), `delay_ms`,
 /// `cache_meta` (the envelope's), and `fail: true` (a connector error).
 pub struct ConfiguredConnector;
+
+impl ConfiguredConnector {
+    /// The connector kind it serves in `tools.yaml`.
+    pub const KIND: &'static str = "configured";
+}
 
 #[async_trait]
 impl Connector for ConfiguredConnector {
