@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::account_links::LinksArgs;
 use crate::chat::ChatArgs;
 use crate::compact::CompactArgs;
 use crate::config::Overrides;
 use crate::eval::EvalArgs;
-use crate::links::LinksArgs;
 use crate::replay::ReplayArgs;
 use crate::serve::ServeArgs;
 use crate::validate::ValidateArgs;
@@ -108,7 +108,7 @@ impl Cli {
             Command::Compact(args) => crate::compact::run(&settings, &args).await,
             Command::Eval(args) => crate::eval::run(&settings, &args).await,
             Command::Replay(args) => crate::replay::run(&settings, &args).await,
-            Command::Links(args) => crate::links::run(&settings, &args).await,
+            Command::Links(args) => crate::account_links::run(&settings, &args).await,
         }
     }
 

@@ -6,6 +6,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod account_links;
 #[cfg(feature = "jemalloc")]
 mod allocator;
 mod chat;
@@ -13,7 +14,6 @@ mod cli;
 mod compact;
 mod config;
 mod eval;
-mod links;
 mod logging;
 mod mcp;
 mod render;

@@ -6,7 +6,7 @@ use axum::routing::{get, post};
 
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{agents, console, episodes, faces, health, hosts, links, turns};
+use crate::{account_links, agents, console, episodes, faces, health, hosts, turns};
 
 /// The Baton HTTP app over `state`: every route, the body limit, the allowed hosts and
 /// origins (403), and JSON refusals for unknown paths (404) and methods (405).
@@ -21,9 +21,9 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/agents", get(agents::get_agents))
         .route(
             "/v1/links",
-            get(links::get_links).delete(links::delete_link),
+            get(account_links::get_links).delete(account_links::delete_link),
         )
-        .route("/v1/links/callback", get(links::get_callback))
+        .route("/v1/links/callback", get(account_links::get_callback))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(faces::routes(&state));

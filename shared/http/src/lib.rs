@@ -27,6 +27,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod account_links;
 mod agents;
 mod app;
 mod body;
@@ -39,7 +40,6 @@ mod error;
 mod faces;
 mod health;
 mod hosts;
-mod links;
 mod principal;
 mod serve;
 pub mod sse;

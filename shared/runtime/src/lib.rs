@@ -16,6 +16,7 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod account_links;
 mod breaker;
 pub mod clock;
 pub mod compaction;
@@ -23,7 +24,6 @@ pub mod config;
 mod engine;
 mod faults;
 pub mod history;
-pub mod links;
 pub mod metrics;
 pub mod registry_folder;
 pub mod replay;
@@ -34,8 +34,8 @@ pub mod seal;
 mod services;
 pub mod stream;
 
+pub use account_links::{LinkError, Linked};
 pub use config::RuntimeConfig;
-pub use links::{LinkError, Linked};
 pub use request::{FACE_API, RejectionKind, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use seal::{SealError, Sealer};

@@ -13,11 +13,11 @@ use baton_core::ports::store::{Store, StoreError};
 use baton_core::privacy::PrivacyGuard;
 use baton_core::registry::{Agent, ModelSpec, Registry};
 
+use crate::account_links::{LinkError, LinkKeeper, Linked};
 use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
-use crate::links::{LinkError, LinkKeeper, Linked};
 use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
 use crate::seal::Sealer;
 use crate::services::Inner;

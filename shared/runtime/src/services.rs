@@ -11,9 +11,9 @@ use baton_core::ports::store::Store;
 use baton_core::privacy::PrivacyGuard;
 use baton_core::registry::{Agent, ModelSpec, Registry};
 
+use crate::account_links::LinkKeeper;
 use crate::breaker::Breakers;
 use crate::config::RuntimeConfig;
-use crate::links::LinkKeeper;
 use crate::running::RunningTurns;
 
 /// What every turn of a [`Runtime`](crate::Runtime) runs against.

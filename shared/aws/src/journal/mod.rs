@@ -39,6 +39,7 @@
 //! an item checks `expires_at` itself. An UPSTREAM item carries one a day past its
 //! conversation's expiry, which its caller checks from `expires_ms`.
 
+mod account_links;
 mod bodies;
 mod checkpoint;
 mod claim;
@@ -47,7 +48,6 @@ mod config;
 mod error;
 mod items;
 pub mod keys;
-mod links;
 mod memory;
 mod read;
 pub mod schema;

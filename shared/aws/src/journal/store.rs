@@ -12,7 +12,7 @@ use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 
 use super::config::DynamoStore;
-use super::{checkpoint, claim, commit, links, memory, read, upstream};
+use super::{account_links, checkpoint, claim, commit, memory, read, upstream};
 
 #[async_trait]
 impl Store for DynamoStore {
@@ -115,19 +115,19 @@ impl Store for DynamoStore {
         principal: &Principal,
         server: &str,
     ) -> Result<Option<AccountLink>, StoreError> {
-        links::link(self, principal, server).await
+        account_links::link(self, principal, server).await
     }
 
     async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
-        links::links(self, principal).await
+        account_links::links(self, principal).await
     }
 
     async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
-        links::save(self, principal, link).await
+        account_links::save(self, principal, link).await
     }
 
     async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
-        links::delete(self, principal, server).await
+        account_links::delete(self, principal, server).await
     }
 
     async fn body(

@@ -30,11 +30,11 @@
 //! ([`MIN_FREE_BYTES`]): a turn that cannot be saved is refused before it runs, and a store
 //! that cannot take turns does not say it is ready.
 
+mod account_links;
 mod bodies;
 mod checkpointer;
 mod error;
 mod journal;
-mod links;
 mod owner;
 mod room;
 mod schema;
@@ -515,24 +515,25 @@ impl Store for EmbeddedStore {
         server: &str,
     ) -> Result<Option<AccountLink>, StoreError> {
         let (principal, server) = (principal.clone(), server.to_owned());
-        self.read(move |conn| links::link(conn, &principal, &server))
+        self.read(move |conn| account_links::link(conn, &principal, &server))
             .await
     }
 
     async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
         let principal = principal.clone();
-        self.read(move |conn| links::links(conn, &principal)).await
+        self.read(move |conn| account_links::links(conn, &principal))
+            .await
     }
 
     async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
         let (principal, link) = (principal.clone(), link.clone());
-        self.run(move |conn, _| links::save(conn, &principal, &link))
+        self.run(move |conn, _| account_links::save(conn, &principal, &link))
             .await
     }
 
     async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
         let (principal, server) = (principal.clone(), server.to_owned());
-        self.run(move |conn, _| links::delete(conn, &principal, &server))
+        self.run(move |conn, _| account_links::delete(conn, &principal, &server))
             .await
     }
 

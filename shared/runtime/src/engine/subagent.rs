@@ -28,7 +28,7 @@ use super::status::Board;
 use super::tools::{self, ToolRun};
 use super::upstream;
 use super::work::{AgentJob, AgentResult, AgentSink, TextMode};
-use crate::links::LinkError;
+use crate::account_links::LinkError;
 
 /// Runs the sub-agent to its answer (the caller bounds it with the card's timeout).
 pub(crate) async fn run(

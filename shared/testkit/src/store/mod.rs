@@ -16,10 +16,10 @@
 
 use baton_core::ports::store::Store;
 
+pub mod account_links;
 pub mod checkpoint;
 pub mod claim;
 pub mod commit;
-pub mod links;
 pub mod memory;
 pub mod read;
 pub mod records;
@@ -79,9 +79,9 @@ macro_rules! store_conformance {
             checkpoint::only_the_claiming_turn_saves_and_a_commit_removes_it,
             checkpoint::a_turn_claimed_again_finds_its_checkpoint,
             checkpoint::a_large_checkpoint_is_kept_whole,
-            links::a_link_round_trips_is_listed_by_server_and_replaced,
-            links::another_principal_neither_reads_nor_removes_a_link,
-            links::a_removed_link_is_gone,
+            account_links::a_link_round_trips_is_listed_by_server_and_replaced,
+            account_links::another_principal_neither_reads_nor_removes_a_link,
+            account_links::a_removed_link_is_gone,
         );
     };
     (@scenarios $make:expr; $($module:ident :: $name:ident),* $(,)?) => {
