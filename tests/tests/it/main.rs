@@ -13,6 +13,7 @@ mod link_key;
 mod local_model;
 mod module_circles;
 mod planner;
+mod readme;
 mod real_tools;
 mod secrets;
 mod turn_function;
