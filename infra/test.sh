@@ -33,7 +33,25 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # snapshots through this variable, the others through CARGO_MANIFEST_DIR at run time).
 export INSTA_WORKSPACE_ROOT="$PWD"
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's wall time is printed when the next one starts, and all of them at the end
+# (docs/testing.md keeps CI's figures).
+STEP_NAME=""
+STEP_START=$SECONDS
+RUN_START=$SECONDS
+TIMES=""
+step_done() {
+  if [ -n "$STEP_NAME" ]; then
+    local took=$((SECONDS - STEP_START))
+    printf '== %s took %d s\n' "$STEP_NAME" "$took"
+    TIMES="${TIMES}$(printf '%6d s  %s' "$took" "$STEP_NAME")"$'\n'
+  fi
+}
+step() {
+  step_done
+  STEP_NAME="$*"
+  STEP_START=$SECONDS
+  printf '\n== %s\n' "$*"
+}
 
 step "emulators and tools"
 ./infra/emulators.sh install
@@ -98,3 +116,6 @@ cargo run --locked -q -p baton-bench -- --smoke
 cargo run --locked -q -p baton-bench -- --memory --smoke >/dev/null
 # Planning: per node, per wave, a diamond against its critical path, routing beside it.
 cargo run --locked -q -p baton-bench -- --planner --smoke >/dev/null
+
+step_done
+printf '\n== time per step\n%s%6d s  in all\n' "$TIMES" "$((SECONDS - RUN_START))"
