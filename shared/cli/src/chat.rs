@@ -7,7 +7,7 @@ use anyhow::Context;
 use baton_core::directive::DirectMode;
 use baton_core::interruption::{Answer, InterruptionKind, Reply};
 use baton_core::turn::TurnOutcome;
-use baton_runtime::{RejectionKind, Runtime, TurnRejection, TurnRequest};
+use baton_runtime::{RejectionKind, Resume, Runtime, TurnRejection, TurnRequest};
 use futures::StreamExt;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
@@ -170,6 +170,7 @@ impl Chat<'_> {
         let request = TurnRequest {
             principal: self.settings.principal.clone(),
             episode_id: self.episode.clone(),
+            conversation: None,
             turn_id: None,
             text,
             locale: None,
@@ -218,16 +219,16 @@ impl Chat<'_> {
                 interruption_id,
                 answer,
             };
-            let mut resumed = self
-                .runtime
-                .resume_turn(
-                    self.settings.principal.clone(),
-                    &episode,
-                    &turn_id,
+            let answering = TurnRequest {
+                episode_id: Some(episode.clone()),
+                resume: Some(Resume {
+                    turn_id: turn_id.clone(),
                     reply,
-                    FACE,
-                )
-                .await?;
+                }),
+                face: FACE,
+                ..TurnRequest::new(self.settings.principal.clone(), String::new())
+            };
+            let mut resumed = self.runtime.run_turn(answering).await?;
             turn_id = resumed.turn_id.clone();
             ending = show(&mut resumed, renderer).await?;
         }

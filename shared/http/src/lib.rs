@@ -43,6 +43,7 @@ mod hosts;
 mod principal;
 mod serve;
 pub mod sse;
+mod start;
 mod state;
 mod turns;
 

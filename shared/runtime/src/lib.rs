@@ -36,7 +36,7 @@ pub mod stream;
 
 pub use account_links::{LinkError, Linked};
 pub use config::RuntimeConfig;
-pub use request::{FACE_API, RejectionKind, TurnRejection, TurnRequest};
+pub use request::{Conversation, FACE_API, RejectionKind, Resume, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use seal::{SealError, Sealer};
 pub use stream::{OutputLimits, TurnStream};

@@ -9,13 +9,36 @@ use baton_core::ports::store::{StoreError, request_fingerprint};
 /// The face of a turn that came through the native HTTP API (and the console).
 pub const FACE_API: &str = "api";
 
-/// One user turn.
+/// A client's own id for its conversation, and whether it was just made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversation {
+    /// The id, as the client names it.
+    pub id: String,
+    /// The id was just made (a message that names no context): the episode is created
+    /// without being looked for first.
+    pub new: bool,
+}
+
+/// What a resuming turn answers: the waiting turn's id and the user's reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resume {
+    /// The turn that waits (the id the interruption came with).
+    pub turn_id: String,
+    /// The reply.
+    pub reply: Reply,
+}
+
+/// One user turn: a new one, one in a conversation, or the answer to one that waits.
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
     /// The authenticated caller (from the auth context, never the body: D-30).
     pub principal: Principal,
-    /// Episode to continue; `None` starts a new one.
+    /// Episode to continue; `None` starts a new one (unless `conversation` names it).
     pub episode_id: Option<String>,
+    /// The client's own id for its conversation (an AG-UI thread, an A2A context), when
+    /// its face has one: the turn goes on the episode [`Principal::episode_for`] names,
+    /// which the first turn creates; `episode_id` is then ignored.
+    pub conversation: Option<Conversation>,
     /// Client-chosen idempotency key; generated when absent (D-25).
     pub turn_id: Option<String>,
     /// The user's message.
@@ -28,9 +51,9 @@ pub struct TurnRequest {
     pub direct_line_mode: Option<DirectMode>,
     /// Specialists this turn must consult (D-22), by id.
     pub must_consult: Vec<String>,
-    /// The user's reply to the interruption this turn resumes (D-36); set by
-    /// [`Runtime::resume_turn`](crate::Runtime::resume_turn).
-    pub resume: Option<Reply>,
+    /// The waiting turn this one answers and the user's reply (D-36): the turn resumes
+    /// the wait (its id and its text come from the wait, not from `turn_id` and `text`).
+    pub resume: Option<Resume>,
     /// Whether the message itself may answer what the episode waits on (D-36): a face that
     /// only carries the next message (chat completions, an MCP conversation) takes it as
     /// the reply when its words answer the wait; otherwise it is a turn of its own.
@@ -54,7 +77,7 @@ impl TurnRequest {
         let reply = self
             .resume
             .as_ref()
-            .map(|r| format!("{}:{}", r.interruption_id, r.answer.as_str()))
+            .map(|r| format!("{}:{}", r.reply.interruption_id, r.reply.answer.as_str()))
             .unwrap_or_default();
         let mode = self
             .direct_line_mode
@@ -79,6 +102,7 @@ impl TurnRequest {
         TurnRequest {
             principal,
             episode_id: None,
+            conversation: None,
             turn_id: None,
             text: text.into(),
             locale: None,

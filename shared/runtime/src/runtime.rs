@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use baton_core::Principal;
-use baton_core::interruption::{Awaiting, Reply, ReplyError};
+use baton_core::interruption::{Awaiting, ReplyError};
 use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::{Connector, TraceContext, TraceLink};
 use baton_core::ports::metrics::{Metrics, NoMetrics};
@@ -18,7 +18,7 @@ use crate::breaker::Breakers;
 use crate::clock::SystemClock;
 use crate::compaction::{EpisodeReport, RunReport};
 use crate::config::RuntimeConfig;
-use crate::request::{RejectionKind, TurnRejection, TurnRequest, store_rejection};
+use crate::request::{RejectionKind, Resume, TurnRejection, TurnRequest, store_rejection};
 use crate::seal::Sealer;
 use crate::services::Inner;
 use crate::stream::TurnStream;
@@ -362,80 +362,79 @@ impl Runtime {
         &self.inner.config
     }
 
-    /// Starts a turn. Checks the message and claims the turn on its episode, then returns
-    /// the event stream at once. The turn runs as the stream is read; dropping the stream
-    /// early hands the rest of the turn to the runtime, so it still commits.
+    /// Starts a turn: the one way in for every face. Checks the message and claims the turn
+    /// on its episode, then returns the event stream at once. The turn runs as the stream
+    /// is read; dropping the stream early hands the rest of the turn to the runtime, so it
+    /// still commits.
+    ///
+    /// The request says where the turn goes: a new episode, `episode_id`, or the episode
+    /// of the client's own `conversation` id ([`Principal::episode_for`], created by its
+    /// first turn; an id just made is not looked for first). With `resume`, the turn
+    /// answers the wait of the turn it names (D-36): a new turn of the episode whose id
+    /// derives from the waiting turn and the interruption, so the same reply sent again is
+    /// that turn replayed, never run twice.
     ///
     /// # Errors
     /// A refusal in plain language: bad or oversized message, unknown episode, a
     /// duplicate turn still running, another turn running on the episode, or the store
-    /// unavailable.
+    /// unavailable. A resume also: `NotFound` for another principal's episode or an
+    /// unknown one; `Invalid` when the turn is not waiting, the reply names another
+    /// question or does not fit it, or the question has expired; `Mismatch` for another
+    /// answer to a question already answered.
     pub async fn run_turn(&self, request: TurnRequest) -> Result<TurnStream, TurnRejection> {
-        crate::engine::start(self.inner.clone(), request, None).await
-    }
-
-    /// Starts a turn in the caller's conversation `conversation`, a client's own id for it
-    /// (an AG-UI thread), on the episode [`Principal::episode_for`] names, which the first
-    /// turn creates: for a protocol whose clients name their own conversations. The id is
-    /// derived from the caller too, so no one else's turn can reach it.
-    /// `request.episode_id` is ignored.
-    ///
-    /// # Errors
-    /// As [`Runtime::run_turn`].
-    pub async fn run_turn_in(
-        &self,
-        conversation: &str,
-        request: TurnRequest,
-    ) -> Result<TurnStream, TurnRejection> {
-        let episode_id = request.principal.episode_for(conversation);
-        let continuing = TurnRequest {
-            episode_id: Some(episode_id.clone()),
+        let mut request = request;
+        let conversation = request.conversation.take();
+        if let Some(c) = &conversation {
+            request.episode_id = Some(request.principal.episode_for(&c.id));
+        }
+        if request.resume.is_some() {
+            return self.resume(request).await;
+        }
+        let Some(c) = conversation else {
+            return crate::engine::start(self.inner.clone(), request, None).await;
+        };
+        let episode_id = request.principal.episode_for(&c.id);
+        let first = TurnRequest {
+            episode_id: None,
             ..request.clone()
         };
-        match crate::engine::start(self.inner.clone(), continuing, None).await {
+        if c.new {
+            return crate::engine::start(self.inner.clone(), first, Some(episode_id)).await;
+        }
+        match crate::engine::start(self.inner.clone(), request, None).await {
+            // The conversation's first turn creates its episode.
             Err(r) if r.kind == RejectionKind::NotFound => {
-                let new = TurnRequest {
-                    episode_id: None,
-                    ..request
-                };
-                crate::engine::start(self.inner.clone(), new, Some(episode_id)).await
+                crate::engine::start(self.inner.clone(), first, Some(episode_id)).await
             }
             other => other,
         }
     }
 
-    /// Resumes `principal`'s turn `turn_id` of `episode_id`, which waits for the user
-    /// (D-36), with their `reply`, given through `face`: a new turn of the episode that
-    /// goes on from the waiting work and composes the answer from all of it (or asks the
-    /// next question). Its id derives from the waiting turn and the interruption, so the
-    /// same reply sent again is that turn replayed: never run twice.
-    ///
-    /// # Errors
-    /// `NotFound` for another principal's episode or an unknown one; `Invalid` when the turn
-    /// is not waiting, the reply names another question or does not fit it, or the
-    /// question has expired; `Mismatch` for another answer to a question already answered;
-    /// and any refusal of [`Runtime::run_turn`] (the store unavailable, the episode busy).
-    pub async fn resume_turn(
-        &self,
-        principal: Principal,
-        episode_id: &str,
-        turn_id: &str,
-        reply: Reply,
-        face: &'static str,
-    ) -> Result<TurnStream, TurnRejection> {
+    /// A turn that answers the wait `request.resume` names, on `request.episode_id`.
+    async fn resume(&self, request: TurnRequest) -> Result<TurnStream, TurnRejection> {
+        let Some(Resume { turn_id, reply }) = request.resume.clone() else {
+            return crate::engine::start(self.inner.clone(), request, None).await;
+        };
+        let principal = request.principal.clone();
+        let episode_id = request.episode_id.clone().ok_or_else(|| {
+            TurnRejection::new(
+                RejectionKind::Invalid,
+                "a reply names the conversation whose turn waits",
+            )
+        })?;
         let meta = self
             .inner
             .store
-            .episode(&principal, episode_id)
+            .episode(&principal, &episode_id)
             .await
             .map_err(store_rejection)?;
         let now = self.inner.clock.now_ms();
         let resume_id =
-            crate::engine::interruption::resume_turn_id(turn_id, &reply.interruption_id);
+            crate::engine::interruption::resume_turn_id(&turn_id, &reply.interruption_id);
         let text = match meta.state.awaiting.as_deref() {
             Some(awaiting) if awaiting.turn_id == turn_id => {
                 awaiting
-                    .check(turn_id, &reply, now)
+                    .check(&turn_id, &reply, now)
                     .map_err(|e| TurnRejection::new(RejectionKind::Invalid, e.to_string()))?;
                 crate::engine::interruption::reply_text(awaiting, &reply.answer)
             }
@@ -444,7 +443,7 @@ impl Runtime {
             // they, not the first answer's, are what the request asks.
             _ => {
                 let first = self
-                    .answered(&principal, episode_id, &resume_id)
+                    .answered(&principal, &episode_id, &resume_id)
                     .await?
                     .ok_or_else(|| {
                         TurnRejection::new(
@@ -459,11 +458,10 @@ impl Runtime {
             }
         };
         let request = TurnRequest {
-            episode_id: Some(episode_id.to_owned()),
+            episode_id: Some(episode_id),
             turn_id: Some(resume_id),
-            resume: Some(reply),
-            face,
-            ..TurnRequest::new(principal, text)
+            text,
+            ..request
         };
         crate::engine::start(self.inner.clone(), request, None).await
     }
@@ -533,25 +531,6 @@ impl Runtime {
         self.inner
             .running
             .is_running(principal, episode_id, turn_id)
-    }
-
-    /// Like [`Runtime::run_turn_in`], for a conversation known to be new (its id was just
-    /// made, as for a message that names no context): its first turn creates the episode
-    /// without looking for it first.
-    ///
-    /// # Errors
-    /// As [`Runtime::run_turn`].
-    pub async fn run_turn_in_new(
-        &self,
-        conversation: &str,
-        request: TurnRequest,
-    ) -> Result<TurnStream, TurnRejection> {
-        let episode_id = request.principal.episode_for(conversation);
-        let new = TurnRequest {
-            episode_id: None,
-            ..request
-        };
-        crate::engine::start(self.inner.clone(), new, Some(episode_id)).await
     }
 
     /// Waits for the work connectors still do in the background for turns that ended (a

@@ -123,7 +123,7 @@ impl TurnCtx {
             trace: Mutex::new(trace),
             direct_mode: request.direct_line_mode,
             must_consult: request.must_consult,
-            resume: request.resume,
+            resume: request.resume.map(|r| r.reply),
             reply_in_words: request.reply_in_words,
             message_id: request.message_id,
             face: request.face,

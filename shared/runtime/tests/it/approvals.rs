@@ -94,7 +94,7 @@ async fn resume(rig: &Rig, episode: &str, turn: &str, id: &str, answer: Answer) 
     };
     let stream = rig
         .runtime
-        .resume_turn(alice(), episode, turn, reply, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), episode, turn, reply))
         .await
         .unwrap();
     stream.collect().await
@@ -255,7 +255,7 @@ async fn an_approved_call_runs_once_after_the_pause_and_finished_work_is_not_run
     };
     let other = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", reply, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), &episode, "t1", reply))
         .await;
     assert_eq!(other.err().map(|r| r.kind), Some(RejectionKind::Mismatch));
 }
@@ -301,7 +301,7 @@ async fn a_reply_that_does_not_fit_is_refused_in_plain_words() {
         let runtime = &rig.runtime;
         async move {
             runtime
-                .resume_turn(who, &episode, turn, reply, baton_runtime::FACE_API)
+                .run_turn(answering(who, &episode, turn, reply))
                 .await
         }
     };
@@ -347,7 +347,7 @@ async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside(
     };
     let late = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", reply, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), &episode, "t1", reply))
         .await
         .unwrap_err();
     assert!(late.message.contains("expired"), "{}", late.message);
@@ -371,7 +371,7 @@ async fn an_expired_question_counts_as_declined_and_a_new_message_sets_it_aside(
     };
     let after = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", reply, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), &episode, "t1", reply))
         .await;
     assert!(after.is_err(), "a new message set the question aside");
 }
@@ -517,7 +517,7 @@ async fn a_specialists_question_reaches_the_user_and_the_answer_reaches_only_it(
     };
     let refused = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", yes, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), &episode, "t1", yes))
         .await
         .expect_err("refused");
     assert!(refused.message.contains("question"), "{}", refused.message);
@@ -576,7 +576,7 @@ async fn a_specialists_question_reaches_the_user_and_the_answer_reaches_only_it(
     };
     let other = rig
         .runtime
-        .resume_turn(alice(), &episode, "t1", other, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), &episode, "t1", other))
         .await;
     assert_eq!(other.err().map(|r| r.kind), Some(RejectionKind::Mismatch));
 }

@@ -201,17 +201,20 @@ async fn a_clients_conversation_is_an_episode_its_first_turn_creates_and_only_it
     let episode = alice().episode_for("thread-1");
     let first = rig
         .runtime
-        .run_turn_in(
-            "thread-1",
+        .run_turn(in_conversation(
             request("find coffee deals", Some("ignored"), "t1"),
-        )
+            "thread-1",
+        ))
         .await
         .unwrap();
     assert_eq!(first.episode_id, episode);
     let _: Vec<_> = first.collect().await;
     let second = rig
         .runtime
-        .run_turn_in("thread-1", request("and snacks?", None, "t2"))
+        .run_turn(in_conversation(
+            request("and snacks?", None, "t2"),
+            "thread-1",
+        ))
         .await
         .unwrap();
     assert_eq!(second.episode_id, episode);
@@ -221,7 +224,10 @@ async fn a_clients_conversation_is_an_episode_its_first_turn_creates_and_only_it
     // The same turn again is its replay, not a third turn.
     let again = rig
         .runtime
-        .run_turn_in("thread-1", request("and snacks?", None, "t2"))
+        .run_turn(in_conversation(
+            request("and snacks?", None, "t2"),
+            "thread-1",
+        ))
         .await
         .unwrap();
     assert!(again.replay);
@@ -230,7 +236,11 @@ async fn a_clients_conversation_is_an_episode_its_first_turn_creates_and_only_it
     // Someone else naming the same conversation gets an episode of their own.
     let mut bob = request("find coffee deals", None, "t-bob");
     bob.principal = Principal::new("bob").unwrap();
-    let theirs = rig.runtime.run_turn_in("thread-1", bob).await.unwrap();
+    let theirs = rig
+        .runtime
+        .run_turn(in_conversation(bob, "thread-1"))
+        .await
+        .unwrap();
     assert_ne!(theirs.episode_id, episode);
     let _: Vec<_> = theirs.collect().await;
     let history = rig.runtime.history(&alice(), &episode).await.unwrap();

@@ -122,7 +122,7 @@ async fn reply(rig: &Rig, episode: &str, turn: &str, id: &str, words: Answer) ->
         answer: words,
     };
     rig.runtime
-        .resume_turn(alice(), episode, turn, reply, baton_runtime::FACE_API)
+        .run_turn(answering(alice(), episode, turn, reply))
         .await
         .unwrap()
         .collect()

@@ -133,3 +133,32 @@ pub async fn transcript(rig: &Rig, episode: &str, events: &[WireEvent]) -> Strin
     }
     out
 }
+
+/// A request that answers `principal`'s turn `turn` of `episode`, which waits, with `reply`
+/// (through the native API).
+pub fn answering(
+    principal: Principal,
+    episode: &str,
+    turn: &str,
+    reply: baton_core::interruption::Reply,
+) -> TurnRequest {
+    TurnRequest {
+        episode_id: Some(episode.to_owned()),
+        resume: Some(baton_runtime::Resume {
+            turn_id: turn.to_owned(),
+            reply,
+        }),
+        ..TurnRequest::new(principal, String::new())
+    }
+}
+
+/// `request` in the client's own conversation `id`.
+pub fn in_conversation(request: TurnRequest, id: &str) -> TurnRequest {
+    TurnRequest {
+        conversation: Some(baton_runtime::Conversation {
+            id: id.to_owned(),
+            new: false,
+        }),
+        ..request
+    }
+}

@@ -43,7 +43,7 @@ use self::task::{TaskRef, TaskRun};
 use crate::caller::Caller;
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{body, sse, turns};
+use crate::{body, sse, start};
 
 /// Where the JSON-RPC calls go.
 pub(crate) const PATH: &str = "/a2a";
@@ -188,7 +188,7 @@ async fn call(
         Err(e) => return e.into_response(),
     };
     let query = request.uri().query().map(str::to_owned);
-    let bytes = match turns::read_body(&state, request).await {
+    let bytes = match start::read_body(&state, request).await {
         Ok(bytes) => bytes,
         Err(e) => {
             let status = e.status();
@@ -409,23 +409,17 @@ async fn start(
     prepared: &Prepared,
 ) -> Result<baton_runtime::TurnStream, A2AError> {
     let (context, request) = (&prepared.task.context_id, prepared.request.clone());
-    let started = if let Some((waiting, reply)) = &prepared.reply {
-        turns::resume(
-            state,
-            headers,
+    let request = match &prepared.reply {
+        Some((waiting, reply)) => start::answering(
             request.principal,
             &prepared.task.episode_id,
             waiting,
             reply.clone(),
             FACE,
-            "POST /a2a",
-        )
-        .await
-    } else if prepared.new_context {
-        turns::start_new_in(state, headers, context, request, "POST /a2a").await
-    } else {
-        turns::start_in(state, headers, context, request, "POST /a2a").await
+        ),
+        None => start::in_conversation(request, context, prepared.new_context),
     };
+    let started = start::start(state, headers, request, "POST /a2a").await;
     started.map_err(|e| match e {
         Error::Rejected(r) => rpc::rejection(&r),
         other => A2AError::internal(other.to_string()),
@@ -473,7 +467,7 @@ async fn stream(
 ) -> Result<Response, A2AError> {
     let prepared = prepare(state, principal, call).await?;
     let turn = start(state, headers, &prepared).await?;
-    let ids = turns::id_headers(&turn);
+    let ids = start::id_headers(&turn);
     let mut run = TaskRun::new(prepared.task.clone(), false);
     let first = futures::stream::iter([run.submitted(&prepared.user)]);
     let rest = turn.flat_map(move |wire| futures::stream::iter(run.events(&wire.event)));

@@ -33,7 +33,7 @@ use self::events::Run;
 use crate::caller::Caller;
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{body, sse, turns};
+use crate::{body, sse, start};
 
 /// The face's routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -120,17 +120,8 @@ async fn answer(
         interruption_id: awaiting.interruption.id.clone(),
         answer,
     };
-    turns::resume(
-        state,
-        headers,
-        principal,
-        &episode,
-        &awaiting.turn_id,
-        reply,
-        FACE,
-        SPAN,
-    )
-    .await
+    let request = start::answering(principal, &episode, &awaiting.turn_id, reply, FACE);
+    start::start(state, headers, request, SPAN).await
 }
 
 fn frame(event: &Value) -> Result<SseEvent, Infallible> {
@@ -143,7 +134,7 @@ async fn run(
     headers: HeaderMap,
     request: Request,
 ) -> Result<Response, Error> {
-    let bytes = turns::read_body(&state, request).await?;
+    let bytes = start::read_body(&state, request).await?;
     if !body::is_json(&headers) {
         return Err(Error::ContentType);
     }
@@ -156,7 +147,8 @@ async fn run(
                 face: FACE,
                 ..TurnRequest::new(principal, input.text.clone())
             };
-            turns::start_in(&state, &headers, &input.thread_id, request, SPAN).await
+            let request = start::in_conversation(request, &input.thread_id, false);
+            start::start(&state, &headers, request, SPAN).await
         }
     };
     let stream = match started {
@@ -170,7 +162,7 @@ async fn run(
         }
         Err(e) => return Err(e),
     };
-    let headers = turns::id_headers(&stream);
+    let headers = start::id_headers(&stream);
     let mut run = Run::new(
         &input.thread_id,
         &input.run_id,

@@ -36,8 +36,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 pub use self::server::McpServer;
 use crate::error::Error;
+use crate::start;
 use crate::state::AppState;
-use crate::turns;
 
 /// Why the stdio server stopped before its client closed the streams.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +110,7 @@ async fn handle(
         tracing::info!(error = %e, "MCP request refused: no usable principal");
         return Error::Unauthorized(e).into_response();
     }
-    let bytes = match turns::read_body(state, Request::from_parts(parts.clone(), body)).await {
+    let bytes = match start::read_body(state, Request::from_parts(parts.clone(), body)).await {
         Ok(bytes) => bytes,
         Err(e) => return e.into_response(),
     };

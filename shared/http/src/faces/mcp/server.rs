@@ -20,8 +20,8 @@ use super::call::{self, Reply};
 use super::elicit;
 use super::tools::{self, Target, Toolbox};
 use crate::catalog;
+use crate::start;
 use crate::state::AppState;
-use crate::turns;
 
 /// The face the record names for answers given here.
 const FACE: &str = "mcp";
@@ -154,23 +154,18 @@ impl ServerHandler for McpServer {
             },
             _ => None,
         };
-        let started = match (elicited, &ask.conversation) {
-            (Some(answered), _) => {
-                turns::resume(
-                    &self.state,
-                    &headers,
-                    turn.principal,
-                    &answered.episode_id,
-                    &answered.turn_id,
-                    answered.reply,
-                    FACE,
-                    "POST /mcp",
-                )
-                .await
-            }
-            (None, Some(c)) => turns::start_in(&self.state, &headers, c, turn, "POST /mcp").await,
-            (None, None) => turns::start(&self.state, &headers, turn, "POST /mcp").await,
+        let turn = match (elicited, &ask.conversation) {
+            (Some(answered), _) => start::answering(
+                turn.principal,
+                &answered.episode_id,
+                &answered.turn_id,
+                answered.reply,
+                FACE,
+            ),
+            (None, Some(c)) => start::in_conversation(turn, c, false),
+            (None, None) => turn,
         };
+        let started = start::start(&self.state, &headers, turn, "POST /mcp").await;
         let mut stream = match started {
             Ok(stream) => stream,
             Err(refusal) => return Ok(call::refused(&refusal.to_string()).into()),

@@ -32,7 +32,7 @@ use self::response::Completion;
 use crate::caller::Caller;
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{body, sse, turns};
+use crate::{body, sse, start};
 
 /// The consulted specialists' ids, comma-separated, on a response that is not streamed.
 const CONSULTED_HEADER: HeaderName = HeaderName::from_static("x-baton-consulted");
@@ -107,15 +107,16 @@ async fn complete(
     request: Request,
 ) -> Result<Response, Error> {
     let Caller(principal) = caller?;
-    let bytes = turns::read_body(&state, request).await?;
+    let bytes = start::read_body(&state, request).await?;
     if !body::is_json(&headers) {
         return Err(Error::ContentType);
     }
     let chat = request::parse(&bytes)?;
     let request = TurnRequest {
         principal,
-        episode_id: header(&headers, &turns::EPISODE_HEADER).or(chat.episode_id),
-        turn_id: header(&headers, &turns::TURN_HEADER),
+        episode_id: header(&headers, &start::EPISODE_HEADER).or(chat.episode_id),
+        conversation: None,
+        turn_id: header(&headers, &start::TURN_HEADER),
         text: chat.text,
         locale: None,
         location: None,
@@ -127,8 +128,8 @@ async fn complete(
         face: "openai",
         message_id: None,
     };
-    let stream = turns::start(&state, &headers, request, "POST /v1/chat/completions").await?;
-    let mut extra = turns::id_headers(&stream);
+    let stream = start::start(&state, &headers, request, "POST /v1/chat/completions").await?;
+    let mut extra = start::id_headers(&stream);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
