@@ -8,6 +8,7 @@ mod answer;
 pub(crate) mod mcp;
 mod message;
 mod openai;
+mod summary;
 
 use axum::Router;
 

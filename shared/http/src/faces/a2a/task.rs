@@ -17,16 +17,15 @@ use a2a::{
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use baton_core::Principal;
-use baton_core::consulted::ConsultedAgent;
 use baton_core::events::Event;
 use baton_core::interruption::InterruptionKind;
-use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
 use baton_runtime::history::{HistoryTurn, PendingInterruption};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::faces::answer::AnswerText;
+use crate::faces::summary::TurnSummary;
 
 /// The metadata key under which a task carries the consulted record and the privacy
 /// receipt.
@@ -121,9 +120,7 @@ pub(crate) struct TaskRun {
     /// The whole answer, for a call that is not streamed.
     kept: Option<String>,
     statuses: u32,
-    error: Option<String>,
-    consulted: Vec<ConsultedAgent>,
-    footer: String,
+    summary: TurnSummary,
     terminal: Option<(TaskState, Value)>,
     /// What the turn waits for, once it asked.
     waits_for: Option<InterruptionKind>,
@@ -141,9 +138,7 @@ impl TaskRun {
             held: None,
             kept: keep.then(String::new),
             statuses: 0,
-            error: None,
-            consulted: Vec::new(),
-            footer: String::new(),
+            summary: TurnSummary::default(),
             terminal: None,
             waits_for: None,
         }
@@ -220,6 +215,7 @@ impl TaskRun {
     /// The task events `event` becomes (none, one or two).
     pub(crate) fn events(&mut self, event: &Event) -> Vec<StreamResponse> {
         let mut out = Vec::new();
+        self.summary.take(event);
         if let Some(piece) = self.answer.piece(event) {
             if let Some(kept) = &mut self.kept {
                 kept.push_str(&piece);
@@ -232,20 +228,15 @@ impl TaskRun {
             Event::Status { message, .. } => {
                 out.push(self.status(TaskState::Working, Some(message), None));
             }
-            Event::Error { message } => {
-                self.error = Some(message.clone());
+            Event::Error { .. } => {
                 // An error may be the last event a client gets (a stream cut off for
                 // falling behind): what is held goes out now.
                 if let Some(held) = self.held.take() {
                     out.push(self.chunk(held, false));
                 }
             }
-            Event::AgentsConsulted { agents, footer } => {
-                self.consulted = agents.clone();
-                self.footer = footer.clone();
-            }
             Event::Interruption(asked) => self.waits_for = Some(asked.kind),
-            Event::Completed { outcome, privacy } => {
+            Event::Completed { outcome, .. } => {
                 match self.held.take() {
                     Some(last) => out.push(self.chunk(last, true)),
                     // All went out before an error: the end is marked on its own.
@@ -260,12 +251,11 @@ impl TaskRun {
                     }
                     (state, _) => state,
                 };
-                let meta = self.record(*outcome, privacy);
-                let words = matches!(state, TaskState::Failed | TaskState::Canceled).then(|| {
-                    self.error
-                        .clone()
-                        .unwrap_or_else(|| "The assistant could not answer this time.".to_owned())
-                });
+                let meta = self
+                    .summary
+                    .record(&self.task.turn_id, &self.task.episode_id);
+                let words = matches!(state, TaskState::Failed | TaskState::Canceled)
+                    .then(|| self.summary.failure_words());
                 if self.kept.is_none() {
                     out.push(self.status(state.clone(), words.as_deref(), Some(meta.clone())));
                 }
@@ -274,17 +264,6 @@ impl TaskRun {
             _ => {}
         }
         out
-    }
-
-    fn record(&self, outcome: TurnOutcome, privacy: &PrivacyReceipt) -> Value {
-        json!({
-            "turn_id": self.task.turn_id,
-            "episode_id": self.task.episode_id,
-            "consulted": self.consulted,
-            "footer": self.footer,
-            "privacy": privacy,
-            "outcome": outcome,
-        })
     }
 
     /// The whole task once the turn ended (for a call that is not streamed); a stream that
@@ -299,10 +278,7 @@ impl TaskRun {
         let answer = self.kept.take().unwrap_or_default();
         let mut task = self.task_with(state.clone(), Some(meta), vec![user.clone()]);
         if matches!(state, TaskState::Failed | TaskState::Canceled) {
-            let words = self
-                .error
-                .clone()
-                .unwrap_or_else(|| "The assistant could not answer this time.".to_owned());
+            let words = self.summary.failure_words();
             let id = format!("{}-status", self.task.turn_id);
             task.status.message = Some(text_message(
                 Role::Agent,
@@ -361,14 +337,7 @@ pub(crate) fn from_history(
         &task_id,
         &turn.user_text,
     );
-    let meta = json!({
-        "turn_id": turn.turn_id,
-        "episode_id": task.episode_id,
-        "consulted": turn.consulted,
-        "footer": baton_core::consulted::footer(&turn.consulted),
-        "privacy": turn.privacy,
-        "outcome": turn.outcome,
-    });
+    let meta = TurnSummary::committed(turn).record(&turn.turn_id, &task.episode_id);
     let status_message = matches!(state, TaskState::Failed | TaskState::Canceled).then(|| {
         text_message(
             Role::Agent,

@@ -20,10 +20,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use baton_core::consulted::ConsultedAgent;
 use baton_core::events::{Event, InterruptionView, SOURCE_NOTE};
 use baton_core::interruption::InterruptionKind;
-use baton_core::turn::{ModelUsage, TurnOutcome};
+use baton_core::turn::TurnOutcome;
 use serde_json::{Value, json};
 
 use crate::faces::answer::AnswerText;
+use crate::faces::summary::TurnSummary;
 
 /// The orchestrator's own text source.
 const ORCHESTRATOR: &str = "orchestrator";
@@ -47,10 +48,7 @@ pub(crate) struct Run {
     delegated: BTreeSet<String>,
     /// Planner waves: how many nodes each has, how many ended, whether it started.
     waves: BTreeMap<u32, (usize, usize, bool)>,
-    usage: Vec<ModelUsage>,
-    error: Option<String>,
-    consulted: Vec<ConsultedAgent>,
-    footer: String,
+    summary: TurnSummary,
     /// What the turn waits on, as an AG-UI interrupt.
     interrupt: Option<Value>,
 }
@@ -68,10 +66,7 @@ impl Run {
             text_open: false,
             delegated: BTreeSet::new(),
             waves: BTreeMap::new(),
-            usage: Vec::new(),
-            error: None,
-            consulted: Vec::new(),
-            footer: String::new(),
+            summary: TurnSummary::default(),
             interrupt: None,
         }
     }
@@ -130,6 +125,7 @@ impl Run {
     /// The AG-UI events one turn event makes.
     pub(crate) fn events(&mut self, event: &Event) -> Vec<Value> {
         let mut out = Vec::new();
+        self.summary.take(event);
         match event {
             Event::Status { message, .. } => out.push(json!({
                 "type": "ACTIVITY_SNAPSHOT",
@@ -163,12 +159,7 @@ impl Run {
                 self.delegate(agent, &mut out);
             }
             Event::Text { source, .. } => self.delegate(source, &mut out),
-            Event::AgentsConsulted { agents, footer } => {
-                self.consulted.clone_from(agents);
-                self.footer.clone_from(footer);
-                self.results(agents, footer, &mut out);
-            }
-            Event::Usage { models, .. } => self.usage.clone_from(models),
+            Event::AgentsConsulted { agents, footer } => self.results(agents, footer, &mut out),
             Event::Interruption(asked) => {
                 let InterruptionView {
                     id,
@@ -191,7 +182,6 @@ impl Run {
                     url.as_deref(),
                 ))
             }
-            Event::Error { message } => self.error = Some(message.clone()),
             _ => {}
         }
         if let Some(piece) = self.answer.piece(event) {
@@ -201,18 +191,13 @@ impl Run {
             }
             out.push(json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": self.message_id, "delta": piece }));
         }
-        if let Event::Completed { outcome, privacy } = event {
-            self.finish(*outcome, privacy, &mut out);
+        if let Event::Completed { outcome, .. } = event {
+            self.finish(*outcome, &mut out);
         }
         out
     }
 
-    fn finish(
-        &mut self,
-        outcome: TurnOutcome,
-        privacy: &baton_core::privacy::PrivacyReceipt,
-        out: &mut Vec<Value>,
-    ) {
+    fn finish(&mut self, outcome: TurnOutcome, out: &mut Vec<Value>) {
         if self.text_open {
             self.text_open = false;
             out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": self.message_id }));
@@ -226,24 +211,15 @@ impl Run {
         }
         out.push(json!({
             "type": "STATE_SNAPSHOT",
-            "snapshot": { "baton": {
-                "turn_id": self.turn_id,
-                "episode_id": self.episode_id,
-                "consulted": self.consulted,
-                "footer": self.footer,
-                "privacy": privacy,
-                "outcome": outcome,
-            } },
+            "snapshot": { "baton": self.summary.record(&self.turn_id, &self.episode_id) },
         }));
         if matches!(outcome, TurnOutcome::Failed | TurnOutcome::Canceled) {
-            let message = self
-                .error
-                .clone()
-                .unwrap_or_else(|| "The assistant could not answer this time.".to_owned());
+            let message = self.summary.failure_words();
             out.push(json!({ "type": "RUN_ERROR", "message": message, "code": format!("turn_{}", outcome.as_str()) }));
             return;
         }
         let usage: Vec<Value> = self
+            .summary
             .usage
             .iter()
             .map(|m| {

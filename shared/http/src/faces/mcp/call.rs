@@ -3,15 +3,14 @@
 //! whose `structuredContent` carries the runtime's consulted record, the privacy receipt
 //! and the ids. Every text here has passed the turn stream's privacy guard (D-23).
 
-use baton_core::consulted::ConsultedAgent;
 use baton_core::events::Event;
-use baton_core::interruption::InterruptionKind;
-use baton_core::privacy::PrivacyReceipt;
 use baton_core::turn::TurnOutcome;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
 use crate::faces::answer::AnswerText;
+use crate::faces::summary::TurnSummary;
+pub(crate) use crate::faces::summary::Waiting;
 
 /// One turn becoming one tool result.
 #[derive(Debug)]
@@ -22,28 +21,9 @@ pub(crate) struct Reply {
     direct: Option<String>,
     answer: AnswerText,
     text: String,
-    consulted: Vec<ConsultedAgent>,
-    footer: String,
-    privacy: PrivacyReceipt,
-    outcome: Option<TurnOutcome>,
-    cost_usd: f64,
+    summary: TurnSummary,
     /// Whether the specialist asked directly failed to answer.
     direct_failed: bool,
-    /// What the turn waits on (D-36).
-    interruption: Option<Waiting>,
-}
-
-/// What a turn waits on, as the structured content carries it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub(crate) struct Waiting {
-    pub(crate) id: String,
-    pub(crate) kind: InterruptionKind,
-    pub(crate) agent: String,
-    /// What the user is asked, in plain words.
-    pub(crate) asks: String,
-    pub(crate) expires_ms: u64,
-    /// The sign-in page, for an account link.
-    pub(crate) url: Option<String>,
 }
 
 impl Reply {
@@ -56,45 +36,20 @@ impl Reply {
             direct: direct.map(str::to_owned),
             answer: AnswerText::default(),
             text: String::new(),
-            consulted: Vec::new(),
-            footer: String::new(),
-            privacy: PrivacyReceipt::default(),
-            outcome: None,
-            cost_usd: 0.0,
+            summary: TurnSummary::default(),
             direct_failed: false,
-            interruption: None,
         }
     }
 
     /// Takes in one event; the progress line it brings, if any (a progress notification
     /// when the caller asked for them).
     pub(crate) fn take(&mut self, event: &Event) -> Option<String> {
-        match event {
-            Event::AgentsConsulted { agents, footer } => {
-                self.consulted.clone_from(agents);
-                self.footer.clone_from(footer);
-            }
-            Event::Usage { cost_usd, .. } => self.cost_usd = *cost_usd,
-            Event::Interruption(asked) => {
-                self.interruption = Some(Waiting {
-                    id: asked.id.clone(),
-                    kind: asked.kind,
-                    agent: asked.agent.clone(),
-                    asks: asked.action.clone(),
-                    expires_ms: asked.expires_ms,
-                    url: asked.url.clone(),
-                });
-            }
-            Event::Completed { outcome, privacy } => {
-                self.outcome = Some(*outcome);
-                self.privacy = privacy.clone();
-            }
-            Event::DelegatedAnswer { agent, status, .. }
-                if self.direct.as_deref() == Some(agent.as_str()) && !status.answered() =>
-            {
-                self.direct_failed = true;
-            }
-            _ => {}
+        self.summary.take(event);
+        if let Event::DelegatedAnswer { agent, status, .. } = event
+            && self.direct.as_deref() == Some(agent.as_str())
+            && !status.answered()
+        {
+            self.direct_failed = true;
         }
         if let Some(piece) = self.answer.piece(event) {
             self.text.push_str(&piece);
@@ -107,9 +62,7 @@ impl Reply {
 
     /// What the turn waits on, when it ended waiting for the user.
     pub(crate) fn waiting(&self) -> Option<&Waiting> {
-        self.interruption
-            .as_ref()
-            .filter(|_| self.outcome == Some(TurnOutcome::AwaitingUser))
+        self.summary.waiting()
     }
 
     /// The turn's id.
@@ -126,18 +79,18 @@ impl Reply {
     /// asked directly could not answer. The client is told with `isError` (a tool
     /// execution error, which a model reads and may act on).
     fn unanswered(&self) -> bool {
-        self.direct_failed || matches!(self.outcome, None | Some(TurnOutcome::Failed))
+        self.direct_failed || matches!(self.summary.outcome, None | Some(TurnOutcome::Failed))
     }
 
     /// The result, once the turn's stream is over.
     pub(crate) fn result(self) -> CallToolResult {
         let error = self.unanswered();
-        let mut text = if self.text.is_empty() && self.outcome.is_none() {
+        let mut text = if self.text.is_empty() && self.summary.outcome.is_none() {
             "The turn stopped before it finished; please try again.".to_owned()
         } else {
             self.text
         };
-        if self.outcome == Some(TurnOutcome::AwaitingUser) {
+        if self.summary.outcome == Some(TurnOutcome::AwaitingUser) {
             // This face cannot ask in place: say how the answer comes back (D-36).
             text.push_str(
                 "\n\n(Waiting for the user. To answer, call this tool again with the same \
@@ -145,17 +98,9 @@ impl Reply {
                  the code the sign-in page shows to an account link.)",
             );
         }
-        let structured = json!({
-            "answer": text,
-            "turn_id": self.turn_id,
-            "episode_id": self.episode_id,
-            "consulted": self.consulted,
-            "footer": self.footer,
-            "privacy": self.privacy,
-            "outcome": self.outcome,
-            "cost_usd": self.cost_usd,
-            "interruption": self.interruption,
-        });
+        let mut structured = self.summary.record(&self.turn_id, &self.episode_id);
+        structured["answer"] = json!(text);
+        structured["interruption"] = json!(self.summary.interruption);
         let mut result = if error {
             CallToolResult::error(vec![ContentBlock::text(text)])
         } else {
@@ -174,7 +119,8 @@ pub(crate) fn refused(message: &str) -> CallToolResult {
 
 #[cfg(test)]
 mod tests {
-    use baton_core::consulted::AgentStatus;
+    use baton_core::consulted::{AgentStatus, ConsultedAgent};
+    use baton_core::privacy::PrivacyReceipt;
 
     use super::*;
 

@@ -3,14 +3,12 @@
 //! the ids travel in the `baton` extension field (a client that does not know it ignores
 //! it), and the usage in OpenAI's own `usage`.
 
-use baton_core::consulted::ConsultedAgent;
 use baton_core::events::Event;
-use baton_core::privacy::PrivacyReceipt;
-use baton_core::turn::{ModelUsage, TurnOutcome};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::faces::answer::AnswerText;
+use crate::faces::summary::TurnSummary;
 
 /// One turn becoming one completion.
 #[derive(Debug)]
@@ -23,12 +21,7 @@ pub(crate) struct Completion {
     answer: AnswerText,
     /// The whole answer, for a response that is not streamed.
     text: String,
-    consulted: Vec<ConsultedAgent>,
-    footer: String,
-    usage: Vec<ModelUsage>,
-    cost_usd: f64,
-    outcome: Option<TurnOutcome>,
-    privacy: PrivacyReceipt,
+    summary: TurnSummary,
 }
 
 impl Completion {
@@ -43,68 +36,35 @@ impl Completion {
             episode_id: episode_id.to_owned(),
             answer: AnswerText::default(),
             text: String::new(),
-            consulted: Vec::new(),
-            footer: String::new(),
-            usage: Vec::new(),
-            cost_usd: 0.0,
-            outcome: None,
-            privacy: PrivacyReceipt::default(),
+            summary: TurnSummary::default(),
         }
     }
 
     /// Takes in one event; the answer text it adds, if any.
     fn take(&mut self, event: &Event) -> Option<String> {
-        match event {
-            Event::AgentsConsulted { agents, footer } => {
-                self.consulted.clone_from(agents);
-                self.footer.clone_from(footer);
-            }
-            Event::Usage { models, cost_usd } => {
-                self.usage.clone_from(models);
-                self.cost_usd = *cost_usd;
-            }
-            Event::Completed { outcome, privacy } => {
-                self.outcome = Some(*outcome);
-                self.privacy = privacy.clone();
-            }
-            _ => {}
-        }
+        self.summary.take(event);
         self.answer.piece(event)
     }
 
     /// The ids of the specialists consulted, for a response header.
     pub(crate) fn consulted_ids(&self) -> String {
-        let ids: Vec<&str> = self.consulted.iter().map(|c| c.agent_id.as_str()).collect();
-        ids.join(",")
+        self.summary.consulted_ids()
     }
 
     fn usage(&self) -> Value {
-        let (mut prompt, mut completion, mut cached) = (0, 0, 0);
-        for m in &self.usage {
-            prompt += m.tokens.input + m.tokens.cache_read + m.tokens.cache_write;
-            completion += m.tokens.output;
-            cached += m.tokens.cache_read;
-        }
+        let t = self.summary.tokens();
         json!({
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": { "cached_tokens": cached },
+            "prompt_tokens": t.prompt,
+            "completion_tokens": t.completion,
+            "total_tokens": t.prompt + t.completion,
+            "prompt_tokens_details": { "cached_tokens": t.cached },
         })
     }
 
     /// What Baton adds: who was consulted (from the runtime's record, never model text),
     /// what the privacy guard masked, how the turn ended, and its ids.
     fn extension(&self) -> Value {
-        json!({
-            "turn_id": self.turn_id,
-            "episode_id": self.episode_id,
-            "consulted": self.consulted,
-            "footer": self.footer,
-            "privacy": self.privacy,
-            "outcome": self.outcome,
-            "cost_usd": self.cost_usd,
-        })
+        self.summary.record(&self.turn_id, &self.episode_id)
     }
 
     fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
