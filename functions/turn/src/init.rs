@@ -186,8 +186,8 @@ fn build(
     }
     let runtime = builder.build()?;
     // Every request reaches the function through its URL's or API's authentication, under
-    // a host only AWS names, so `/mcp` answers any host: the DNS-rebinding protection is
-    // for servers listening on a machine's loopback (`baton serve`).
+    // a host only AWS names, so every route answers any host: the DNS-rebinding protection
+    // is for servers listening on a machine's loopback (`baton serve`).
     let mut state = AppState::new(runtime.clone(), adapters.principals)
         .with_max_body_bytes(config.max_body_bytes)
         .with_hosts(AllowedHosts::Any);
