@@ -12,7 +12,7 @@ use futures::StreamExt;
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 
-use crate::config::{Settings, StoreChoice};
+use crate::config::Settings;
 use crate::render::{Ending, Renderer, Style};
 use crate::{logging, setup};
 use clap::Args;
@@ -188,12 +188,7 @@ impl Chat<'_> {
             if r.kind == RejectionKind::Unavailable {
                 // Before a turn runs, the only dependency that can be down is the store: say
                 // which one.
-                let store = match &self.settings.store {
-                    StoreChoice::Embedded => {
-                        format!("the local store in {}", self.settings.data_dir.display())
-                    }
-                    StoreChoice::DynamoDb { table, .. } => format!("the journal table {table}"),
-                };
+                let store = self.settings.store_in_words();
                 anyhow::Error::new(r).context(format!("using {store}"))
             } else {
                 anyhow::Error::new(r)

@@ -258,6 +258,17 @@ pub(crate) enum StoreChoice {
     },
 }
 
+impl Settings {
+    /// The store the settings name, as a message to the user says it ("the local store in
+    /// .baton", "the journal table baton-journal").
+    pub(crate) fn store_in_words(&self) -> String {
+        match &self.store {
+            StoreChoice::Embedded => format!("the local store in {}", self.data_dir.display()),
+            StoreChoice::DynamoDb { table, .. } => format!("the journal table {table}"),
+        }
+    }
+}
+
 /// Checked settings.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {

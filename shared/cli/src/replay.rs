@@ -16,7 +16,7 @@ use baton_core::turn::{ConsultedAgent, ModelUsage, TurnRecord};
 use baton_runtime::replay::EpisodeReplay;
 use baton_runtime::{RejectionKind, TurnRejection};
 
-use crate::config::{Settings, StoreChoice};
+use crate::config::Settings;
 use crate::render::{masked, money};
 use crate::{logging, setup};
 use clap::Args;
@@ -65,11 +65,7 @@ fn refusal(settings: &Settings, r: TurnRejection) -> anyhow::Error {
     if r.kind != RejectionKind::Unavailable {
         return anyhow::Error::new(r);
     }
-    let store = match &settings.store {
-        StoreChoice::Embedded => format!("the local store in {}", settings.data_dir.display()),
-        StoreChoice::DynamoDb { table, .. } => format!("the journal table {table}"),
-    };
-    anyhow::Error::new(r).context(format!("reading {store}"))
+    anyhow::Error::new(r).context(format!("reading {}", settings.store_in_words()))
 }
 
 /// The whole replay as text.
