@@ -24,7 +24,7 @@ use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::ports::clock::Clock;
 use baton_core::ports::model::{CallPurpose, Model, ModelRequest, ModelStream};
-use baton_core::ports::store::Store;
+use baton_core::ports::store::SummaryStore as _;
 use baton_local::offline::OfflineModel;
 use baton_runtime::compaction::Outcome;
 use baton_runtime::{Runtime, RuntimeConfig, TurnRequest};

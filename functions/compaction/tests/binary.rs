@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use baton_aws::journal::{DynamoStore, JournalConfig};
-use baton_core::ports::store::Store;
+use baton_core::ports::store::{SummaryStore as _, TurnStore as _};
 use baton_testkit::store::records::{claim_ok, claim_request, commit_of, principal, turn_record};
 use baton_tests::fake_bedrock::Reply;
 use baton_tests::fixtures;

@@ -18,6 +18,9 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::store::{
+    CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
+};
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use tokio::sync::watch;
@@ -85,7 +88,7 @@ impl TrackedStore {
 }
 
 #[async_trait]
-impl Store for TrackedStore {
+impl TurnStore for TrackedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         let turn_id = request.turn_id.clone();
         let claim = self.inner.claim(request).await?;
@@ -108,25 +111,6 @@ impl Store for TrackedStore {
             self.tracker.end(&commit.record.turn_id);
         }
         result
-    }
-
-    async fn save_checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-        checkpoint: &str,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .save_checkpoint(episode_id, turn_id, checkpoint)
-            .await
-    }
-
-    async fn checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-    ) -> Result<Option<String>, StoreError> {
-        self.inner.checkpoint(episode_id, turn_id).await
     }
 
     async fn episode(
@@ -158,6 +142,44 @@ impl Store for TrackedStore {
             .await
     }
 
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError> {
+        self.inner.body(principal, episode_id, key).await
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.inner.ready().await
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for TrackedStore {
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .save_checkpoint(episode_id, turn_id, checkpoint)
+            .await
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.inner.checkpoint(episode_id, turn_id).await
+    }
+}
+
+#[async_trait]
+impl SummaryStore for TrackedStore {
     async fn save_summary(
         &self,
         principal: &Principal,
@@ -173,7 +195,10 @@ impl Store for TrackedStore {
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
         self.inner.due_episodes(limit).await
     }
+}
 
+#[async_trait]
+impl UpstreamStore for TrackedStore {
     async fn upstream_conversation(
         &self,
         principal: &Principal,
@@ -195,7 +220,10 @@ impl Store for TrackedStore {
             .save_upstream_conversation(principal, episode_id, conversation)
             .await
     }
+}
 
+#[async_trait]
+impl LinkStore for TrackedStore {
     async fn link(
         &self,
         principal: &Principal,
@@ -214,19 +242,6 @@ impl Store for TrackedStore {
 
     async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
         self.inner.delete_link(principal, server).await
-    }
-
-    async fn body(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        key: &str,
-    ) -> Result<serde_json::Value, StoreError> {
-        self.inner.body(principal, episode_id, key).await
-    }
-
-    async fn ready(&self) -> Result<(), StoreError> {
-        self.inner.ready().await
     }
 }
 

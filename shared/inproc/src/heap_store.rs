@@ -11,7 +11,10 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError,
+};
+use baton_core::ports::store::{
+    CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -220,7 +223,7 @@ impl Inner {
 }
 
 #[async_trait]
-impl Store for HeapStore {
+impl TurnStore for HeapStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         self.lock()?.claim(request)
     }
@@ -243,37 +246,6 @@ impl Store for HeapStore {
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         self.lock()?.commit(commit.clone())
-    }
-
-    async fn save_checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-        checkpoint: &str,
-    ) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
-        let episode = inner
-            .episodes
-            .get_mut(episode_id)
-            .filter(|e| e.holder.as_deref() == Some(turn_id))
-            .ok_or(StoreError::Conflict)?;
-        episode
-            .checkpoints
-            .insert(turn_id.to_owned(), checkpoint.to_owned());
-        Ok(())
-    }
-
-    async fn checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-    ) -> Result<Option<String>, StoreError> {
-        let inner = self.lock()?;
-        Ok(inner
-            .episodes
-            .get(episode_id)
-            .and_then(|e| e.checkpoints.get(turn_id))
-            .cloned())
     }
 
     async fn episode(
@@ -312,6 +284,61 @@ impl Store for HeapStore {
         Ok(turns[from..].iter().take(limit).cloned().collect())
     }
 
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError> {
+        let inner = self.lock()?;
+        inner
+            .owned(principal, episode_id)?
+            .bodies
+            .get(key)
+            .ok_or(StoreError::NotFound)
+            .and_then(|text| {
+                serde_json::from_str(text)
+                    .map_err(|e| StoreError::Corrupt(format!("a stored body is not JSON: {e}")))
+            })
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for HeapStore {
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        let episode = inner
+            .episodes
+            .get_mut(episode_id)
+            .filter(|e| e.holder.as_deref() == Some(turn_id))
+            .ok_or(StoreError::Conflict)?;
+        episode
+            .checkpoints
+            .insert(turn_id.to_owned(), checkpoint.to_owned());
+        Ok(())
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let inner = self.lock()?;
+        Ok(inner
+            .episodes
+            .get(episode_id)
+            .and_then(|e| e.checkpoints.get(turn_id))
+            .cloned())
+    }
+}
+
+#[async_trait]
+impl SummaryStore for HeapStore {
     async fn save_summary(
         &self,
         principal: &Principal,
@@ -349,7 +376,10 @@ impl Store for HeapStore {
         due.truncate(limit);
         Ok(due)
     }
+}
 
+#[async_trait]
+impl UpstreamStore for HeapStore {
     async fn upstream_conversation(
         &self,
         principal: &Principal,
@@ -381,7 +411,10 @@ impl Store for HeapStore {
             .insert(conversation.agent_id.clone(), conversation.clone());
         Ok(())
     }
+}
 
+#[async_trait]
+impl LinkStore for HeapStore {
     async fn link(
         &self,
         principal: &Principal,
@@ -420,24 +453,6 @@ impl Store for HeapStore {
             .links
             .get_mut(principal)
             .is_some_and(|links| links.remove(server).is_some()))
-    }
-
-    async fn body(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        key: &str,
-    ) -> Result<serde_json::Value, StoreError> {
-        let inner = self.lock()?;
-        inner
-            .owned(principal, episode_id)?
-            .bodies
-            .get(key)
-            .ok_or(StoreError::NotFound)
-            .and_then(|text| {
-                serde_json::from_str(text)
-                    .map_err(|e| StoreError::Corrupt(format!("a stored body is not JSON: {e}")))
-            })
     }
 }
 

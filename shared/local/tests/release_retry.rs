@@ -3,7 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use baton_core::ports::store::{Claim, Store};
+use baton_core::ports::store::Claim;
+use baton_core::ports::store::TurnStore as _;
 use baton_local::embedded_store::EmbeddedStore;
 use baton_testkit::store::records::{claim_ok, claim_request, principal};
 

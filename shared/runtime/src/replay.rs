@@ -96,7 +96,7 @@ mod tests {
 
     use baton_connectors::ConfiguredConnector;
     use baton_core::memory::EpisodeSummary;
-    use baton_core::ports::store::Store;
+    use baton_core::ports::store::SummaryStore as _;
     use baton_inproc::HeapStore;
     use baton_inproc::scripted::ScriptedModel;
     use baton_testkit::registry::TestRegistry;

@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::config::retry::RetryPartition;
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::Principal;
 use baton_core::events::Event;
-use baton_core::ports::store::Store;
+use baton_core::ports::store::TurnStore as _;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::{RejectionKind, Runtime, TurnRequest};
 use baton_tests::dynamodb_local::{BODIES_BUCKET, DynamoDbLocal};

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use baton_core::ports::store::Store;
+use baton_core::ports::store::{CheckpointStore as _, TurnStore as _};
 use baton_testkit::store::records::{claim_ok, claim_request, commit_of, principal, turn_record};
 use baton_tests::dynamodb_local::LocalJournal;
 

@@ -6,7 +6,10 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError,
+};
+use baton_core::ports::store::{
+    CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -15,7 +18,7 @@ use super::config::DynamoStore;
 use super::{account_links, checkpoint, claim, commit, memory, read, upstream};
 
 #[async_trait]
-impl Store for DynamoStore {
+impl TurnStore for DynamoStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         baton_core::store_write!("store.claim", claim::claim(self, &request))
     }
@@ -26,26 +29,6 @@ impl Store for DynamoStore {
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         baton_core::store_write!("store.commit", commit::commit(self, commit))
-    }
-
-    async fn save_checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-        checkpoint: &str,
-    ) -> Result<(), StoreError> {
-        baton_core::store_write!(
-            "store.checkpoint",
-            checkpoint::save(self, episode_id, turn_id, checkpoint)
-        )
-    }
-
-    async fn checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-    ) -> Result<Option<String>, StoreError> {
-        checkpoint::load(self, episode_id, turn_id).await
     }
 
     async fn episode(
@@ -75,6 +58,49 @@ impl Store for DynamoStore {
         read::turns_after(self, principal, episode_id, after_seq, limit).await
     }
 
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError> {
+        read::body(self, principal, episode_id, key).await
+    }
+
+    /// One read of an episode key no turn ever uses: the table answers, and this role may
+    /// read it.
+    async fn ready(&self) -> Result<(), StoreError> {
+        read::meta_item(self, READY_PROBE_EPISODE, "checking the journal")
+            .await
+            .map(drop)
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for DynamoStore {
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        baton_core::store_write!(
+            "store.checkpoint",
+            checkpoint::save(self, episode_id, turn_id, checkpoint)
+        )
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        checkpoint::load(self, episode_id, turn_id).await
+    }
+}
+
+#[async_trait]
+impl SummaryStore for DynamoStore {
     async fn save_summary(
         &self,
         principal: &Principal,
@@ -91,7 +117,10 @@ impl Store for DynamoStore {
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
         memory::due_episodes(self, limit).await
     }
+}
 
+#[async_trait]
+impl UpstreamStore for DynamoStore {
     async fn upstream_conversation(
         &self,
         principal: &Principal,
@@ -109,7 +138,10 @@ impl Store for DynamoStore {
     ) -> Result<(), StoreError> {
         upstream::save(self, principal, episode_id, conversation).await
     }
+}
 
+#[async_trait]
+impl LinkStore for DynamoStore {
     async fn link(
         &self,
         principal: &Principal,
@@ -128,23 +160,6 @@ impl Store for DynamoStore {
 
     async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
         account_links::delete(self, principal, server).await
-    }
-
-    async fn body(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        key: &str,
-    ) -> Result<serde_json::Value, StoreError> {
-        read::body(self, principal, episode_id, key).await
-    }
-
-    /// One read of an episode key no turn ever uses: the table answers, and this role may
-    /// read it.
-    async fn ready(&self) -> Result<(), StoreError> {
-        read::meta_item(self, READY_PROBE_EPISODE, "checking the journal")
-            .await
-            .map(drop)
     }
 }
 

@@ -17,7 +17,6 @@ use baton_core::ports::metrics::{
     TURN_COST_USD,
 };
 use baton_core::ports::model::{CallPurpose, TokenUsage};
-use baton_core::ports::store::Store;
 use baton_core::prompt::estimate_tokens;
 use baton_core::registry::{ModelSpec, Registry, RegistrySources};
 use baton_core::trace::GuardName;
@@ -30,6 +29,7 @@ use serde::Serialize;
 
 use super::conversation::{PROBE_EMAIL, message};
 use super::recorder::{BenchMetrics, CallRecord, PacedClock, RecordingModel};
+use baton_core::ports::store::{SummaryStore as _, TurnStore as _};
 
 /// Turns that make an episode due, and turns kept, when compaction is off: never reached.
 const NEVER: u64 = 1_000_000_000;

@@ -222,12 +222,25 @@ pub struct AccountLink {
     pub updated_ms: u64,
 }
 
-/// The episode journal.
+/// The episode journal: every port below, which every store implements (a store may
+/// implement them one at a time, each in a module of its own; see "Adding a store" in
+/// docs/design.md).
 ///
 /// Every method is atomic: on `Err` nothing was changed. Futures may be dropped at any
 /// await point; a dropped `commit` either happened or did not.
+pub trait Store:
+    TurnStore + CheckpointStore + SummaryStore + UpstreamStore + LinkStore + Send + Sync
+{
+}
+
+impl<T> Store for T where
+    T: TurnStore + CheckpointStore + SummaryStore + UpstreamStore + LinkStore + Send + Sync
+{
+}
+
+/// Claims and turns: the episode's claim, its commit, and reading its turns back (D-24 … D-26).
 #[async_trait]
-pub trait Store: Send + Sync {
+pub trait TurnStore: Send + Sync {
     /// Claims a turn (D-25, D-26); creates the episode when `episode_id` is `None`.
     ///
     /// A turn id whose claim died (its lease ran out, or the store knows its process is
@@ -250,30 +263,6 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// `Conflict` when the episode's version is no longer `expected_version`.
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError>;
-
-    /// Saves the progress of a claimed turn that is still running (a planner's checkpoint
-    /// after each wave, D-16), replacing what the turn saved before. Kept when the claim is
-    /// released or dies, so that the turn claimed again goes on from it; removed when the
-    /// turn commits. `checkpoint` is opaque text (JSON) of any size.
-    ///
-    /// # Errors
-    /// `Conflict` when `turn_id` does not hold the episode's claim (never claimed,
-    /// committed, or taken over by another turn): nothing is saved.
-    async fn save_checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-        checkpoint: &str,
-    ) -> Result<(), StoreError>;
-
-    /// What [`Store::save_checkpoint`] last saved for `turn_id` on this episode; `None` when
-    /// it saved nothing or the turn has committed. The caller has claimed the turn (which
-    /// checked the principal).
-    async fn checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-    ) -> Result<Option<String>, StoreError>;
 
     /// Episode metadata, checked for ownership.
     async fn episode(
@@ -300,6 +289,55 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<TurnRecord>, StoreError>;
 
+    /// Reads one body, checked for ownership.
+    async fn body(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, StoreError>;
+
+    /// Whether turns can be claimed and committed now: a cheap probe for readiness checks
+    /// (a store that is always reachable keeps the default).
+    ///
+    /// # Errors
+    /// `Unavailable` or `Corrupt`, as a turn would meet them.
+    async fn ready(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// A running turn's progress, kept across a crash until it commits (D-16).
+#[async_trait]
+pub trait CheckpointStore: Send + Sync {
+    /// Saves the progress of a claimed turn that is still running (a planner's checkpoint
+    /// after each wave, D-16), replacing what the turn saved before. Kept when the claim is
+    /// released or dies, so that the turn claimed again goes on from it; removed when the
+    /// turn commits. `checkpoint` is opaque text (JSON) of any size.
+    ///
+    /// # Errors
+    /// `Conflict` when `turn_id` does not hold the episode's claim (never claimed,
+    /// committed, or taken over by another turn): nothing is saved.
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError>;
+
+    /// What [`CheckpointStore::save_checkpoint`] last saved for `turn_id` on this episode; `None` when
+    /// it saved nothing or the turn has committed. The caller has claimed the turn (which
+    /// checked the principal).
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError>;
+}
+
+/// Episode memory: compaction's summaries and the episodes due for one (design §4).
+#[async_trait]
+pub trait SummaryStore: Send + Sync {
     /// Stores a compaction's summary and clears the episode's due mark, if the episode is
     /// still at `expected_version` (no turn committed since it was read).
     ///
@@ -316,7 +354,11 @@ pub trait Store: Send + Sync {
 
     /// Up to `limit` episodes marked due for compaction, longest due first.
     async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError>;
+}
 
+/// A specialist's conversation with its upstream chat service.
+#[async_trait]
+pub trait UpstreamStore: Send + Sync {
     /// The specialist's conversation with its upstream chat service, as last saved, expired
     /// or not (the caller checks [`UpstreamConversation::live_at`]). `None` when there is
     /// none, and when the stored item is unreadable or not the principal's: treated as
@@ -341,7 +383,11 @@ pub trait Store: Send + Sync {
         episode_id: &str,
         conversation: &UpstreamConversation,
     ) -> Result<(), StoreError>;
+}
 
+/// A principal's account links (D-37).
+#[async_trait]
+pub trait LinkStore: Send + Sync {
     /// The principal's link to `server` (an account they connected, D-37), if any.
     ///
     /// # Errors
@@ -369,21 +415,4 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// `Unavailable`.
     async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError>;
-
-    /// Reads one body, checked for ownership.
-    async fn body(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        key: &str,
-    ) -> Result<serde_json::Value, StoreError>;
-
-    /// Whether turns can be claimed and committed now: a cheap probe for readiness checks
-    /// (a store that is always reachable keeps the default).
-    ///
-    /// # Errors
-    /// `Unavailable` or `Corrupt`, as a turn would meet them.
-    async fn ready(&self) -> Result<(), StoreError> {
-        Ok(())
-    }
 }

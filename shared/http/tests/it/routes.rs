@@ -6,6 +6,7 @@ use baton_http::sse::decode;
 use serde_json::Value;
 
 use crate::support::*;
+use baton_core::ports::store::SummaryStore as _;
 
 #[tokio::test]
 async fn a_turn_streams_numbered_frames_ending_in_completed() {
@@ -79,7 +80,7 @@ async fn history_says_how_far_the_summary_reaches() {
 
     use baton_core::Principal;
     use baton_core::memory::EpisodeSummary;
-    use baton_core::ports::store::Store;
+
     use baton_inproc::HeapStore;
 
     let store = Arc::new(HeapStore::new());

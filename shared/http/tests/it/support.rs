@@ -12,6 +12,9 @@ use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
 };
+use baton_core::ports::store::{
+    CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
+};
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 use baton_http::{AppState, LocalPrincipal, PRINCIPAL_HEADER};
@@ -31,28 +34,27 @@ fn down() -> StoreError {
 }
 
 #[async_trait]
-impl Store for DownStore {
+impl TurnStore for DownStore {
     async fn claim(&self, _: ClaimRequest) -> Result<Claim, StoreError> {
         Err(down())
     }
+
     async fn release(&self, _: &str, _: &str) -> Result<(), StoreError> {
         Err(down())
     }
+
     async fn commit(&self, _: &Commit) -> Result<u64, StoreError> {
         Err(down())
     }
-    async fn save_checkpoint(&self, _: &str, _: &str, _: &str) -> Result<(), StoreError> {
-        Err(down())
-    }
-    async fn checkpoint(&self, _: &str, _: &str) -> Result<Option<String>, StoreError> {
-        Err(down())
-    }
+
     async fn episode(&self, _: &Principal, _: &str) -> Result<EpisodeMeta, StoreError> {
         Err(down())
     }
+
     async fn turns(&self, _: &Principal, _: &str, _: usize) -> Result<Vec<TurnRecord>, StoreError> {
         Err(down())
     }
+
     async fn turns_after(
         &self,
         _: &Principal,
@@ -62,6 +64,29 @@ impl Store for DownStore {
     ) -> Result<Vec<TurnRecord>, StoreError> {
         Err(down())
     }
+
+    async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {
+        Err(down())
+    }
+
+    async fn ready(&self) -> Result<(), StoreError> {
+        Err(down())
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for DownStore {
+    async fn save_checkpoint(&self, _: &str, _: &str, _: &str) -> Result<(), StoreError> {
+        Err(down())
+    }
+
+    async fn checkpoint(&self, _: &str, _: &str) -> Result<Option<String>, StoreError> {
+        Err(down())
+    }
+}
+
+#[async_trait]
+impl SummaryStore for DownStore {
     async fn save_summary(
         &self,
         _: &Principal,
@@ -71,9 +96,14 @@ impl Store for DownStore {
     ) -> Result<(), StoreError> {
         Err(down())
     }
+
     async fn due_episodes(&self, _: usize) -> Result<Vec<DueEpisode>, StoreError> {
         Err(down())
     }
+}
+
+#[async_trait]
+impl UpstreamStore for DownStore {
     async fn upstream_conversation(
         &self,
         _: &Principal,
@@ -82,6 +112,7 @@ impl Store for DownStore {
     ) -> Result<Option<UpstreamConversation>, StoreError> {
         Err(down())
     }
+
     async fn save_upstream_conversation(
         &self,
         _: &Principal,
@@ -90,22 +121,23 @@ impl Store for DownStore {
     ) -> Result<(), StoreError> {
         Err(down())
     }
+}
+
+#[async_trait]
+impl LinkStore for DownStore {
     async fn link(&self, _: &Principal, _: &str) -> Result<Option<AccountLink>, StoreError> {
         Err(down())
     }
+
     async fn links(&self, _: &Principal) -> Result<Vec<AccountLink>, StoreError> {
         Err(down())
     }
+
     async fn save_link(&self, _: &Principal, _: &AccountLink) -> Result<(), StoreError> {
         Err(down())
     }
+
     async fn delete_link(&self, _: &Principal, _: &str) -> Result<bool, StoreError> {
-        Err(down())
-    }
-    async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {
-        Err(down())
-    }
-    async fn ready(&self) -> Result<(), StoreError> {
         Err(down())
     }
 }

@@ -49,7 +49,10 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError,
+};
+use baton_core::ports::store::{
+    CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
 };
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
@@ -315,7 +318,7 @@ impl EmbeddedStore {
 }
 
 #[async_trait]
-impl Store for EmbeddedStore {
+impl TurnStore for EmbeddedStore {
     async fn claim(&self, request: ClaimRequest) -> Result<Claim, StoreError> {
         self.room()?;
         if let Err(e) = self.release_unreleased().await {
@@ -392,38 +395,6 @@ impl Store for EmbeddedStore {
         })
     }
 
-    async fn save_checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-        checkpoint: &str,
-    ) -> Result<(), StoreError> {
-        baton_core::store_write!("store.checkpoint", async {
-            // Copied only once this call's turn at the connection has come, as a commit is:
-            // a checkpoint may be large.
-            let permit = self.admit().await?;
-            let (episode_id, turn_id, checkpoint) = (
-                episode_id.to_owned(),
-                turn_id.to_owned(),
-                checkpoint.to_owned(),
-            );
-            self.run_admitted(permit, move |conn, _| {
-                journal::save_checkpoint(conn, &episode_id, &turn_id, &checkpoint)
-            })
-            .await
-        })
-    }
-
-    async fn checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-    ) -> Result<Option<String>, StoreError> {
-        let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
-        self.read(move |conn| journal::checkpoint(conn, &episode_id, &turn_id))
-            .await
-    }
-
     async fn episode(
         &self,
         principal: &Principal,
@@ -454,86 +425,6 @@ impl Store for EmbeddedStore {
     ) -> Result<Vec<TurnRecord>, StoreError> {
         let (principal, episode_id) = (principal.clone(), episode_id.to_owned());
         self.read(move |conn| journal::turns_after(conn, &principal, &episode_id, after_seq, limit))
-            .await
-    }
-
-    async fn save_summary(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        expected_version: u64,
-        summary: &EpisodeSummary,
-    ) -> Result<(), StoreError> {
-        baton_core::store_write!("store.summary", async {
-            let (principal, episode_id, summary) =
-                (principal.clone(), episode_id.to_owned(), summary.clone());
-            self.run(move |conn, _| {
-                journal::save_summary(conn, &principal, &episode_id, expected_version, &summary)
-            })
-            .await
-        })
-    }
-
-    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
-        self.read(move |conn| journal::due_episodes(conn, limit))
-            .await
-    }
-
-    async fn upstream_conversation(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        agent_id: &str,
-    ) -> Result<Option<UpstreamConversation>, StoreError> {
-        let (principal, episode_id, agent_id) = (
-            principal.clone(),
-            episode_id.to_owned(),
-            agent_id.to_owned(),
-        );
-        self.read(move |conn| upstream::conversation(conn, &principal, &episode_id, &agent_id))
-            .await
-    }
-
-    async fn save_upstream_conversation(
-        &self,
-        principal: &Principal,
-        episode_id: &str,
-        conversation: &UpstreamConversation,
-    ) -> Result<(), StoreError> {
-        let (principal, episode_id, conversation) = (
-            principal.clone(),
-            episode_id.to_owned(),
-            conversation.clone(),
-        );
-        self.run(move |conn, _| upstream::save(conn, &principal, &episode_id, &conversation))
-            .await
-    }
-
-    async fn link(
-        &self,
-        principal: &Principal,
-        server: &str,
-    ) -> Result<Option<AccountLink>, StoreError> {
-        let (principal, server) = (principal.clone(), server.to_owned());
-        self.read(move |conn| account_links::link(conn, &principal, &server))
-            .await
-    }
-
-    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
-        let principal = principal.clone();
-        self.read(move |conn| account_links::links(conn, &principal))
-            .await
-    }
-
-    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
-        let (principal, link) = (principal.clone(), link.clone());
-        self.run(move |conn, _| account_links::save(conn, &principal, &link))
-            .await
-    }
-
-    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
-        let (principal, server) = (principal.clone(), server.to_owned());
-        self.run(move |conn, _| account_links::delete(conn, &principal, &server))
             .await
     }
 
@@ -572,5 +463,129 @@ impl Store for EmbeddedStore {
             schema::header_intact(&file)
         })
         .await
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for EmbeddedStore {
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), StoreError> {
+        baton_core::store_write!("store.checkpoint", async {
+            // Copied only once this call's turn at the connection has come, as a commit is:
+            // a checkpoint may be large.
+            let permit = self.admit().await?;
+            let (episode_id, turn_id, checkpoint) = (
+                episode_id.to_owned(),
+                turn_id.to_owned(),
+                checkpoint.to_owned(),
+            );
+            self.run_admitted(permit, move |conn, _| {
+                journal::save_checkpoint(conn, &episode_id, &turn_id, &checkpoint)
+            })
+            .await
+        })
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let (episode_id, turn_id) = (episode_id.to_owned(), turn_id.to_owned());
+        self.read(move |conn| journal::checkpoint(conn, &episode_id, &turn_id))
+            .await
+    }
+}
+
+#[async_trait]
+impl SummaryStore for EmbeddedStore {
+    async fn save_summary(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        expected_version: u64,
+        summary: &EpisodeSummary,
+    ) -> Result<(), StoreError> {
+        baton_core::store_write!("store.summary", async {
+            let (principal, episode_id, summary) =
+                (principal.clone(), episode_id.to_owned(), summary.clone());
+            self.run(move |conn, _| {
+                journal::save_summary(conn, &principal, &episode_id, expected_version, &summary)
+            })
+            .await
+        })
+    }
+
+    async fn due_episodes(&self, limit: usize) -> Result<Vec<DueEpisode>, StoreError> {
+        self.read(move |conn| journal::due_episodes(conn, limit))
+            .await
+    }
+}
+
+#[async_trait]
+impl UpstreamStore for EmbeddedStore {
+    async fn upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        agent_id: &str,
+    ) -> Result<Option<UpstreamConversation>, StoreError> {
+        let (principal, episode_id, agent_id) = (
+            principal.clone(),
+            episode_id.to_owned(),
+            agent_id.to_owned(),
+        );
+        self.read(move |conn| upstream::conversation(conn, &principal, &episode_id, &agent_id))
+            .await
+    }
+
+    async fn save_upstream_conversation(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        conversation: &UpstreamConversation,
+    ) -> Result<(), StoreError> {
+        let (principal, episode_id, conversation) = (
+            principal.clone(),
+            episode_id.to_owned(),
+            conversation.clone(),
+        );
+        self.run(move |conn, _| upstream::save(conn, &principal, &episode_id, &conversation))
+            .await
+    }
+}
+
+#[async_trait]
+impl LinkStore for EmbeddedStore {
+    async fn link(
+        &self,
+        principal: &Principal,
+        server: &str,
+    ) -> Result<Option<AccountLink>, StoreError> {
+        let (principal, server) = (principal.clone(), server.to_owned());
+        self.read(move |conn| account_links::link(conn, &principal, &server))
+            .await
+    }
+
+    async fn links(&self, principal: &Principal) -> Result<Vec<AccountLink>, StoreError> {
+        let principal = principal.clone();
+        self.read(move |conn| account_links::links(conn, &principal))
+            .await
+    }
+
+    async fn save_link(&self, principal: &Principal, link: &AccountLink) -> Result<(), StoreError> {
+        let (principal, link) = (principal.clone(), link.clone());
+        self.run(move |conn, _| account_links::save(conn, &principal, &link))
+            .await
+    }
+
+    async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
+        let (principal, server) = (principal.clone(), server.to_owned());
+        self.run(move |conn, _| account_links::delete(conn, &principal, &server))
+            .await
     }
 }

@@ -352,10 +352,13 @@ fn create_tables(conn: &mut Connection) -> Result<(), StoreError> {
 
 #[cfg(test)]
 mod tests {
+    use baton_core::ports::store::{
+        CheckpointStore as _, LinkStore as _, SummaryStore as _, TurnStore as _, UpstreamStore as _,
+    };
     use std::collections::BTreeMap;
 
     use baton_core::memory::EpisodeSummary;
-    use baton_core::ports::store::{Store, StoreError};
+    use baton_core::ports::store::StoreError;
     use baton_core::ports::upstream::UpstreamConversation;
     use baton_testkit::store::records::{
         LEASE_MS, claim_ok, claim_request, commit_of, principal, turn_record,

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use baton_core::Principal;
 use baton_core::events::Event;
-use baton_core::ports::store::Store;
 use baton_inproc::HeapStore;
 use baton_runtime::{Runtime, TurnRequest};
 
 use crate::shipped::{runtime_over, turn_events};
+use baton_core::ports::store::TurnStore as _;
 
 /// Requests that have nothing to do with the user's own facts, with the ids, amounts and
 /// names that fill a summary's other lists.

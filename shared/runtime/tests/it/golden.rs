@@ -1,8 +1,7 @@
 //! Golden event transcripts of whole turns (insta snapshots), under virtual time.
 
-use baton_core::ports::store::Store;
-
 use crate::support::*;
+use baton_core::ports::store::TurnStore as _;
 
 /// Sub-agents that answer with one tool call, then text.
 const SPECIALISTS: &str = r#"

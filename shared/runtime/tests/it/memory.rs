@@ -4,12 +4,12 @@
 
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::model::CallPurpose;
-use baton_core::ports::store::Store;
 use baton_core::trace::GuardName;
 use baton_runtime::RuntimeConfig;
 use baton_runtime::compaction::Outcome;
 
 use crate::support::*;
+use baton_core::ports::store::{SummaryStore as _, TurnStore as _};
 
 /// Routes "receipt" turns to support and everything else to shop; the summarizer writes a
 /// summary naming what it was given.

@@ -2,10 +2,10 @@
 //! in the middle of a chain, the skill grant enforced at run time, refused plan shapes,
 //! limits with "continue", and the bad inputs a planning model can send.
 
-use baton_core::ports::store::Store;
 use baton_runtime::RuntimeConfig;
 
 use crate::support::*;
+use baton_core::ports::store::TurnStore as _;
 
 /// `setup` with the planner (its card ending in `turn_limits`) as the entry.
 fn rig_over(setup: TestRegistry, turn_limits: &str, script: &str) -> Rig {

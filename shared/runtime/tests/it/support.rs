@@ -1,5 +1,6 @@
 //! The rig and helpers shared by the engine's tests, over the test kit's registry.
 
+use baton_core::ports::store::TurnStore as _;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -7,7 +8,6 @@ pub use baton_connectors::ConfiguredConnector;
 use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
 use baton_core::ports::clock::FixedClock;
-use baton_core::ports::store::Store;
 use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
 use baton_runtime::metrics::LocalMetrics;

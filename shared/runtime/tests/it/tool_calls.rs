@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_core::events::{Event, WireEvent};
-use baton_core::ports::store::Store;
 use baton_core::trace::GuardName;
 use proptest::prelude::*;
 
 use crate::support::*;
+use baton_core::ports::store::TurnStore as _;
 
 /// A balance service slower than a specialist's 5 s timeout: its calls are cancelled.
 const SLOW_TOOL: &str = r#"

@@ -4,7 +4,7 @@ use super::*;
 use baton_core::Principal;
 use baton_core::events::Event;
 use baton_core::obligation::ObligationSource;
-use baton_core::ports::store::Store;
+use baton_core::ports::store::TurnStore as _;
 use baton_core::registry::{LoadOptions, Registry, RegistrySources, SourceFile};
 use baton_core::trace::{ObligationMet, ObligationRecord};
 use baton_core::turn::{TurnOutcome, TurnRecord};

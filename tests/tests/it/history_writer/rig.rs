@@ -10,7 +10,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::Principal;
 use baton_core::ports::model::TokenUsage;
-use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit, Store};
+use baton_core::ports::store::TurnStore as _;
+use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit};
 use baton_core::trace::RoutingRecord;
 use baton_core::turn::{
     AgentStatus, ConsultedAgent, EpisodeState, ModelUsage, TurnOutcome, TurnRecord,

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::{AttributeValue, ProjectionType, StreamViewType, TimeToLiveStatus};
 use baton_core::memory::EpisodeSummary;
-use baton_core::ports::store::{Body, Claim, Store, StoreError};
+use baton_core::ports::store::{Body, Claim, StoreError};
+use baton_core::ports::store::{SummaryStore as _, TurnStore as _, UpstreamStore as _};
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_testkit::store::records::{
     LEASE_MS, body, busy_state, claim_ok, claim_request, commit_of, principal, run_turn,

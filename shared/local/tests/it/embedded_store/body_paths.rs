@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use baton_core::ports::store::Store;
+use baton_core::ports::store::TurnStore as _;
 use baton_local::embedded_store::{BODIES_DIR, EmbeddedStore, OWNERS_DIR};
 use baton_testkit::store::records::{
     body, claim_ok, claim_request, commit_of, principal, turn_record,

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use baton_core::ports::store::{Claim, Store, StoreError};
+use baton_core::ports::store::TurnStore as _;
+use baton_core::ports::store::{Claim, StoreError};
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_testkit::store::records::{claim_ok, claim_request, commit_of, principal, turn_record};
 

@@ -1,7 +1,8 @@
 //! What was committed is still there after the store is closed and opened again; what was
 //! running when its store closed is reclaimed, but not while that store is open.
 
-use baton_core::ports::store::{Claim, Commit, Store};
+use baton_core::ports::store::TurnStore as _;
+use baton_core::ports::store::{Claim, Commit};
 use baton_local::embedded_store::EmbeddedStore;
 use baton_testkit::store::records::{
     body, busy_state, claim_ok, claim_request, commit_of, principal, turn_record,

@@ -1,6 +1,7 @@
 //! A record JSON cannot hold is refused at commit, so it never breaks later reads.
 
-use baton_core::ports::store::{Store, StoreError};
+use baton_core::ports::store::StoreError;
+use baton_core::ports::store::TurnStore as _;
 use baton_testkit::store::records::{
     claim_ok, claim_request, commit_of, principal, run_turn, turn_record,
 };

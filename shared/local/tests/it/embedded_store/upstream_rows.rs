@@ -1,12 +1,12 @@
 //! Upstream conversation rows as the file holds them: a row damaged by hand reads as none
 //! (the conversation starts afresh) and the next save mends it; rows survive reopening.
 
-use baton_core::ports::store::Store;
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_testkit::store::records::{principal, run_turn};
 
 use super::TempStore;
+use baton_core::ports::store::UpstreamStore as _;
 
 fn conversation(id: &str, expires_ms: u64) -> UpstreamConversation {
     UpstreamConversation {

@@ -4,13 +4,13 @@
 
 use baton_core::events::{Event, WireEvent};
 use baton_core::interruption::{Answer, InterruptionKind, Reply};
-use baton_core::ports::store::Store;
 use baton_core::trace::GuardName;
 use baton_core::turn::{AgentStatus, TurnOutcome};
 use baton_runtime::RejectionKind;
 use futures::StreamExt;
 
 use crate::support::*;
+use baton_core::ports::store::TurnStore as _;
 
 mod exactly_once;
 mod questions;

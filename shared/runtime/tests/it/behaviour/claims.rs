@@ -6,7 +6,7 @@ use super::*;
 struct SlowClaims(baton_inproc::HeapStore);
 
 #[async_trait::async_trait]
-impl baton_core::ports::store::Store for SlowClaims {
+impl baton_core::ports::store::TurnStore for SlowClaims {
     async fn claim(
         &self,
         request: baton_core::ports::store::ClaimRequest,
@@ -15,6 +15,7 @@ impl baton_core::ports::store::Store for SlowClaims {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         claim
     }
+
     async fn release(
         &self,
         episode_id: &str,
@@ -22,29 +23,14 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<(), baton_core::ports::store::StoreError> {
         self.0.release(episode_id, turn_id).await
     }
+
     async fn commit(
         &self,
         commit: &baton_core::ports::store::Commit,
     ) -> Result<u64, baton_core::ports::store::StoreError> {
         self.0.commit(commit).await
     }
-    async fn save_checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-        checkpoint: &str,
-    ) -> Result<(), baton_core::ports::store::StoreError> {
-        self.0
-            .save_checkpoint(episode_id, turn_id, checkpoint)
-            .await
-    }
-    async fn checkpoint(
-        &self,
-        episode_id: &str,
-        turn_id: &str,
-    ) -> Result<Option<String>, baton_core::ports::store::StoreError> {
-        self.0.checkpoint(episode_id, turn_id).await
-    }
+
     async fn episode(
         &self,
         principal: &baton_core::Principal,
@@ -52,6 +38,7 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<baton_core::ports::store::EpisodeMeta, baton_core::ports::store::StoreError> {
         self.0.episode(principal, episode_id).await
     }
+
     async fn turns(
         &self,
         principal: &baton_core::Principal,
@@ -60,6 +47,7 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<Vec<baton_core::turn::TurnRecord>, baton_core::ports::store::StoreError> {
         self.0.turns(principal, episode_id, limit).await
     }
+
     async fn turns_after(
         &self,
         principal: &baton_core::Principal,
@@ -71,6 +59,41 @@ impl baton_core::ports::store::Store for SlowClaims {
             .turns_after(principal, episode_id, after_seq, limit)
             .await
     }
+
+    async fn body(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        key: &str,
+    ) -> Result<serde_json::Value, baton_core::ports::store::StoreError> {
+        self.0.body(principal, episode_id, key).await
+    }
+}
+
+#[async_trait::async_trait]
+impl baton_core::ports::store::CheckpointStore for SlowClaims {
+    async fn save_checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+        checkpoint: &str,
+    ) -> Result<(), baton_core::ports::store::StoreError> {
+        self.0
+            .save_checkpoint(episode_id, turn_id, checkpoint)
+            .await
+    }
+
+    async fn checkpoint(
+        &self,
+        episode_id: &str,
+        turn_id: &str,
+    ) -> Result<Option<String>, baton_core::ports::store::StoreError> {
+        self.0.checkpoint(episode_id, turn_id).await
+    }
+}
+
+#[async_trait::async_trait]
+impl baton_core::ports::store::SummaryStore for SlowClaims {
     async fn save_summary(
         &self,
         principal: &baton_core::Principal,
@@ -82,6 +105,7 @@ impl baton_core::ports::store::Store for SlowClaims {
             .save_summary(principal, episode_id, expected_version, summary)
             .await
     }
+
     async fn due_episodes(
         &self,
         limit: usize,
@@ -89,6 +113,10 @@ impl baton_core::ports::store::Store for SlowClaims {
     {
         self.0.due_episodes(limit).await
     }
+}
+
+#[async_trait::async_trait]
+impl baton_core::ports::store::UpstreamStore for SlowClaims {
     async fn upstream_conversation(
         &self,
         principal: &baton_core::Principal,
@@ -102,6 +130,7 @@ impl baton_core::ports::store::Store for SlowClaims {
             .upstream_conversation(principal, episode_id, agent_id)
             .await
     }
+
     async fn save_upstream_conversation(
         &self,
         principal: &baton_core::Principal,
@@ -112,14 +141,10 @@ impl baton_core::ports::store::Store for SlowClaims {
             .save_upstream_conversation(principal, episode_id, conversation)
             .await
     }
-    async fn body(
-        &self,
-        principal: &baton_core::Principal,
-        episode_id: &str,
-        key: &str,
-    ) -> Result<serde_json::Value, baton_core::ports::store::StoreError> {
-        self.0.body(principal, episode_id, key).await
-    }
+}
+
+#[async_trait::async_trait]
+impl baton_core::ports::store::LinkStore for SlowClaims {
     async fn link(
         &self,
         principal: &baton_core::Principal,
@@ -128,6 +153,7 @@ impl baton_core::ports::store::Store for SlowClaims {
     {
         self.0.link(principal, server).await
     }
+
     async fn links(
         &self,
         principal: &baton_core::Principal,
@@ -135,6 +161,7 @@ impl baton_core::ports::store::Store for SlowClaims {
     {
         self.0.links(principal).await
     }
+
     async fn save_link(
         &self,
         principal: &baton_core::Principal,
@@ -142,6 +169,7 @@ impl baton_core::ports::store::Store for SlowClaims {
     ) -> Result<(), baton_core::ports::store::StoreError> {
         self.0.save_link(principal, link).await
     }
+
     async fn delete_link(
         &self,
         principal: &baton_core::Principal,

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use baton_core::Principal;
 use baton_core::events::{Event, WireEvent};
-use baton_core::ports::store::Store;
 use baton_core::trace::{GuardName, LimitHit};
 use baton_core::turn::{AgentStatus, TurnOutcome};
 use baton_runtime::RejectionKind;
 use futures::StreamExt;
 
 use crate::support::*;
+use baton_core::ports::store::TurnStore as _;
 
 mod claims;
 mod limits;

@@ -4,13 +4,13 @@
 use baton_core::events::{DirectLineState, Event, SOURCE_NOTE, WireEvent};
 use baton_core::obligation::ObligationSource;
 use baton_core::ports::model::{CallPurpose, ModelRequest, ToolChoice};
-use baton_core::ports::store::Store;
 use baton_core::privacy::PiiKind;
 use baton_core::trace::{InterventionKind, ObligationMet, ObligationRecord};
 use baton_core::turn::{AgentStatus, ConsultedAgent, TurnRecord};
 use baton_runtime::RejectionKind;
 
 use crate::support::*;
+use baton_core::ports::store::TurnStore as _;
 
 mod obligations;
 mod obligations_in_the_cap;
