@@ -168,9 +168,9 @@ SHARED = {
     "HistoryWriterFunctionRole": {
         "baton_aws::sdk::load_config": [("shared/aws/src/sdk.rs", "load_config")],
         "baton_aws::journal::keys": [("shared/aws/src/journal/keys.rs", None)],
-        "baton_aws::journal::s3_config": [("shared/aws/src/journal/store.rs", "s3_config")],
+        "baton_aws::journal::s3_config": [("shared/aws/src/journal/config.rs", "s3_config")],
         "baton_aws::journal::dynamodb_config": [
-            ("shared/aws/src/journal/store.rs", "dynamodb_config")
+            ("shared/aws/src/journal/config.rs", "dynamodb_config")
         ],
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
     },
@@ -180,7 +180,7 @@ SHARED = {
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
         "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "from_env")],
         "baton_aws::emf::EmfMetrics": [("shared/aws/src/emf.rs", None)],
-        "baton_aws::journal::JournalConfig": [("shared/aws/src/journal/store.rs", "new")],
+        "baton_aws::journal::JournalConfig": [("shared/aws/src/journal/config.rs", "new")],
         # Compaction reads the episode, the turns after its summary and the due queue, and
         # writes the summary: the store's other operations (claims, commits, bodies) never
         # run there.
