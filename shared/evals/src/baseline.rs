@@ -19,49 +19,8 @@ pub struct SuiteBaseline {
     /// Each case's outcome then: `passed`, `failed` or `errored`.
     pub cases: BTreeMap<String, String>,
     /// The context figures then (those the suite's cases set).
-    #[serde(default, flatten, skip_serializing_if = "BaselineContext::is_empty")]
-    pub context: BaselineContext,
-}
-
-/// The context figures a baseline keeps: none may fall below them.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct BaselineContext {
-    /// Prior-context recall.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prior_context_recall: Option<f64>,
-    /// Reference resolution.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_resolution: Option<f64>,
-    /// Compaction recall.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub compaction_recall: Option<f64>,
-    /// Failures acknowledged.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_acknowledged: Option<f64>,
-}
-
-impl BaselineContext {
-    fn is_empty(&self) -> bool {
-        *self == BaselineContext::default()
-    }
-
-    fn of(f: &ContextFigures) -> BaselineContext {
-        BaselineContext {
-            prior_context_recall: f.prior_context_recall,
-            reference_resolution: f.reference_resolution,
-            compaction_recall: f.compaction_recall,
-            failure_acknowledged: f.failure_acknowledged,
-        }
-    }
-
-    fn as_figures(&self) -> ContextFigures {
-        ContextFigures {
-            prior_context_recall: self.prior_context_recall,
-            reference_resolution: self.reference_resolution,
-            compaction_recall: self.compaction_recall,
-            failure_acknowledged: self.failure_acknowledged,
-        }
-    }
+    #[serde(default, flatten)]
+    pub context: ContextFigures,
 }
 
 /// The baseline: each suite's record, by suite name.
@@ -88,7 +47,7 @@ impl SuiteBaseline {
                 .iter()
                 .map(|r| (r.id.clone(), outcome(&r.verdict).to_owned()))
                 .collect(),
-            context: BaselineContext::of(&metrics.context),
+            context: metrics.context,
         }
     }
 }
@@ -161,8 +120,12 @@ pub fn gate(
     let Some(baseline) = baseline else {
         return reasons;
     };
-    let before = baseline.context.as_figures();
-    for ((name, now), (_, then)) in metrics.context.named().into_iter().zip(before.named()) {
+    for ((name, now), (_, then)) in metrics
+        .context
+        .named()
+        .into_iter()
+        .zip(baseline.context.named())
+    {
         match (now, then) {
             (Some(now), Some(then)) if now + 1e-9 < then => reasons.push(format!(
                 "{suite}: {name} fell from {:.1}% to {:.1}%",

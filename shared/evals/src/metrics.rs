@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Case, CaseResult, Verdict};
 
@@ -101,21 +101,21 @@ pub struct Metrics {
 /// The figures of the context expectations (seed-level observability metrics: prior-context
 /// recall, cross-specialist reference resolution, compaction quality, partial failures
 /// acknowledged); each `None` when no case of the run sets it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextFigures {
     /// Of the facts cases expect a specialist to be told, the share it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_context_recall: Option<f64>,
     /// Of the cases tagged `reference` (the user refers to something another specialist
     /// said earlier), the share routed as expected with every referenced fact told.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_resolution: Option<f64>,
     /// Of the facts compacted summaries must keep, the share kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction_recall: Option<f64>,
     /// Of the failed specialists whose failure answers must acknowledge, the share
     /// acknowledged.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_acknowledged: Option<f64>,
 }
 
