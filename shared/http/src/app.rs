@@ -26,7 +26,7 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/links/callback", get(account_links::get_callback))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .merge(faces::routes(&state));
+        .merge(faces::routes());
     if state.metrics.is_some() {
         router = router.route("/metrics", get(health::metrics));
     }

@@ -43,7 +43,7 @@ pub(crate) struct Specialist {
 }
 
 /// One way in: what it is, and its method and path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub(crate) struct Endpoint {
     name: &'static str,
     method: &'static str,

@@ -15,26 +15,34 @@ use axum::Router;
 use crate::catalog::{Endpoint, endpoint};
 use crate::state::AppState;
 
-/// Every face's routes (the MCP face's allowed hosts come from `state`).
-pub(crate) fn routes(state: &AppState) -> Router<AppState> {
-    Router::new()
-        .merge(openai::routes())
-        .merge(agui::routes())
-        .merge(a2a::routes())
-        .merge(mcp::routes(state))
+/// A face: its routes, and the entry points it lists.
+type Face = (fn() -> Router<AppState>, &'static [Endpoint]);
+
+/// Every face: its routes and the entry points it lists. A new face is its folder and a
+/// line here.
+const FACES: [Face; 4] = [
+    (openai::routes, openai::ENDPOINTS),
+    (agui::routes, agui::ENDPOINTS),
+    (a2a::routes, a2a::ENDPOINTS),
+    (mcp::routes, mcp::ENDPOINTS),
+];
+
+/// Every face's routes.
+pub(crate) fn routes() -> Router<AppState> {
+    FACES
+        .iter()
+        .fold(Router::new(), |router, (routes, _)| router.merge(routes()))
 }
 
 /// The ways in that `state`'s app serves, for clients and the console to list: the
 /// native stream, then each face's entry points.
 pub(crate) fn endpoints(state: &AppState) -> Vec<Endpoint> {
-    let mut all = vec![
-        endpoint("Baton events (SSE)", "POST", "/v1/turns"),
-        endpoint("OpenAI chat completions", "POST", "/v1/chat/completions"),
-        endpoint("AG-UI", "POST", "/v1/agui"),
-        endpoint("A2A agent card", "GET", "/.well-known/agent-card.json"),
-        endpoint("A2A (JSON-RPC)", "POST", a2a::PATH),
-        endpoint("MCP (streamable HTTP)", "POST", mcp::PATH),
-    ];
+    let mut all = vec![endpoint("Baton events (SSE)", "POST", "/v1/turns")];
+    all.extend(
+        FACES
+            .iter()
+            .flat_map(|(_, endpoints)| endpoints.iter().copied()),
+    );
     if state.metrics.is_some() {
         all.push(endpoint("Prometheus metrics", "GET", "/metrics"));
     }

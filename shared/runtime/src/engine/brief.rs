@@ -3,15 +3,15 @@
 //! knows nothing else of the planner.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use baton_core::plan::{NodeResult, USE_SKILL};
 use baton_core::registry::Skill;
 use baton_core::tool_result::ToolData;
-use baton_core::trace::GuardName;
+use baton_core::trace::{GuardName, RoutingRecord};
 use serde_json::Value;
 
-use super::context::TurnCtx;
+use super::context::edit;
 use super::model_call::RawCall;
 
 /// What a node gets besides its mission.
@@ -57,7 +57,12 @@ impl WorkerBrief {
     /// Resolves a node's `use_skill` call to its skill's tool. A skill outside the grant is
     /// refused here, whatever the model was shown (the enum is the first fence, this the
     /// second).
-    pub(crate) fn resolve(&self, ctx: &TurnCtx, agent_id: &str, call: &RawCall) -> Resolved {
+    pub(crate) fn resolve(
+        &self,
+        trace: &Mutex<RoutingRecord>,
+        agent_id: &str,
+        call: &RawCall,
+    ) -> Resolved {
         if call.name != USE_SKILL {
             return Resolved::Refused(ToolData::unavailable(
                 &call.name,
@@ -67,7 +72,9 @@ impl WorkerBrief {
         let args = match call.parse() {
             Ok(a) => a,
             Err(problem) => {
-                ctx.trace(|t| t.guard(GuardName::InvalidArgs, format!("{}: {problem}", USE_SKILL)));
+                edit(trace, |t| {
+                    t.guard(GuardName::InvalidArgs, format!("{}: {problem}", USE_SKILL))
+                });
                 return Resolved::Refused(ToolData::unavailable(
                     USE_SKILL,
                     &format!("The arguments were invalid: {problem}"),
@@ -79,7 +86,7 @@ impl WorkerBrief {
             .and_then(Value::as_str)
             .unwrap_or_default();
         let Some(skill) = self.skills.iter().find(|s| &*s.name == name) else {
-            ctx.trace(|t| {
+            edit(trace, |t| {
                 t.guard(
                     GuardName::SkillNotGranted,
                     format!("{} asked for {name:?}, which it was not granted", agent_id),

@@ -64,7 +64,7 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
         // orchestrator without fixed specialists (a planner) has nobody to address.
         if !policy.enabled
             || o.sub_agents.is_empty()
-            || !ctx.user_text.contains(policy.prefix.as_str())
+            || !ctx.asked.user_text.contains(policy.prefix.as_str())
         {
             return Decision::Route { unescaped: None };
         }
@@ -74,7 +74,7 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
     let addressable: Vec<Addressable<'_>> = subs.iter().map(|a| a.addressable()).collect();
     let prefix = &policy.prefix;
     let exit = format!("{prefix}{}", policy.exit);
-    match directive::parse(&ctx.user_text, policy, &addressable) {
+    match directive::parse(&ctx.asked.user_text, policy, &addressable) {
         Directive::None { text } => match sticky {
             Some(agent) => Decision::Direct(DirectTurn {
                 agent,
@@ -82,7 +82,7 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
                 state: DirectLineState::Sticky,
             }),
             None => Decision::Route {
-                unescaped: (text != ctx.user_text).then_some(text),
+                unescaped: (text != ctx.asked.user_text).then_some(text),
             },
         },
         Directive::Ask { agent_id, payload } => match find(&agent_id) {
@@ -123,7 +123,7 @@ pub(crate) fn decide(ctx: &TurnCtx, state: &mut EpisodeState) -> Decision {
         Directive::Exit => {
             // The exit directive stands alone; anything after it is not sent anywhere, and
             // the user is told so rather than losing it silently.
-            let unsent = if words_after(&ctx.user_text, &exit) {
+            let unsent = if words_after(&ctx.asked.user_text, &exit) {
                 format!(" What you wrote after {exit} was not sent; please send it again.")
             } else {
                 String::new()
@@ -196,7 +196,7 @@ fn join_or(names: &[String]) -> String {
 
 /// The Direct Line mode of this turn: the request's, else the card's.
 pub(crate) fn mode(ctx: &TurnCtx) -> DirectMode {
-    ctx.direct_mode.unwrap_or_else(|| {
+    ctx.asked.direct_mode.unwrap_or_else(|| {
         ctx.orchestrator
             .orchestration
             .as_ref()
@@ -230,7 +230,7 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
     let mut agents = vec![turn.agent.clone()];
     // D-22 holds on the Direct Line too: a specialist the request requires is asked the
     // same verbatim payload and delivered the same way.
-    for id in &ctx.must_consult {
+    for id in &ctx.asked.must_consult {
         if agents.iter().any(|a| &*a.id == id.as_str()) {
             continue;
         }
@@ -239,7 +239,7 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
         }
     }
     ctx.trace(|t| {
-        for id in &ctx.must_consult {
+        for id in &ctx.asked.must_consult {
             t.obligations.push(ObligationRecord {
                 agent_id: id.clone(),
                 source: ObligationSource::Request,
@@ -359,7 +359,7 @@ async fn note(ctx: &TurnCtx, turn: &DirectTurn, exchange: &DirectExchange) -> Op
     );
     request.tools = Arc::from([]);
     request.tool_choice = ToolChoice::None;
-    let mut messages = route::conversation(ctx);
+    let mut messages = route::conversation(&ctx.asked);
     let delivered: Vec<String> = exchange
         .answers
         .iter()
@@ -373,7 +373,7 @@ async fn note(ctx: &TurnCtx, turn: &DirectTurn, exchange: &DirectExchange) -> Op
     let reply = match model_call::call(ctx, &orch, &request, &mut Quiet).await {
         Ok(reply) => reply,
         Err(e) => {
-            tracing::warn!(turn_id = %ctx.turn_id, error = %e, "note call failed; the delivered answer stands alone");
+            tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "note call failed; the delivered answer stands alone");
             return None;
         }
     };

@@ -14,7 +14,8 @@ use baton_core::turn::AgentStatus;
 use futures::future::join_all;
 use tracing::Instrument as _;
 
-use super::context::{JobEnd, TurnCtx};
+use super::context::TurnCtx;
+use super::job_log::JobEnd;
 use super::span_content;
 use super::status::{self, Board};
 use super::subagent;
@@ -44,7 +45,7 @@ pub(crate) async fn dispatch(
         .metrics
         .measure(DISPATCH_OVERHEAD_MS, (wall - slowest as f64).max(0.0), &[]);
     if let TextMode::Slot(slot) = mode {
-        slot.finish(ctx).await;
+        slot.finish(&ctx.out).await;
     }
     results
 }
@@ -58,13 +59,14 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         tool_calls: 0,
         duration_ms: 0,
         started_ms: started.duration_since(ctx.started).as_millis() as u64,
-        run: ctx.next_run(),
+        run: ctx.jobs.next_run(),
         failure_told: false,
         waiting: None,
         refused: false,
         carried: false,
     };
-    ctx.job_started(&job.agent, &job.call_id, &job.query, result.started_ms);
+    ctx.jobs
+        .job_started(&job.agent, &job.call_id, &job.query, result.started_ms);
     if let Some(brief) = &job.worker {
         ctx.out
             .emit(Event::NodeStart {
@@ -79,13 +81,13 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
         "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.name = %agent.id,
-        turn_id = %ctx.turn_id,
+        turn_id = %ctx.ids.turn_id,
         gen_ai.input.messages = tracing::field::Empty,
         gen_ai.output.messages = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
         error.type = tracing::field::Empty,
     );
-    let calls_before = ctx.calls_started(&agent.id);
+    let calls_before = ctx.jobs.calls_started(&agent.id);
     let run = subagent::run(ctx, job, mode, status, &mut result).instrument(span.clone());
     if tokio::time::timeout(limit, run).await.is_err() {
         tracing::warn!(agent = %agent.id, timeout_ms = agent.limits.timeout_ms, "sub-agent timed out");
@@ -94,12 +96,15 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
     }
     // What started, also what a timeout cut short (D-20), after what an earlier part of a
     // resumed turn made.
-    result.tool_calls += ctx.calls_started(&agent.id).saturating_sub(calls_before);
+    result.tool_calls += ctx
+        .jobs
+        .calls_started(&agent.id)
+        .saturating_sub(calls_before);
     // A specialist that stopped for the user resumes from this count.
     if let Some(waiting) = result.waiting.as_mut() {
         waiting.tool_calls = result.tool_calls;
     }
-    ctx.job_ended(
+    ctx.jobs.job_ended(
         &job.agent.id,
         &job.call_id,
         JobEnd {
@@ -129,7 +134,7 @@ async fn one(ctx: &TurnCtx, job: &AgentJob, mode: &TextMode, status: &Board) -> 
             .await;
     }
     if let TextMode::Slot(slot) = mode {
-        slot.done(ctx, &agent.id).await;
+        slot.done(&ctx.out, &agent.id).await;
     }
     let outcome = result.status.as_str();
     // A specialist that waits for the user has neither failed nor timed out.

@@ -79,9 +79,13 @@ pub(super) async fn finish(
         })
         .await;
 
-    let (usage, cost) = ctx.usage();
+    let (usage, cost) = ctx.budget.usage();
     let now = ctx.inner.clock.now_ms();
-    state.record_calls(now, ctx.limits.episode_window_ms, ctx.calls_made());
+    state.record_calls(
+        now,
+        ctx.budget.limits.episode_window_ms,
+        ctx.budget.calls_made(),
+    );
     state.pending = std::mem::take(&mut work.pending);
     state.pending_plan = work.pending_plan.take();
     // A turn that waits keeps its work here; any other turn sets aside what waited before
@@ -101,18 +105,18 @@ pub(super) async fn finish(
     span_content::record(
         ctx,
         &tracing::Span::current(),
-        &ctx.user_text,
+        &ctx.asked.user_text,
         &narration,
         true,
     );
     tracing::info!(
         target: "baton::routing",
-        turn_id = %ctx.turn_id,
-        episode_id = %ctx.episode_id,
+        turn_id = %ctx.ids.turn_id,
+        episode_id = %ctx.ids.episode_id,
         routing = %serde_json::to_string(&routing).unwrap_or_default(),
         "routing record"
     );
-    let bodies = ctx.take_bodies();
+    let bodies = ctx.jobs.take_bodies();
     // Everything the user will see of the answer has been sent: the receipt is final.
     let privacy = ctx.out.receipt().await;
     let outcome = work.outcome;
@@ -130,18 +134,18 @@ pub(super) async fn finish(
             status: r.status,
         })
         .collect();
-    let compaction_due = memory::due_after(ctx, meta.version + 1, &ctx.user_text, &narration);
+    let compaction_due = memory::due_after(ctx, meta.version + 1, &ctx.asked.user_text, &narration);
     // Boxed: the turn's future keeps room for its largest step, so the record lives on the
     // heap only while it is being saved.
     let mut commit = Box::new(Commit {
-        principal: ctx.principal.clone(),
+        principal: ctx.ids.principal.clone(),
         expected_version: meta.version,
         record: TurnRecord {
-            episode_id: ctx.episode_id.to_string(),
+            episode_id: ctx.ids.episode_id.to_string(),
             seq: meta.version + 1,
-            turn_id: ctx.turn_id.to_string(),
+            turn_id: ctx.ids.turn_id.to_string(),
             created_ms: now,
-            user_text: ctx.user_text.clone(),
+            user_text: ctx.asked.user_text.clone(),
             narration,
             segments,
             consulted,
@@ -152,8 +156,8 @@ pub(super) async fn finish(
             outcome,
             direct: work.direct.take(),
             privacy: privacy.clone(),
-            fingerprint: ctx.fingerprint.clone(),
-            message_id: ctx.message_id.clone(),
+            fingerprint: ctx.ids.fingerprint.clone(),
+            message_id: ctx.ids.message_id.clone(),
         },
         bodies,
         state,
@@ -167,7 +171,11 @@ pub(super) async fn finish(
     // send the same turn again and it runs here.
     let outcome = if saved { outcome } else { TurnOutcome::Failed };
     if !saved {
-        let _ = ctx.inner.store.release(&ctx.episode_id, &ctx.turn_id).await;
+        let _ = ctx
+            .inner
+            .store
+            .release(&ctx.ids.episode_id, &ctx.ids.turn_id)
+            .await;
         ctx.out
             .emit(Event::Error { message: "I couldn't save this turn of the conversation, so it is not in its history; please send it again.".into() })
             .await;
@@ -188,12 +196,14 @@ pub(super) async fn finish(
     ctx.out.complete(outcome).await;
     if compact {
         // After the stream ended, on the turn's own task: nobody waits for it.
-        match crate::compaction::episode(&ctx.inner, &ctx.principal, &ctx.episode_id, None).await {
+        match crate::compaction::episode(&ctx.inner, &ctx.ids.principal, &ctx.ids.episode_id, None)
+            .await
+        {
             Ok(r) => {
-                tracing::info!(episode_id = %ctx.episode_id, outcome = r.outcome.as_str(), turns = r.turns_folded, "compacted after the turn")
+                tracing::info!(episode_id = %ctx.ids.episode_id, outcome = r.outcome.as_str(), turns = r.turns_folded, "compacted after the turn")
             }
             Err(e) => {
-                tracing::warn!(episode_id = %ctx.episode_id, error = %e, "compaction after the turn failed; the episode stays due")
+                tracing::warn!(episode_id = %ctx.ids.episode_id, error = %e, "compaction after the turn failed; the episode stays due")
             }
         }
     }
@@ -293,19 +303,20 @@ async fn commit_with_retry(ctx: &TurnCtx, commit: &mut Commit) -> bool {
     for _ in 0..COMMIT_ATTEMPTS {
         match store.commit(commit).await {
             Ok(_) => return true,
-            Err(StoreError::Conflict) => match store.episode(&ctx.principal, &ctx.episode_id).await
-            {
-                Ok(m) => {
-                    commit.expected_version = m.version;
-                    commit.record.seq = m.version + 1;
+            Err(StoreError::Conflict) => {
+                match store.episode(&ctx.ids.principal, &ctx.ids.episode_id).await {
+                    Ok(m) => {
+                        commit.expected_version = m.version;
+                        commit.record.seq = m.version + 1;
+                    }
+                    Err(e) => {
+                        tracing::error!(turn_id = %ctx.ids.turn_id, error = %e, "could not reload the episode after a conflict");
+                        return false;
+                    }
                 }
-                Err(e) => {
-                    tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not reload the episode after a conflict");
-                    return false;
-                }
-            },
+            }
             Err(e) => {
-                tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not commit the turn");
+                tracing::error!(turn_id = %ctx.ids.turn_id, error = %e, "could not commit the turn");
                 return false;
             }
         }

@@ -117,7 +117,7 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
     let Some((agent, ask, remote)) = asked else {
         // A call waits that nothing asks about any more (the registry changed under it):
         // nothing can be asked, so the turn cannot go on.
-        tracing::error!(turn_id = %ctx.turn_id, "a waiting call has nothing to ask the user");
+        tracing::error!(turn_id = %ctx.ids.turn_id, "a waiting call has nothing to ask the user");
         work.outcome = TurnOutcome::Failed;
         work.error = Some(TROUBLE.into());
         return;
@@ -190,21 +190,21 @@ pub(super) async fn pause(ctx: &TurnCtx, work: &mut Work, preamble: &str, iterat
     let origin_turn_id = work
         .origin
         .clone()
-        .unwrap_or_else(|| ctx.turn_id.to_string());
+        .unwrap_or_else(|| ctx.ids.turn_id.to_string());
     let direct = work.direct.as_ref().map(|_| direct_line::mode(ctx));
     let plan = work.plan.take();
     work.awaiting = Some(Box::new(Awaiting {
-        turn_id: ctx.turn_id.to_string(),
+        turn_id: ctx.ids.turn_id.to_string(),
         origin_turn_id,
         direct,
         plan,
-        user_text: ctx.user_text.clone(),
+        user_text: ctx.asked.user_text.clone(),
         preamble: preamble.to_owned(),
         jobs,
         interruption,
-        spent: ctx.spent(iterations),
-        locale: ctx.locale.clone(),
-        location: ctx.location.clone(),
+        spent: ctx.budget.spent(iterations),
+        locale: ctx.asked.locale.clone(),
+        location: ctx.asked.location.clone(),
         // Read under the turn's own span (the orchestrator's `invoke_agent`).
         traceparent: ctx.inner.trace_context.and_then(|read| read()),
     }));
@@ -351,7 +351,7 @@ pub(super) async fn resume(
         return None;
     }
     ctx.out.paragraph().await;
-    let mut messages: Vec<Message> = route::conversation(ctx);
+    let mut messages: Vec<Message> = route::conversation(&ctx.asked);
     messages.extend(compose::round_messages(
         &preamble,
         &work.jobs,
@@ -377,7 +377,7 @@ pub(super) async fn continued(
         tool_calls: 0,
         duration_ms: waiting.duration_ms,
         started_ms: 0,
-        run: ctx.next_run(),
+        run: ctx.jobs.next_run(),
         failure_told: false,
         waiting: None,
         refused: false,
@@ -385,13 +385,13 @@ pub(super) async fn continued(
     };
     let board = Board::new(std::iter::once(agent.id.clone()));
     let limit = Duration::from_millis(agent.limits.timeout_ms);
-    let calls_before = ctx.calls_started(&agent.id);
+    let calls_before = ctx.jobs.calls_started(&agent.id);
     // Its own `invoke_agent` span, as a dispatched sub-agent has (D-33).
     let span = tracing::info_span!(
         "invoke_agent",
         gen_ai.operation.name = "invoke_agent",
         gen_ai.agent.name = %agent.id,
-        turn_id = %ctx.turn_id,
+        turn_id = %ctx.ids.turn_id,
         baton.resumed = true,
         otel.status_code = tracing::field::Empty,
         error.type = tracing::field::Empty,
@@ -417,7 +417,10 @@ pub(super) async fn continued(
     }
     // The approved call and every call after it count in the consulted record (D-20), as
     // a dispatched sub-agent's do.
-    result.tool_calls += ctx.calls_started(&agent.id).saturating_sub(calls_before);
+    result.tool_calls += ctx
+        .jobs
+        .calls_started(&agent.id)
+        .saturating_sub(calls_before);
     if let Some(waiting) = result.waiting.as_mut() {
         waiting.tool_calls = result.tool_calls;
     }

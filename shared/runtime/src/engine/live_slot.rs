@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::Mutex;
 
-use super::context::TurnCtx;
+use super::output::Output;
 
 #[derive(Default)]
 struct State {
@@ -32,14 +32,14 @@ impl LiveSlot {
     }
 
     /// A text chunk from `agent`.
-    pub(crate) async fn text(&self, ctx: &TurnCtx, agent: &str, text: &str) {
+    pub(crate) async fn text(&self, out: &Output, agent: &str, text: &str) {
         let mut s = self.state.lock().await;
         match &s.owner {
             None => {
                 s.owner = Some(agent.to_owned());
-                ctx.out.text(agent, text).await;
+                out.text(agent, text).await;
             }
-            Some(owner) if owner == agent => ctx.out.text(agent, text).await,
+            Some(owner) if owner == agent => out.text(agent, text).await,
             Some(_) => match s.queue.iter_mut().find(|(a, _, _)| a == agent) {
                 Some((_, chunks, _)) => chunks.push(text.to_owned()),
                 None => s
@@ -50,7 +50,7 @@ impl LiveSlot {
     }
 
     /// `agent` has finished; if it held the slot, pass the slot on.
-    pub(crate) async fn done(&self, ctx: &TurnCtx, agent: &str) {
+    pub(crate) async fn done(&self, out: &Output, agent: &str) {
         let mut s = self.state.lock().await;
         if s.owner.as_deref() != Some(agent) {
             if let Some(entry) = s.queue.iter_mut().find(|(a, _, _)| a == agent) {
@@ -61,7 +61,7 @@ impl LiveSlot {
         s.owner = None;
         // Hand the slot down the queue; flush finished agents entirely, stop at one still running.
         while let Some((next, chunks, finished)) = s.queue.pop_front() {
-            self.flush(ctx, &next, chunks).await;
+            self.flush(out, &next, chunks).await;
             if !finished {
                 s.owner = Some(next);
                 break;
@@ -70,21 +70,21 @@ impl LiveSlot {
     }
 
     /// Flushes whatever is still buffered (all sub-agents have ended).
-    pub(crate) async fn finish(&self, ctx: &TurnCtx) {
+    pub(crate) async fn finish(&self, out: &Output) {
         let mut s = self.state.lock().await;
         while let Some((next, chunks, _)) = s.queue.pop_front() {
-            self.flush(ctx, &next, chunks).await;
+            self.flush(out, &next, chunks).await;
         }
         s.owner = None;
     }
 
     /// Sends a buffered sub-agent's text with a small pacing, so it still reads as a stream.
-    async fn flush(&self, ctx: &TurnCtx, agent: &str, chunks: Vec<String>) {
+    async fn flush(&self, out: &Output, agent: &str, chunks: Vec<String>) {
         for chunk in chunks {
             if !self.pacing.is_zero() {
                 tokio::time::sleep(self.pacing).await;
             }
-            ctx.out.text(agent, &chunk).await;
+            out.text(agent, &chunk).await;
         }
     }
 }

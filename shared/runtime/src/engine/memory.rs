@@ -14,7 +14,7 @@ use super::context::TurnCtx;
 /// recorded in the routing record, never silently dropped.
 pub(crate) async fn load(ctx: &mut TurnCtx, meta: &EpisodeMeta) -> Result<(), StoreError> {
     let upto = EpisodeSummary::upto(meta.summary.as_ref());
-    ctx.summary = meta.summary.clone();
+    ctx.asked.summary = meta.summary.clone();
     let unsummarised = meta.version.saturating_sub(upto);
     // A new episode, or one whose every turn is summarised, has nothing more to read (on
     // DynamoDB a read is a billed request).
@@ -25,7 +25,7 @@ pub(crate) async fn load(ctx: &mut TurnCtx, meta: &EpisodeMeta) -> Result<(), St
     let mut history = ctx
         .inner
         .store
-        .turns(&ctx.principal, &ctx.episode_id, window)
+        .turns(&ctx.ids.principal, &ctx.ids.episode_id, window)
         .await?;
     history.retain(|t| t.seq > upto);
     let mut left_out = unsummarised.saturating_sub(history.len() as u64);
@@ -43,7 +43,7 @@ pub(crate) async fn load(ctx: &mut TurnCtx, meta: &EpisodeMeta) -> Result<(), St
             )
         });
     }
-    ctx.history = history;
+    ctx.asked.history = history;
     Ok(())
 }
 
@@ -58,10 +58,11 @@ pub(crate) fn due_after(ctx: &TurnCtx, new_version: u64, user_text: &str, narrat
     else {
         return false;
     };
-    let upto = EpisodeSummary::upto(ctx.summary.as_ref());
+    let upto = EpisodeSummary::upto(ctx.asked.summary.as_ref());
     let unsummarised = new_version.saturating_sub(upto);
-    let tokens =
-        history_tokens(&ctx.history) + estimate_tokens(user_text) + estimate_tokens(narration);
+    let tokens = history_tokens(&ctx.asked.history)
+        + estimate_tokens(user_text)
+        + estimate_tokens(narration);
     policy.is_due(unsummarised, tokens, ctx.orchestrator.model.context_window)
 }
 
@@ -74,6 +75,10 @@ fn budget(ctx: &TurnCtx) -> u64 {
 /// new text.
 fn fixed_tokens(ctx: &TurnCtx) -> u64 {
     ctx.orchestrator.prompt.estimated_tokens
-        + ctx.summary.as_ref().map_or(0, |s| estimate_tokens(&s.text))
-        + estimate_tokens(&ctx.user_text)
+        + ctx
+            .asked
+            .summary
+            .as_ref()
+            .map_or(0, |s| estimate_tokens(&s.text))
+        + estimate_tokens(&ctx.asked.user_text)
 }

@@ -7,6 +7,7 @@
 //! `output`, progress lines through `status`, and `direct` composition shares a `live_slot`.
 
 mod brief;
+mod budget;
 mod compose;
 mod context;
 mod direct_line;
@@ -14,6 +15,7 @@ mod dispatch;
 mod finish;
 mod held;
 pub(crate) mod interruption;
+mod job_log;
 mod live_slot;
 mod memory;
 mod model_call;

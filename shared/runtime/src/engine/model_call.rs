@@ -200,7 +200,7 @@ async fn one(
     if let Some(stop) = reply.stop {
         span.record("gen_ai.response.finish_reasons", stop.as_str());
     }
-    ctx.add_usage(&agent.model, &usage);
+    ctx.budget.add_usage(&agent.model, &usage);
     ctx.inner.metrics.count_with(
         MODEL_CALLS_TOTAL,
         1,

@@ -24,7 +24,7 @@ const MAX_REMINDERS: u32 = 2;
 /// The obligations of an orchestrator-routed turn known before it routes: the request's,
 /// then the card's rules that fire on the user's text (category rules wait for its calls).
 pub(crate) fn due(ctx: &TurnCtx) -> Vec<Obligation> {
-    obligation::for_turn(rules(ctx), &ctx.user_text, &ctx.must_consult)
+    obligation::for_turn(rules(ctx), &ctx.asked.user_text, &ctx.asked.must_consult)
 }
 
 /// The orchestrator card's obligation rules.
@@ -83,7 +83,7 @@ pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32
                 let job = AgentJob {
                     agent: agent.clone(),
                     call_id: format!("obligation_{}", agent.id),
-                    query: ctx.user_text.clone(),
+                    query: ctx.asked.user_text.clone(),
                     prior_context: None,
                     extra: Default::default(),
                     worker: None,
@@ -110,7 +110,7 @@ fn fit(ctx: &TurnCtx, plan: &mut Plan, obligations: &[Obligation]) {
         .orchestration
         .as_ref()
         .map_or(usize::MAX, |o| o.fanout_cap as usize);
-    let fits = cap.min(ctx.limits.max_subagents as usize);
+    let fits = cap.min(ctx.budget.limits.max_subagents as usize);
     if plan.jobs.len() <= fits {
         return;
     }
@@ -178,7 +178,7 @@ async fn remind(ctx: &TurnCtx, agent: &Agent, iterations: &mut u32) -> (Option<A
         "This turn must consult {label}. Call {tool} with the user's request before you answer.",
         label = agent.label
     );
-    while reminders < MAX_REMINDERS && *iterations < ctx.limits.max_iterations {
+    while reminders < MAX_REMINDERS && *iterations < ctx.budget.limits.max_iterations {
         reminders += 1;
         *iterations += 1;
         ctx.trace(|t| {
@@ -193,12 +193,12 @@ async fn remind(ctx: &TurnCtx, agent: &Agent, iterations: &mut u32) -> (Option<A
             CallPurpose::Reminder,
             orch.prompt.system(&ctx.dynamic(), Some(&note)),
         );
-        request.messages = route::conversation(ctx);
+        request.messages = route::conversation(&ctx.asked);
         request.tool_choice = ToolChoice::Tool(tool.clone());
         let reply = match model_call::call(ctx, &orch, &request, &mut Quiet).await {
             Ok(reply) => reply,
             Err(e) => {
-                tracing::warn!(turn_id = %ctx.turn_id, error = %e, "obligation reminder failed");
+                tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "obligation reminder failed");
                 break;
             }
         };

@@ -3,25 +3,41 @@
 //! assistant composed it, newest turn first, and as much of the orchestrator's summary as
 //! fits.
 
-use baton_core::registry::Agent;
-use baton_core::trace::GuardName;
+use std::sync::Mutex;
 
-use super::context::TurnCtx;
+use baton_core::registry::Agent;
+use baton_core::trace::{GuardName, RoutingRecord};
+
+use super::context::{Asked, edit};
 use super::work::AgentJob;
 
 /// The job's prior context: the orchestrator's, or filled by the runtime on an intent
 /// switch when the orchestrator gave none (D-18).
-pub(crate) fn prior_context(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
+/// What it fills in is noted in `trace`.
+pub(crate) fn prior_context(
+    asked: &Asked,
+    trace: &Mutex<RoutingRecord>,
+    job: &AgentJob,
+) -> Option<String> {
     job.prior_context
         .clone()
         .filter(|p| !p.trim().is_empty())
-        .or_else(|| fill_prior_context(ctx, &job.agent))
+        .or_else(|| {
+            let text = fill_prior_context(asked, &job.agent)?;
+            edit(trace, |t| {
+                t.guard(
+                    GuardName::PriorContext,
+                    format!("filled for {} from the last turn", job.agent.id),
+                )
+            });
+            Some(text)
+        })
 }
 
 const PRIOR_CONTEXT_CHARS: usize = 600;
 
-fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
-    let last = ctx.history.last()?;
+fn fill_prior_context(asked: &Asked, agent: &Agent) -> Option<String> {
+    let last = asked.history.last()?;
     if last.segments.iter().any(|s| s.agent_id == *agent.id) {
         return None; // Not a switch: it already has its own history.
     }
@@ -33,13 +49,13 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
     if text.chars().count() > PRIOR_CONTEXT_CHARS {
         text = text.chars().take(PRIOR_CONTEXT_CHARS).collect::<String>() + "…";
     } else {
-        let earlier = ctx
+        let earlier = asked
             .history
             .iter()
             .rev()
             .skip(1)
             .map(|t| format!("Before that, {}", turn_told(t)));
-        let summary = ctx
+        let summary = asked
             .summary
             .as_ref()
             .filter(|s| !s.text.is_empty())
@@ -58,12 +74,6 @@ fn fill_prior_context(ctx: &TurnCtx, agent: &Agent) -> Option<String> {
             text.push_str(&part);
         }
     }
-    ctx.trace(|t| {
-        t.guard(
-            GuardName::PriorContext,
-            format!("filled for {} from the last turn", agent.id),
-        )
-    });
     Some(text)
 }
 

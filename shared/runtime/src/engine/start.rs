@@ -170,10 +170,10 @@ async fn launch(
                 turn.clone(),
                 Output::new(turn, outbox.clone(), inner.privacy.clone(), watch.clone()),
             );
-            ctx.fingerprint = fingerprint;
+            ctx.ids.fingerprint = fingerprint;
             let running = inner
                 .running
-                .register(&ctx.principal, &episode_id, &turn_id, watch);
+                .register(&ctx.ids.principal, &episode_id, &turn_id, watch);
             ctx.cancel = running.token();
             // The orchestrator's own `invoke_agent` span covers the whole turn.
             // The conversation is the episode; the principal appears only as a pseudonym.
@@ -185,7 +185,7 @@ async fn launch(
                 gen_ai.conversation.id = %episode_id,
                 turn_id = %turn_id,
                 episode_id = %episode_id,
-                baton.principal = %ctx.principal.pseudonym(),
+                baton.principal = %ctx.ids.principal.pseudonym(),
                 baton.outcome = tracing::field::Empty,
                 baton.consulted = tracing::field::Empty,
                 baton.composition = tracing::field::Empty,

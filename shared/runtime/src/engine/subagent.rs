@@ -527,7 +527,7 @@ async fn tool_loop(
 /// Confirms the principal's pending link to `server` with `code` (D-37).
 async fn confirm_link(ctx: &TurnCtx, server: &str, code: &str) -> Result<(), LinkError> {
     let keeper = ctx.inner.links.as_ref().ok_or(LinkError::NotOffered)?;
-    keeper.confirm(&ctx.principal, server, code).await
+    keeper.confirm(&ctx.ids.principal, server, code).await
 }
 
 /// Runs one of the sub-agent's calls; a planned sub-agent's `use_skill` runs its skill's
@@ -556,7 +556,7 @@ async fn run_call(
     let Some(brief) = &job.worker else {
         return tools::run(ctx, job, run, call, status, None, None).await;
     };
-    match brief.resolve(ctx, &job.agent.id, call) {
+    match brief.resolve(&ctx.trace, &job.agent.id, call) {
         Resolved::Run(call) => tools::run(ctx, job, run, &call, status, None, None).await,
         Resolved::Refused(data) => ToolRun {
             data,
@@ -569,7 +569,7 @@ async fn run_call(
 /// The sub-agent's own prior turns only (D-17).
 fn own_history(ctx: &TurnCtx, agent: &Agent) -> Vec<Message> {
     let mut messages = Vec::new();
-    for turn in &ctx.history {
+    for turn in &ctx.asked.history {
         for seg in turn
             .segments
             .iter()
@@ -586,7 +586,7 @@ fn own_history(ctx: &TurnCtx, agent: &Agent) -> Vec<Message> {
 /// arguments.
 fn inherited(ctx: &TurnCtx, job: &AgentJob) -> Option<String> {
     let mut out = String::new();
-    let prior = prior_context(ctx, job);
+    let prior = prior_context(&ctx.asked, &ctx.trace, job);
     if let Some(prior) = prior {
         let _ = write!(out, "<prior_context>\n{}\n</prior_context>", prior.trim());
     }

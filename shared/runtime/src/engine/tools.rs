@@ -105,7 +105,7 @@ impl<'a> CallEnd<'a> {
         let agent = &*job.agent.id;
         let call_id = format!("{agent}.{tool}");
         // Counted as started, as the stream shows it, also if the turn is cut before it ends.
-        ctx.call_started(&job.agent.id);
+        ctx.jobs.call_started(&job.agent.id);
         ctx.out
             .emit(Event::ToolCallStart {
                 call_id: call_id.clone(),
@@ -315,7 +315,7 @@ pub(crate) async fn run(
             ),
         };
     }
-    if !ctx.take_tool_call() {
+    if !ctx.budget.take_tool_call() {
         ctx.trace(|t| {
             t.limit.get_or_insert(LimitHit::TurnToolCalls);
         });
@@ -325,7 +325,7 @@ pub(crate) async fn run(
             data: ToolData::unavailable(&tool.id, "This turn has used all of its tool calls."),
         };
     }
-    let limits = ctx.limits;
+    let limits = ctx.budget.limits;
     let cooldown = Duration::from_millis(limits.breaker_cooldown_ms);
     // The permit counts a call that never reports (cancelled by a timeout) as a failure.
     let Some(permit) = ctx
@@ -358,7 +358,7 @@ pub(crate) async fn run(
         started: Instant::now(),
         sent: false,
     };
-    ctx.call_started(&agent.id);
+    ctx.jobs.call_started(&agent.id);
     ctx.out
         .emit(Event::ToolCallStart {
             call_id: call_id.clone(),
@@ -399,15 +399,15 @@ pub(crate) async fn run(
         tool_id: tool.id.clone(),
         config: tool.connector_config.clone(),
         args: Value::clone(&args),
-        principal: ctx.principal.clone(),
-        episode_id: ctx.episode_id.clone(),
+        principal: ctx.ids.principal.clone(),
+        episode_id: ctx.ids.episode_id.clone(),
         agent_id: agent.id.clone(),
         now_ms: ctx.inner.clock.now_ms(),
         progress: Some(progress.clone()),
         traceparent,
         idempotency_key: Some(Arc::from(idempotency_key(
-            &ctx.episode_id,
-            ctx.acts_under(),
+            &ctx.ids.episode_id,
+            ctx.ids.acts_under(),
             &agent.id,
             &tool.id,
             &args,
@@ -489,7 +489,7 @@ pub(crate) async fn run(
             let verdict = judge_envelope(
                 &tool.id,
                 envelope,
-                ctx.principal.as_str(),
+                ctx.ids.principal.as_str(),
                 tool.envelope_major,
                 tool.payload_type.as_deref(),
             );
@@ -558,8 +558,8 @@ pub(crate) async fn run(
         result: &data,
     };
     match serde_json::to_string(&message) {
-        Ok(json) => ctx.add_body(Body {
-            key: format!("{}/{}", ctx.turn_id, call_id),
+        Ok(json) => ctx.jobs.add_body(Body {
+            key: format!("{}/{}", ctx.ids.turn_id, call_id),
             json,
         }),
         Err(e) => {
@@ -573,7 +573,7 @@ pub(crate) async fn run(
 /// kept (the call then stays not done, in words).
 fn sign_in(ctx: &TurnCtx, tool_id: &str, needed: &LinkNeeded) -> Option<LinkAsk> {
     let keeper = ctx.inner.links.as_ref()?;
-    match keeper.sign_in_url(&ctx.principal, tool_id, needed) {
+    match keeper.sign_in_url(&ctx.ids.principal, tool_id, needed) {
         Ok(url) => Some(LinkAsk {
             server: needed.server.clone(),
             url,

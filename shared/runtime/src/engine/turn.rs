@@ -37,13 +37,13 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     ctx.out.emit(Event::Thinking {}).await;
     ctx.out
         .emit(Event::ResponseId {
-            response_id: ctx.turn_id.to_string(),
-            episode_id: ctx.episode_id.to_string(),
+            response_id: ctx.ids.turn_id.to_string(),
+            episode_id: ctx.ids.episode_id.to_string(),
         })
         .await;
 
     if let Err(e) = memory::load(&mut ctx, &meta).await {
-        tracing::error!(turn_id = %ctx.turn_id, error = %e, "could not load the episode's history");
+        tracing::error!(turn_id = %ctx.ids.turn_id, error = %e, "could not load the episode's history");
         let said = "Conversation storage is unavailable right now; please try again shortly.";
         end_unrecorded(&ctx, said, TurnOutcome::Failed).await;
         return;
@@ -51,12 +51,12 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     let mut state = meta.state.clone();
     let now = ctx.inner.clock.now_ms();
     let mut work = Work::default();
-    let used = state.calls_in_window(now, ctx.limits.episode_window_ms);
-    ctx.set_window_calls(used);
-    if ctx.window_spent() {
+    let used = state.calls_in_window(now, ctx.budget.limits.episode_window_ms);
+    ctx.budget.set_window_calls(used);
+    if ctx.budget.window_spent() {
         // D-15: the episode's sliding window is spent. Nothing runs, so what waits for the
         // user still waits (D-36).
-        if ctx.resume.is_some() {
+        if ctx.asked.resume.is_some() {
             // The reply is not recorded either: the same reply, sent once the window has
             // room, resumes the wait under the same turn id.
             end_unrecorded(&ctx, WINDOW_SPENT_REPLY, TurnOutcome::Limited).await;
@@ -72,7 +72,7 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
     }
     // D-36: a reply resumes the turn that waits for it, and nothing else; a message that
     // may answer in words does so when its words fit the wait, in time.
-    let resuming = match ctx.resume.clone() {
+    let resuming = match ctx.asked.resume.clone() {
         None => match answered_in_words(&ctx, &mut state, now) {
             Ok(resuming) => resuming,
             Err(e) => {
@@ -100,16 +100,16 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         }
         // The approved act keeps one idempotency key whichever turn id carries the reply
         // (a face's own, or a fresh one for words): the waiting turn's and the question's.
-        ctx.acts_under =
+        ctx.ids.acts_under =
             Some(interruption::resume_turn_id(&awaiting.turn_id, &reply.interruption_id).into());
         // The turn's budgets go on from where the waiting turn left them (D-15), in the
         // user's locale and location unless the reply names its own.
-        ctx.restore_spent(awaiting.spent);
-        if ctx.locale.is_none() {
-            ctx.locale.clone_from(&awaiting.locale);
+        ctx.budget.restore_spent(awaiting.spent);
+        if ctx.asked.locale.is_none() {
+            ctx.asked.locale.clone_from(&awaiting.locale);
         }
-        if ctx.location.is_none() {
-            ctx.location.clone_from(&awaiting.location);
+        if ctx.asked.location.is_none() {
+            ctx.asked.location.clone_from(&awaiting.location);
         }
         // A resumed turn is a routed one: it can wait again.
         ctx.pausable = true;
@@ -154,7 +154,7 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
             match decision {
                 Decision::Route { unescaped } => {
                     if let Some(text) = unescaped {
-                        ctx.user_text = text;
+                        ctx.asked.user_text = text;
                     }
                     match &planner {
                         Some(planner) => {
@@ -205,7 +205,11 @@ async fn end_unrecorded(ctx: &TurnCtx, message: &str, outcome: TurnOutcome) {
             message: message.to_owned(),
         })
         .await;
-    let _ = ctx.inner.store.release(&ctx.episode_id, &ctx.turn_id).await;
+    let _ = ctx
+        .inner
+        .store
+        .release(&ctx.ids.episode_id, &ctx.ids.turn_id)
+        .await;
     ctx.out.complete(outcome).await;
 }
 
@@ -228,7 +232,7 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
         } else {
             AgentStatus::Timeout
         };
-        for (job, end) in ctx.take_started_jobs(unfinished) {
+        for (job, end) in ctx.jobs.take_started_jobs(unfinished) {
             let known = work
                 .jobs
                 .iter()
@@ -260,12 +264,12 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
     match ended {
         Ok(()) => {}
         Err(TurnOutcome::Canceled) => {
-            tracing::info!(turn_id = %ctx.turn_id, "turn canceled by its caller");
+            tracing::info!(turn_id = %ctx.ids.turn_id, "turn canceled by its caller");
             work.outcome = TurnOutcome::Canceled;
             work.error = Some(CANCELED.into());
         }
         Err(_) => {
-            tracing::warn!(turn_id = %ctx.turn_id, "turn deadline reached");
+            tracing::warn!(turn_id = %ctx.ids.turn_id, "turn deadline reached");
             work.outcome = TurnOutcome::Failed;
             work.error = Some(TOO_LONG.into());
             // What waited is lost with the turn: nothing resumes a failed one.
@@ -295,7 +299,13 @@ fn record_answer(
         (None, Some(awaiting)) => (awaiting, "set_aside"),
         (None, None) => return,
     };
-    let record = AnswerRecord::new(awaiting, answer, ctx.principal.as_str(), ctx.face, now_ms);
+    let record = AnswerRecord::new(
+        awaiting,
+        answer,
+        ctx.ids.principal.as_str(),
+        ctx.ids.face,
+        now_ms,
+    );
     ctx.trace(|t| t.answered = Some(record));
 }
 
@@ -318,14 +328,18 @@ fn answered_in_words(
     baton_core::interruption::ReplyError,
 > {
     use baton_core::interruption::{Answer, InterruptionKind, ReplyError};
-    let Some(awaiting) = state.awaiting.as_deref().filter(|_| ctx.reply_in_words) else {
+    let Some(awaiting) = state
+        .awaiting
+        .as_deref()
+        .filter(|_| ctx.asked.reply_in_words)
+    else {
         return Ok(None);
     };
-    let reply = match awaiting.reply_in_words(&ctx.user_text) {
+    let reply = match awaiting.reply_in_words(&ctx.asked.user_text) {
         Ok(reply) => reply,
         Err(ReplyError::NeedsCode)
             if awaiting.interruption.kind == InterruptionKind::AccountLink
-                && Answer::says_done(&ctx.user_text)
+                && Answer::says_done(&ctx.asked.user_text)
                 && now_ms < awaiting.interruption.expires_ms =>
         {
             return Err(ReplyError::NeedsCode);
@@ -351,7 +365,7 @@ fn resumable(
         return Err(ReplyError::NotWaiting);
     };
     let ours = interruption::resume_turn_id(&awaiting.turn_id, &reply.interruption_id);
-    let checked = if ours == *ctx.turn_id {
+    let checked = if ours == *ctx.ids.turn_id {
         awaiting.check(&awaiting.turn_id, reply, now_ms)
     } else {
         Err(ReplyError::NotWaiting)
@@ -368,7 +382,7 @@ fn resumable(
 async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     let mut iterations = 0;
     // `routed`: whether the orchestrator made the plan (and so can be reminded).
-    let (mut plan, routed) = if !previous.is_empty() && route::is_continue(&ctx.user_text) {
+    let (mut plan, routed) = if !previous.is_empty() && route::is_continue(&ctx.asked.user_text) {
         (route::resume(ctx, previous), true)
     } else {
         match route::route(ctx, &mut iterations).await {
@@ -376,15 +390,15 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
             Err(e) if !obligations::due(ctx).is_empty() => {
                 // D-22 holds even when the orchestrator cannot route: the specialists this
                 // turn must consult are asked directly, and the answer is composed from them.
-                tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed; consulting the turn's obligations directly");
+                tracing::error!(turn_id = %ctx.ids.turn_id, error = %e, "routing call failed; consulting the turn's obligations directly");
                 (Plan::default(), false)
             }
-            Err(_) if ctx.window_spent() => {
+            Err(_) if ctx.budget.window_spent() => {
                 pause(ctx, work).await;
                 return;
             }
             Err(e) => {
-                tracing::error!(turn_id = %ctx.turn_id, error = %e, "routing call failed");
+                tracing::error!(turn_id = %ctx.ids.turn_id, error = %e, "routing call failed");
                 work.outcome = TurnOutcome::Failed;
                 work.error = Some(TROUBLE.into());
                 return;
@@ -405,7 +419,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     // What the runtime fills in on a switch (D-18) is part of what a specialist is told:
     // recorded with its call, so the record (and an eval) sees what it really received.
     for job in &mut jobs {
-        job.prior_context = prior_context(ctx, job);
+        job.prior_context = prior_context(&ctx.asked, &ctx.trace, job);
     }
     ctx.trace(|t| {
         t.calls = jobs
@@ -448,7 +462,7 @@ async fn orchestrate(ctx: &TurnCtx, previous: &[PendingCall], work: &mut Work) {
     if composes {
         // After streamed work, the composed answer starts a paragraph of its own.
         ctx.out.paragraph().await;
-        let mut messages = route::conversation(ctx);
+        let mut messages = route::conversation(&ctx.asked);
         messages.extend(compose::round_messages(
             &preamble, &jobs, &results, &refused,
         ));
@@ -471,7 +485,7 @@ async fn compose_rounds(
     work: &mut Work,
 ) {
     loop {
-        if *iterations >= ctx.limits.max_iterations {
+        if *iterations >= ctx.budget.limits.max_iterations {
             ctx.trace(|t| {
                 t.limit.get_or_insert(LimitHit::OrchestratorIterations);
             });
@@ -482,7 +496,7 @@ async fn compose_rounds(
         let reply = match compose::mediated(ctx, &mut messages).await {
             Ok(reply) => reply,
             Err(e) => {
-                tracing::warn!(turn_id = %ctx.turn_id, error = %e, "composition call failed; composing from the answers");
+                tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "composition call failed; composing from the answers");
                 compose::template(ctx, &work.jobs, &work.results).await;
                 return;
             }
@@ -495,7 +509,7 @@ async fn compose_rounds(
         }
         // The orchestrator wants more: screen the calls as for routing, within the limits.
         let dispatched = work.jobs.len() as u32;
-        let room = ctx.limits.max_subagents.saturating_sub(dispatched) as usize;
+        let room = ctx.budget.limits.max_subagents.saturating_sub(dispatched) as usize;
         let (jobs, refused, over) = route::follow_up(ctx, reply.calls, room);
         for p in over {
             work.pending.push(p);

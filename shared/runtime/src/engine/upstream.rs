@@ -70,7 +70,7 @@ pub(crate) async fn run(
     let store = &ctx.inner.store;
     let now = ctx.inner.clock.now_ms();
     let stored = match store
-        .upstream_conversation(&ctx.principal, &ctx.episode_id, &agent.id)
+        .upstream_conversation(&ctx.ids.principal, &ctx.ids.episode_id, &agent.id)
         .await
     {
         Ok(stored) => stored,
@@ -81,7 +81,7 @@ pub(crate) async fn run(
             None
         }
     };
-    let message = match prior_context(ctx, job) {
+    let message = match prior_context(&ctx.asked, &ctx.trace, job) {
         Some(prior) => format!("{}\n\n{}", prior.trim(), job.query),
         None => job.query.clone(),
     };
@@ -98,15 +98,15 @@ pub(crate) async fn run(
     let mut request = UpstreamRequest {
         tool_id: tool.id.clone(),
         config: tool.connector_config.clone(),
-        principal: ctx.principal.clone(),
-        episode_id: ctx.episode_id.clone(),
+        principal: ctx.ids.principal.clone(),
+        episode_id: ctx.ids.episode_id.clone(),
         agent_id: agent.id.clone(),
         message,
         details: job.extra.clone(),
         conversation_id: None,
         pending: None,
         replay: Vec::new(),
-        locale: ctx.locale.clone(),
+        locale: ctx.asked.locale.clone(),
         // The remote side continues the trace under the CLIENT span.
         traceparent: ctx
             .inner
@@ -187,7 +187,7 @@ pub(crate) async fn run(
                 pending,
             };
             if let Err(e) = store
-                .save_upstream_conversation(&ctx.principal, &ctx.episode_id, &kept)
+                .save_upstream_conversation(&ctx.ids.principal, &ctx.ids.episode_id, &kept)
                 .await
             {
                 // The answer stands; the next turn starts a new conversation, with replay.
@@ -360,14 +360,14 @@ const REPLAY_SCAN_TURNS: usize = 100;
 /// them, else from the journal, whose turns compaction never removes (the loaded history
 /// holds only the turns after the summary, and only as many as fit the prompt).
 async fn replay(ctx: &TurnCtx, agent_id: &str, n: usize) -> Vec<Exchange> {
-    let loaded = last_exchanges(&ctx.history, agent_id, n);
+    let loaded = last_exchanges(&ctx.asked.history, agent_id, n);
     if loaded.len() >= n {
         return loaded;
     }
     match ctx
         .inner
         .store
-        .turns(&ctx.principal, &ctx.episode_id, REPLAY_SCAN_TURNS)
+        .turns(&ctx.ids.principal, &ctx.ids.episode_id, REPLAY_SCAN_TURNS)
         .await
     {
         Ok(turns) => {

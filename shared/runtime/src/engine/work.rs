@@ -120,7 +120,7 @@ impl Sink for AgentSink<'_> {
         match self.mode {
             TextMode::Collect => {}
             TextMode::Live => self.ctx.out.text(self.agent_id, text).await,
-            TextMode::Slot(slot) => slot.text(self.ctx, self.agent_id, text).await,
+            TextMode::Slot(slot) => slot.text(&self.ctx.out, self.agent_id, text).await,
             TextMode::Delegated => {
                 self.ctx
                     .out

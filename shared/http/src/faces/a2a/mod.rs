@@ -41,12 +41,13 @@ use serde_json::Value;
 use self::rpc::Call;
 use self::task::{TaskRef, TaskRun};
 use crate::caller::Caller;
+use crate::catalog::{Endpoint, endpoint};
 use crate::error::Error;
 use crate::state::AppState;
 use crate::{body, sse, start};
 
 /// Where the JSON-RPC calls go.
-pub(crate) const PATH: &str = "/a2a";
+const PATH: &str = "/a2a";
 /// Where the agent card is.
 const CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The protocol version a client may ask for in `A2A-Version`.
@@ -57,6 +58,12 @@ const SKILL_KEY: &str = "skillId";
 const FACE: &str = "a2a";
 /// How long `CancelTask` waits for the stopped turn to commit before answering.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
+
+/// The entry points clients and the console list.
+pub(crate) const ENDPOINTS: &[Endpoint] = &[
+    endpoint("A2A agent card", "GET", CARD_PATH),
+    endpoint("A2A (JSON-RPC)", "POST", PATH),
+];
 
 /// The face's routes.
 pub(crate) fn routes() -> Router<AppState> {

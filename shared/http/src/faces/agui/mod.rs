@@ -31,9 +31,13 @@ use serde_json::{Value, json};
 
 use self::events::Run;
 use crate::caller::Caller;
+use crate::catalog::{Endpoint, endpoint};
 use crate::error::Error;
 use crate::state::AppState;
 use crate::{body, sse, start};
+
+/// The entry points clients and the console list.
+pub(crate) const ENDPOINTS: &[Endpoint] = &[endpoint("AG-UI", "POST", "/v1/agui")];
 
 /// The face's routes.
 pub(crate) fn routes() -> Router<AppState> {

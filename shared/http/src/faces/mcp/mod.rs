@@ -35,6 +35,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 pub use self::server::McpServer;
+use crate::catalog::{Endpoint, endpoint};
 use crate::error::Error;
 use crate::start;
 use crate::state::AppState;
@@ -68,22 +69,31 @@ pub async fn serve_stdio(server: McpServer, max_line_bytes: usize) -> Result<(),
 }
 
 /// Where the face is served over streamable HTTP.
-pub(crate) const PATH: &str = "/mcp";
+const PATH: &str = "/mcp";
+
+/// The entry points clients and the console list.
+pub(crate) const ENDPOINTS: &[Endpoint] = &[endpoint("MCP (streamable HTTP)", "POST", PATH)];
 
 /// The face's route: `/mcp`, every method (rmcp answers the ones it does not serve).
-pub(crate) fn routes(state: &AppState) -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route(
+        PATH,
+        any(
+            |State(state): State<AppState>, request: Request| async move {
+                handle(&state, request).await
+            },
+        ),
+    )
+}
+
+/// The SDK's server for one request over `state`: stateless, so nothing outlives the
+/// request, and building it costs two small allocations beside a turn.
+fn service(state: &AppState) -> StreamableHttpService<McpServer, NeverSessionManager> {
     let factory_state = state.clone();
-    let service = StreamableHttpService::new(
+    StreamableHttpService::new(
         move || Ok(McpServer::per_request(factory_state.clone())),
         Arc::new(NeverSessionManager::default()),
         config(state),
-    );
-    Router::new().route(
-        PATH,
-        any(move |State(state): State<AppState>, request: Request| {
-            let service = service.clone();
-            async move { handle(&service, &state, request).await }
-        }),
     )
 }
 
@@ -100,11 +110,7 @@ fn config(state: &AppState) -> StreamableHttpServerConfig {
 
 /// The caller first and the body within the limit and the body timeout, as on every
 /// route; then the protocol, which rmcp reads.
-async fn handle(
-    service: &StreamableHttpService<McpServer, NeverSessionManager>,
-    state: &AppState,
-    request: Request,
-) -> Response {
+async fn handle(state: &AppState, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     if let Err(e) = state.principals.principal(&parts) {
         tracing::info!(error = %e, "MCP request refused: no usable principal");
@@ -119,7 +125,7 @@ async fn handle(
     {
         return (StatusCode::BAD_REQUEST, Json(refusal)).into_response();
     }
-    service
+    service(state)
         .handle(Request::from_parts(parts, Body::from(bytes)))
         .await
         .into_response()

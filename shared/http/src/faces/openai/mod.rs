@@ -30,12 +30,20 @@ use serde_json::json;
 
 use self::response::Completion;
 use crate::caller::Caller;
+use crate::catalog::{Endpoint, endpoint};
 use crate::error::Error;
 use crate::state::AppState;
 use crate::{body, sse, start};
 
 /// The consulted specialists' ids, comma-separated, on a response that is not streamed.
 const CONSULTED_HEADER: HeaderName = HeaderName::from_static("x-baton-consulted");
+
+/// The entry points clients and the console list.
+pub(crate) const ENDPOINTS: &[Endpoint] = &[endpoint(
+    "OpenAI chat completions",
+    "POST",
+    "/v1/chat/completions",
+)];
 
 /// The face's routes.
 pub(crate) fn routes() -> Router<AppState> {

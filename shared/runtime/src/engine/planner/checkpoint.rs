@@ -15,17 +15,17 @@ pub(super) async fn save(ctx: &TurnCtx, run: &PlanRun, step: &Step) {
     let json = match checkpoint.to_json() {
         Ok(json) => json,
         Err(e) => {
-            tracing::warn!(turn_id = %ctx.turn_id, error = %e, "checkpoint not saved: it does not serialize");
+            tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "checkpoint not saved: it does not serialize");
             return;
         }
     };
     if let Err(e) = ctx
         .inner
         .store
-        .save_checkpoint(&ctx.episode_id, &ctx.turn_id, &json)
+        .save_checkpoint(&ctx.ids.episode_id, &ctx.ids.turn_id, &json)
         .await
     {
-        tracing::warn!(turn_id = %ctx.turn_id, error = %e, "checkpoint not saved");
+        tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "checkpoint not saved");
     }
 }
 
@@ -49,19 +49,19 @@ pub(super) async fn load(ctx: &TurnCtx) -> Option<PlanCheckpoint> {
     let json = match ctx
         .inner
         .store
-        .checkpoint(&ctx.episode_id, &ctx.turn_id)
+        .checkpoint(&ctx.ids.episode_id, &ctx.ids.turn_id)
         .await
     {
         Ok(json) => json?,
         Err(e) => {
-            tracing::warn!(turn_id = %ctx.turn_id, error = %e, "checkpoint unreadable; the turn starts over");
+            tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "checkpoint unreadable; the turn starts over");
             return None;
         }
     };
     match PlanCheckpoint::from_json(&json) {
         Ok(checkpoint) => Some(checkpoint),
         Err(e) => {
-            tracing::warn!(turn_id = %ctx.turn_id, error = %e, "checkpoint is not one; the turn starts over");
+            tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "checkpoint is not one; the turn starts over");
             None
         }
     }

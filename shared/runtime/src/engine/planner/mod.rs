@@ -86,12 +86,12 @@ pub(super) async fn orchestrate(
     work: &mut Work,
 ) {
     let mut run = PlanRun {
-        messages: route::conversation(ctx),
+        messages: route::conversation(&ctx.asked),
         ..PlanRun::default()
     };
     if let Some(saved) = checkpoint::load(ctx).await {
         resume::resume(ctx, planner, saved, &mut run, work).await;
-    } else if let Some(pending) = previous.filter(|_| route::is_continue(&ctx.user_text)) {
+    } else if let Some(pending) = previous.filter(|_| route::is_continue(&ctx.asked.user_text)) {
         waves::continue_pending(ctx, planner, *pending, &mut run, work).await;
     }
     drive(ctx, planner, run, work).await;
@@ -184,11 +184,11 @@ fn over_limit(ctx: &TurnCtx) -> bool {
 /// The planner's loop: one model call per step until it answers in text.
 async fn plan(ctx: &TurnCtx, planner: &Arc<Planner>, run: &mut PlanRun, work: &mut Work) {
     let orch = ctx.orchestrator.clone();
-    let small_talk = fastpath::category(&ctx.user_text).is_some();
+    let small_talk = fastpath::category(&ctx.asked.user_text).is_some();
     let mut reminded = false;
     let mut choice = ToolChoice::Auto;
     loop {
-        if run.iterations >= ctx.limits.max_iterations {
+        if run.iterations >= ctx.budget.limits.max_iterations {
             ctx.trace(|t| {
                 t.limit.get_or_insert(LimitHit::OrchestratorIterations);
             });
@@ -209,13 +209,13 @@ async fn plan(ctx: &TurnCtx, planner: &Arc<Planner>, run: &mut PlanRun, work: &m
         let reply = match model_call::call(ctx, &orch, &request, &mut sink).await {
             Ok(reply) => reply,
             Err(e) if run.nodes.is_empty() => {
-                tracing::error!(turn_id = %ctx.turn_id, error = %e, "planner call failed");
+                tracing::error!(turn_id = %ctx.ids.turn_id, error = %e, "planner call failed");
                 work.outcome = TurnOutcome::Failed;
                 work.error = Some(TROUBLE.into());
                 return;
             }
             Err(e) => {
-                tracing::warn!(turn_id = %ctx.turn_id, error = %e, "planner call failed; answering from the results");
+                tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "planner call failed; answering from the results");
                 compose::template(ctx, &work.jobs, &work.results).await;
                 return;
             }

@@ -29,7 +29,7 @@ pub(super) async fn resume(
     run: &mut PlanRun,
     work: &mut Work,
 ) {
-    tracing::info!(turn_id = %ctx.turn_id, waves_done = saved.waves_done, "resuming a planned turn from its checkpoint");
+    tracing::info!(turn_id = %ctx.ids.turn_id, waves_done = saved.waves_done, "resuming a planned turn from its checkpoint");
     // That run never committed: what finished in it is this turn's own.
     let step = restore(ctx, planner, saved, run, work, false).await;
     go_on(ctx, planner, run, &step, work).await;

@@ -70,13 +70,13 @@ async fn dispatch(
         Ok(nodes) => nodes,
         Err(problems) => {
             let summary: Vec<String> = problems.iter().map(|p| p.problem.clone()).collect();
-            tracing::info!(turn_id = %ctx.turn_id, problems = %summary.join("; "), "planner step refused");
+            tracing::info!(turn_id = %ctx.ids.turn_id, problems = %summary.join("; "), "planner step refused");
             ctx.trace(|t| t.guard(GuardName::PlanRefused, summary.join("; ")));
             run.record.refused.push(problems.clone());
             return Some(problems);
         }
     };
-    let room = (ctx.limits.max_subagents as usize).saturating_sub(run.dispatched());
+    let room = (ctx.budget.limits.max_subagents as usize).saturating_sub(run.dispatched());
     let (go, wait) = split_at_room(nodes.clone(), room);
     announce(ctx, &nodes).await;
     run.nodes.extend(nodes);

@@ -45,7 +45,7 @@ pub(super) async fn run(
         if todo.is_empty() {
             continue;
         }
-        if ctx.tool_calls_spent() {
+        if ctx.budget.tool_calls_spent() {
             // Sub-agents that could call no tool would only fail: they wait instead.
             ctx.trace(|t| {
                 t.limit.get_or_insert(LimitHit::TurnToolCalls);
@@ -146,7 +146,7 @@ pub(super) async fn continue_pending(
     });
     run.record.continued = nodes.iter().map(|n| n.id.clone()).collect();
     run.results = pending.inputs;
-    let room = (ctx.limits.max_subagents as usize).min(nodes.len());
+    let room = (ctx.budget.limits.max_subagents as usize).min(nodes.len());
     let (go, wait) = baton_core::plan::graph::split_at_room(nodes.clone(), room);
     announce(ctx, &nodes).await;
     run.nodes.extend(nodes);

@@ -2,18 +2,18 @@
 
 use baton_core::message::Message;
 
-use crate::engine::context::TurnCtx;
+use crate::engine::context::Asked;
 
 /// The messages the orchestrator sees before this turn's calls: recent narration and the
 /// user's text (tool messages never enter model context, D-19).
-pub(crate) fn conversation(ctx: &TurnCtx) -> Vec<Message> {
-    let mut messages = Vec::with_capacity(ctx.history.len() * 2 + 1);
-    for turn in &ctx.history {
+pub(crate) fn conversation(asked: &Asked) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(asked.history.len() * 2 + 1);
+    for turn in &asked.history {
         messages.push(Message::user(turn.user_text.clone()));
         if !turn.narration.is_empty() {
             messages.push(Message::assistant(turn.narration.clone()));
         }
     }
-    messages.push(Message::user(ctx.user_text.clone()));
+    messages.push(Message::user(asked.user_text.clone()));
     messages
 }

@@ -56,7 +56,7 @@ pub(super) async fn apply(
     let largest = reported.iter().copied().max().unwrap_or(0);
     ctx.trace(|t| t.intent_count = largest.max(candidates.len() as u32));
     let missing = intent::shortfall(&reported, candidates.len());
-    if missing > 0 && *iterations < ctx.limits.max_iterations {
+    if missing > 0 && *iterations < ctx.budget.limits.max_iterations {
         let tools: Vec<&str> = orch.model_tools.iter().map(|t| &*t.name).collect();
         let note = intent::reminder(largest, candidates.len(), &tools);
         let mut again = request;
@@ -110,7 +110,7 @@ pub(super) async fn apply(
     // D-8 overlap: in mixed intent a call sharing no content word with the user is dropped.
     if candidates.len() > 1 {
         let queries: Vec<&str> = candidates.iter().map(Candidate::model_query).collect();
-        let keep = overlap::keep_overlapping(&ctx.user_text, &queries);
+        let keep = overlap::keep_overlapping(&ctx.asked.user_text, &queries);
         if keep.len() < candidates.len() {
             let mut i = 0;
             candidates.retain(|c| {
@@ -130,7 +130,7 @@ pub(super) async fn apply(
         }
     }
 
-    let room = ctx.limits.max_subagents as usize;
+    let room = ctx.budget.limits.max_subagents as usize;
     let (jobs, pending) = into_jobs(
         ctx,
         candidates,
@@ -194,7 +194,7 @@ fn into_jobs(
     let jobs = kept
         .into_iter()
         .map(|c| {
-            let v = verbatim::effective_query(&ctx.user_text, c.model_query(), calls);
+            let v = verbatim::effective_query(&ctx.asked.user_text, c.model_query(), calls);
             if v.overridden {
                 ctx.trace(|t| {
                     t.guard(
@@ -309,7 +309,7 @@ pub(super) fn verbatim_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> Agent
     AgentJob {
         call_id: format!("{why}_0"),
         agent,
-        query: ctx.user_text.clone(),
+        query: ctx.asked.user_text.clone(),
         prior_context: None,
         extra: Default::default(),
         worker: None,
@@ -327,7 +327,7 @@ pub(super) fn echo_agent(ctx: &TurnCtx, o: &Orchestration) -> Option<Arc<Agent>>
 }
 
 fn echo_target(ctx: &TurnCtx) -> Option<&str> {
-    let last = ctx.history.last()?;
+    let last = ctx.asked.history.last()?;
     let seg = last
         .segments
         .iter()
@@ -338,5 +338,5 @@ fn echo_target(ctx: &TurnCtx) -> Option<&str> {
         agent_id: &seg.agent_id,
         text: question,
     };
-    echo::echo_target(&ctx.user_text, Some(&pending))
+    echo::echo_target(&ctx.asked.user_text, Some(&pending))
 }

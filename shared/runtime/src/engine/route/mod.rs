@@ -104,13 +104,13 @@ pub(crate) async fn route(ctx: &TurnCtx, iterations: &mut u32) -> Result<Plan, M
         .as_ref()
         .map(|f| f.allow.as_slice())
         .unwrap_or_default();
-    let category = fastpath::allowed(&ctx.user_text, allow);
+    let category = fastpath::allowed(&ctx.asked.user_text, allow);
     // A short reply to a specialist's question belongs to that specialist, whatever the
     // orchestrator does with it: its text is held until that is known.
     let echo = echo_agent(ctx, o);
 
     let mut request = orch.request(CallPurpose::Route, orch.prompt.system(&ctx.dynamic(), None));
-    request.messages = conversation(ctx);
+    request.messages = conversation(&ctx.asked);
     let mut sink = PreambleSink::new(ctx, category.is_some() && echo.is_none());
     *iterations += 1;
     let reply = model_call::call(ctx, &orch, &request, &mut sink).await?;
