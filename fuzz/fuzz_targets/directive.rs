@@ -1,43 +1,4 @@
-//! The Direct Line directive parser over any text: no panic, and what it says holds of the
-//! text (an addressed specialist is one of the cards; a payload is a non-empty suffix).
+//! The Direct Line directive parser over any text: `baton_fuzz_targets::directive`.
 #![no_main]
 
-use baton_core::directive::{Addressable, DirectLinePolicy, Directive, parse};
-use libfuzzer_sys::fuzz_target;
-
-const AGENTS: [Addressable<'static>; 4] = [
-    Addressable {
-        id: "shop",
-        label: "Shopping",
-    },
-    Addressable {
-        id: "support",
-        label: "Support",
-    },
-    Addressable {
-        id: "strategist",
-        label: "Budget strategist",
-    },
-    Addressable {
-        id: "rewards",
-        label: "Rewards",
-    },
-];
-
-fuzz_target!(|text: &str| {
-    let policy = DirectLinePolicy::default();
-    match parse(text, &policy, &AGENTS) {
-        Directive::Ask {
-            agent_id, payload, ..
-        } => {
-            assert!(AGENTS.iter().any(|a| a.id == agent_id));
-            assert!(!payload.is_empty() && text.ends_with(payload.as_str()));
-        }
-        Directive::Open { agent_id } => assert!(AGENTS.iter().any(|a| a.id == agent_id)),
-        Directive::Ambiguous { candidates, .. } => {
-            assert!(candidates.len() > 1);
-            assert!(candidates.iter().all(|c| AGENTS.iter().any(|a| a.id == c)));
-        }
-        _ => {}
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| baton_fuzz_targets::directive::run(data));

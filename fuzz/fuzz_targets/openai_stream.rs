@@ -1,23 +1,4 @@
-//! An OpenAI-compatible model's stream (server-sent events, each chunk's JSON, the tool-call
-//! deltas assembled into calls) over any bytes, in pieces cut anywhere: events or a plain
-//! error, never a panic, and the same answer however the bytes arrive.
+//! An OpenAI-compatible model's stream, cut anywhere: `baton_fuzz_targets::openai_stream`.
 #![no_main]
 
-mod common;
-
-use std::sync::OnceLock;
-
-use libfuzzer_sys::fuzz_target;
-
-/// The decoder bounds its waits with tokio's timer, as a live stream's are.
-fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(common::runtime)
-}
-
-fuzz_target!(|input: (Vec<u16>, &[u8])| {
-    let (cuts, stream) = input;
-    common::same_however_cut(&cuts, stream, |pieces| {
-        format!("{:?}", runtime().block_on(baton_openai::decode(pieces)))
-    });
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| baton_fuzz_targets::openai_stream::run(data));

@@ -1,10 +1,4 @@
-//! The scripted-model format (what `--model scripted:FILE` reads) over any text: a script
-//! or a plain error, never a panic.
+//! The scripted-model format over any text: `baton_fuzz_targets::scripted_model`.
 #![no_main]
 
-use baton_inproc::ScriptedModel;
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|text: &str| {
-    let _ = ScriptedModel::from_yaml(text);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| baton_fuzz_targets::scripted_model::run(data));

@@ -30,7 +30,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "baton-otel",
         ],
     ),
-    ("test support", &["baton-tests", "baton-hello-lambda"]),
+    (
+        "test support",
+        &["baton-tests", "baton-hello-lambda", "baton-fuzz-targets"],
+    ),
     (
         "mains",
         &[
@@ -45,8 +48,10 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// Crates that serve tests only: any crate may use them as a dev-dependency, and none (but
-/// the test support above the kit) as a normal one, so that no binary links them.
-const TEST_ONLY: &[&str] = &["baton-testkit", "baton-tests"];
+/// the test support above the kit) as a normal one, so that no binary links them. (The
+/// fuzz targets' bodies are also linked by the libFuzzer binaries of `fuzz/`, a workspace
+/// of its own.)
+const TEST_ONLY: &[&str] = &["baton-testkit", "baton-tests", "baton-fuzz-targets"];
 
 /// External crates a layer may not reach, directly or through any other crate: the core is
 /// pure (no async runtime, network, HTTP, database or AWS), the runtime adds tokio but no

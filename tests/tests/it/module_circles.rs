@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The source folders of every crate of the workspace (`shared/*/src`, `functions/*/src`,
-/// `tests/src`): each module tree must stay circle-free, at every level.
+/// `tests/src`, `tests/*/src`): each module tree must stay circle-free, at every level.
 fn trees(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
-    for group in ["shared", "functions"] {
+    for group in ["shared", "functions", "tests"] {
         let Ok(entries) = std::fs::read_dir(root.join(group)) else {
             continue;
         };
