@@ -25,6 +25,7 @@ pub mod memory;
 pub mod message;
 pub mod model;
 pub mod obligation;
+pub mod picture;
 pub mod plan;
 pub mod ports;
 pub mod principal;

@@ -13,6 +13,7 @@ pub mod http_faces;
 pub mod mcp_stream;
 pub mod model_events;
 pub mod openai_stream;
+pub mod picture;
 pub mod privacy_stream;
 pub mod registry;
 pub mod scripted_model;

@@ -90,6 +90,7 @@ targets!(
     mcp_stream,
     model_events,
     openai_stream,
+    picture,
     privacy_stream,
     registry,
     scripted_model,
