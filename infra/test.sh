@@ -116,6 +116,10 @@ export BATON_CHAOS_SEED="${BATON_CHAOS_SEED:-1795831786720687650}"
 # Among them, every fuzz target over every input of its committed corpus
 # (tests/fuzz-targets/tests/corpus.rs), without the instrumented build.
 cargo test --workspace --all-features --locked
+# The binaries the steps below run, built with the tests' features: nothing is compiled
+# again for them (`cargo run -p` would resolve features for one package and rebuild).
+cargo build --workspace --all-features --bins --locked
+bin="$CARGO_TARGET_DIR/debug"
 # The default `baton` (no AWS support) refuses Bedrock and DynamoDB with a plain message.
 cargo test --workspace --locked --bin baton -- without_aws
 
@@ -123,15 +127,15 @@ step "template checks"
 ./infra/template-checks.sh
 
 step "evals: the shipped suite against its baseline (offline model)"
-cargo run --locked -q -p baton-cli -- eval --baseline >/dev/null
-cargo run --locked -q -p baton-cli -- --orchestrator planner eval --baseline >/dev/null
+"$bin/baton" eval --baseline >/dev/null
+"$bin/baton" --orchestrator planner eval --baseline >/dev/null
 
 step "benchmark smoke run"
-cargo run --locked -q -p baton-bench -- --smoke
+"$bin/baton-bench" --smoke
 # Memory over a (short) long conversation, in memory only: no DynamoDB Local.
-cargo run --locked -q -p baton-bench -- --memory --smoke >/dev/null
+"$bin/baton-bench" --memory --smoke >/dev/null
 # Planning: per node, per wave, a diamond against its critical path, routing beside it.
-cargo run --locked -q -p baton-bench -- --planner --smoke >/dev/null
+"$bin/baton-bench" --planner --smoke >/dev/null
 
 step_done
 printf '\n== time per step\n%s%6d s  in all\n' "$TIMES" "$((SECONDS - RUN_START))"

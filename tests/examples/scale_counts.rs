@@ -105,6 +105,9 @@ fn content_chars(c: &Content) -> usize {
         Content::Text { text } => text.chars().count(),
         Content::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
         Content::ToolResult { content, .. } => content.to_string().len(),
+        Content::Picture { picture, .. } => {
+            usize::try_from(picture.tokens().saturating_mul(4)).unwrap_or(usize::MAX)
+        }
     }
 }
 

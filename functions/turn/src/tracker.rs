@@ -17,6 +17,7 @@ use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    StoredPicture,
 };
 use baton_core::ports::store::{
     CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
@@ -149,6 +150,15 @@ impl TurnStore for TrackedStore {
         key: &str,
     ) -> Result<serde_json::Value, StoreError> {
         self.inner.body(principal, episode_id, key).await
+    }
+
+    async fn picture(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<StoredPicture, StoreError> {
+        self.inner.picture(principal, episode_id, sha256).await
     }
 
     async fn ready(&self) -> Result<(), StoreError> {

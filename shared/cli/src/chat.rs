@@ -36,6 +36,10 @@ pub(crate) struct ChatArgs {
     /// [default: the orchestrator card's]
     #[arg(long, value_name = "MODE", value_parser = parse_direct_mode)]
     pub(crate) direct_line_mode: Option<DirectMode>,
+    /// Send this picture (JPEG, PNG, WebP or GIF) with the first message; repeat for
+    /// several. With pictures and no message, the pictures alone are the message.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) image: Vec<std::path::PathBuf>,
 }
 
 fn parse_direct_mode(s: &str) -> Result<DirectMode, String> {
@@ -62,14 +66,21 @@ pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<E
     logging::init(settings.log.as_deref(), "error", false)?;
     let runtime = setup::assemble(settings).await?.runtime;
     let mut renderer = Renderer::new(io::stdout(), Style::detect(args.json));
+    let mut pictures = Vec::with_capacity(args.image.len());
+    for path in &args.image {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("reading the picture {}", path.display()))?;
+        pictures.push(baton_core::picture::Bytes::from(bytes));
+    }
     let mut chat = Chat {
         runtime,
         settings,
         episode: args.episode,
         must_consult: args.must_consult,
         direct_line_mode: args.direct_line_mode,
+        pictures,
     };
-    let outcome = if args.message.is_empty() {
+    let outcome = if args.message.is_empty() && chat.pictures.is_empty() {
         chat.interactive(&mut renderer).await
     } else {
         chat.turn(args.message.join(" "), &mut renderer)
@@ -158,6 +169,8 @@ struct Chat<'a> {
     must_consult: Vec<String>,
     /// The Direct Line mode, when the flag overrides the card's.
     direct_line_mode: Option<DirectMode>,
+    /// Pictures for the next turn (`--image`).
+    pictures: Vec<baton_core::picture::Bytes>,
 }
 
 impl Chat<'_> {
@@ -183,6 +196,7 @@ impl Chat<'_> {
             reply_in_words: true,
             face: FACE,
             message_id: None,
+            pictures: std::mem::take(&mut self.pictures),
         };
         let mut stream = self.runtime.run_turn(request).await.map_err(|r| {
             if r.kind == RejectionKind::Unavailable {

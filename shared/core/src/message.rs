@@ -49,6 +49,33 @@ pub enum Content {
         /// Result content (JSON; text results are JSON strings).
         content: serde_json::Value,
     },
+    /// A picture the user sent (D-42): its bytes go to a model that sees pictures; a
+    /// transcript keeps only what it is, never the bytes.
+    Picture {
+        /// What it is.
+        picture: crate::picture::PictureRef,
+        /// Its bytes (hidden data removed); empty in a transcript read back.
+        #[serde(skip)]
+        data: crate::picture::Bytes,
+    },
+}
+
+impl Content {
+    /// A picture as a message carries it.
+    pub fn picture(picture: &crate::picture::Picture) -> Content {
+        Content::Picture {
+            picture: picture.reference(),
+            data: picture.bytes.clone(),
+        }
+    }
+
+    /// A picture told in words, for a model that does not see pictures.
+    pub fn picture_in_words(picture: &crate::picture::PictureRef) -> String {
+        format!(
+            "[The user sent a picture ({}, {}×{} pixels) that this model cannot see.]",
+            picture.media_type, picture.width, picture.height
+        )
+    }
 }
 
 /// One message.
@@ -116,6 +143,21 @@ impl Message {
         Message {
             role: Role::User,
             content: vec![Content::Text { text: text.into() }],
+        }
+    }
+
+    /// A user message of pictures, then text (the pictures first, as vision models read
+    /// best). The text may be empty: a picture may come alone.
+    pub fn user_with_pictures(
+        text: impl Into<String>,
+        pictures: &[crate::picture::Picture],
+    ) -> Self {
+        let text = text.into();
+        let mut content: Vec<Content> = pictures.iter().map(Content::picture).collect();
+        content.push(Content::Text { text });
+        Message {
+            role: Role::User,
+            content,
         }
     }
 

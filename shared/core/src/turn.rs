@@ -108,6 +108,10 @@ pub struct TurnRecord {
     /// one: what reading the turn back names the message by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// The pictures the user sent with the message (D-42), by reference: their bytes are
+    /// in the store's bodies, never in the record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pictures: Vec<crate::picture::PictureRef>,
 }
 
 /// What a Direct Line turn delivered, as the user saw it (after the privacy guard).
@@ -247,6 +251,7 @@ mod tests {
             privacy: PrivacyReceipt::default(),
             fingerprint: "f".into(),
             message_id: None,
+            pictures: Vec::new(),
         }
     }
 

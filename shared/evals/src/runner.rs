@@ -320,6 +320,7 @@ async fn seed(
             privacy: Default::default(),
             fingerprint: String::new(),
             message_id: None,
+            pictures: Vec::new(),
         };
         store
             .commit(&Commit {
@@ -327,6 +328,7 @@ async fn seed(
                 expected_version: meta.version,
                 record,
                 bodies: Vec::new(),
+                pictures: Vec::new(),
                 state: meta.state,
                 compaction_due: false,
             })

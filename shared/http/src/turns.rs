@@ -45,6 +45,7 @@ pub(crate) async fn post_turn(
         reply_in_words: false,
         face: baton_runtime::FACE_API,
         message_id: None,
+        pictures: Vec::new(),
     };
     let stream = start(&state, &headers, request, "POST /v1/turns").await?;
     Ok(native(stream))

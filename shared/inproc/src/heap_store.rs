@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError, StoredPicture,
+    check_picture_names,
 };
 use baton_core::ports::store::{
     CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
@@ -19,7 +20,7 @@ use baton_core::ports::store::{
 use baton_core::ports::upstream::UpstreamConversation;
 use baton_core::turn::TurnRecord;
 
-/// A [`Store`] that keeps episodes, turns, claims and bodies in memory.
+/// A [`Store`] that keeps episodes, turns, claims, bodies and pictures in memory.
 #[derive(Debug, Default)]
 pub struct HeapStore {
     inner: Mutex<Inner>,
@@ -44,6 +45,8 @@ struct Episode {
     turns: Vec<TurnRecord>,
     /// Compact JSON text, parsed when read.
     bodies: HashMap<String, String>,
+    /// The pictures committed turns sent, by SHA-256 (the bytes are shared, not copied).
+    pictures: HashMap<String, StoredPicture>,
     /// When the episode was marked due for compaction, if it is.
     due_since_ms: Option<u64>,
     /// Each specialist's upstream conversation, by agent id.
@@ -148,6 +151,7 @@ impl Inner {
                         meta: meta.clone(),
                         turns: Vec::new(),
                         bodies: HashMap::new(),
+                        pictures: HashMap::new(),
                         due_since_ms: None,
                         upstream: HashMap::new(),
                         holder: None,
@@ -178,6 +182,7 @@ impl Inner {
             expected_version,
             record,
             bodies,
+            pictures,
             state,
             compaction_due,
         } = commit;
@@ -195,6 +200,7 @@ impl Inner {
         if !in_order || !keys_fresh || self.completed.contains_key(&key) {
             return Err(StoreError::Conflict);
         }
+        check_picture_names(&pictures)?;
 
         let episode = self
             .episodes
@@ -203,6 +209,16 @@ impl Inner {
         episode
             .bodies
             .extend(bodies.into_iter().map(|b| (b.key, b.json)));
+        for picture in pictures {
+            // Named by their content: one already there is this one.
+            episode
+                .pictures
+                .entry(picture.sha256)
+                .or_insert(StoredPicture {
+                    media_type: picture.media_type,
+                    bytes: picture.bytes,
+                });
+        }
         episode.meta.version = record.seq;
         episode.meta.updated_ms = record.created_ms;
         episode.meta.state = state;
@@ -300,6 +316,21 @@ impl TurnStore for HeapStore {
                 serde_json::from_str(text)
                     .map_err(|e| StoreError::Corrupt(format!("a stored body is not JSON: {e}")))
             })
+    }
+
+    async fn picture(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<StoredPicture, StoreError> {
+        let inner = self.lock()?;
+        inner
+            .owned(principal, episode_id)?
+            .pictures
+            .get(sha256)
+            .cloned()
+            .ok_or(StoreError::NotFound)
     }
 }
 

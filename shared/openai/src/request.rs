@@ -3,6 +3,7 @@
 //! stable prefix first), the conversation with tool calls and tool results in OpenAI's
 //! roles, the tools as functions, the tool choice and the limits.
 
+use base64::Engine as _;
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
 use baton_core::ports::model::{ModelRequest, ToolChoice};
 use serde_json::{Map, Value, json};
@@ -108,7 +109,33 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
                 }
             }
             let text = message.text();
-            if !text.is_empty() || !message.has_tool_results() {
+            let pictures: Vec<Value> = message
+                .content
+                .iter()
+                .filter_map(|c| match c {
+                    // A picture read back from a transcript has no bytes: told in words.
+                    Content::Picture { picture, data } if data.is_empty() => {
+                        Some(json!({"type": "text", "text": Content::picture_in_words(picture)}))
+                    }
+                    Content::Picture { picture, data } => Some(json!({
+                        "type": "image_url",
+                        "image_url": {"url": format!(
+                            "data:{};base64,{}",
+                            picture.media_type,
+                            base64::engine::general_purpose::STANDARD.encode(data)
+                        )},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            if !pictures.is_empty() {
+                // Content parts: the pictures, then the words.
+                let mut parts = pictures;
+                if !text.is_empty() {
+                    parts.push(json!({"type": "text", "text": text}));
+                }
+                out.push(json!({"role": "user", "content": parts}));
+            } else if !text.is_empty() || !message.has_tool_results() {
                 out.push(json!({"role": "user", "content": text}));
             }
         }

@@ -34,6 +34,12 @@ pub struct RuntimeConfig {
     /// Put the user's message, the answer and each specialist's query and answer on the
     /// turn's spans, masked by the privacy guard (D-33). Off unless asked for.
     pub capture_content: bool,
+    /// What a turn's pictures may be (D-42).
+    pub pictures: baton_core::picture::PictureLimits,
+    /// Pictures checked at once in this process: each decode holds up to 8 bytes a pixel
+    /// of `pictures.max_pixels`, so this bounds the memory pictures take however many
+    /// turns bring them.
+    pub picture_checks: usize,
 }
 
 impl Default for RuntimeConfig {
@@ -51,6 +57,8 @@ impl Default for RuntimeConfig {
             summarize_timeout_ms: 60_000,
             routing_only: false,
             capture_content: false,
+            pictures: baton_core::picture::PictureLimits::default(),
+            picture_checks: 2,
         }
     }
 }

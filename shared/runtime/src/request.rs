@@ -64,12 +64,17 @@ pub struct TurnRequest {
     /// The client's own id for the message (A2A's `messageId`), when its face has one:
     /// the turn's record keeps it, and reading the turn back names the message by it.
     pub message_id: Option<String>,
+    /// Pictures sent with the message, as the face received them: checked and stripped
+    /// before the turn is claimed (D-42).
+    pub pictures: Vec<baton_core::picture::Bytes>,
 }
 
 impl TurnRequest {
     /// What this request asks, hashed: its message and every option that changes what
     /// runs (see [`request_fingerprint`]).
-    pub fn fingerprint(&self) -> String {
+    /// `pictures` are the request's pictures as taken (D-42): the same photo sent again
+    /// is the same request, however its hidden data differed.
+    pub fn fingerprint(&self, pictures: &[baton_core::picture::Picture]) -> String {
         let mut must: Vec<&str> = self.must_consult.iter().map(String::as_str).collect();
         must.sort_unstable();
         must.dedup();
@@ -94,6 +99,11 @@ impl TurnRequest {
         if self.resume.is_some() {
             parts.push(("reply", &reply));
         }
+        let shas: Vec<&str> = pictures.iter().map(|p| p.sha256.as_str()).collect();
+        let shas = shas.join(",");
+        if !pictures.is_empty() {
+            parts.push(("pictures", &shas));
+        }
         request_fingerprint(&parts)
     }
 
@@ -113,6 +123,7 @@ impl TurnRequest {
             reply_in_words: false,
             face: FACE_API,
             message_id: None,
+            pictures: Vec::new(),
         }
     }
 }

@@ -214,6 +214,9 @@ impl RuntimeBuilder {
                 connectors: self.connectors,
                 clock: self.clock,
                 metrics: self.metrics,
+                picture_checks: Arc::new(tokio::sync::Semaphore::new(
+                    self.config.picture_checks.max(1),
+                )),
                 config: self.config,
                 breakers: Breakers::default(),
                 privacy,

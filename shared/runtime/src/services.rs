@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) running: Arc<RunningTurns>,
     /// The principals' account links, when a link key is configured (D-37).
     pub(crate) links: Option<Arc<LinkKeeper>>,
+    /// Permits to check a picture (`RuntimeConfig::picture_checks`).
+    pub(crate) picture_checks: Arc<tokio::sync::Semaphore>,
 }
 
 impl Inner {

@@ -80,6 +80,7 @@ impl BedrockModel {
                             .reasoning_effort
                             .filter(|r| spec.capabilities.reasoning_effort == Some(*r)),
                         text_verbosity: c.text_verbosity && spec.capabilities.text_verbosity,
+                        pictures: c.pictures && spec.capabilities.pictures,
                     }
                 })
                 .or_insert(spec.capabilities);

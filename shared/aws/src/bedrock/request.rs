@@ -5,12 +5,14 @@
 use aws_sdk_bedrockruntime::error::BuildError;
 use aws_sdk_bedrockruntime::types::{
     AnyToolChoice, AutoToolChoice, CachePointBlock, CachePointType, ContentBlock, ConversationRole,
-    InferenceConfiguration, Message as WireMessage, SpecificToolChoice, SystemContentBlock, Tool,
-    ToolChoice as WireToolChoice, ToolConfiguration, ToolInputSchema, ToolResultBlock,
-    ToolResultContentBlock, ToolResultStatus as WireStatus, ToolSpecification, ToolUseBlock,
+    ImageBlock, ImageFormat, ImageSource, InferenceConfiguration, Message as WireMessage,
+    SpecificToolChoice, SystemContentBlock, Tool, ToolChoice as WireToolChoice, ToolConfiguration,
+    ToolInputSchema, ToolResultBlock, ToolResultContentBlock, ToolResultStatus as WireStatus,
+    ToolSpecification, ToolUseBlock,
 };
-use aws_smithy_types::Document;
+use aws_smithy_types::{Blob, Document};
 use baton_core::message::{Content, Message, Role, ToolResultStatus};
+use baton_core::picture::MediaType;
 use baton_core::ports::model::{ModelError, ModelRequest, ReasoningEffort, ToolChoice, ToolDef};
 use baton_core::registry::{ModelCapabilities, ReasoningSupport};
 use serde_json::{Value, json};
@@ -183,6 +185,21 @@ fn content_block(content: &Content) -> Result<Option<ContentBlock>, BuildError> 
                     ToolResultStatus::Ok => WireStatus::Success,
                     ToolResultStatus::Error => WireStatus::Error,
                 })
+                .build()?,
+        )),
+        // A transcript read back keeps what a picture was, not its bytes: told in words.
+        Content::Picture { picture, data } if data.is_empty() => {
+            Some(ContentBlock::Text(Content::picture_in_words(picture)))
+        }
+        Content::Picture { picture, data } => Some(ContentBlock::Image(
+            ImageBlock::builder()
+                .format(match picture.media_type {
+                    MediaType::Jpeg => ImageFormat::Jpeg,
+                    MediaType::Png => ImageFormat::Png,
+                    MediaType::Webp => ImageFormat::Webp,
+                    MediaType::Gif => ImageFormat::Gif,
+                })
+                .source(ImageSource::Bytes(Blob::new(data.to_vec())))
                 .build()?,
         )),
     })

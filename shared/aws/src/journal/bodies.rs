@@ -1,7 +1,9 @@
 //! Where each body goes (inline in its BODY item, or an S3 object the item references)
-//! and the S3 requests for the large ones.
+//! and the S3 requests for the large ones and for pictures (D-42), which are always
+//! objects: a picture's bytes never go into an item, however small.
 
 use aws_sdk_s3::primitives::ByteStream;
+use baton_core::picture::{Bytes, Picture};
 use baton_core::ports::store::{Body, StoreError};
 use futures::future::try_join_all;
 
@@ -67,12 +69,51 @@ async fn put(store: &DynamoStore, key: &str, body: &Body) -> Result<(), StoreErr
     .await
 }
 
+/// Writes each picture to S3 under its episode and SHA-256, its media type as the
+/// object's Content-Type, concurrently. Any failure fails the lot: the caller then writes
+/// nothing to the table.
+pub(crate) async fn put_pictures(
+    store: &DynamoStore,
+    episode_id: &str,
+    pictures: &[&Picture],
+) -> Result<(), StoreError> {
+    let puts = pictures.iter().map(|picture| {
+        put_bytes(
+            store,
+            keys::picture_object_key(episode_id, &picture.sha256),
+            picture.media_type.as_str(),
+            // Shared, not copied.
+            ByteStream::from(picture.bytes.clone()),
+            "storing a picture",
+        )
+    });
+    try_join_all(puts).await.map(|_| ())
+}
+
 /// Writes `text` as the object `key` (1 PutObject); `doing` names the write in errors.
 pub(crate) async fn put_object(
     store: &DynamoStore,
     key: &str,
     content_type: &str,
     text: &str,
+    doing: &'static str,
+) -> Result<(), StoreError> {
+    put_bytes(
+        store,
+        key.to_owned(),
+        content_type,
+        ByteStream::from(text.as_bytes().to_vec()),
+        doing,
+    )
+    .await
+}
+
+/// Writes `body` as the object `key` (1 PutObject).
+async fn put_bytes(
+    store: &DynamoStore,
+    key: String,
+    content_type: &str,
+    body: ByteStream,
     doing: &'static str,
 ) -> Result<(), StoreError> {
     if baton_core::fault!("bodies.write") {
@@ -84,7 +125,7 @@ pub(crate) async fn put_object(
         .bucket(store.config.bucket())
         .key(key)
         .content_type(content_type)
-        .body(ByteStream::from(text.as_bytes().to_vec()))
+        .body(body)
         .send()
         .await
         .map_err(|e| error::sdk(doing, &e))?;
@@ -106,6 +147,22 @@ pub(crate) async fn get_object(
     doing: &'static str,
     what: &'static str,
 ) -> Result<Option<String>, StoreError> {
+    let Some(bytes) = get_bytes(store, key, doing, what).await? else {
+        return Ok(None);
+    };
+    String::from_utf8(Vec::from(bytes))
+        .map(Some)
+        .map_err(|e| error::undecodable(what, &e))
+}
+
+/// Reads the object `key` (1 GetObject); `None` when there is no such object. `doing`
+/// names the read and `what` the object in errors.
+pub(crate) async fn get_bytes(
+    store: &DynamoStore,
+    key: &str,
+    doing: &'static str,
+    what: &'static str,
+) -> Result<Option<Bytes>, StoreError> {
     if baton_core::fault!("bodies.read") {
         return Err(baton_core::failpoint::store_fault("bodies.read"));
     }
@@ -125,7 +182,5 @@ pub(crate) async fn get_object(
         tracing::warn!(error = %e, key, what, "journal: reading an object was cut off");
         StoreError::Unavailable(error::UNREACHABLE.into())
     })?;
-    String::from_utf8(bytes.into_bytes().to_vec())
-        .map(Some)
-        .map_err(|e| error::undecodable(what, &e))
+    Ok(Some(bytes.into_bytes()))
 }

@@ -8,27 +8,34 @@
 //! 2. the TURN put (`TURN#<seq>`), if that seq is free;
 //! 3. the TURN-ID update to `done` (dropping its lease and TTL), unless it is done already:
 //!    a turn id commits once;
-//! 4. one BODY put per body, if its key is free in the episode.
+//! 4. one BODY put per body, if its key is free in the episode;
+//! 5. one PICTURE put (`IMG#<sha256>`: its media type and S3 object) per distinct picture
+//!    the user sent (D-42), over the item of the same picture sent before, if any: it is
+//!    the same picture.
 //!
-//! Bodies over the inline limit are written to S3 *before* the transaction, which then
-//! references them; if any S3 write fails, the commit fails and the table is not touched.
+//! Bodies over the inline limit, and every picture, are written to S3 *before* the
+//! transaction, which then references them; if any S3 write fails, the commit fails and
+//! the table is not touched. A picture is read through its item, so it is readable only
+//! once the commit that carried it has succeeded; a commit that fails leaves at most an
+//! object no item names.
 //! An episode state over [`INLINE_STATE_LIMIT`] (a long conversation waiting for the user)
 //! goes the same way: META then names its object (`state_s3_key`) instead of holding it.
 //! Before those S3 writes one GetItem checks that the episode is the caller's and at the
 //! expected version, so that a commit bound to fail does not overwrite another's objects.
 //!
-//! Requests: an ordinary commit is 1 TransactWriteItems. With k large bodies it is 1
-//! GetItem, k PutObject and 1 TransactWriteItems. A commit refused before sending (wrong
-//! seq, repeated body key) costs 1 GetItem (to tell "not found" from "conflict"). A commit
-//! by a turn whose lease another turn holds is sent twice (the first guess about the
-//! lease was wrong), as memory and embedded stores also let it commit.
+//! Requests: an ordinary commit is 1 TransactWriteItems. With k large bodies and p pictures
+//! it is 1 GetItem, k + p PutObject and 1 TransactWriteItems. A commit refused before
+//! sending (wrong seq, repeated body key) costs 1 GetItem (to tell "not found" from
+//! "conflict"). A commit by a turn whose lease another turn holds is sent twice (the first
+//! guess about the lease was wrong), as memory and embedded stores also let it commit.
 
 use std::collections::HashSet;
 
 use aws_sdk_dynamodb::types::{
     Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
 };
-use baton_core::ports::store::{Commit, StoreError};
+use baton_core::picture::Picture;
+use baton_core::ports::store::{Commit, StoreError, check_picture_names};
 
 use super::bodies::{self, Placement};
 use super::config::DynamoStore;
@@ -42,7 +49,7 @@ const MAX_ITEM_BYTES: usize = 400 * 1024;
 const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
 /// DynamoDB's limit on the writes of one transaction.
 const MAX_TRANSACTION_ITEMS: usize = 100;
-/// META, TURN and TURN-ID.
+/// META, TURN and TURN-ID: the writes every commit has, beside its bodies and pictures.
 const FIXED_ITEMS: usize = 3;
 /// What an update's target item holds beyond the values it sets (keys, owner, times).
 const META_OVERHEAD_BYTES: usize = 512;
@@ -65,9 +72,17 @@ pub(crate) async fn commit(store: &DynamoStore, commit: &Commit) -> Result<u64, 
     }
 
     let placements = bodies::place(store, episode_id, &record.turn_id, &commit.bodies);
-    let parts = Parts::new(commit, &placements)?;
+    // One write per picture: a transaction may not write one item twice.
+    let mut seen_pictures = HashSet::new();
+    let pictures: Vec<&Picture> = commit
+        .pictures
+        .iter()
+        .filter(|p| seen_pictures.insert(p.sha256.as_str()))
+        .collect();
+    let parts = Parts::new(commit, &placements, &pictures)?;
     let has_objects = placements.iter().any(|p| matches!(p, Placement::Object(_)))
-        || matches!(parts.state, State::Object { .. });
+        || matches!(parts.state, State::Object { .. })
+        || !pictures.is_empty();
     let mut lease_held = true;
     if has_objects {
         let item = read::meta_item(
@@ -100,7 +115,11 @@ pub(crate) async fn commit(store: &DynamoStore, commit: &Commit) -> Result<u64, 
                 State::Inline(_) => Ok(()),
             }
         };
-        futures::try_join!(bodies::put_all(store, &commit.bodies, &placements), state)?;
+        futures::try_join!(
+            bodies::put_all(store, &commit.bodies, &placements),
+            state,
+            bodies::put_pictures(store, episode_id, &pictures),
+        )?;
     }
 
     // A second attempt only when the first guessed wrong whose lease it is.
@@ -174,10 +193,16 @@ struct Parts {
     state: State,
     turn: Item,
     bodies: Vec<Item>,
+    pictures: Vec<Item>,
 }
 
 impl Parts {
-    fn new(commit: &Commit, placements: &[Placement]) -> Result<Parts, StoreError> {
+    /// `pictures` are the commit's, each once.
+    fn new(
+        commit: &Commit,
+        placements: &[Placement],
+        pictures: &[&Picture],
+    ) -> Result<Parts, StoreError> {
         let record = &commit.record;
         let episode_pk = keys::episode_pk(&record.episode_id);
         let turn_id_key = (
@@ -189,11 +214,13 @@ impl Parts {
                 "the turn id or episode id is too long to be stored",
             ));
         }
-        if commit.bodies.len() > MAX_TRANSACTION_ITEMS - FIXED_ITEMS {
+        if commit.bodies.len() + pictures.len() > MAX_TRANSACTION_ITEMS - FIXED_ITEMS {
             return Err(error::refused(
-                "the turn has too many bodies to be stored in one commit",
+                "the turn has too many bodies and pictures to be stored in one commit",
             ));
         }
+        // Their names become keys: anything but a SHA-256 in hex is refused here.
+        check_picture_names(&commit.pictures)?;
 
         let record_json = record
             .to_json()
@@ -234,6 +261,29 @@ impl Parts {
             bodies.push(item);
         }
 
+        // No turn id: the same picture sent again writes the very same item.
+        let pictures = pictures
+            .iter()
+            .map(|picture| -> Item {
+                [
+                    (keys::PK, s(episode_pk.clone())),
+                    (keys::SK, s(keys::picture_sk(&picture.sha256))),
+                    (keys::OWNER, s(commit.principal.as_str())),
+                    (keys::MEDIA_TYPE, s(picture.media_type.as_str())),
+                    (
+                        keys::S3_KEY,
+                        s(keys::picture_object_key(
+                            &record.episode_id,
+                            &picture.sha256,
+                        )),
+                    ),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect()
+            })
+            .collect();
+
         let state_json = items::encode(&commit.state, "an episode state")?;
         let state = if state_json.len() > INLINE_STATE_LIMIT {
             State::Object {
@@ -247,6 +297,7 @@ impl Parts {
             state,
             turn,
             bodies,
+            pictures,
         };
         parts.check_sizes()?;
         Ok(parts)
@@ -277,6 +328,7 @@ impl Parts {
             }
             total += size;
         }
+        total += self.pictures.iter().map(items::size).sum::<usize>();
         if total > MAX_TRANSACTION_BYTES {
             return Err(error::refused(
                 "the turn and its bodies are too large to be stored in one commit",
@@ -293,7 +345,7 @@ impl Parts {
         lease_held: bool,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let table = store.config.table();
-        let mut writes = Vec::with_capacity(FIXED_ITEMS + self.bodies.len());
+        let mut writes = Vec::with_capacity(FIXED_ITEMS + self.bodies.len() + self.pictures.len());
         writes.push(
             TransactWriteItem::builder()
                 .update(meta_update(table, commit, &self.state, lease_held)?)
@@ -315,6 +367,15 @@ impl Parts {
                     .put(put_if_absent(table, body.clone())?)
                     .build(),
             );
+        }
+        for picture in &self.pictures {
+            // Unconditional: an item already there is this one, written again as it was.
+            let put = Put::builder()
+                .table_name(table)
+                .set_item(Some(picture.clone()))
+                .build()
+                .map_err(build_error)?;
+            writes.push(TransactWriteItem::builder().put(put).build());
         }
         Ok(writes)
     }

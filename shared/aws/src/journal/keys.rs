@@ -30,6 +30,11 @@ pub const UPSTREAM_PREFIX: &str = "UPSTREAM#";
 /// queries never read it; the history writer's stream filter passes only `TURN#` and
 /// `BODY#` items, so it never sees it either.
 pub const CHECKPOINT_PREFIX: &str = "CKPT#";
+/// Prefix of a picture's sort key (D-42): `IMG#<sha256>`, one item per picture an
+/// episode's turns sent, naming its S3 object. Sorts below [`META`], so the turns queries
+/// never read it; the history writer's stream filter passes only `TURN#` and `BODY#`
+/// items, so it never sees it either.
+pub const PICTURE_PREFIX: &str = "IMG#";
 /// `AGG` sort key: the episode's aggregates (history writer).
 pub const AGG: &str = "AGG";
 /// Sort key prefix of a principal's account links (D-37), under `PR#<principal>`.
@@ -83,8 +88,10 @@ pub const EXPIRES_MS: &str = "expires_ms";
 /// BODY: the body as JSON, when inline.
 pub const JSON: &str = "json";
 /// BODY: the S3 object holding the body, when it is too large to be inline; CKPT: the
-/// one holding the checkpoint, likewise.
+/// one holding the checkpoint, likewise; PICTURE: the one holding the picture, always.
 pub const S3_KEY: &str = "s3_key";
+/// PICTURE: what the picture's bytes are (`image/png` …), also its object's Content-Type.
+pub const MEDIA_TYPE: &str = "media_type";
 /// CKPT: the checkpoint's text, when inline.
 pub const CHECKPOINT: &str = "checkpoint";
 /// META: the S3 object holding the episode state, when it is too large for the item (a
@@ -136,6 +143,11 @@ pub fn body_sk(key: &str) -> String {
     format!("{BODY_PREFIX}{key}")
 }
 
+/// `IMG#<sha256>`: the picture's SHA-256 is taken literally.
+pub fn picture_sk(sha256: &str) -> String {
+    format!("{PICTURE_PREFIX}{sha256}")
+}
+
 /// `LINK#<server>`: the server's key is taken literally.
 pub fn link_sk(server: &str) -> String {
     format!("{LINK_PREFIX}{server}")
@@ -163,6 +175,14 @@ pub fn audit_sk(seq: u64, agent_id: &str, nth: usize) -> String {
 /// Where a large body goes in the bucket: `bodies/<episode_id>/<turn_id>/<n>.json`.
 pub fn body_object_key(episode_id: &str, turn_id: &str, n: usize) -> String {
     format!("bodies/{episode_id}/{turn_id}/{n}.json")
+}
+
+/// Where a picture goes in the bucket: `pictures/<episode_id>/<sha256>`. Named by its
+/// content, so the same picture sent again is written over itself with the same bytes.
+/// Not under `bodies/`, whose lifecycle rule expires what is there: a picture is kept as
+/// long as the turn that names it.
+pub fn picture_object_key(episode_id: &str, sha256: &str) -> String {
+    format!("pictures/{episode_id}/{sha256}")
 }
 
 /// Where a large checkpoint goes in the bucket:
@@ -207,14 +227,15 @@ mod tests {
 
     #[test]
     fn items_the_turns_query_must_skip_sort_outside_its_range() {
-        // The turns query reads `META ..= TURN#~`; bodies, checkpoints and the history
-        // writer's items must fall outside it.
+        // The turns query reads `META ..= TURN#~`; bodies, checkpoints, pictures and the
+        // history writer's items must fall outside it.
         for sk in [
             "AGG",
             "AUDIT#0000000001#offers",
             "BODY#zzz",
             "BODY#~",
             "CKPT#~",
+            "IMG#~",
         ] {
             assert!(sk < META, "{sk}");
         }

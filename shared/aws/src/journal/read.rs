@@ -1,13 +1,14 @@
-//! Reads: episode metadata, the last turns, the turns after one, one body. Every read is
-//! strongly consistent (read-your-writes, D-24) and checks ownership: another principal's
-//! episode is "not found" (D-30).
+//! Reads: episode metadata, the last turns, the turns after one, one body, one picture.
+//! Every read is strongly consistent (read-your-writes, D-24) and checks ownership: another
+//! principal's episode is "not found" (D-30).
 
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
 use baton_core::Principal;
-use baton_core::ports::store::{EpisodeMeta, StoreError};
+use baton_core::picture::MediaType;
+use baton_core::ports::store::{EpisodeMeta, StoreError, StoredPicture};
 use baton_core::turn::TurnRecord;
 
 use super::config::DynamoStore;
@@ -255,4 +256,32 @@ pub(crate) async fn body(
         ));
     };
     serde_json::from_str(&text).map_err(|e| error::undecodable("a body", &e))
+}
+
+/// One picture (1 GetItem of its item, which only a commit that succeeded wrote, then 1
+/// GetObject).
+pub(crate) async fn picture(
+    store: &DynamoStore,
+    principal: &Principal,
+    episode_id: &str,
+    sha256: &str,
+) -> Result<StoredPicture, StoreError> {
+    let item = get_item(
+        store,
+        keys::episode_pk(episode_id),
+        keys::picture_sk(sha256),
+        "reading a picture",
+    )
+    .await?;
+    let Some(item) = item.filter(|i| items::owned_by(i, principal)) else {
+        return Err(StoreError::NotFound);
+    };
+    let media_type = items::required_string(&item, keys::MEDIA_TYPE)?;
+    let media_type = MediaType::parse(media_type)
+        .ok_or_else(|| error::undecodable("a picture's media type", &media_type))?;
+    let object_key = items::required_string(&item, keys::S3_KEY)?;
+    let bytes = bodies::get_bytes(store, object_key, "reading a picture", "a picture object")
+        .await?
+        .ok_or_else(|| error::undecodable("a picture object (missing)", &object_key))?;
+    Ok(StoredPicture { media_type, bytes })
 }

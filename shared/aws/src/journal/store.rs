@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
-    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError, StoredPicture,
 };
 use baton_core::ports::store::{
     CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
@@ -65,6 +65,15 @@ impl TurnStore for DynamoStore {
         key: &str,
     ) -> Result<serde_json::Value, StoreError> {
         read::body(self, principal, episode_id, key).await
+    }
+
+    async fn picture(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<StoredPicture, StoreError> {
+        read::picture(self, principal, episode_id, sha256).await
     }
 
     /// One read of an episode key no turn ever uses: the table answers, and this role may

@@ -80,6 +80,7 @@ fn content_tokens(content: &Content) -> u64 {
             estimate_tokens(name) + estimate_tokens(&input.to_string())
         }
         Content::ToolResult { content, .. } => estimate_tokens(&content.to_string()),
+        Content::Picture { picture, .. } => picture.tokens(),
     }
 }
 
@@ -88,6 +89,7 @@ fn content_contains(content: &Content, probe: &str) -> bool {
         Content::Text { text } => text.contains(probe),
         Content::ToolUse { input, .. } => input.to_string().contains(probe),
         Content::ToolResult { content, .. } => content.to_string().contains(probe),
+        Content::Picture { .. } => false,
     }
 }
 

@@ -40,6 +40,7 @@ pub(super) fn turn(
         privacy: Default::default(),
         fingerprint: String::new(),
         message_id: None,
+        pictures: Vec::new(),
     }
 }
 

@@ -59,6 +59,8 @@ pub struct ModelCapabilities {
     pub reasoning_effort: Option<ReasoningSupport>,
     /// Takes a card's `tuning.text_verbosity`.
     pub text_verbosity: bool,
+    /// Sees pictures (D-42); a model that does not is told of them in words.
+    pub pictures: bool,
 }
 
 /// How a model takes a reasoning effort (`capabilities.reasoning_effort` in models.yaml).

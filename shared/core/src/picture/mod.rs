@@ -209,6 +209,16 @@ pub struct PictureRef {
     pub bytes: u64,
 }
 
+impl PictureRef {
+    /// About how many input tokens a vision model counts for it: a picture is scaled to
+    /// fit about 1.15 megapixels and costs a token per 750 pixels (Anthropic's published
+    /// rule, close to the others').
+    pub fn tokens(&self) -> u64 {
+        let pixels = u64::from(self.width) * u64::from(self.height);
+        pixels.min(1_150_000).div_ceil(750)
+    }
+}
+
 /// Why a picture was refused, in words a user can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PictureError {

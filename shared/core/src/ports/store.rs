@@ -3,13 +3,17 @@
 //! An episode belongs to one principal. A turn is *claimed* before it runs (so a duplicate
 //! turn id is never run twice and two turns never interleave on one episode) and
 //! *committed* once, atomically, with its narration, per-sub-agent segments, routing
-//! record, usage and body references. Bodies (tool messages, component payloads) are
-//! written before the record that references them and never enter model context.
+//! record, usage and body references. Bodies (tool messages, component payloads) and the
+//! pictures the user sent (D-42) are written before the record that references them and
+//! never enter model context.
+
+use std::fmt;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::EpisodeSummary;
+use crate::picture::{Bytes, MediaType, Picture};
 use crate::ports::upstream::UpstreamConversation;
 use crate::principal::Principal;
 use crate::turn::{EpisodeState, TurnRecord};
@@ -174,11 +178,59 @@ pub struct Commit {
     pub record: TurnRecord,
     /// Bodies referenced by the record, written first.
     pub bodies: Vec<Body>,
+    /// The pictures the user sent with this turn (D-42), already checked and stripped:
+    /// written with the turn like its bodies, each under its episode and SHA-256 (the same
+    /// picture sent again is the same picture, stored once); the record names them by
+    /// [`PictureRef`](crate::picture::PictureRef).
+    pub pictures: Vec<Picture>,
     /// Episode state after the turn.
     pub state: EpisodeState,
     /// The turn leaves the episode due for compaction: the store marks it (a mark already
     /// there keeps its time) so that [`Store::due_episodes`] finds it.
     pub compaction_due: bool,
+}
+
+/// A picture as a store gives it back (D-42).
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredPicture {
+    /// What the bytes are.
+    pub media_type: MediaType,
+    /// The picture as it was committed.
+    pub bytes: Bytes,
+}
+
+impl fmt::Debug for StoredPicture {
+    // The length, not the bytes: a picture in a log or a failed assertion is noise.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredPicture")
+            .field("media_type", &self.media_type)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// Whether `sha256` names a picture as [`crate::picture::take`] does: 64 lower-case hex
+/// digits. Stores build file names and object keys from it, so they refuse any other.
+pub fn is_picture_name(sha256: &str) -> bool {
+    sha256.len() == 64
+        && sha256
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Refuses a commit whose pictures a store could not name safely (a `sha256` that is not
+/// one): nothing is written.
+///
+/// # Errors
+/// `Unavailable`, as for any turn a store cannot save.
+pub fn check_picture_names(pictures: &[Picture]) -> Result<(), StoreError> {
+    if pictures.iter().all(|p| is_picture_name(&p.sha256)) {
+        Ok(())
+    } else {
+        Err(StoreError::Unavailable(
+            "a picture of the turn is not named by its SHA-256; the turn was not saved".into(),
+        ))
+    }
 }
 
 /// An episode marked due for compaction.
@@ -260,6 +312,9 @@ pub trait TurnStore: Send + Sync {
     /// Commits a claimed turn and releases its claim; returns the new version. The commit
     /// is borrowed so that a caller can retry it after a conflict without keeping a copy.
     ///
+    /// A picture the episode already holds (the same SHA-256, sent in an earlier turn) is no
+    /// conflict: it is the same picture.
+    ///
     /// # Errors
     /// `Conflict` when the episode's version is no longer `expected_version`.
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError>;
@@ -296,6 +351,20 @@ pub trait TurnStore: Send + Sync {
         episode_id: &str,
         key: &str,
     ) -> Result<serde_json::Value, StoreError>;
+
+    /// One picture of an episode by its SHA-256 (lower-case hex), checked for ownership:
+    /// readable once the commit that carried it has succeeded, never before or after a
+    /// commit that failed.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown episode, another principal's, or a picture no committed
+    /// turn of the episode sent.
+    async fn picture(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<StoredPicture, StoreError>;
 
     /// Whether turns can be claimed and committed now: a cheap probe for readiness checks
     /// (a store that is always reachable keeps the default).

@@ -88,6 +88,10 @@ pub struct PrivacyReceipt {
     pub total: u32,
     /// Values masked by kind.
     pub by_kind: BTreeMap<PiiKind, u32>,
+    /// Hidden data removed from the turn's pictures (D-42): how many pictures carried
+    /// each kind.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pictures: BTreeMap<crate::picture::HiddenData, u32>,
 }
 
 impl PrivacyReceipt {

@@ -230,6 +230,8 @@ pub(crate) struct RawCapabilities {
     pub(crate) reasoning_effort: Option<crate::model::ReasoningSupport>,
     #[serde(default)]
     pub(crate) text_verbosity: bool,
+    #[serde(default)]
+    pub(crate) pictures: bool,
 }
 
 /// `tools.yaml` (D-5).

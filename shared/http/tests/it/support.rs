@@ -11,6 +11,7 @@ use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::ports::store::{
     AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, Store, StoreError,
+    StoredPicture,
 };
 use baton_core::ports::store::{
     CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
@@ -66,6 +67,10 @@ impl TurnStore for DownStore {
     }
 
     async fn body(&self, _: &Principal, _: &str, _: &str) -> Result<Value, StoreError> {
+        Err(down())
+    }
+
+    async fn picture(&self, _: &Principal, _: &str, _: &str) -> Result<StoredPicture, StoreError> {
         Err(down())
     }
 

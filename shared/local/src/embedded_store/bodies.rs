@@ -7,6 +7,11 @@
 //! unique without the write lock: a commit writes (and syncs) its bodies before it queues
 //! for the connection, and removes them if it does not land. A process killed between the
 //! two leaves files no record names; they are never read.
+//!
+//! The pictures a turn's user sent (D-42) live beside its bodies, the same way:
+//! `<bodies>/<episode>/pictures/<sha256>.<nonce>.<ext>`, mapped by the `pictures` table
+//! from (episode, SHA-256). A picture the episode already holds keeps its first file; the
+//! copy a later commit wrote is removed once that commit has landed.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -14,6 +19,7 @@ use std::hash::{Hash as _, Hasher as _};
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
+use baton_core::picture::{MediaType, Picture};
 use baton_core::ports::store::{Body, StoreError};
 
 use super::error;
@@ -58,6 +64,21 @@ fn body_file(dir: &str, seq: u64, index: usize, nonce: &str, key: &str) -> Strin
     format!("{dir}/{seq}.{index}.{nonce}.{key}.json")
 }
 
+/// The file of a picture, relative to the bodies folder. The name is escaped although a
+/// commit's pictures are checked to be named by hex digits: a path is never built from
+/// unescaped text.
+fn picture_file(dir: &str, sha256: &str, nonce: &str, media_type: MediaType) -> String {
+    let mut name = escape(sha256);
+    name.truncate(MAX_NAME);
+    let extension = match media_type {
+        MediaType::Jpeg => "jpg",
+        MediaType::Png => "png",
+        MediaType::Webp => "webp",
+        MediaType::Gif => "gif",
+    };
+    format!("{dir}/pictures/{name}.{nonce}.{extension}")
+}
+
 /// Writes the bodies of turn `seq` of `episode_id` under `root`, each atomically, and
 /// returns their paths relative to `root`, in order. On a failure the ones written are
 /// removed.
@@ -69,10 +90,43 @@ pub(crate) fn write_all(
 ) -> Result<Vec<String>, StoreError> {
     let dir = episode_dir(episode_id);
     let nonce = uuid::Uuid::new_v4().simple().to_string();
-    let mut written = Vec::with_capacity(bodies.len());
-    for (index, body) in bodies.iter().enumerate() {
-        let file = body_file(&dir, seq, index, &nonce, &body.key);
-        if let Err(e) = write(root, &file, body) {
+    let files = bodies.iter().enumerate().map(|(index, body)| {
+        (
+            body_file(&dir, seq, index, &nonce, &body.key),
+            body.json.as_bytes(),
+        )
+    });
+    write_files(root, files, "writing a body")
+}
+
+/// Writes the pictures of a turn of `episode_id` under `root`, each atomically, and returns
+/// their paths relative to `root`, in order. On a failure the ones written are removed.
+pub(crate) fn write_pictures(
+    root: &Path,
+    episode_id: &str,
+    pictures: &[Picture],
+) -> Result<Vec<String>, StoreError> {
+    let dir = episode_dir(episode_id);
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    let files = pictures.iter().map(|p| {
+        (
+            picture_file(&dir, &p.sha256, &nonce, p.media_type),
+            p.bytes.as_ref(),
+        )
+    });
+    write_files(root, files, "writing a picture")
+}
+
+/// Writes each `(relative path, bytes)` under `root` atomically and returns the paths, in
+/// order; on a failure the ones written are removed.
+fn write_files<'a>(
+    root: &Path,
+    files: impl ExactSizeIterator<Item = (String, &'a [u8])>,
+    doing: &str,
+) -> Result<Vec<String>, StoreError> {
+    let mut written = Vec::with_capacity(files.len());
+    for (file, bytes) in files {
+        if let Err(e) = write(root, &file, bytes, doing) {
             remove(root, &written);
             return Err(e);
         }
@@ -81,8 +135,8 @@ pub(crate) fn write_all(
     Ok(written)
 }
 
-/// Removes body files no record will name (a commit that did not land); a file that will
-/// not go is only logged.
+/// Removes body or picture files no record will name (a commit that did not land, or a
+/// picture the episode already held); a file that will not go is only logged.
 pub(crate) fn remove(root: &Path, files: &[String]) {
     for file in files {
         if let Err(e) = fs::remove_file(root.join(file)) {
@@ -91,9 +145,8 @@ pub(crate) fn remove(root: &Path, files: &[String]) {
     }
 }
 
-/// Writes one body to `root/relative` atomically: a synced temp file renamed into place.
-fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
-    let doing = "writing a body";
+/// Writes `bytes` to `root/relative` atomically: a synced temp file renamed into place.
+fn write(root: &Path, relative: &str, bytes: &[u8], doing: &str) -> Result<(), StoreError> {
     if baton_core::fault!("bodies.write") {
         return Err(baton_core::failpoint::store_fault("bodies.write"));
     }
@@ -101,8 +154,9 @@ fn write(root: &Path, relative: &str, body: &Body) -> Result<(), StoreError> {
     if let Some(parent) = target.parent() {
         fs::create_dir_all(parent).map_err(|e| error::io(doing, &e))?;
     }
-    let bytes = body.json.as_bytes();
-    let temp = target.with_extension("json.tmp");
+    let mut temp = target.clone().into_os_string();
+    temp.push(".tmp");
+    let temp = PathBuf::from(temp);
     let written = fs::File::create(&temp).and_then(|mut file| {
         file.write_all(bytes)?;
         file.sync_all()

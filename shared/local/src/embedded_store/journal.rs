@@ -246,15 +246,27 @@ pub(crate) fn release(
     tx.commit().map_err(sql)
 }
 
-/// Commits a turn whose bodies are already written: `named` pairs each body's key with its
-/// file (relative to `bodies_root`); `commit.bodies` is not read. Checks everything, then
-/// writes the rows, in one transaction.
+/// A commit that landed.
+#[derive(Debug)]
+pub(crate) struct Committed {
+    /// The episode's new version.
+    pub(crate) version: u64,
+    /// Picture files no row names, the episode holding those pictures already: the caller
+    /// removes them.
+    pub(crate) unused: Vec<String>,
+}
+
+/// Commits a turn whose bodies and pictures are already written: `named` pairs each body's
+/// key with its file (relative to `bodies_root`), `pictures` gives each distinct picture's
+/// SHA-256, media type and file; `commit.bodies` and `commit.pictures` are not read. Checks
+/// everything, then writes the rows, in one transaction.
 pub(crate) fn commit(
     conn: &mut Connection,
     bodies_root: &Path,
     commit: &Commit,
     named: &[(String, String)],
-) -> Result<u64, StoreError> {
+    pictures: &[(String, String, String)],
+) -> Result<Committed, StoreError> {
     let doing = "committing a turn";
     let sql = |e| error::sql(doing, e);
     let tx = immediate(conn, doing)?;
@@ -307,6 +319,20 @@ pub(crate) fn commit(
         )
         .map_err(sql)?;
     }
+    // A picture is named by its content: one the episode already holds keeps its file.
+    let mut unused = Vec::new();
+    for (sha256, media_type, file) in pictures {
+        let added = tx
+            .execute(
+                "INSERT INTO pictures (episode_id, sha256, media_type, path)
+                 VALUES (?1, ?2, ?3, ?4) ON CONFLICT (episode_id, sha256) DO NOTHING",
+                params![record.episode_id, sha256, media_type, file],
+            )
+            .map_err(sql)?;
+        if added == 0 {
+            unused.push(file.clone());
+        }
+    }
     tx.execute(
         "INSERT INTO turns (episode_id, seq, principal, turn_id, record)
          VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -345,7 +371,10 @@ pub(crate) fn commit(
     )
     .map_err(sql)?;
     tx.commit().map_err(sql)?;
-    Ok(record.seq)
+    Ok(Committed {
+        version: record.seq,
+        unused,
+    })
 }
 
 /// Saves (replacing) the checkpoint of `turn_id`, if it holds the episode's claim: it
@@ -536,6 +565,27 @@ pub(crate) fn body_path(
         "SELECT path FROM bodies WHERE episode_id = ?1 AND key = ?2",
         params![episode_id, key],
         |row| row.get(0),
+    )
+    .optional()
+    .map_err(|e| error::sql(doing, e))?
+    .ok_or(StoreError::NotFound)
+}
+
+/// A picture's media type and where its file is, relative to the bodies folder, checked
+/// for ownership.
+pub(crate) fn picture_path(
+    conn: &mut Connection,
+    principal: &Principal,
+    episode_id: &str,
+    sha256: &str,
+) -> Result<(String, String), StoreError> {
+    let doing = "reading a picture";
+    let tx = conn.transaction().map_err(|e| error::sql(doing, e))?;
+    owned(&tx, principal, episode_id)?;
+    tx.query_row(
+        "SELECT media_type, path FROM pictures WHERE episode_id = ?1 AND sha256 = ?2",
+        params![episode_id, sha256],
+        |row| Ok((row.get(0)?, row.get(1)?)),
     )
     .optional()
     .map_err(|e| error::sql(doing, e))?

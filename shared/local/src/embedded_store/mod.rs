@@ -1,10 +1,10 @@
 //! The embedded store: the episode journal in one SQLite file plus a folder of bodies.
 //!
 //! `<dir>/baton.sqlite` (WAL, `synchronous=NORMAL`, a busy timeout) holds episodes, claims,
-//! turn records and where each body is; `<dir>/bodies/` holds the bodies, each written
-//! atomically (and synced) before its commit queues for the connection, so before the
-//! record that references it exists. It keeps the same
-//! contracts as every other store (the conformance suite in `baton_testkit`).
+//! turn records and where each body and picture is; `<dir>/bodies/` holds the bodies and
+//! the pictures users sent (D-42), each written atomically (and synced) before its commit
+//! queues for the connection, so before the record that references it exists. It keeps the
+//! same contracts as every other store (the conformance suite in `baton_testkit`).
 //!
 //! Each open store is an owner (a locked file under `owners/`) and marks its claims with
 //! its id; opening a store, or finding a live claim in a claim's way, reclaims the claims
@@ -40,6 +40,7 @@ mod room;
 mod schema;
 mod upstream;
 
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -48,8 +49,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
+use baton_core::picture::{Bytes, MediaType, Picture};
 use baton_core::ports::store::{
-    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError,
+    AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError, StoredPicture,
+    check_picture_names,
 };
 use baton_core::ports::store::{
     CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
@@ -103,6 +106,23 @@ struct Shared {
     /// Claims whose release failed (a full disk): released before the next claim and
     /// when readiness is asked, which fails while they cannot be.
     unreleased: Mutex<Vec<(String, String)>>,
+}
+
+/// The files a commit wrote before it queued, relative to the bodies folder.
+#[derive(Debug, Default)]
+struct Written {
+    /// One per body, in order.
+    bodies: Vec<String>,
+    /// Each picture's SHA-256, media type and file, one per distinct picture.
+    pictures: Vec<(String, String, String)>,
+}
+
+impl Written {
+    /// Every file.
+    fn files(&self) -> Vec<String> {
+        let pictures = self.pictures.iter().map(|(_, _, file)| file.clone());
+        self.bodies.iter().cloned().chain(pictures).collect()
+    }
 }
 
 impl fmt::Debug for EmbeddedStore {
@@ -240,13 +260,21 @@ impl EmbeddedStore {
         })?
     }
 
-    /// Writes a commit's bodies, at most [`BODY_WRITERS`] commits at once, and returns
-    /// their files.
-    async fn write_bodies(&self, commit: &Commit) -> Result<Vec<String>, StoreError> {
-        if commit.bodies.is_empty() {
-            return Ok(Vec::new());
+    /// Writes a commit's bodies and pictures, at most [`BODY_WRITERS`] commits at once, and
+    /// returns their files. A picture given twice is written once.
+    async fn write_files(&self, commit: &Commit) -> Result<Written, StoreError> {
+        let mut seen = HashSet::new();
+        let pictures: Vec<Picture> = commit
+            .pictures
+            .iter()
+            .filter(|p| seen.insert(p.sha256.as_str()))
+            .cloned()
+            .collect();
+        if commit.bodies.is_empty() && pictures.is_empty() {
+            return Ok(Written::default());
         }
-        let size: usize = commit.bodies.iter().map(|b| b.json.len()).sum();
+        let size: usize = commit.bodies.iter().map(|b| b.json.len()).sum::<usize>()
+            + pictures.iter().map(|p| p.bytes.len()).sum::<usize>();
         room::check(&self.shared.dir, room::written_bytes(size))?;
         let permit = Arc::clone(&self.shared.body_gate)
             .acquire_owned()
@@ -260,13 +288,42 @@ impl EmbeddedStore {
         );
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            bodies::write_all(&root, &episode_id, seq, &list)
+            let bodies = bodies::write_all(&root, &episode_id, seq, &list)?;
+            let files = match bodies::write_pictures(&root, &episode_id, &pictures) {
+                Ok(files) => files,
+                Err(e) => {
+                    bodies::remove(&root, &bodies);
+                    return Err(e);
+                }
+            };
+            let pictures = pictures
+                .iter()
+                .zip(files)
+                .map(|(p, file)| (p.sha256.clone(), p.media_type.as_str().to_owned(), file))
+                .collect();
+            Ok(Written { bodies, pictures })
         })
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "embedded store: blocking task failed");
             StoreError::Unavailable("the local store could not be read or written".into())
         })?
+    }
+
+    /// Reads a body or picture file named by a stored path (relative to the bodies folder);
+    /// `what` names it in errors.
+    async fn read_file(&self, relative: &str, what: &str) -> Result<Vec<u8>, StoreError> {
+        let path = bodies::resolve(&self.shared.bodies, relative)?;
+        if baton_core::fault!("bodies.read") {
+            return Err(baton_core::failpoint::store_fault("bodies.read"));
+        }
+        tokio::fs::read(&path).await.map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                error::undecodable(&format!("{what} (missing)"), &e)
+            } else {
+                error::io(&format!("reading {what}"), &e)
+            }
+        })
     }
 
     /// Waits for this call's turn at the connection.
@@ -351,31 +408,35 @@ impl TurnStore for EmbeddedStore {
 
     async fn commit(&self, commit: &Commit) -> Result<u64, StoreError> {
         baton_core::store_write!("store.commit", async {
-            // The bodies go to disk (each synced) before the commit queues for the
-            // connection: the syncs do not hold up the claims and commits queued there (D-41).
-            // One file for each body, in order, or an error (`bodies::write_all`).
-            let files = self.write_bodies(commit).await?;
+            check_picture_names(&commit.pictures)?;
+            // The bodies and pictures go to disk (each synced) before the commit queues for
+            // the connection: the syncs do not hold up the claims and commits queued there
+            // (D-41). One file for each body, in order, or an error (`bodies::write_all`).
+            let written = self.write_files(commit).await?;
             // Copied only once this call's turn at the connection has come, so queued commits
             // do not each hold a second copy of their turn.
             let permit = self.admit().await?;
-            // The rows need the bodies' keys, not their JSON (already on disk).
+            // The rows need the bodies' keys, not their JSON (already on disk), and the
+            // pictures' names, not their bytes.
             let named: Vec<(String, String)> = commit
                 .bodies
                 .iter()
                 .map(|b| b.key.clone())
-                .zip(files.iter().cloned())
+                .zip(written.bodies.iter().cloned())
                 .collect();
+            let pictures = written.pictures.clone();
             let rows = Commit {
                 principal: commit.principal.clone(),
                 expected_version: commit.expected_version,
                 record: commit.record.clone(),
                 bodies: Vec::new(),
+                pictures: Vec::new(),
                 state: commit.state.clone(),
                 compaction_due: commit.compaction_due,
             };
             let committed = self
                 .run_admitted(permit, move |conn, bodies| {
-                    let committed = journal::commit(conn, bodies, &rows, &named);
+                    let committed = journal::commit(conn, bodies, &rows, &named, &pictures);
                     if committed.as_ref().is_err_and(error::is_disk_full) {
                         // The log grew with the rolled-back commit and keeps its size: give
                         // the room back, so that the release that follows, and the next
@@ -385,13 +446,18 @@ impl TurnStore for EmbeddedStore {
                     committed
                 })
                 .await;
-            if committed.is_err() && !files.is_empty() {
-                // No record names them. (A caller that stops waiting leaves them: the commit
-                // may still land.)
+            // No record names them: every file of a commit that did not land, the copies
+            // of pictures the episode already held of one that did. (A caller that stops
+            // waiting leaves them: the commit may still land.)
+            let unused = match &committed {
+                Ok(committed) => committed.unused.clone(),
+                Err(_) => written.files(),
+            };
+            if !unused.is_empty() {
                 let root = self.shared.bodies.clone();
-                let _ = tokio::task::spawn_blocking(move || bodies::remove(&root, &files)).await;
+                let _ = tokio::task::spawn_blocking(move || bodies::remove(&root, &unused)).await;
             }
-            committed
+            committed.map(|c| c.version)
         })
     }
 
@@ -439,18 +505,28 @@ impl TurnStore for EmbeddedStore {
         let relative = self
             .read(move |conn| journal::body_path(conn, &principal, &episode_id, &key))
             .await?;
-        let path = bodies::resolve(&self.shared.bodies, &relative)?;
-        if baton_core::fault!("bodies.read") {
-            return Err(baton_core::failpoint::store_fault("bodies.read"));
-        }
-        let bytes = tokio::fs::read(&path).await.map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                error::undecodable("a body file (missing)", &e)
-            } else {
-                error::io("reading a body", &e)
-            }
-        })?;
+        let bytes = self.read_file(&relative, "a body file").await?;
         bodies::decode(&bytes)
+    }
+
+    async fn picture(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<StoredPicture, StoreError> {
+        let (principal, episode_id, sha256) =
+            (principal.clone(), episode_id.to_owned(), sha256.to_owned());
+        let (media_type, relative) = self
+            .read(move |conn| journal::picture_path(conn, &principal, &episode_id, &sha256))
+            .await?;
+        let media_type = MediaType::parse(&media_type)
+            .ok_or_else(|| error::undecodable("a picture's media type", &media_type))?;
+        let bytes = self.read_file(&relative, "a picture file").await?;
+        Ok(StoredPicture {
+            media_type,
+            bytes: Bytes::from(bytes),
+        })
     }
 
     async fn ready(&self) -> Result<(), StoreError> {

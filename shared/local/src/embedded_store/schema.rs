@@ -13,7 +13,7 @@ use super::error;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 7;
+const SCHEMA_VERSION: i32 = 8;
 
 /// How much of the file each connection keeps in its own page cache, in KiB (SQLite's
 /// default is 2,000 a connection). The file's pages stay in the system's page cache anyway,
@@ -101,6 +101,18 @@ CREATE TABLE links (
 );
 ";
 
+/// Version 7 to 8: the pictures users sent with their turns (D-42), one file each in the
+/// bodies folder.
+const MIGRATE_7_TO_8: &str = "
+CREATE TABLE pictures (
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    sha256 TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (episode_id, sha256)
+);
+";
+
 /// Each step from a layout to the next, by the version it starts from.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, MIGRATE_1_TO_2),
@@ -109,6 +121,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (4, MIGRATE_4_TO_5),
     (5, MIGRATE_5_TO_6),
     (6, MIGRATE_6_TO_7),
+    (7, MIGRATE_7_TO_8),
 ];
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
@@ -119,6 +132,8 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// turn id sent again finds its episode.
 /// Turns: the record as JSON, keyed by position and by (principal, turn id).
 /// Bodies: where each committed body's file is, relative to the bodies folder.
+/// Pictures: each picture a committed turn sent, by episode and SHA-256 (the same picture
+/// sent again is one row), with its media type and where its file is, likewise.
 /// Upstream conversations: one per episode and specialist, owned through its episode row
 /// (no owner of its own to disagree with it), kept expired or not: the caller judges;
 /// `pending` is the exchange awaiting the user's reply, if any.
@@ -166,6 +181,13 @@ CREATE TABLE bodies (
     key TEXT NOT NULL,
     path TEXT NOT NULL,
     PRIMARY KEY (episode_id, key)
+);
+CREATE TABLE pictures (
+    episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
+    sha256 TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (episode_id, sha256)
 );
 CREATE TABLE upstream_conversations (
     episode_id TEXT NOT NULL REFERENCES episodes (episode_id),
@@ -358,10 +380,11 @@ mod tests {
     use std::collections::BTreeMap;
 
     use baton_core::memory::EpisodeSummary;
+    use baton_core::picture::MediaType;
     use baton_core::ports::store::StoreError;
     use baton_core::ports::upstream::UpstreamConversation;
     use baton_testkit::store::records::{
-        LEASE_MS, claim_ok, claim_request, commit_of, principal, turn_record,
+        LEASE_MS, claim_ok, claim_request, commit_of, picture, principal, run_turn, turn_record,
     };
 
     use crate::embedded_store::{DATABASE_FILE, EmbeddedStore};
@@ -464,12 +487,13 @@ mod tests {
             let store = EmbeddedStore::open(dir.path()).unwrap();
             claim_ok(&store, claim_request(&alice, None, "ep-1", "t-1", 1_000)).await;
         }
-        // The third layout is this one without the upstream table and the fifth's and the
-        // seventh's additions (the sixth's is in the upstream table).
+        // The third layout is this one without the upstream table and the fifth's, the
+        // seventh's and the eighth's additions (the sixth's is in the upstream table).
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
                 "DROP TABLE upstream_conversations; DROP TABLE checkpoints; DROP TABLE links;
+                 DROP TABLE pictures;
                  ALTER TABLE episodes DROP COLUMN claimed_by; PRAGMA user_version = 3;",
             )
             .unwrap();
@@ -514,11 +538,12 @@ mod tests {
             let over = claim_request(&alice, Some("ep-2"), "unused", "t-3", 1_000 + LEASE_MS);
             claim_ok(&store, over).await;
         }
-        // The fourth layout is this one without the fifth's and sixth's additions.
+        // The fourth layout is this one without the later layouts' additions.
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
-                "DROP TABLE checkpoints; DROP TABLE links; ALTER TABLE episodes DROP COLUMN claimed_by;
+                "DROP TABLE checkpoints; DROP TABLE links; DROP TABLE pictures;
+                 ALTER TABLE episodes DROP COLUMN claimed_by;
                  ALTER TABLE upstream_conversations DROP COLUMN pending;
                  PRAGMA user_version = 4;",
             )
@@ -589,7 +614,7 @@ mod tests {
             .unwrap()
             .execute_batch(
                 "ALTER TABLE upstream_conversations DROP COLUMN pending; DROP TABLE links;
-                 PRAGMA user_version = 5;",
+                 DROP TABLE pictures; PRAGMA user_version = 5;",
             )
             .unwrap();
         let store = EmbeddedStore::open(dir.path()).unwrap();
@@ -611,5 +636,44 @@ mod tests {
             store.upstream_conversation(&alice, "ep-1", "stores").await,
             Ok(Some(waiting))
         );
+    }
+
+    #[tokio::test]
+    async fn a_store_of_the_seventh_layout_keeps_its_turns_and_gains_pictures() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(DATABASE_FILE);
+        let alice = principal("alice");
+        {
+            let store = EmbeddedStore::open(dir.path()).unwrap();
+            run_turn(&store, &alice, "ep-1", true, "t-1", 1_000).await;
+        }
+        rusqlite::Connection::open(&file)
+            .unwrap()
+            .execute_batch("DROP TABLE pictures; PRAGMA user_version = 7;")
+            .unwrap();
+
+        let store = EmbeddedStore::open(dir.path()).unwrap();
+        assert_eq!(store.turns(&alice, "ep-1", 10).await.unwrap().len(), 1);
+        let meta = claim_ok(
+            &store,
+            claim_request(&alice, Some("ep-1"), "unused", "t-2", 2_000),
+        )
+        .await;
+        let sent = picture(MediaType::Png, 1);
+        let mut commit = commit_of(
+            &alice,
+            meta.version,
+            turn_record("ep-1", 2, "t-2", 2_001),
+            vec![],
+        );
+        commit.pictures = vec![sent.clone()];
+        assert_eq!(store.commit(&commit).await, Ok(2));
+        let stored = store.picture(&alice, "ep-1", &sent.sha256).await.unwrap();
+        assert_eq!(stored.bytes, sent.bytes);
+        let version: i32 = rusqlite::Connection::open(&file)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, super::SCHEMA_VERSION);
     }
 }

@@ -119,6 +119,10 @@ fn message_chars(message: &Message) -> usize {
                 name.chars().count() + input.to_string().chars().count()
             }
             Content::ToolResult { content, .. } => content.to_string().chars().count(),
+            // Counted as the tokens a vision model would take for it.
+            Content::Picture { picture, .. } => {
+                usize::try_from(picture.tokens().saturating_mul(4)).unwrap_or(usize::MAX)
+            }
         })
         .sum()
 }

@@ -34,6 +34,20 @@ pub(crate) fn user_turn(request: &ModelRequest) -> Option<(usize, &str)> {
         })
 }
 
+/// The pictures of the user's latest message, with their bytes.
+pub(crate) fn user_pictures(
+    request: &ModelRequest,
+) -> impl Iterator<Item = (&baton_core::picture::PictureRef, &[u8])> {
+    user_turn(request)
+        .and_then(|(i, _)| request.messages.get(i))
+        .into_iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|c| match c {
+            Content::Picture { picture, data } if !data.is_empty() => Some((picture, &data[..])),
+            _ => None,
+        })
+}
+
 /// Messages after the user's latest text (the whole conversation when there is none).
 fn since_user_turn(request: &ModelRequest) -> &[Message] {
     match user_turn(request) {

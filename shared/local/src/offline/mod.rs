@@ -11,6 +11,7 @@ mod bm25;
 mod chunks;
 mod composing_reply;
 mod conversation;
+mod looks;
 mod model;
 mod planning_reply;
 mod render;

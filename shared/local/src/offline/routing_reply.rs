@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use super::args::fill_object;
 use super::bm25::{Bm25, terms};
 use super::chunks::Reply;
-use super::conversation::{calls_since_user_turn, join_labels, next_call_number, user_turn};
+use super::conversation::{
+    calls_since_user_turn, join_labels, next_call_number, user_pictures, user_turn,
+};
+use super::looks;
 use super::segment::{self, Span};
 
 /// Lowest BM25 score that counts as a match when there are several candidates. A term
@@ -197,6 +200,27 @@ pub(crate) fn respond(router: &Router, request: &ModelRequest, reply: &mut Reply
     }
 
     let mut calls = plan(router, text, &candidates);
+    if calls.is_empty() {
+        // The words matched nobody, or there were none: what the pictures look like says
+        // who can help (see `looks`).
+        let seen: Vec<&str> = user_pictures(request)
+            .filter_map(|(picture, data)| looks::describe(data, picture.media_type))
+            .collect();
+        let described = seen.join("; ");
+        if let Some(agent) = (!seen.is_empty())
+            .then(|| router.best(&described, &candidates, None))
+            .flatten()
+        {
+            calls.push(Call {
+                agent,
+                query: if text.is_empty() {
+                    format!("The user sent {described}.")
+                } else {
+                    text.to_owned()
+                },
+            });
+        }
+    }
     if calls.is_empty()
         && request.tool_choice == ToolChoice::Any
         && let Some((agent, _)) = argmax(&router.index.scores(&terms(text)), &candidates)

@@ -4,5 +4,6 @@
 
 mod about_the_user;
 mod embedded_store;
+mod pictures;
 mod shipped;
 mod small_talk;

@@ -79,6 +79,8 @@ pub(crate) struct Asked {
     pub(crate) resume: Option<baton_core::interruption::Reply>,
     /// Whether the user's message may itself answer what the episode waits on.
     pub(crate) reply_in_words: bool,
+    /// The pictures sent with the message, taken (D-42).
+    pub(crate) pictures: Vec<baton_core::picture::Picture>,
 }
 
 impl TurnCtx {
@@ -122,6 +124,7 @@ impl TurnCtx {
                 must_consult: request.must_consult,
                 resume: request.resume.map(|r| r.reply),
                 reply_in_words: request.reply_in_words,
+                pictures: Vec::new(),
             },
             out,
             trace: Mutex::new(trace),

@@ -158,8 +158,10 @@ pub(super) async fn finish(
             privacy: privacy.clone(),
             fingerprint: ctx.ids.fingerprint.clone(),
             message_id: ctx.ids.message_id.clone(),
+            pictures: ctx.asked.pictures.iter().map(|p| p.reference()).collect(),
         },
         bodies,
+        pictures: ctx.asked.pictures.clone(),
         state,
         compaction_due,
     });

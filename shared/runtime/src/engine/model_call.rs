@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_core::message::Content;
 use baton_core::ports::metrics::{FAILURES_TOTAL, MODEL_CALLS_TOTAL};
 use baton_core::ports::model::{ModelError, ModelEvent, ModelRequest, StopReason, TokenUsage};
 use baton_core::registry::Agent;
@@ -85,6 +86,14 @@ pub(crate) async fn call(
             agent.model.provider
         )));
     };
+    // A model that does not see pictures is told of them in words (D-42).
+    let told;
+    let request = if agent.model.capabilities.pictures || !has_pictures(request) {
+        request
+    } else {
+        told = pictures_in_words(request);
+        &told
+    };
     let mut attempt = 0;
     // A retry the window refuses ends with the failure it would have retried: the model
     // was reached.
@@ -129,6 +138,27 @@ pub(crate) async fn call(
             other => return other,
         }
     }
+}
+
+fn has_pictures(request: &ModelRequest) -> bool {
+    request
+        .messages
+        .iter()
+        .flat_map(|m| &m.content)
+        .any(|c| matches!(c, Content::Picture { .. }))
+}
+
+/// `request` with each picture replaced by a sentence saying what it is.
+fn pictures_in_words(request: &ModelRequest) -> ModelRequest {
+    let mut told = request.clone();
+    for content in told.messages.iter_mut().flat_map(|m| m.content.iter_mut()) {
+        if let Content::Picture { picture, .. } = content {
+            *content = Content::Text {
+                text: Content::picture_in_words(picture),
+            };
+        }
+    }
+    told
 }
 
 async fn one(

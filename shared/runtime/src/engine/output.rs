@@ -468,6 +468,13 @@ impl Output {
             .unwrap_or_default()
     }
 
+    /// Puts on the receipt what was removed from the turn's pictures (D-42).
+    pub(crate) fn pictures_stripped(&self, pictures: &[baton_core::picture::Picture]) {
+        if let Ok(mut state) = self.state.lock() {
+            state.receipt.pictures = baton_core::picture::removed_by_kind(pictures);
+        }
+    }
+
     /// Masks a text that is stored but not streamed (a sub-agent's segment), without
     /// counting it on the receipt: the receipt counts what the user was shown.
     pub(crate) fn mask_stored(&self, text: &str) -> String {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use baton_core::events::{
     Event, InterruptionView, PROTOCOL_VERSION, SOURCE_NOTE, SOURCE_ORCHESTRATOR, WireEvent,
 };
+use baton_core::picture::{Picture, PictureError};
 use baton_core::ports::store::{Claim, ClaimMismatch, ClaimRequest};
 use baton_core::turn::{TurnOutcome, TurnRecord};
 use tokio::runtime::Handle;
@@ -32,11 +33,12 @@ fn valid_id(id: &str) -> bool {
 /// `new_episode_id` when one is given, else a fresh one.
 pub(crate) async fn start(
     inner: Arc<Inner>,
-    request: TurnRequest,
+    mut request: TurnRequest,
     new_episode_id: Option<String>,
 ) -> Result<TurnStream, TurnRejection> {
     let text = request.text.trim().to_owned();
-    if text.is_empty() {
+    // A picture may come alone: it is the message.
+    if text.is_empty() && request.pictures.is_empty() {
         return Err(TurnRejection::new(
             RejectionKind::Invalid,
             "The message is empty; please type something.",
@@ -96,6 +98,7 @@ pub(crate) async fn start(
             ),
         ));
     }
+    let pictures = take_pictures(&inner, std::mem::take(&mut request.pictures)).await?;
     let turn_id = request
         .turn_id
         .clone()
@@ -104,7 +107,7 @@ pub(crate) async fn start(
         text: text.clone(),
         ..request.clone()
     }
-    .fingerprint();
+    .fingerprint(&pictures);
     let claim = ClaimRequest {
         fingerprint: fingerprint.clone(),
         principal: request.principal.clone(),
@@ -132,8 +135,7 @@ pub(crate) async fn start(
             inner,
             claim,
             TurnRequest { text, ..request },
-            turn_id,
-            fingerprint,
+            pictures,
             outbox,
             tasks.clone(),
         )
@@ -148,16 +150,84 @@ pub(crate) async fn start(
     })?
 }
 
+/// Takes the request's pictures (D-42): each checked and stripped on a blocking thread,
+/// at most `picture_checks` at once in the process, so that decoding neither stalls the
+/// async threads nor takes memory beyond that bound.
+async fn take_pictures(
+    inner: &Inner,
+    sent: Vec<baton_core::picture::Bytes>,
+) -> Result<Vec<Picture>, TurnRejection> {
+    if sent.is_empty() {
+        return Ok(Vec::new());
+    }
+    let limits = inner.config.pictures;
+    if sent.len() > limits.max_pictures {
+        return Err(TurnRejection::new(
+            RejectionKind::TooLarge,
+            format!(
+                "{} pictures were sent; a message takes at most {}.",
+                sent.len(),
+                limits.max_pictures
+            ),
+        ));
+    }
+    let busy = || {
+        TurnRejection::new(
+            RejectionKind::Unavailable,
+            "The pictures could not be checked just now; please try again.",
+        )
+    };
+    let mut taken = Vec::with_capacity(sent.len());
+    for (n, bytes) in sent.into_iter().enumerate() {
+        let permit = inner
+            .picture_checks
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| busy())?;
+        let picture = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            baton_core::picture::take(&bytes, &limits)
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "checking a picture failed");
+            busy()
+        })?;
+        match picture {
+            Ok(picture) => taken.push(picture),
+            Err(e) => {
+                let kind = match e {
+                    PictureError::TooLarge { .. } | PictureError::TooManyPixels { .. } => {
+                        RejectionKind::TooLarge
+                    }
+                    _ => RejectionKind::Invalid,
+                };
+                let mut why = e.to_string();
+                if let Some(first) = why.get_mut(..1) {
+                    first.make_ascii_uppercase();
+                }
+                return Err(TurnRejection::new(
+                    kind,
+                    format!("Picture {} was not taken. {why}.", n + 1),
+                ));
+            }
+        }
+    }
+    Ok(taken)
+}
+
 /// Claims the turn and, when it may run, starts it on its own task.
 async fn launch(
     inner: Arc<Inner>,
     claim: ClaimRequest,
     request: TurnRequest,
-    turn_id: String,
-    fingerprint: String,
+    pictures: Vec<Picture>,
     outbox: Arc<Outbox>,
     tasks: Handle,
 ) -> Result<TurnStream, TurnRejection> {
+    let turn_id = claim.turn_id.clone();
+    let fingerprint = claim.fingerprint.clone();
     match inner.store.claim(claim).await.map_err(store_rejection)? {
         Claim::Claimed(meta) => {
             let episode_id = meta.episode_id.clone();
@@ -171,6 +241,8 @@ async fn launch(
                 Output::new(turn, outbox.clone(), inner.privacy.clone(), watch.clone()),
             );
             ctx.ids.fingerprint = fingerprint;
+            ctx.out.pictures_stripped(&pictures);
+            ctx.asked.pictures = pictures;
             let running = inner
                 .running
                 .register(&ctx.ids.principal, &episode_id, &turn_id, watch);

@@ -1,4 +1,5 @@
-//! The store conformance suite (D-24 … D-26): one set of scenarios every [`Store`] must pass.
+//! The store conformance suite (D-24 … D-26, D-42): one set of scenarios every [`Store`]
+//! must pass.
 //!
 //! Each scenario is a `pub async fn` over `&dyn Store` that starts from an empty store and
 //! panics on the first broken expectation. An adapter runs the whole suite with one line:
@@ -21,6 +22,7 @@ pub mod checkpoint;
 pub mod claim;
 pub mod commit;
 pub mod memory;
+pub mod picture;
 pub mod read;
 pub mod records;
 pub mod upstream;
@@ -66,6 +68,11 @@ macro_rules! store_conformance {
             read::unknown_episode_is_not_found,
             read::turns_are_oldest_first_and_limited,
             read::bodies_round_trip,
+            picture::pictures_round_trip_with_their_turn,
+            picture::another_principal_cannot_read_a_picture,
+            picture::a_picture_sent_again_commits_and_reads_back,
+            picture::a_refused_commit_leaves_its_pictures_unreadable,
+            picture::a_picture_not_named_by_its_sha256_is_refused,
             memory::turns_after_a_seq_are_oldest_first_and_limited,
             memory::a_summary_round_trips_and_clears_the_due_mark,
             memory::due_episodes_are_listed_longest_due_first,

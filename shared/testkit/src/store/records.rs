@@ -6,6 +6,7 @@ use baton_core::interruption::{
     Awaiting, HeldCall, Interruption, InterruptionKind, SavedJob, WaitingAgent, args_sha256,
 };
 use baton_core::message::Message;
+use baton_core::picture::{MediaType, Picture, PictureLimits, take};
 use baton_core::plan::{NodeResult, NodeStatus, PendingPlan, PlanNode};
 use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::{Body, Claim, ClaimRequest, Commit, EpisodeMeta, Store};
@@ -105,6 +106,7 @@ pub fn turn_record(episode_id: &str, seq: u64, turn_id: &str, created_ms: u64) -
         privacy: Default::default(),
         fingerprint: FINGERPRINT.to_owned(),
         message_id: None,
+        pictures: Vec::new(),
     }
 }
 
@@ -231,9 +233,30 @@ pub fn commit_of(
         expected_version,
         record,
         bodies,
+        pictures: Vec::new(),
         state: EpisodeState::default(),
         compaction_due: false,
     }
+}
+
+/// A small picture of one `shade` (distinct shades give distinct pictures), encoded as
+/// `media_type` and taken as a turn takes it (D-42): checked, stripped and named by its
+/// SHA-256.
+pub fn picture(media_type: MediaType, shade: u8) -> Picture {
+    let format = match media_type {
+        MediaType::Jpeg => image::ImageFormat::Jpeg,
+        MediaType::Png => image::ImageFormat::Png,
+        MediaType::Webp => image::ImageFormat::WebP,
+        MediaType::Gif => image::ImageFormat::Gif,
+    };
+    let pixels = image::RgbImage::from_fn(8, 6, |x, y| {
+        image::Rgb([shade, (x * 30) as u8, (y * 40) as u8])
+    });
+    let mut encoded = std::io::Cursor::new(Vec::new());
+    pixels
+        .write_to(&mut encoded, format)
+        .expect("a small picture encodes");
+    take(encoded.get_ref(), &PictureLimits::default()).expect("a small picture is taken")
 }
 
 /// A body.

@@ -39,6 +39,7 @@ fn spec(model_id: &str, capable: bool) -> Arc<ModelSpec> {
             parallel_tool_calls: capable,
             reasoning_effort: capable.then_some(ReasoningSupport::Thinking),
             text_verbosity: false,
+            pictures: false,
         },
         endpoint: None,
     })

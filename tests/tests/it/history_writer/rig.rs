@@ -187,6 +187,7 @@ impl Rig {
                 expected_version: seq - 1,
                 record: record.clone(),
                 bodies: bodies.clone(),
+                pictures: Vec::new(),
                 state: EpisodeState::default(),
                 compaction_due: due,
             })
@@ -302,6 +303,7 @@ pub(crate) fn sample_turn(episode: &str, seq: u64, turn_id: &str) -> (TurnRecord
         privacy: Default::default(),
         fingerprint: String::new(),
         message_id: None,
+        pictures: Vec::new(),
     };
     (record, bodies)
 }

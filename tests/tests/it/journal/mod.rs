@@ -1,7 +1,7 @@
 //! The DynamoDB + S3 journal against DynamoDB Local and an in-process S3: the store
-//! conformance suite unchanged, then what only this store has (bodies in S3, S3 faults,
-//! request counts, TTL, the compaction mark and summary on META, upstream conversations'
-//! items, the table's schema).
+//! conformance suite unchanged, then what only this store has (bodies and pictures in S3,
+//! S3 faults, request counts, TTL, the compaction mark and summary on META, upstream
+//! conversations' items, the table's schema).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 mod bodies;
 mod memory;
+mod pictures;
 mod upstream;
 
 fn text<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> &'a str {

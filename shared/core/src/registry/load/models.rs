@@ -74,6 +74,7 @@ impl Loader<'_> {
                 parallel_tool_calls: m.capabilities.parallel_tool_calls,
                 reasoning_effort: m.capabilities.reasoning_effort,
                 text_verbosity: m.capabilities.text_verbosity,
+                pictures: m.capabilities.pictures,
             },
             endpoint,
         })

@@ -135,6 +135,7 @@ async fn complete(
         reply_in_words: true,
         face: "openai",
         message_id: None,
+        pictures: Vec::new(),
     };
     let stream = start::start(&state, &headers, request, "POST /v1/chat/completions").await?;
     let mut extra = start::id_headers(&stream);

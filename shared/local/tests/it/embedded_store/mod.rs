@@ -1,10 +1,12 @@
 //! The embedded store: the shared conformance suite, then what only a file-backed store can
-//! get wrong (reopening, damaged or locked files, body paths, damaged upstream rows).
+//! get wrong (reopening, damaged or locked files, body paths, picture files, damaged
+//! upstream rows).
 
 mod body_paths;
 mod conformance;
 mod damaged_file;
 mod locked_file;
+mod picture_files;
 mod planner_resume;
 mod reopen;
 mod unstorable_record;

@@ -68,6 +68,15 @@ impl baton_core::ports::store::TurnStore for SlowClaims {
     ) -> Result<serde_json::Value, baton_core::ports::store::StoreError> {
         self.0.body(principal, episode_id, key).await
     }
+
+    async fn picture(
+        &self,
+        principal: &baton_core::Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<baton_core::ports::store::StoredPicture, baton_core::ports::store::StoreError> {
+        self.0.picture(principal, episode_id, sha256).await
+    }
 }
 
 #[async_trait::async_trait]
