@@ -2,6 +2,7 @@
 //! and the user's reply. The waiting work is carried in the episode's state, so it is as
 //! durable as a committed turn on every store, and a crash while waiting loses nothing.
 
+use crate::principal::hex_onto;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -522,25 +523,16 @@ pub fn resume_turn_id(turn_id: &str, interruption_id: &str) -> String {
     hasher.update(turn_id.as_bytes());
     hasher.update([0u8]);
     hasher.update(interruption_id.as_bytes());
-    let mut out = String::from("r_");
-    hex_onto(&mut out, &hasher.finalize()[..16]);
-    out
-}
-
-fn hex_onto(out: &mut String, bytes: &[u8]) {
-    use std::fmt::Write as _;
-    for b in bytes {
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{b:02x}");
-    }
+    hex_onto(String::from("r_"), &hasher.finalize()[..16])
 }
 
 /// SHA-256 of `args` as compact JSON, in hex.
 pub fn args_sha256(args: &Value) -> String {
     use sha2::{Digest, Sha256};
-    let mut out = String::with_capacity(64);
-    hex_onto(&mut out, &Sha256::digest(args.to_string().as_bytes()));
-    out
+    hex_onto(
+        String::with_capacity(64),
+        &Sha256::digest(args.to_string().as_bytes()),
+    )
 }
 
 #[cfg(test)]

@@ -62,7 +62,8 @@ impl Principal {
 }
 
 /// `bytes` in lower-case hex, after `out`.
-fn hex_onto(mut out: String, bytes: &[u8]) -> String {
+/// `out` followed by `bytes` in lower-case hex (the core's one hex writer).
+pub(crate) fn hex_onto(mut out: String, bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     for b in bytes {
         // Writing to a String cannot fail.

@@ -282,7 +282,8 @@ pub fn take(bytes: &[u8], limits: &PictureLimits) -> Result<Picture, PictureErro
     check::within(width, height, limits)?;
     let stripped = strip::strip(Bytes::copy_from_slice(bytes), media_type, limits)?;
     check::decodes(&stripped.bytes, stripped.media_type, limits)?;
-    let sha256 = hex(&Sha256::digest(&stripped.bytes));
+    let sha256 =
+        crate::principal::hex_onto(String::with_capacity(64), &Sha256::digest(&stripped.bytes));
     Ok(Picture {
         media_type: stripped.media_type,
         width,
@@ -323,12 +324,4 @@ pub fn removed_by_kind(pictures: &[Picture]) -> BTreeMap<HiddenData, u32> {
         *by_kind.entry(*kind).or_insert(0) += 1;
     }
     by_kind
-}
-
-fn hex(digest: &[u8]) -> String {
-    use std::fmt::Write as _;
-    digest.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
