@@ -13,6 +13,11 @@
 #                                         # turns without and with compaction, and
 #                                         # compaction's time per episode on DynamoDB Local
 #                                         # (installed with ./infra/emulators.sh install)
+#   ./infra/bench.sh pictures             # what a 4 MB phone photo costs a turn instead:
+#                                         # CPU and memory per turn in process without and
+#                                         # with it, the picture check alone, and `baton
+#                                         # serve` holding 100 photo turns at once against
+#                                         # a stated memory bound
 #
 # OUT defaults to ${TMPDIR:-/tmp}/baton-bench. Extra arguments go to baton-bench.
 set -euo pipefail
@@ -49,6 +54,16 @@ if [ "${1:-}" = memory ]; then
   # launcher starts the emulator.
   cargo run --release --locked -q -p baton-tests --example compaction_cost \
     >"$out/baton-compaction-dynamodb-$stamp.json"
+  echo "results in $out" >&2
+  exit 0
+fi
+if [ "${1:-}" = pictures ]; then
+  shift
+  build -p baton-cli -p baton-bench --features baton-cli/jemalloc,baton-bench/jemalloc
+  # Freed pages go back at once, as in `baton serve` (shared/cli/src/allocator.rs), so that
+  # the benchmark's own resident memory shows what each turn took.
+  MALLOC_CONF="${MALLOC_CONF:-narenas:1,dirty_decay_ms:0,muzzy_decay_ms:0}" \
+    "$bench" --current-thread --pictures --out "$out/baton-pictures-$stamp.json" "$@" >/dev/null
   echo "results in $out" >&2
   exit 0
 fi

@@ -136,6 +136,8 @@ step "benchmark smoke run"
 "$bin/baton-bench" --memory --smoke >/dev/null
 # Planning: per node, per wave, a diamond against its critical path, routing beside it.
 "$bin/baton-bench" --planner --smoke >/dev/null
+# A phone photo's cost: in process, the check alone, a few photo turns against `baton serve`.
+"$bin/baton-bench" --pictures --smoke >/dev/null
 
 step_done
 printf '\n== time per step\n%s%6d s  in all\n' "$TIMES" "$((SECONDS - RUN_START))"

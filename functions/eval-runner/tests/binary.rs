@@ -30,7 +30,7 @@ fn router(r: &FakeRequest) -> Reply {
     let text = r.last_user_text().unwrap_or_default().to_lowercase();
     let mut agents = Vec::new();
     for (agent, words) in [
-        ("support", &["receipt", "refund"][..]),
+        ("support", &["receipt", "refund", "scan"][..]),
         (
             "rewards",
             &["balance", "points worth", "expiring", "how many points"][..],
@@ -46,9 +46,27 @@ fn router(r: &FakeRequest) -> Reply {
             agents.push(agent);
         }
     }
+    // A model that sees: a photo routes by what it shows when the words name no need (a
+    // tall slip is a receipt, anything else a product).
+    if agents.is_empty()
+        && let Some((_, bytes)) = r.images().first()
+        && let Ok(photo) = baton_core::picture::take(bytes, &Default::default())
+    {
+        agents.push(if photo.height > photo.width * 3 / 2 {
+            "support"
+        } else {
+            "shop"
+        });
+    }
     if agents.is_empty() {
         return Reply::text("Hello! How can I help?");
     }
+    // A photo alone is still a request: the query says what to look at.
+    let text = if text.trim().is_empty() {
+        "what the user's photo shows".to_owned()
+    } else {
+        text
+    };
     let n = agents.len();
     Reply::tool_uses(agents.into_iter().enumerate().map(|(i, a)| {
         ToolCall::new(
@@ -80,7 +98,7 @@ async fn ci_runs_the_suite_against_the_deployed_models_and_gets_the_gate_and_the
     );
     let answer: Value = serde_json::from_slice(&posted.body()).unwrap();
     assert_eq!(answer["suites"][0]["suite"], "routing", "{answer}");
-    assert_eq!(answer["suites"][0]["cases"], 43, "{answer}");
+    assert_eq!(answer["suites"][0]["cases"], 47, "{answer}");
     assert_eq!(answer["passed"], true, "{answer}");
     assert_eq!(answer["report_html"], "evals/ci-1/report.html");
 
@@ -107,7 +125,7 @@ async fn ci_runs_the_suite_against_the_deployed_models_and_gets_the_gate_and_the
     let html = get("evals/ci-1/report.html").await;
     assert!(html.contains("id=\"confusion-routing\""), "{html}");
     let json: Value = serde_json::from_str(&get("evals/ci-1/report.json").await).unwrap();
-    assert_eq!(json[0]["metrics"]["cases"], 43);
+    assert_eq!(json[0]["metrics"]["cases"], 47);
     // EMF metrics on stdout.
     let emf = running
         .wait_line(WAIT, |l| l.contains("eval_routing_accuracy"))

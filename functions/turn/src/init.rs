@@ -190,6 +190,8 @@ fn build(
     // is for servers listening on a machine's loopback (`baton serve`).
     let mut state = AppState::new(runtime.clone(), adapters.principals)
         .with_max_body_bytes(config.max_body_bytes)
+        // A turn's pictures make its request larger, up to what Lambda takes.
+        .with_max_request_bytes(crate::config::LAMBDA_MAX_REQUEST_BYTES)
         .with_hosts(AllowedHosts::Any);
     if baton_otel::exporting() {
         // A request's `traceparent` continues the caller's trace.

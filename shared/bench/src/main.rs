@@ -9,6 +9,10 @@
 //! `--memory` runs the long-conversation memory benchmark instead (see `memory`): prompt
 //! sizes over a 300-turn conversation with and without compaction, compaction's tokens and
 //! cost.
+//!
+//! `--pictures` measures what a phone photo costs a turn instead (see `pictures`): CPU and
+//! memory in process with and without a 4 MB photo, the picture check alone, and `baton
+//! serve` holding 100 photo turns at once against a stated memory bound.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -21,6 +25,7 @@ mod faces;
 mod inproc;
 mod local_model;
 mod memory;
+mod pictures;
 mod planner;
 mod report;
 mod serve_load;
@@ -76,9 +81,20 @@ struct Args {
     /// Turns of the memory benchmark's conversation (`--smoke`: 30).
     #[arg(long, default_value_t = 300, requires = "memory")]
     memory_turns: usize,
-    /// The registry of the memory benchmark (default: shared/registry).
-    #[arg(long, requires = "memory")]
+    /// The registry of the memory and pictures benchmarks (default: shared/registry).
+    #[arg(long)]
     registry: Option<PathBuf>,
+    /// Measure what a phone photo costs a turn instead: in process with and without a
+    /// 4 MB photo, the picture check alone, and `baton serve` holding
+    /// `--picture-clients` photo turns at once.
+    #[arg(long)]
+    pictures: bool,
+    /// Turns per batch of the pictures benchmark's in-process figures (`--smoke`: 2).
+    #[arg(long, default_value_t = 20, requires = "pictures")]
+    picture_turns: usize,
+    /// Concurrent photo turns against `baton serve` (`--smoke`: 3).
+    #[arg(long, default_value_t = 100, requires = "pictures")]
+    picture_clients: usize,
     /// Measure time to first token and tokens/s through Baton's OpenAI-compatible provider
     /// against this server (its API root, e.g. http://127.0.0.1:8080/v1) read raw.
     #[arg(long, value_name = "URL")]
@@ -162,6 +178,13 @@ fn main() -> anyhow::Result<()> {
             serve_load::streams_table(&results),
             started,
         );
+    }
+    if args.pictures {
+        let task_args = args.clone();
+        let results = on_task(&rt, "the pictures benchmark", async move {
+            pictures::run(&task_args).await
+        })?;
+        return finish(&args, &results, pictures::table(&results), started);
     }
     if args.memory {
         let task_args = args.clone();

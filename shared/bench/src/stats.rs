@@ -90,6 +90,24 @@ pub(crate) fn rss_parts_mib(pid: u32) -> Option<(f64, f64)> {
     status_mib(pid, "RssAnon", "RssFile")
 }
 
+/// Resets a process's peak resident set (`VmHWM`) to its resident set now (Linux's
+/// `clear_refs`, value 5): a peak read afterwards is the peak since. False when the kernel
+/// refused, and the peak is the process's whole life's.
+pub(crate) fn reset_peak_rss(pid: u32) -> bool {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+}
+
+/// CPU time a process has used so far (all threads, user + system), from
+/// `/proc/<pid>/stat`, in the kernel's 10 ms ticks (`USER_HZ` is 100 on Linux).
+pub(crate) fn cpu_of(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: state is the 3rd field, utime the 14th.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((user + system) * 10))
+}
+
 /// Median of a list.
 pub(crate) fn median(xs: &[f64]) -> f64 {
     let mut v = xs.to_vec();
@@ -127,5 +145,17 @@ mod tests {
         let (anon, file) = rss_parts_mib(pid).unwrap();
         assert!(rss > 0.0 && peak >= rss, "{rss} {peak}");
         assert!(anon > 0.0 && file > 0.0, "{anon} {file}");
+    }
+
+    #[test]
+    fn this_process_reports_its_cpu_and_its_peak_can_be_reset() {
+        let pid = std::process::id();
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < Duration::from_millis(30) {}
+        assert!(cpu_of(pid).unwrap() >= Duration::from_millis(20));
+        if reset_peak_rss(pid) {
+            let (rss, peak) = rss_mib(pid).unwrap();
+            assert!(peak - rss < 1.0, "{rss} {peak}");
+        }
     }
 }

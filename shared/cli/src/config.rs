@@ -71,8 +71,18 @@ pub(crate) struct Config {
     pub(crate) orchestrator: Option<String>,
     /// Longest accepted message, in characters.
     pub(crate) max_message_chars: usize,
-    /// Largest accepted HTTP request body, in bytes.
+    /// Largest accepted HTTP request body without pictures, in bytes.
     pub(crate) max_body_bytes: usize,
+    /// Pictures one message may carry (0: none).
+    pub(crate) max_pictures: usize,
+    /// Bytes of one picture, as sent.
+    pub(crate) max_picture_bytes: usize,
+    /// Bytes of all of a message's pictures together, as sent.
+    pub(crate) max_pictures_bytes: usize,
+    /// Pixels of one picture (width × height).
+    pub(crate) max_picture_pixels: u64,
+    /// Pixels on a picture's longer side.
+    pub(crate) max_picture_side: u32,
     /// Recent turns the orchestrator sees.
     pub(crate) history_turns: usize,
     /// Compact a conversation right after the turn that makes it due (no scheduled
@@ -124,6 +134,11 @@ const KEYS: &[&str] = &[
     "orchestrator",
     "max_message_chars",
     "max_body_bytes",
+    "max_pictures",
+    "max_picture_bytes",
+    "max_pictures_bytes",
+    "max_picture_pixels",
+    "max_picture_side",
     "history_turns",
     "compact_after_turn",
     "turn_timeout_ms",
@@ -191,6 +206,11 @@ impl Default for Config {
             orchestrator: None,
             max_message_chars: runtime.max_message_chars,
             max_body_bytes: baton_http::DEFAULT_MAX_BODY_BYTES,
+            max_pictures: runtime.pictures.max_pictures,
+            max_picture_bytes: runtime.pictures.max_bytes,
+            max_pictures_bytes: runtime.pictures.max_total_bytes,
+            max_picture_pixels: runtime.pictures.max_pixels,
+            max_picture_side: runtime.pictures.max_side,
             history_turns: runtime.history_turns,
             compact_after_turn: true,
             turn_timeout_ms: runtime.turn_timeout_ms,
@@ -288,6 +308,8 @@ pub(crate) struct Settings {
     pub(crate) orchestrator: Option<String>,
     pub(crate) max_message_chars: usize,
     pub(crate) max_body_bytes: usize,
+    /// What a message's pictures may be.
+    pub(crate) pictures: baton_core::picture::PictureLimits,
     pub(crate) history_turns: usize,
     pub(crate) compact_after_turn: bool,
     pub(crate) turn_timeout_ms: u64,
@@ -382,12 +404,19 @@ fn check(config: Config) -> anyhow::Result<Settings> {
     for (key, value) in [
         ("max_message_chars", config.max_message_chars),
         ("max_body_bytes", config.max_body_bytes),
+        ("max_picture_bytes", config.max_picture_bytes),
+        ("max_pictures_bytes", config.max_pictures_bytes),
         ("max_connections", config.max_connections),
         ("stream_buffer_bytes", config.stream_buffer_bytes),
     ] {
         if value == 0 {
             bail!("invalid configuration: key {key:?} must be at least 1");
         }
+    }
+    if config.max_picture_pixels == 0 || config.max_picture_side == 0 {
+        bail!(
+            "invalid configuration: keys \"max_picture_pixels\" and \"max_picture_side\" must be at least 1 (set \"max_pictures\" to 0 to take no pictures)"
+        );
     }
     for (key, value) in [
         ("header_timeout_ms", config.header_timeout_ms),
@@ -445,6 +474,13 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         orchestrator: config.orchestrator.filter(|o| !o.is_empty()),
         max_message_chars: config.max_message_chars,
         max_body_bytes: config.max_body_bytes,
+        pictures: baton_core::picture::PictureLimits {
+            max_pictures: config.max_pictures,
+            max_bytes: config.max_picture_bytes,
+            max_total_bytes: config.max_pictures_bytes,
+            max_pixels: config.max_picture_pixels,
+            max_side: config.max_picture_side,
+        },
         history_turns: config.history_turns,
         compact_after_turn: config.compact_after_turn,
         turn_timeout_ms: config.turn_timeout_ms,

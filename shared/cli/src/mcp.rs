@@ -25,11 +25,10 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<ExitCode> {
     let principals = Arc::new(LocalPrincipal::new(Some(principal.clone())));
     let state = AppState::new(runtime, principals).with_max_body_bytes(settings.max_body_bytes);
     tracing::info!(principal = %principal, "baton mcp serving over stdio");
-    serve_stdio(
-        McpServer::as_principal(state, principal),
-        settings.max_body_bytes,
-    )
-    .await
-    .context("serving MCP over stdio")?;
+    // A line may carry a picture, as a request that starts a turn may.
+    let max_line_bytes = state.turn_body_limit();
+    serve_stdio(McpServer::as_principal(state, principal), max_line_bytes)
+        .await
+        .context("serving MCP over stdio")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -312,6 +312,9 @@ impl<W: Write> Renderer<W> {
             if let Some(p) = self.privacy.as_ref().filter(|p| p.total > 0) {
                 details.push(masked(p));
             }
+            if let Some(removed) = self.privacy.as_ref().and_then(removed_from_pictures) {
+                details.push(removed);
+            }
             if let Some(cost) = self.cost_usd {
                 details.push(money(cost));
             }
@@ -413,6 +416,16 @@ pub(crate) fn masked(p: &PrivacyReceipt) -> String {
         .map(|(kind, n)| format!("{n} {}", kind.as_str().replace('_', " ")))
         .collect();
     format!("{} masked ({})", p.total, kinds.join(", "))
+}
+
+/// `removed from the pictures: location (GPS), owner's name`: what the privacy guard
+/// took out of the turn's pictures (D-42), when it took anything.
+pub(crate) fn removed_from_pictures(p: &PrivacyReceipt) -> Option<String> {
+    if p.pictures.is_empty() {
+        return None;
+    }
+    let kinds: Vec<&str> = p.pictures.keys().map(|k| k.in_words()).collect();
+    Some(format!("removed from the pictures: {}", kinds.join(", ")))
 }
 
 pub(crate) use baton_core::cost::display_usd as money;

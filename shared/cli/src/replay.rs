@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use baton_core::obligation::ObligationSource;
+use baton_core::picture::MediaType;
 use baton_core::plan::PlanRecord;
 use baton_core::plan::record::describe_waves;
 use baton_core::trace::{CapBehavior, ObligationMet, RoutingRecord};
@@ -17,7 +18,7 @@ use baton_runtime::replay::EpisodeReplay;
 use baton_runtime::{RejectionKind, TurnRejection};
 
 use crate::config::Settings;
-use crate::render::{masked, money};
+use crate::render::{masked, money, removed_from_pictures};
 use crate::{logging, setup};
 use clap::Args;
 
@@ -33,6 +34,10 @@ pub(crate) struct ReplayArgs {
     /// Print the conversation as stored, as one JSON document.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write the pictures the conversation's turns carried (as stored: their hidden data
+    /// removed) into this folder, as `<turn>-<n>.<ext>`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) save_pictures: Option<std::path::PathBuf>,
 }
 
 /// Runs `baton replay`.
@@ -47,6 +52,9 @@ pub(crate) async fn run(settings: &Settings, args: &ReplayArgs) -> anyhow::Resul
         .replay(&settings.principal, &args.episode, args.bodies)
         .await
         .map_err(|r| refusal(settings, r))?;
+    if let Some(dir) = &args.save_pictures {
+        save_pictures(&runtime, settings, &replay, dir).await?;
+    }
     let mut out = io::BufWriter::new(io::stdout().lock());
     if args.json {
         // Through io::Error, so that a closed pipe is recognised as one.
@@ -57,6 +65,35 @@ pub(crate) async fn run(settings: &Settings, args: &ReplayArgs) -> anyhow::Resul
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes every picture `replay`'s turns carried into `dir`, as `<turn>-<n>.<ext>`.
+async fn save_pictures(
+    runtime: &baton_runtime::Runtime,
+    settings: &Settings,
+    replay: &EpisodeReplay,
+    dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for turn in &replay.turns {
+        for (n, picture) in turn.pictures.iter().enumerate() {
+            let stored = runtime
+                .picture(&settings.principal, &turn.episode_id, &picture.sha256)
+                .await
+                .map_err(|r| refusal(settings, r))?;
+            let ext = match stored.media_type {
+                MediaType::Jpeg => "jpg",
+                MediaType::Png => "png",
+                MediaType::Webp => "webp",
+                MediaType::Gif => "gif",
+            };
+            let path = dir.join(format!("{}-{}.{ext}", turn.seq, n + 1));
+            std::fs::write(&path, &stored.bytes)
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The refusal as the user should read it: "not found" as it is (as `baton chat
@@ -127,6 +164,26 @@ fn render(replay: &EpisodeReplay) -> String {
             }
         }
     }
+    for sha in &replay.unreadable_pictures {
+        let _ = writeln!(
+            out,
+            "\nThe picture {sha} could not be read back whole (missing or damaged)."
+        );
+    }
+    if replay.bodies.is_some() {
+        let named: usize = replay.turns.iter().map(|t| t.pictures.len()).sum();
+        if named > replay.unreadable_pictures.len() {
+            let _ = writeln!(
+                out,
+                "\n{} read back whole from the store (see --save-pictures).",
+                count(
+                    (named - replay.unreadable_pictures.len()) as u64,
+                    "picture",
+                    "pictures"
+                )
+            );
+        }
+    }
     let total: f64 = replay.turns.iter().map(|t| t.cost_usd).sum();
     if replay.turns.len() > 1 {
         let _ = writeln!(out, "\nTotal: {}", money(total));
@@ -149,6 +206,18 @@ fn render_turn(out: &mut String, turn: &TurnRecord, summarised: bool) {
     let _ = writeln!(out, " · {}", turn.turn_id);
     let _ = writeln!(out, "You:");
     indent(out, &turn.user_text, "  ");
+    for (n, p) in turn.pictures.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  [picture {}: {}, {}×{}, {}, sha256 {}]",
+            n + 1,
+            p.media_type,
+            p.width,
+            p.height,
+            count(p.bytes, "byte", "bytes"),
+            p.sha256
+        );
+    }
     let _ = writeln!(out, "Assistant:");
     if turn.narration.trim().is_empty() {
         let _ = writeln!(out, "  (no answer)");
@@ -159,6 +228,9 @@ fn render_turn(out: &mut String, turn: &TurnRecord, summarised: bool) {
     routing(out, &turn.routing);
     if turn.privacy.total > 0 {
         let _ = writeln!(out, "Privacy: {}", masked(&turn.privacy));
+    }
+    if let Some(removed) = removed_from_pictures(&turn.privacy) {
+        let _ = writeln!(out, "Privacy: {removed}");
     }
     let _ = writeln!(out, "Usage: {}", usage(&turn.usage, turn.cost_usd));
 }

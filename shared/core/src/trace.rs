@@ -266,8 +266,8 @@ pub struct AskedCall {
     /// The specialist.
     pub agent_id: String,
     /// Its arguments as executed (the query after verbatim protection, the intent count,
-    /// the prior context and the card's extra arguments), kept as text: the record only
-    /// stores and shows them.
+    /// the prior context, the card's extra arguments and the pictures passed, by number),
+    /// kept as text: the record only stores and shows them.
     pub args: crate::json_text::JsonText,
 }
 

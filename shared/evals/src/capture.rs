@@ -7,8 +7,10 @@ use baton_core::turn::TurnRecord;
 /// The case of `turns[at]`, with up to `history` turns before it as its conversation.
 /// The route expected is the one the turn took (`routing.calls`, or `routing.invoked` for
 /// turns recorded before calls were kept); edit the case when that route was the wrong one.
+/// A turn that carried pictures is not captured: its pictures are the user's, kept with
+/// their episode, and the same words without them are another turn.
 pub fn capture(turns: &[TurnRecord], at: usize, history: usize) -> Option<Case> {
-    let turn = turns.get(at)?;
+    let turn = turns.get(at).filter(|t| t.pictures.is_empty())?;
     let past: Vec<PastTurn> = turns[at.saturating_sub(history)..at]
         .iter()
         .map(|t| {
@@ -68,6 +70,8 @@ pub fn capture(turns: &[TurnRecord], at: usize, history: usize) -> Option<Case> 
         tags,
         history: past,
         turn: turn.user_text.clone(),
+        pictures: Vec::new(),
+        picture_bytes: Vec::new(),
         compact: false,
         unavailable: Vec::new(),
         expect: Expect {

@@ -38,6 +38,29 @@ pub fn read_suites(
     read_suite_files(&suite_files(registry)?, entry, specialists)
 }
 
+/// Reads the pictures `suite`'s cases send, each relative to the suite's `file`.
+fn read_pictures(file: &Path, suite: &mut Suite) -> Result<(), String> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    for case in &mut suite.cases {
+        case.picture_bytes = case
+            .pictures
+            .iter()
+            .map(|name| {
+                std::fs::read(dir.join(name))
+                    .map(baton_core::picture::Bytes::from)
+                    .map_err(|e| {
+                        format!(
+                            "{}: case {:?}: the picture {name} cannot be read: {e}",
+                            file.display(),
+                            case.id
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(())
+}
+
 /// The suites in `files` for the orchestrator `entry`, checked against `specialists`.
 ///
 /// # Errors
@@ -53,7 +76,10 @@ pub fn read_suite_files(
         let text = std::fs::read_to_string(file)
             .map_err(|e| format!("reading the suite {}: {e}", file.display()))?;
         match crate::load_suite_for(&file.display().to_string(), &text, entry, specialists) {
-            Ok(Some(s)) => suites.push(s),
+            Ok(Some(mut s)) => match read_pictures(file, &mut s) {
+                Ok(()) => suites.push(s),
+                Err(problem) => problems.push(problem),
+            },
             // A suite of another orchestrator.
             Ok(None) => {}
             Err(errors) => problems.extend(errors.into_iter().map(|e| e.to_string())),

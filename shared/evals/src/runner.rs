@@ -119,9 +119,13 @@ pub async fn run_case(
     };
     let _down = crate::outage::Down::start(&principal, &case.unavailable);
     let started = Instant::now();
+    if case.picture_bytes.len() != case.pictures.len() {
+        return CaseResult::errored(case, "its pictures were not read with the suite");
+    }
     let request = TurnRequest {
         episode_id: (!case.history.is_empty()).then(|| episode.to_owned()),
         turn_id: Some(format!("{episode}-case")),
+        pictures: case.picture_bytes.clone(),
         ..TurnRequest::new(principal.clone(), case.turn.clone())
     };
     let stream = match runtime.run_turn(request).await {

@@ -97,6 +97,12 @@ pub struct Case {
     pub history: Vec<PastTurn>,
     /// The user's turn.
     pub turn: String,
+    /// Pictures sent with the turn: files, relative to the suite's own file (D-42).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pictures: Vec<String>,
+    /// Their bytes, read with the suite (`files::read_suite_files`).
+    #[serde(skip)]
+    pub picture_bytes: Vec<baton_core::picture::Bytes>,
     /// Fold the history into the episode's summary (a compaction with the summarizer
     /// model) before the turn, as a long conversation would be.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

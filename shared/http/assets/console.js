@@ -127,16 +127,113 @@
     national_id: ["national id", "national ids"],
   };
 
+  // What a picture carried besides its pixels, as the server names each kind (D-42).
+  const HIDDEN_NAMES = {
+    location: "location (GPS)",
+    device: "camera or phone model",
+    owner: "owner's name",
+    taken_at: "time taken",
+    camera_data: "camera data",
+    xmp: "XMP metadata",
+    iptc: "IPTC metadata",
+    comment: "comments",
+    appended: "data appended to the picture",
+    frames: "animation frames after the first",
+    other: "other metadata",
+  };
+
   function receiptText(privacy) {
     const total = privacy && typeof privacy.total === "number" ? privacy.total : 0;
-    if (total === 0) return "Privacy: nothing masked";
-    const parts = Object.entries((privacy && privacy.by_kind) || {})
+    let text = "Privacy: nothing masked";
+    if (total > 0) {
+      const parts = Object.entries((privacy && privacy.by_kind) || {})
+        .filter(([, n]) => n > 0)
+        .map(([kind, n]) => {
+          const names = KIND_NAMES[kind] || [kind.replace(/_/g, " "), kind.replace(/_/g, " ") + "s"];
+          return plural(n, names[0], names[1]);
+        });
+      text = `Privacy: ${plural(total, "value")} masked: ${parts.join(", ")}`;
+    }
+    const removed = Object.entries((privacy && privacy.pictures) || {})
       .filter(([, n]) => n > 0)
-      .map(([kind, n]) => {
-        const names = KIND_NAMES[kind] || [kind.replace(/_/g, " "), kind.replace(/_/g, " ") + "s"];
-        return plural(n, names[0], names[1]);
-      });
-    return `Privacy: ${plural(total, "value")} masked: ${parts.join(", ")}`;
+      .map(([kind]) => HIDDEN_NAMES[kind] || kind.replace(/_/g, " "));
+    if (removed.length > 0) text += `; removed from your pictures: ${removed.join(", ")}`;
+    return text;
+  }
+
+  // ---------------------------------------------------------------------------------
+  // Pictures (D-42): read in the page, checked for what the server would refuse anyway,
+  // and sent as base64 in the turn's body. The server decides what a picture is from its
+  // bytes, so the type sent is the one the bytes say, never the file's name.
+  // ---------------------------------------------------------------------------------
+  const MAX_PICTURES = 4;
+  const MAX_PICTURE_BYTES = 10 * 1024 * 1024;
+
+  function formatSize(bytes) {
+    if (bytes < 1024) return `${bytes} bytes`;
+    if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
+    return `${(bytes / (1024 * 1024)).toFixed(1).replace(/\.0$/, "")} MB`;
+  }
+
+  // The picture type its first bytes say, or null for anything else.
+  function sniff(bytes) {
+    const starts = (offset, ...values) => values.every((v, i) => bytes[offset + i] === v);
+    if (starts(0, 0xff, 0xd8, 0xff)) return "image/jpeg";
+    if (starts(0, 0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return "image/png";
+    if (starts(0, 0x47, 0x49, 0x46, 0x38) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) {
+      return "image/gif";
+    }
+    if (starts(0, 0x52, 0x49, 0x46, 0x46) && starts(8, 0x57, 0x45, 0x42, 0x50)) return "image/webp";
+    return null;
+  }
+
+  // Standard base64 of `bytes`, a chunk at a time: one String.fromCharCode over ten
+  // megabytes would pass that many arguments and overflow the stack. Each chunk is a
+  // multiple of three bytes, so the pieces join without padding in between.
+  function toBase64(bytes) {
+    const CHUNK = 3 * 8192;
+    const pieces = [];
+    for (let i = 0; i < bytes.length; i += CHUNK) {
+      pieces.push(btoa(String.fromCharCode.apply(null, bytes.subarray(i, i + CHUNK))));
+    }
+    return pieces.join("");
+  }
+
+  function pictureName(file) {
+    return file.name || "The pasted picture";
+  }
+
+  // A file as a picture to send, or the reason it cannot be one, in plain words.
+  async function readPicture(file) {
+    const name = pictureName(file);
+    if (file.type && !file.type.startsWith("image/")) {
+      return { refused: `${name} is not a picture: send a JPEG, PNG, WebP or GIF.` };
+    }
+    if (file.size > MAX_PICTURE_BYTES) {
+      return {
+        refused: `${name} is ${formatSize(file.size)}; a picture may be at most ${formatSize(MAX_PICTURE_BYTES)}.`,
+      };
+    }
+    if (file.size === 0) return { refused: `${name} is empty.` };
+    let bytes;
+    try {
+      bytes = new Uint8Array(await file.arrayBuffer());
+    } catch (_) {
+      return { refused: `${name} could not be read.` };
+    }
+    const mediaType = sniff(bytes);
+    if (!mediaType) {
+      return { refused: `${name} is not a picture Baton takes: send a JPEG, PNG, WebP or GIF.` };
+    }
+    return {
+      picture: {
+        name: file.name || "",
+        size: bytes.length,
+        media_type: mediaType,
+        data: toBase64(bytes),
+        blob: file,
+      },
+    };
   }
 
   // ---------------------------------------------------------------------------------
@@ -149,6 +246,12 @@
     labels: new Map(),
     busy: false,
     abort: null,
+    // Pictures waiting in the composer: {name, size, media_type, data, blob, url}.
+    pictures: [],
+    // Files being read; sending waits for them.
+    reading: Promise.resolve(),
+    // Object URLs the conversation shows, freed when it is cleared.
+    shown: [],
   };
 
   function labelOf(agentId) {
@@ -197,7 +300,8 @@
   // One turn in the log: the user's message and everything the stream says about it.
   // ---------------------------------------------------------------------------------
   class Turn {
-    constructor(message) {
+    // `pictures`: what the user sent beside the message, each {src, alt, href}.
+    constructor(message, pictures = []) {
       this.root = el("li", "turn");
       this.root.dataset.state = "streaming";
       this.root.setAttribute("aria-busy", "true");
@@ -207,7 +311,29 @@
       this.noteText = null;
 
       const user = el("div", "user");
-      user.append(el("span", "who", "You"), el("p", "user-text", message));
+      const said = el("div", "user-body");
+      if (pictures.length > 0) {
+        const list = el("ul", "user-pictures");
+        list.setAttribute("aria-label", pictures.length === 1 ? "Your picture" : "Your pictures");
+        for (const p of pictures) {
+          const item = el("li", "user-picture");
+          const link = el("a", "user-picture-link");
+          link.href = p.href || p.src;
+          link.target = "_blank";
+          link.rel = "noopener";
+          const img = el("img", "thumbnail");
+          img.src = p.src;
+          img.alt = p.alt;
+          img.decoding = "async";
+          link.append(img);
+          item.append(link);
+          list.append(item);
+        }
+        said.append(list);
+        user.dataset.pictures = String(pictures.length);
+      }
+      said.append(el("p", "user-text", message));
+      user.append(el("span", "who", "You"), said);
 
       this.assistant = el("section", "assistant");
       this.assistant.setAttribute("aria-label", `${state.assistant.label}'s answer`);
@@ -735,8 +861,11 @@
   // ---------------------------------------------------------------------------------
   // Sending a turn and reading its stream.
   // ---------------------------------------------------------------------------------
-  function requestBody(message) {
+  function requestBody(message, pictures) {
     const body = { message };
+    if (pictures.length > 0) {
+      body.pictures = pictures.map((p) => ({ media_type: p.media_type, data: p.data }));
+    }
     if (state.episodeId) body.episode_id = state.episodeId;
     const mode = $("direct-mode").value;
     if (mode) body.direct_line_mode = mode;
@@ -755,9 +884,22 @@
     return `The server refused the message (HTTP ${response.status}).`;
   }
 
-  async function send(message) {
-    if (state.busy || message.trim() === "") return;
-    await stream(message, "/v1/turns", requestBody(message));
+  async function send(message, pictures = []) {
+    if (state.busy || (message.trim() === "" && pictures.length === 0)) return;
+    const shown = pictures.map((p) => {
+      const src = URL.createObjectURL(p.blob);
+      state.shown.push(src);
+      return { src, alt: p.name ? `Your picture ${p.name}` : "Your picture" };
+    });
+    const refused = () => {
+      // Nothing ran: what was written goes back into an empty composer, to be fixed.
+      const box = $("message");
+      if (box.value === "" && state.pictures.length === 0) {
+        box.value = message;
+        for (const p of pictures) addPending(p);
+      }
+    };
+    await stream(message, "/v1/turns", requestBody(message, pictures), shown, refused);
   }
 
   // The user's answer to what a turn waits for: the resumed turn streams as a new one.
@@ -768,10 +910,10 @@
     await stream(said, `/v1/turns/${encodeURIComponent(turnId)}/resume`, body);
   }
 
-  async function stream(message, path, body) {
+  async function stream(message, path, body, pictures = [], onRefused = null) {
     setBusy(true);
     $("empty").hidden = true;
-    const turn = new Turn(message);
+    const turn = new Turn(message, pictures);
     $("log").append(turn.root);
     turn.root.scrollIntoView({ block: "end" });
 
@@ -787,6 +929,7 @@
       if (!response.ok || !response.body) {
         turn.error(await refusal(response));
         turn.finish("refused");
+        if (onRefused) onRefused();
         return;
       }
       const parser = new SseParser((frame) => {
@@ -846,7 +989,15 @@
     setEpisode(episodeId);
     for (const past of history.turns || []) {
       $("empty").hidden = true;
-      const turn = new Turn(past.user_text || "");
+      // The pictures it sent, as the server keeps them (hidden data removed).
+      const pictures = (past.pictures || [])
+        .filter((p) => p && typeof p.sha256 === "string")
+        .map((p) => {
+          const src = `/v1/episodes/${encodeURIComponent(episodeId)}/pictures/${encodeURIComponent(p.sha256)}`;
+          const size = p.width && p.height ? `, ${p.width} × ${p.height}` : "";
+          return { src, alt: `Your picture (${(p.media_type || "image").replace("image/", "").toUpperCase()}${size})` };
+        });
+      const turn = new Turn(past.user_text || "", pictures);
       $("log").append(turn.root);
       const replayed = [{ type: "response_id", response_id: past.turn_id, episode_id: episodeId }];
       const answers = (past.direct && past.direct.answers) || [];
@@ -991,14 +1142,116 @@
   }
 
   // ---------------------------------------------------------------------------------
+  // The pictures waiting in the composer.
+  // ---------------------------------------------------------------------------------
+  function announce(text) {
+    $("attach-status").textContent = text;
+  }
+
+  function showAttachError(lines) {
+    const node = $("attach-error");
+    node.textContent = lines.join(" ");
+    node.hidden = lines.length === 0;
+  }
+
+  function addPending(picture) {
+    picture.url = URL.createObjectURL(picture.blob);
+    state.pictures.push(picture);
+    renderPending();
+  }
+
+  function removePending(index) {
+    const [gone] = state.pictures.splice(index, 1);
+    if (!gone) return;
+    URL.revokeObjectURL(gone.url);
+    renderPending();
+    announce(`${gone.name || "The picture"} removed. ${plural(state.pictures.length, "picture")} to send.`);
+    // Focus stays in the list (the next picture's Remove), or returns to the message.
+    const buttons = $("attachments").querySelectorAll(".attachment-remove");
+    const next = buttons[Math.min(index, buttons.length - 1)];
+    (next || $("message")).focus();
+  }
+
+  function renderPending() {
+    const list = $("attachments");
+    list.textContent = "";
+    state.pictures.forEach((p, index) => {
+      const name = p.name || "Pasted picture";
+      const item = el("li", "attachment");
+      item.dataset.mediaType = p.media_type;
+      item.title = `${name}, ${formatSize(p.size)}`;
+      const img = el("img", "thumbnail");
+      img.src = p.url;
+      img.alt = `Picture to send: ${name}, ${formatSize(p.size)}`;
+      const remove = el("button", "attachment-remove", "×");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${name}`);
+      remove.addEventListener("click", () => removePending(index));
+      item.append(img, remove);
+      list.append(item);
+    });
+    list.hidden = state.pictures.length === 0;
+    document.body.dataset.pictures = String(state.pictures.length);
+  }
+
+  // Reads `files` into the composer, refusing in plain words what cannot be sent.
+  function addFiles(files) {
+    const incoming = [...files];
+    if (incoming.length === 0) return state.reading;
+    state.reading = state.reading.then(async () => {
+      const problems = [];
+      let added = 0;
+      for (const file of incoming) {
+        if (state.pictures.length >= MAX_PICTURES) {
+          problems.push(`${pictureName(file)} was not added: a message takes at most ${MAX_PICTURES} pictures.`);
+          continue;
+        }
+        const read = await readPicture(file);
+        if (read.refused) {
+          problems.push(read.refused);
+        } else {
+          addPending(read.picture);
+          added += 1;
+        }
+      }
+      showAttachError(problems);
+      if (added > 0) {
+        announce(`${plural(added, "picture")} added. ${plural(state.pictures.length, "picture")} to send.`);
+      }
+    }).catch(() => {
+      // Whatever went wrong, the next message must not wait on it.
+      showAttachError(["The picture could not be added."]);
+    });
+    return state.reading;
+  }
+
+  function imageFiles(transfer) {
+    if (!transfer) return [];
+    const files = [...(transfer.files || [])];
+    if (files.length > 0) return files;
+    return [...(transfer.items || [])]
+      .filter((item) => item.kind === "file")
+      .map((item) => item.getAsFile())
+      .filter(Boolean);
+  }
+
+  // ---------------------------------------------------------------------------------
   // Wiring.
   // ---------------------------------------------------------------------------------
-  function submit() {
+  async function submit() {
+    if (state.busy) return;
+    // A picture still being read goes with this message.
+    await state.reading;
     const box = $("message");
     const message = box.value;
-    if (state.busy || message.trim() === "") return;
+    if (state.busy || (message.trim() === "" && state.pictures.length === 0)) return;
+    const pictures = state.pictures;
+    state.pictures = [];
+    for (const p of pictures) URL.revokeObjectURL(p.url);
+    renderPending();
+    showAttachError([]);
     box.value = "";
-    send(message);
+    send(message, pictures);
   }
 
   function newConversation() {
@@ -1006,8 +1259,47 @@
     setEpisode(null);
     setSticky(null);
     $("log").textContent = "";
+    for (const url of state.shown) URL.revokeObjectURL(url);
+    state.shown = [];
     $("empty").hidden = false;
     $("message").focus();
+  }
+
+  function wirePictures() {
+    const input = $("picture-input");
+    $("attach").addEventListener("click", () => input.click());
+    input.addEventListener("change", () => {
+      addFiles(input.files || []);
+      // The same file chosen again is a new change.
+      input.value = "";
+    });
+    $("message").addEventListener("paste", (e) => {
+      const files = imageFiles(e.clipboardData);
+      if (files.length === 0) return;
+      // Words pasted with the picture still go in the box.
+      if (![...(e.clipboardData.types || [])].includes("text/plain")) e.preventDefault();
+      addFiles(files);
+    });
+    // A file dropped anywhere on the page goes into the composer (a browser would
+    // otherwise leave the page to show it).
+    const composer = $("composer");
+    let leaving = null;
+    const carriesFiles = (e) => e.dataTransfer && [...(e.dataTransfer.types || [])].includes("Files");
+    document.addEventListener("dragover", (e) => {
+      if (!carriesFiles(e)) return;
+      e.preventDefault();
+      e.dataTransfer.dropEffect = "copy";
+      composer.dataset.dropping = "true";
+      clearTimeout(leaving);
+      leaving = setTimeout(() => delete composer.dataset.dropping, 200);
+    });
+    document.addEventListener("drop", (e) => {
+      if (!carriesFiles(e)) return;
+      e.preventDefault();
+      delete composer.dataset.dropping;
+      addFiles(imageFiles(e.dataTransfer));
+      $("message").focus();
+    });
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -1022,6 +1314,7 @@
       }
     });
     $("new-conversation").addEventListener("click", newConversation);
+    wirePictures();
     $("sticky-leave").addEventListener("click", () => {
       if (!state.busy) send(exitDirective());
     });
@@ -1034,5 +1327,5 @@
   });
 
   // For tests and the curious: the parser, to feed it chunks by hand.
-  window.batonConsole = { SseParser, receiptText, formatCost };
+  window.batonConsole = { SseParser, receiptText, formatCost, toBase64, sniff, addFiles };
 })();

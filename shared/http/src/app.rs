@@ -6,7 +6,9 @@ use axum::routing::{get, post};
 
 use crate::error::Error;
 use crate::state::AppState;
-use crate::{account_links, agents, console, episodes, faces, health, hosts, turns};
+use crate::{
+    account_links, agents, console, episode_pictures, episodes, faces, health, hosts, turns,
+};
 
 /// The Baton HTTP app over `state`: every route, the body limit, the allowed hosts and
 /// origins (403), and JSON refusals for unknown paths (404) and methods (405).
@@ -18,6 +20,10 @@ pub fn app(state: AppState) -> Router {
         .route("/v1/turns", post(turns::post_turn))
         .route("/v1/turns/{turn_id}/resume", post(turns::post_resume))
         .route("/v1/episodes/{id}", get(episodes::get_episode))
+        .route(
+            "/v1/episodes/{id}/pictures/{sha256}",
+            get(episode_pictures::get_picture),
+        )
         .route("/v1/agents", get(agents::get_agents))
         .route(
             "/v1/links",

@@ -38,6 +38,35 @@ pub struct TurnBody {
     /// Specialists this turn must consult, by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub must_consult: Vec<String>,
+    /// Pictures sent with the message (D-42).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pictures: Vec<PictureBody>,
+}
+
+/// A picture in a turn body: its bytes in base64, and the type the client says it is
+/// (checked against the bytes, which decide).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PictureBody {
+    /// `image/jpeg`, `image/png`, `image/webp` or `image/gif`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The picture, base64 (standard alphabet, padding optional).
+    pub data: String,
+}
+
+impl TurnBody {
+    /// The pictures' bytes, decoded.
+    ///
+    /// # Errors
+    /// A picture that is not base64, or whose declared type its bytes contradict.
+    pub(crate) fn picture_bytes(&self) -> Result<Vec<baton_core::picture::Bytes>, Error> {
+        self.pictures
+            .iter()
+            .enumerate()
+            .map(|(i, p)| crate::picture::decode(i + 1, &p.data, p.media_type.as_deref()))
+            .collect()
+    }
 }
 
 const REQUIRED: &[&str] = &["message"];
@@ -46,12 +75,19 @@ const BODY_PRINCIPAL: &str = "principal";
 const OPTIONAL: &[&str] = &["episode_id", "turn_id", "locale", "location"];
 const DIRECT_LINE_MODE: &str = "direct_line_mode";
 const MUST_CONSULT: &str = "must_consult";
+const PICTURES: &str = "pictures";
 
 /// Parses a turn body.
-pub(crate) fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error> {
+#[cfg(test)]
+fn parse(headers: &HeaderMap, bytes: &[u8]) -> Result<TurnBody, Error> {
     if !is_json(headers) {
         return Err(Error::ContentType);
     }
+    parse_json(bytes)
+}
+
+/// Parses a turn body whose content type was checked.
+pub(crate) fn parse_json(bytes: &[u8]) -> Result<TurnBody, Error> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
         tracing::debug!(error = %e, "turn body is not JSON");
         Error::MalformedJson
@@ -80,11 +116,12 @@ fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
         let known = REQUIRED.contains(&name.as_str())
             || OPTIONAL.contains(&name.as_str())
             || name == DIRECT_LINE_MODE
-            || name == MUST_CONSULT;
+            || name == MUST_CONSULT
+            || name == PICTURES;
         if !known {
             return Err(Error::InvalidBody(format!(
                 "unknown field {name:?}; the fields are message, episode_id, turn_id, locale, \
-                 location, direct_line_mode and must_consult"
+                 location, direct_line_mode, must_consult and pictures"
             )));
         }
     }
@@ -119,7 +156,28 @@ fn check_fields(fields: &Map<String, Value>) -> Result<(), Error> {
             )));
         }
     }
+    match fields.get(PICTURES) {
+        None => {}
+        Some(Value::Array(pictures)) if pictures.iter().all(is_picture) => {}
+        Some(_) => {
+            return Err(Error::InvalidBody(format!(
+                "{PICTURES:?} must be a list of pictures, each {{\"media_type\": \"image/jpeg\", \"data\": \"<base64>\"}}"
+            )));
+        }
+    }
     Ok(())
+}
+
+/// `{"data": "...", "media_type": "..."}`, the type optional, nothing else.
+fn is_picture(value: &Value) -> bool {
+    let Value::Object(fields) = value else {
+        return false;
+    };
+    fields.get("data").is_some_and(Value::is_string)
+        && fields
+            .get("media_type")
+            .is_none_or(|t| t.is_string() || t.is_null())
+        && fields.keys().all(|k| k == "data" || k == "media_type")
 }
 
 /// `application/json` or `application/<something>+json`, parameters ignored.
@@ -207,6 +265,39 @@ mod tests {
         assert_eq!(message(err), "\"message\" must be a string");
         let err = parse(&json_headers(), br#"{"message":"hi","locale":["x"]}"#).unwrap_err();
         assert_eq!(message(err), "\"locale\" must be a string");
+    }
+
+    #[test]
+    fn pictures_parse_and_bad_ones_are_named() {
+        let body = parse(
+            &json_headers(),
+            br#"{"message":"","pictures":[{"media_type":"image/png","data":"iVBORw0KGgo="},{"data":"iVBORw0KGgo"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(body.pictures.len(), 2);
+        let bytes = body.picture_bytes().unwrap();
+        assert_eq!(&bytes[0][..4], b"\x89PNG");
+        assert_eq!(bytes[0], bytes[1]);
+        for bad in [
+            r#"{"message":"","pictures":"iVBORw0KGgo="}"#,
+            r#"{"message":"","pictures":[{"data":1}]}"#,
+            r#"{"message":"","pictures":[{"data":"x","url":"https://a"}]}"#,
+        ] {
+            let err = parse(&json_headers(), bad.as_bytes()).unwrap_err();
+            assert!(
+                message(err).starts_with("\"pictures\" must be a list of pictures"),
+                "{bad}"
+            );
+        }
+        let lying = parse(
+            &json_headers(),
+            br#"{"message":"","pictures":[{"media_type":"image/jpeg","data":"iVBORw0KGgo="}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            message(lying.picture_bytes().unwrap_err()),
+            "Picture 1 was not taken: it is declared as image/jpeg but its bytes are image/png."
+        );
     }
 
     #[test]

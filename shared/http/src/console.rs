@@ -4,7 +4,8 @@
 //! The page talks to the same `POST /v1/turns` stream as every other client and to
 //! `GET /v1/agents` for the list of specialists. It loads nothing from elsewhere, and the
 //! content security policy below holds it to that: scripts and styles from this origin
-//! only, no inline code, requests to this origin only.
+//! only, no inline code, requests to this origin only, pictures from this origin or from
+//! the page's own memory (`blob:`).
 
 use axum::Router;
 use axum::http::header::{
@@ -21,9 +22,11 @@ const SCRIPT: &str = include_str!("../assets/console.js");
 /// Its style.
 const STYLE: &str = include_str!("../assets/console.css");
 
-/// Same-origin everything, no inline script or style, no framing.
+/// Same-origin everything, no inline script or style, no framing. Pictures may also be
+/// `blob:` URLs: the page shows the pictures a user picked, pasted or dropped from the
+/// bytes it holds, before and after it sends them (D-42), never from elsewhere.
 const POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-                      connect-src 'self'; img-src 'self' data:; base-uri 'none'; \
+                      connect-src 'self'; img-src 'self' data: blob:; base-uri 'none'; \
                       form-action 'none'; frame-ancestors 'none'";
 
 /// The console's routes: `GET /`, `GET /console.js`, `GET /console.css`.
@@ -155,10 +158,30 @@ mod tests {
             r#"id="sticky""#,
             r#"id="agents""#,
             r#"id="new-conversation""#,
+            r#"id="picture-input""#,
+            r#"id="attach""#,
+            r#"id="attachments""#,
         ] {
             assert!(PAGE.contains(id), "{id} missing");
         }
         // The message box has a label for screen readers.
         assert!(PAGE.contains(r#"<label for="message""#));
+    }
+
+    #[test]
+    fn the_policy_lets_the_page_show_its_own_pictures_and_nothing_else() {
+        let img = POLICY
+            .split(';')
+            .map(str::trim)
+            .find(|d| d.starts_with("img-src"))
+            .unwrap();
+        assert_eq!(img, "img-src 'self' data: blob:");
+        for directive in [
+            "script-src 'self'",
+            "connect-src 'self'",
+            "default-src 'none'",
+        ] {
+            assert!(POLICY.contains(directive), "{directive}");
+        }
     }
 }

@@ -10,6 +10,8 @@
 //! Routes:
 //! - `POST /v1/turns`: a [`TurnBody`] in, a `text/event-stream` of the turn's events out;
 //! - `GET /v1/episodes/{id}`: the caller's own episode history as JSON;
+//! - `GET /v1/episodes/{id}/pictures/{sha256}`: a picture the caller sent in it, when the
+//!   state has the store ([`AppState::with_pictures`]);
 //! - `GET /v1/agents`: the assistant, its specialists and its Direct Line settings;
 //! - `GET /healthz`: `{"status":"ok"}` while the process answers (liveness);
 //! - `GET /readyz`: whether turns can run now (the store answers), 200 or 503;
@@ -35,11 +37,13 @@ mod caller;
 mod catalog;
 mod connections;
 mod console;
+mod episode_pictures;
 mod episodes;
 mod error;
 mod faces;
 mod health;
 mod hosts;
+mod picture;
 mod principal;
 mod serve;
 pub mod sse;

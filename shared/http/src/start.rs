@@ -3,11 +3,13 @@
 //! response carries. `turns.rs` is the native route; each face uses this module too.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::Request;
+use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use baton_core::Principal;
 use baton_core::interruption::Reply;
 use baton_runtime::{Conversation, Resume, TurnRejection, TurnRequest, TurnStream};
+use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 use tracing::Instrument as _;
 
 use crate::error::Error;
@@ -26,26 +28,66 @@ const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 /// Asks buffering proxies (nginx) to pass frames through as they come.
 const ACCEL_BUFFERING_HEADER: HeaderName = HeaderName::from_static("x-accel-buffering");
 
-/// Reads a request body within the size limit (the router's `DefaultBodyLimit`) and the
-/// state's body timeout.
+/// Reads the body of a request that may start a turn, within
+/// [`AppState::turn_body_limit`] and the state's body timeout.
 pub(crate) async fn read_body(state: &AppState, request: Request) -> Result<Bytes, Error> {
-    let read = Bytes::from_request(request, state);
+    read_body_within(state, request, state.turn_body_limit()).await
+}
+
+/// Reads a request body within `limit` bytes (413 past it, naming the limit) and the
+/// state's body timeout.
+pub(crate) async fn read_body_within(
+    state: &AppState,
+    request: Request,
+    limit: usize,
+) -> Result<Bytes, Error> {
+    // A body that says it is too large is refused before any of it is read.
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(Error::BodyTooLarge { limit });
+    }
+    let read = Limited::new(request.into_body(), limit).collect();
     let read = match state.body_timeout {
-        Some(limit) => tokio::time::timeout(limit, read)
+        Some(timeout) => tokio::time::timeout(timeout, read)
             .await
             .map_err(|_| Error::BodyTimeout)?,
         None => read.await,
     };
-    read.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Error::BodyTooLarge {
-                limit: state.max_body_bytes,
-            }
-        } else {
-            tracing::info!(error = %rejection.body_text(), "turn body could not be read");
-            Error::UnreadableBody
+    match read {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            Err(Error::BodyTooLarge { limit })
         }
-    })
+        Err(e) => {
+            tracing::info!(error = %e, "request body could not be read");
+            Err(Error::UnreadableBody)
+        }
+    }
+}
+
+/// Body size past which parsing leaves the async threads: megabytes of JSON and base64
+/// (a photo) would hold a thread that other requests need.
+const PARSE_INLINE_BYTES: usize = 64 * 1024;
+
+/// Parses `bytes` with `parse`, on a blocking thread when they are large; `Err` only when
+/// that thread failed.
+pub(crate) async fn parse_body<T: Send + 'static>(
+    bytes: Bytes,
+    parse: impl FnOnce(&[u8]) -> T + Send + 'static,
+) -> Result<T, Error> {
+    if bytes.len() <= PARSE_INLINE_BYTES {
+        return Ok(parse(&bytes));
+    }
+    tokio::task::spawn_blocking(move || parse(&bytes))
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "parsing a request body failed");
+            Error::UnreadableBody
+        })
 }
 
 /// Starts a turn, or resumes one, as the request says (see `Runtime::run_turn`), under a

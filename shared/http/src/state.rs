@@ -23,8 +23,13 @@ pub struct AppState {
     pub principals: Arc<dyn PrincipalSource>,
     /// In-process counters served at `GET /metrics`; the route exists only when set.
     pub metrics: Option<Arc<LocalMetrics>>,
-    /// Largest accepted request body, in bytes (larger ones get 413).
+    /// Largest accepted request body without pictures, in bytes (larger ones get 413); a
+    /// request that starts a turn may add the turn's pictures, in base64
+    /// ([`AppState::turn_body_limit`]).
     pub max_body_bytes: usize,
+    /// The host's own cap on a request (a Lambda function's 6 MB), which no body limit
+    /// passes.
+    pub max_request_bytes: Option<usize>,
     /// Serve the web console at `/` (off unless [`AppState::with_console`]).
     pub console: bool,
     /// How long a request body may take to arrive (none: as long as the host allows).
@@ -52,6 +57,7 @@ impl AppState {
             principals,
             metrics: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_request_bytes: None,
             console: false,
             body_timeout: None,
             trace_continuation: None,
@@ -100,10 +106,29 @@ impl AppState {
         self
     }
 
-    /// Sets the largest accepted request body, in bytes.
+    /// Sets the largest accepted request body without pictures, in bytes.
     pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
         self
+    }
+
+    /// Caps every request at `bytes`, pictures included (the host's own limit).
+    pub fn with_max_request_bytes(mut self, bytes: usize) -> Self {
+        self.max_request_bytes = Some(bytes);
+        self
+    }
+
+    /// The largest body of a request that starts a turn: the body limit plus room for the
+    /// turn's pictures in base64 (D-42), within the host's cap.
+    pub fn turn_body_limit(&self) -> usize {
+        let pictures = self.runtime.config().pictures;
+        let room = if pictures.max_pictures == 0 {
+            0
+        } else {
+            pictures.max_total_bytes.div_ceil(3).saturating_mul(4)
+        };
+        let limit = self.max_body_bytes.saturating_add(room);
+        self.max_request_bytes.map_or(limit, |cap| limit.min(cap))
     }
 }
 
@@ -113,6 +138,7 @@ impl fmt::Debug for AppState {
             .field("entry", &self.runtime.entry().id)
             .field("metrics", &self.metrics.is_some())
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_request_bytes", &self.max_request_bytes)
             .field("console", &self.console)
             .field("body_timeout", &self.body_timeout)
             .finish_non_exhaustive()

@@ -17,7 +17,9 @@ use crate::body;
 use crate::caller::Caller;
 use crate::error::Error;
 use crate::sse;
-use crate::start::{PROTOCOL_HEADER, answering, id_headers, read_body, start};
+use crate::start::{
+    PROTOCOL_HEADER, answering, id_headers, parse_body, read_body, read_body_within, start,
+};
 use crate::state::AppState;
 
 /// The caller is checked first, then the body; the turn runs on its own task, so a client
@@ -30,7 +32,17 @@ pub(crate) async fn post_turn(
     request: Request,
 ) -> Result<Response, Error> {
     let bytes = read_body(&state, request).await?;
-    let body = body::parse(&headers, &bytes)?;
+    if !body::is_json(&headers) {
+        return Err(Error::ContentType);
+    }
+    let (body, pictures) = parse_body(bytes, |bytes| {
+        let mut body = body::parse_json(bytes)?;
+        let pictures = body.picture_bytes()?;
+        // The base64 is done with; the turn may hold the body a while.
+        body.pictures = Vec::new();
+        Ok::<_, Error>((body, pictures))
+    })
+    .await??;
     let request = TurnRequest {
         principal,
         episode_id: body.episode_id,
@@ -45,7 +57,7 @@ pub(crate) async fn post_turn(
         reply_in_words: false,
         face: baton_runtime::FACE_API,
         message_id: None,
-        pictures: Vec::new(),
+        pictures,
     };
     let stream = start(&state, &headers, request, "POST /v1/turns").await?;
     Ok(native(stream))
@@ -102,7 +114,7 @@ pub(crate) async fn post_resume(
             "the turn id in the path is not valid".into(),
         ));
     };
-    let bytes = read_body(&state, request).await?;
+    let bytes = read_body_within(&state, request, state.max_body_bytes).await?;
     if !body::is_json(&headers) {
         return Err(Error::ContentType);
     }

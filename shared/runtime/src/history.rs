@@ -65,6 +65,10 @@ pub struct HistoryTurn {
     /// The client's own id for the user's message, when its face gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// The pictures sent with the user's message, by reference (D-42): each is read back
+    /// at `GET /v1/episodes/{id}/pictures/{sha256}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pictures: Vec<baton_core::picture::PictureRef>,
 }
 
 impl From<&TurnRecord> for HistoryTurn {
@@ -81,6 +85,7 @@ impl From<&TurnRecord> for HistoryTurn {
             privacy: r.privacy.clone(),
             answered: r.routing.answered.clone(),
             message_id: r.message_id.clone(),
+            pictures: r.pictures.clone(),
         }
     }
 }

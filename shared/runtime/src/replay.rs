@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use baton_core::Principal;
-use baton_core::ports::store::{EpisodeMeta, StoreError};
+use baton_core::ports::store::{EpisodeMeta, StoreError, StoredPicture};
 use baton_core::turn::TurnRecord;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::request::{TurnRejection, store_rejection};
+use crate::request::{RejectionKind, TurnRejection, store_rejection};
 use crate::runtime::Runtime;
 
 /// Bodies read at once: enough to hide a remote store's latency, few enough not to flood
@@ -33,6 +33,10 @@ pub struct EpisodeReplay {
     /// rest rather than fail over one payload.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable_bodies: Vec<String>,
+    /// SHA-256 of the pictures the turns name that could not be read back, or whose bytes
+    /// no longer hash to their name, when bodies were asked for (D-42).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_pictures: Vec<String>,
 }
 
 impl Runtime {
@@ -55,6 +59,7 @@ impl Runtime {
             turns,
             bodies: None,
             unreadable_bodies: Vec::new(),
+            unreadable_pictures: Vec::new(),
         };
         if bodies {
             let keys: Vec<&str> = replay
@@ -85,8 +90,72 @@ impl Runtime {
             }
             replay.bodies = Some(found);
             replay.unreadable_bodies = unreadable;
+            replay.unreadable_pictures = self.check_pictures(principal, &replay.turns).await?;
         }
         Ok(replay)
+    }
+
+    /// A picture `principal` sent in `episode_id` (D-42), by its SHA-256, as stored: with
+    /// its hidden data already removed.
+    ///
+    /// # Errors
+    /// `NotFound` for a picture no turn of the episode sent, another principal's, or an
+    /// unknown episode (D-30); the store unavailable.
+    pub async fn picture(
+        &self,
+        principal: &Principal,
+        episode_id: &str,
+        sha256: &str,
+    ) -> Result<StoredPicture, TurnRejection> {
+        match self
+            .inner
+            .store
+            .picture(principal, episode_id, sha256)
+            .await
+        {
+            Ok(picture) => Ok(picture),
+            Err(StoreError::NotFound) => Err(TurnRejection::new(
+                RejectionKind::NotFound,
+                "That picture was not found.",
+            )),
+            Err(e) => Err(store_rejection(e)),
+        }
+    }
+
+    /// The pictures `turns` name that cannot be read back whole: missing, damaged, or with
+    /// bytes that no longer hash to their name.
+    async fn check_pictures(
+        &self,
+        principal: &Principal,
+        turns: &[TurnRecord],
+    ) -> Result<Vec<String>, TurnRejection> {
+        let named: Vec<(&str, &str)> = turns
+            .iter()
+            .flat_map(|t| {
+                t.pictures
+                    .iter()
+                    .map(|p| (t.episode_id.as_str(), p.sha256.as_str()))
+            })
+            .collect();
+        let read: Vec<_> = futures::stream::iter(named)
+            .map(|(episode, sha)| async move {
+                (sha, self.inner.store.picture(principal, episode, sha).await)
+            })
+            .buffered(BODY_READS)
+            .collect()
+            .await;
+        let mut unreadable = Vec::new();
+        for (sha, read) in read {
+            match read {
+                Ok(p) if baton_core::picture::sha256_hex(&p.bytes) == sha => {}
+                Ok(_) | Err(StoreError::NotFound | StoreError::Corrupt(_)) => {
+                    tracing::warn!(sha, "a picture could not be read back whole");
+                    unreadable.push(sha.to_owned());
+                }
+                Err(e) => return Err(store_rejection(e)),
+            }
+        }
+        Ok(unreadable)
     }
 }
 
@@ -102,7 +171,7 @@ mod tests {
     use baton_testkit::registry::TestRegistry;
 
     use super::*;
-    use crate::{RejectionKind, TurnRequest};
+    use crate::TurnRequest;
 
     const SCRIPT: &str = r#"
 agents:

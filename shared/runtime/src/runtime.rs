@@ -256,6 +256,15 @@ fn upstream_problems(
                 chats.join(", ")
             ));
         }
+        // Its service is sent the message's words only (D-42): a card that says it takes
+        // pictures would be passed them for nothing.
+        if !chats.is_empty() && agent.takes_pictures {
+            problems.push(format!(
+                "agent {} takes pictures, but is served by the chat service {}, which is sent words only",
+                agent.id,
+                chats.join(", ")
+            ));
+        }
     }
     problems
 }

@@ -108,3 +108,69 @@ pub fn phone_exif() -> Vec<u8> {
     let _ = writer.write(&mut out, false);
     out.into_inner()
 }
+
+/// What an adversary sends as a picture (D-42): each must be refused, or taken bounded.
+pub mod hostile {
+    use std::io::Cursor;
+
+    use image::codecs::gif::GifEncoder;
+    use image::{Delay, DynamicImage, Frame, ImageFormat, RgbaImage};
+
+    /// A receipt photo cut off halfway, as a dropped upload leaves it.
+    pub fn truncated_jpeg() -> Vec<u8> {
+        let mut photo = super::receipt_photo();
+        photo.truncate(photo.len() / 2);
+        photo
+    }
+
+    /// A PNG of a few hundred bytes whose header claims 100,000 × 100,000 pixels (40 GB
+    /// decoded): refused from its header, never decoded.
+    pub fn png_bomb() -> Vec<u8> {
+        let mut out = Cursor::new(Vec::new());
+        let small = DynamicImage::ImageRgba8(RgbaImage::new(8, 8));
+        // Encoding an in-memory image to a Vec cannot fail.
+        let _ = small.write_to(&mut out, ImageFormat::Png);
+        let mut png = out.into_inner();
+        // The IHDR chunk follows the 8-byte signature: length (4), type (4), width, height.
+        png[16..20].copy_from_slice(&100_000u32.to_be_bytes());
+        png[20..24].copy_from_slice(&100_000u32.to_be_bytes());
+        let crc = crc32(&png[12..29]);
+        png[29..33].copy_from_slice(&crc.to_be_bytes());
+        png
+    }
+
+    /// A GIF of `frames` tiny frames.
+    pub fn gif_of_frames(frames: u32) -> Vec<u8> {
+        let mut gif = Vec::new();
+        {
+            let mut encoder = GifEncoder::new(&mut gif);
+            let frames = (0..frames).map(|i| {
+                let shade = u8::try_from(i % 250).unwrap_or(0);
+                Frame::from_parts(
+                    RgbaImage::from_pixel(2, 2, image::Rgba([shade, 0, 0, 255])),
+                    0,
+                    0,
+                    Delay::from_numer_denom_ms(10, 1),
+                )
+            });
+            let _ = encoder.encode_frames(frames);
+        }
+        gif
+    }
+
+    /// The CRC-32 of PNG chunks (ISO 3309), bit by bit: a test needs one.
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for byte in bytes {
+            crc ^= u32::from(*byte);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xEDB8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+}

@@ -359,6 +359,26 @@ impl FakeRequest {
             })
     }
 
+    /// The images the request sends, as `(format, bytes)`, in order (an image whose bytes
+    /// are not base64 is left out).
+    pub fn images(&self) -> Vec<(String, Vec<u8>)> {
+        use base64::Engine as _;
+        self.messages()
+            .iter()
+            .filter_map(|m| m.get("content")?.as_array())
+            .flatten()
+            .filter_map(|c| c.get("image"))
+            .filter_map(|image| {
+                let format = image["format"].as_str().unwrap_or_default().to_owned();
+                let encoded = image.pointer("/source/bytes").and_then(Value::as_str)?;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .ok()?;
+                Some((format, bytes))
+            })
+            .collect()
+    }
+
     /// Whether the last message holds tool results.
     pub fn last_has_tool_results(&self) -> bool {
         !self.last_tool_results().is_empty()

@@ -85,11 +85,19 @@ async fn a_principal_in_the_body_is_ignored_and_the_auth_context_wins() {
 #[tokio::test]
 async fn a_body_over_the_limit_is_refused_with_413() {
     let function = function_with(SHOP_SCRIPT, &[("BATON_MAX_BODY_BYTES", "64")]).await;
-    let long = format!(r#"{{"message":"{}"}}"#, "coffee ".repeat(20));
+    // A turn's body may add its pictures' room to the limit (D-42), up to Lambda's 6 MB.
+    let long = format!(r#"{{"message":"{}"}}"#, "coffee ".repeat(1_000_000));
     let event = with_body(event_json("function-url-turn.json"), &long);
     let (out, _) = invoke(&function, &event).await;
     assert_eq!(out.status, 413);
     assert_eq!(out.error().0, "body_too_large");
+    assert!(
+        out.error()
+            .1
+            .contains(&baton_turn::LAMBDA_MAX_REQUEST_BYTES.to_string()),
+        "{}",
+        out.body
+    );
 }
 
 #[tokio::test]

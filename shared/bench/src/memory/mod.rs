@@ -45,7 +45,7 @@ fn round(x: f64, digits: i32) -> f64 {
 
 /// The registry: `--registry`, else `shared/registry` under the working directory, else
 /// the one in this checkout.
-fn registry_root(args: &Args) -> PathBuf {
+pub(crate) fn registry_root(args: &Args) -> PathBuf {
     if let Some(r) = &args.registry {
         return r.clone();
     }

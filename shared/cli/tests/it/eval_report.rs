@@ -64,7 +64,7 @@ async fn the_html_reports_confusion_matrix_and_the_junit_counts_match_the_json_r
         m["failed"].as_u64().unwrap(),
         m["errored"].as_u64().unwrap(),
     );
-    assert_eq!(cases, 43, "{m}");
+    assert_eq!(cases, 47, "{m}");
 
     // JUnit: the same counts, overall and for the suite, one testcase per case.
     let xml = std::fs::read_to_string(&junit).unwrap();

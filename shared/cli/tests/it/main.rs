@@ -24,6 +24,7 @@ mod mcp_conformance;
 mod dynamodb;
 mod offline;
 mod openai_sdk;
+mod pictures;
 mod planner;
 mod replay;
 mod serve;

@@ -251,6 +251,8 @@ fn baton_mcp_answers_every_bad_line_and_goes_on() {
     let mut child = sandbox
         .baton()
         .args(["--registry", registry(), "--model", "offline", "mcp"])
+        // No pictures: a line has no room beyond `max_body_bytes` (D-42).
+        .env("BATON_MAX_PICTURES", "0")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -234,3 +234,70 @@ fn after_compaction_the_replay_says_how_far_the_summary_reaches() {
     assert!(out.contains(&format!("── Turn {upto} · ")), "{out}");
     assert!(out.contains("── Turn 8 · "), "{out}");
 }
+
+/// A turn sent with a photo (`baton chat --image`) is replayed with its picture's
+/// reference; `--bodies` reads the picture back and checks it, and `--save-pictures`
+/// writes it as stored: the same bytes the turn committed, with none of what the photo hid.
+#[test]
+fn a_turn_with_a_picture_is_replayed_with_it_and_its_picture_saved_as_stored() {
+    let sandbox = Sandbox::new();
+    let photo = sandbox.path().join("receipt.jpg");
+    std::fs::write(&photo, baton_testkit::pictures::receipt_photo()).unwrap();
+    let run: Run = sandbox
+        .baton()
+        .env("BATON_COMPACT_AFTER_TURN", "false")
+        .args(["chat", "--registry", registry(), "--json", "--image"])
+        .arg(&photo)
+        .arg("this one didn't scan")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let episode = episode_of(&events(&run.stdout));
+
+    let json = replay_json(&sandbox, &[&episode]);
+    let picture = &json["turns"][0]["pictures"][0];
+    assert_eq!(picture["media_type"], "image/jpeg", "{json:#}");
+    assert_eq!(
+        (picture["width"].as_u64(), picture["height"].as_u64()),
+        (Some(360), Some(900))
+    );
+    let sha = picture["sha256"].as_str().unwrap().to_owned();
+
+    let saved = sandbox.path().join("saved");
+    let text = replay(
+        &sandbox,
+        &[
+            "--bodies",
+            "--save-pictures",
+            saved.to_str().unwrap(),
+            &episode,
+        ],
+    );
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stdout.contains("[picture 1: image/jpeg, 360×900, "),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains(&sha), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("1 picture read back whole"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("removed from the pictures: location (GPS)"),
+        "{}",
+        text.stdout
+    );
+    let bytes = std::fs::read(saved.join("1-1.jpg")).unwrap();
+    assert_eq!(baton_core::picture::sha256_hex(&bytes), sha);
+    for secret in baton_testkit::pictures::SECRETS {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret} survived"
+        );
+    }
+}

@@ -375,6 +375,40 @@ fn a_turn_arrives_in_a_real_otlp_receiver_as_one_tree() {
         "an e-mail address was exported"
     );
 
+    // A turn with a phone's photo, content captured: nothing the photo hid (its GPS
+    // position, owner, device) reaches a span (D-42).
+    let photo = sandbox.path().join("receipt.jpg");
+    std::fs::write(&photo, baton_testkit::pictures::receipt_photo()).unwrap();
+    let run: Run = sandbox
+        .baton()
+        .args([
+            "chat",
+            "--registry",
+            registry(),
+            "--model",
+            "offline",
+            "--image",
+        ])
+        .arg(&photo)
+        .arg("this photo of my receipt didn't scan")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{run:?}");
+    let with_photo = |s: &Value| {
+        is_root(s) && attr_str(s, "gen_ai.input.messages").is_some_and(|m| m.contains("this photo"))
+    };
+    let spans = wait_for(&phoenix, |spans| spans.iter().any(with_photo));
+    let text = serde_json::to_string(&spans).unwrap();
+    for secret in baton_testkit::pictures::SECRETS {
+        assert!(
+            !text.contains(secret),
+            "{secret:?} from the photo was exported"
+        );
+    }
+
     // `baton serve`: a request carrying a W3C `traceparent` continues the caller's trace.
     let serving = Serving::start(
         &sandbox,
@@ -608,12 +642,16 @@ fn requests_are_server_spans_remote_calls_client_spans_and_a_resume_links_to_its
     let client_named = |s: &baton_tests::otlp_receiver::ReceivedSpan| {
         s.kind == 3 && s.name == "http redeem_points"
     };
+    // The spans leave in batches: wait for the last request's and the ledger call's.
     assert!(
-        receiver.wait_for(Duration::from_secs(30), |r| r
-            .spans()
-            .iter()
-            .any(client_named)),
-        "no CLIENT span for the ledger: {:?}",
+        receiver.wait_for(Duration::from_secs(30), |r| {
+            let spans = r.spans();
+            spans.iter().any(client_named)
+                && spans
+                    .iter()
+                    .any(|s| s.name == "POST /v1/turns/{turn_id}/resume")
+        }),
+        "no CLIENT span for the ledger, or no span for the resume: {:?}",
         receiver.span_names()
     );
     let spans = receiver.spans();

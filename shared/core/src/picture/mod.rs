@@ -88,6 +88,9 @@ pub struct PictureLimits {
     pub max_pixels: u64,
     /// Its longer side, in pixels.
     pub max_side: u32,
+    /// Bytes of all of a turn's pictures together, as sent (what a request body must
+    /// make room for).
+    pub max_total_bytes: usize,
 }
 
 impl Default for PictureLimits {
@@ -97,6 +100,7 @@ impl Default for PictureLimits {
             max_bytes: 10 * 1024 * 1024,
             max_pixels: 25_000_000,
             max_side: 10_000,
+            max_total_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -252,6 +256,14 @@ pub enum PictureError {
         /// The limit on a side.
         limit_side: u32,
     },
+    /// More bytes in all of a turn's pictures than a turn takes.
+    #[error("the pictures are {bytes} bytes together; the limit is {limit} bytes")]
+    TooLargeTogether {
+        /// Their bytes.
+        bytes: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// No bytes.
     #[error("the picture is empty")]
     Empty,
@@ -261,6 +273,17 @@ pub enum PictureError {
     /// A picture that does not decode.
     #[error("the picture is damaged or cut short: {0}")]
     Damaged(String),
+    /// A declared type that is not one of the formats taken.
+    #[error("{0:?} is not a type Baton takes: send a JPEG, PNG, WebP or GIF")]
+    TypeNotTaken(String),
+    /// A declared type its bytes contradict.
+    #[error("it is declared as {declared} but its bytes are {actual}")]
+    NotWhatItSays {
+        /// The type the client named.
+        declared: MediaType,
+        /// The type the bytes are.
+        actual: MediaType,
+    },
 }
 
 /// Takes one picture: checks it, removes its hidden data and names it (see the module).
@@ -282,8 +305,7 @@ pub fn take(bytes: &[u8], limits: &PictureLimits) -> Result<Picture, PictureErro
     check::within(width, height, limits)?;
     let stripped = strip::strip(Bytes::copy_from_slice(bytes), media_type, limits)?;
     check::decodes(&stripped.bytes, stripped.media_type, limits)?;
-    let sha256 =
-        crate::principal::hex_onto(String::with_capacity(64), &Sha256::digest(&stripped.bytes));
+    let sha256 = sha256_hex(&stripped.bytes);
     Ok(Picture {
         media_type: stripped.media_type,
         width,
@@ -294,23 +316,63 @@ pub fn take(bytes: &[u8], limits: &PictureLimits) -> Result<Picture, PictureErro
     })
 }
 
-/// Takes a turn's pictures, each as `take` does, refusing more than the limit first.
+/// The SHA-256 of `bytes` in lower-case hex: a picture's name.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    crate::principal::hex_onto(String::with_capacity(64), &Sha256::digest(bytes))
+}
+
+/// Checks the type a client declared for a picture against its bytes, which alone decide
+/// what it is: a client that says PNG and sends a JPEG is told so rather than believed or
+/// silently corrected. `application/octet-stream` declares nothing. Bytes in no format
+/// taken are left for [`take`] to refuse.
 ///
 /// # Errors
-/// The first picture refused (its place is in the message: "picture 2: ...").
+/// A declared type not taken, or one the bytes contradict.
+pub fn check_declared(bytes: &[u8], declared: &str) -> Result<(), PictureError> {
+    let base = declared.split(';').next().unwrap_or("").trim();
+    if base.is_empty() || base.eq_ignore_ascii_case("application/octet-stream") {
+        return Ok(());
+    }
+    let declared = MediaType::parse(base).ok_or_else(|| PictureError::TypeNotTaken(base.into()))?;
+    match check::sniff(bytes) {
+        Some(actual) if actual != declared => Err(PictureError::NotWhatItSays { declared, actual }),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a turn's pictures, as sent, are within the limits on their number and their
+/// bytes together (each is checked on its own by [`take`]).
+///
+/// # Errors
+/// Too many pictures, or too many bytes together.
+pub fn within_turn(sizes: &[usize], limits: &PictureLimits) -> Result<(), PictureError> {
+    if sizes.len() > limits.max_pictures {
+        return Err(PictureError::TooMany {
+            count: sizes.len(),
+            limit: limits.max_pictures,
+        });
+    }
+    let bytes = sizes.iter().sum::<usize>();
+    if bytes > limits.max_total_bytes {
+        return Err(PictureError::TooLargeTogether {
+            bytes,
+            limit: limits.max_total_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// Takes a turn's pictures, each as `take` does, refusing more than the limits first.
+///
+/// # Errors
+/// The first picture refused (its place is in the message: "picture 2: ..."; 0 for the
+/// turn's limits).
 pub fn take_all<'a>(
-    pictures: impl ExactSizeIterator<Item = &'a [u8]>,
+    pictures: impl ExactSizeIterator<Item = &'a [u8]> + Clone,
     limits: &PictureLimits,
 ) -> Result<Vec<Picture>, (usize, PictureError)> {
-    if pictures.len() > limits.max_pictures {
-        return Err((
-            0,
-            PictureError::TooMany {
-                count: pictures.len(),
-                limit: limits.max_pictures,
-            },
-        ));
-    }
+    let sizes: Vec<usize> = pictures.clone().map(<[u8]>::len).collect();
+    within_turn(&sizes, limits).map_err(|e| (0, e))?;
     pictures
         .enumerate()
         .map(|(i, bytes)| take(bytes, limits).map_err(|e| (i + 1, e)))

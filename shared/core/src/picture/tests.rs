@@ -318,6 +318,40 @@ fn the_type_comes_from_the_bytes() {
     assert_eq!(MediaType::parse("IMAGE/JPG"), Some(MediaType::Jpeg));
     assert_eq!(MediaType::parse("image/png; q=1"), Some(MediaType::Png));
     assert_eq!(MediaType::parse("image/tiff"), None);
+    // Declared types are checked against the bytes, never believed.
+    assert_eq!(
+        check_declared(&jpeg, "image/png"),
+        Err(PictureError::NotWhatItSays {
+            declared: MediaType::Png,
+            actual: MediaType::Jpeg
+        })
+    );
+    assert_eq!(check_declared(&jpeg, "image/jpg"), Ok(()));
+    assert_eq!(check_declared(&jpeg, "application/octet-stream"), Ok(()));
+    assert_eq!(
+        check_declared(&jpeg, "image/heic"),
+        Err(PictureError::TypeNotTaken("image/heic".into()))
+    );
+    assert_eq!(
+        check_declared(&jpeg, "image/heic").map_err(|e| e.to_string()),
+        Err("\"image/heic\" is not a type Baton takes: send a JPEG, PNG, WebP or GIF".into())
+    );
+}
+
+#[test]
+fn a_turn_takes_its_pictures_within_a_total() {
+    let limits = PictureLimits {
+        max_total_bytes: 100,
+        ..PictureLimits::default()
+    };
+    assert_eq!(within_turn(&[60, 40], &limits), Ok(()));
+    assert_eq!(
+        within_turn(&[60, 41], &limits),
+        Err(PictureError::TooLargeTogether {
+            bytes: 101,
+            limit: 100
+        })
+    );
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 pub use types::{
     Agent, AgentLimits, AgentRole, Block, BlockOwner, Fastpath, Orchestration, OrchestrationMode,
-    Planner, Routing, StatusMessage, StatusMessages, StatusPolicy, Tuning,
+    PICTURES_ARG, Planner, Routing, StatusMessage, StatusMessages, StatusPolicy, Tuning,
 };
 // The registry resolves these, and they are known by their registry names; each lives with
 // the lower module it belongs to.

@@ -46,6 +46,9 @@ pub(crate) struct RawCard {
     /// Whether the specialist may ask the user a question mid-task (D-36).
     #[serde(default)]
     pub(crate) asks_user: bool,
+    /// Whether its orchestrator may pass it the pictures the user sent (D-42).
+    #[serde(default)]
+    pub(crate) takes_pictures: bool,
     // Orchestrator-only fields.
     #[serde(default)]
     pub(crate) composition: Option<String>,

@@ -260,6 +260,10 @@ pub enum BlockOwner {
     Vertical,
 }
 
+/// The `ask_<id>` argument that names which of the message's pictures go to a card that
+/// takes pictures: numbers from 1, in the order the user sent them (D-42).
+pub const PICTURES_ARG: &str = "pictures";
+
 /// A validated agent card.
 #[derive(Debug, Clone)]
 pub struct Agent {
@@ -295,6 +299,10 @@ pub struct Agent {
     /// Whether it may ask the user a question mid-task (`asks_user: true`): it is then
     /// offered the `ask_user` tool, and its question pauses the turn (D-36).
     pub asks_user: bool,
+    /// Whether its orchestrator may pass it the pictures the user sent with the message
+    /// (`takes_pictures: true`): its `ask_<id>` tool then has the [`PICTURES_ARG`]
+    /// argument, and a Direct Line message to it carries them (D-42).
+    pub takes_pictures: bool,
     /// Tools as the model sees them: its own tools (and `ask_user`), then one `ask_<id>`
     /// per sub-agent.
     pub model_tools: Arc<[ToolDef]>,
@@ -316,6 +324,57 @@ impl Agent {
     /// The arguments do not satisfy the schema.
     pub fn check_ask_args(&self, args: &serde_json::Value) -> Result<(), String> {
         check_with(&self.ask_validator, args)
+    }
+
+    /// The pictures an `ask_<id>` call passes on, as indexes into the `sent` pictures of
+    /// the message, in the order the call names them (each once). A card that takes no
+    /// pictures gets none, whatever the call says: its tool has no such argument, and a
+    /// picture must never reach a specialist whose card did not ask for them.
+    ///
+    /// # Errors
+    /// A number that names no picture of the message, in words the orchestrator's model
+    /// reads as the call's result.
+    pub fn pictures_passed(
+        &self,
+        args: &serde_json::Value,
+        sent: usize,
+    ) -> Result<Vec<usize>, String> {
+        let Some(named) = args.get(PICTURES_ARG).filter(|_| self.takes_pictures) else {
+            return Ok(Vec::new());
+        };
+        let Some(named) = named.as_array() else {
+            return Err(format!(
+                "{PICTURES_ARG} must be a list of picture numbers, from 1"
+            ));
+        };
+        let mut passed = Vec::with_capacity(named.len());
+        for n in named {
+            let index = n
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| (1..=sent).contains(n))
+                .map(|n| n - 1);
+            match index {
+                Some(i) if !passed.contains(&i) => passed.push(i),
+                Some(_) => {}
+                None if sent == 0 => {
+                    return Err(format!(
+                        "{PICTURES_ARG}: {n} names no picture; this message has none"
+                    ));
+                }
+                None => {
+                    let has = if sent == 1 {
+                        "1 picture, numbered 1".to_owned()
+                    } else {
+                        format!("{sent} pictures, numbered 1 to {sent}")
+                    };
+                    return Err(format!(
+                        "{PICTURES_ARG}: {n} names no picture; this message has {has}"
+                    ));
+                }
+            }
+        }
+        Ok(passed)
     }
 
     /// How a Direct Line directive may name it: its id and label.

@@ -7,6 +7,7 @@ mod a2a;
 mod agui;
 mod mcp;
 mod openai;
+mod pictures;
 mod refusals;
 mod resume;
 mod routes;

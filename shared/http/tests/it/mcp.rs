@@ -424,8 +424,13 @@ async fn every_route_refuses_a_foreign_host_and_a_foreign_origin() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_refused_as_on_every_route() {
+    // No pictures: a turn's body has no room beyond the limit (D-42).
     let state = Rig {
         max_body_bytes: Some(64),
+        pictures: baton_core::picture::PictureLimits {
+            max_pictures: 0,
+            ..Default::default()
+        },
         ..Rig::default()
     }
     .state();

@@ -89,8 +89,13 @@ async fn a_wrong_content_type_is_400() {
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_413() {
+    // No pictures: a turn's body has no room beyond the limit (D-42).
     let state = Rig {
         max_body_bytes: Some(64),
+        pictures: baton_core::picture::PictureLimits {
+            max_pictures: 0,
+            ..Default::default()
+        },
         ..Rig::default()
     }
     .state();

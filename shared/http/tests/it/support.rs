@@ -181,6 +181,8 @@ pub(crate) struct Rig {
     pub(crate) default_principal: Option<&'static str>,
     pub(crate) max_body_bytes: Option<usize>,
     pub(crate) max_message_chars: usize,
+    /// The pictures' limits, which widen the body limit of a turn (D-42).
+    pub(crate) pictures: baton_core::picture::PictureLimits,
     pub(crate) metrics: bool,
 }
 
@@ -193,6 +195,7 @@ impl Default for Rig {
             default_principal: Some("alice"),
             max_body_bytes: None,
             max_message_chars: 4_000,
+            pictures: baton_core::picture::PictureLimits::default(),
             metrics: true,
         }
     }
@@ -205,11 +208,12 @@ impl Rig {
         let runtime =
             Runtime::builder(Arc::new(self.registry.load().expect("test registry loads")))
                 .model_override(model)
-                .store(self.store)
+                .store(self.store.clone())
                 .connector("test", Arc::new(ConfiguredConnector))
                 .metrics(metrics.clone())
                 .config(RuntimeConfig {
                     max_message_chars: self.max_message_chars,
+                    pictures: self.pictures,
                     ..RuntimeConfig::default()
                 })
                 .build()

@@ -48,6 +48,19 @@ pub(crate) fn user_pictures(
         })
 }
 
+/// How many pictures the user's latest message carries, those sent without their bytes
+/// too (a transcript read back): the numbers an `ask_<id>` call names them by.
+pub(crate) fn user_picture_count(request: &ModelRequest) -> usize {
+    user_turn(request)
+        .and_then(|(i, _)| request.messages.get(i))
+        .map_or(0, |m| {
+            m.content
+                .iter()
+                .filter(|c| matches!(c, Content::Picture { .. }))
+                .count()
+        })
+}
+
 /// Messages after the user's latest text (the whole conversation when there is none).
 fn since_user_turn(request: &ModelRequest) -> &[Message] {
     match user_turn(request) {

@@ -19,8 +19,10 @@ use super::worker_reply;
 /// A deterministic stand-in for a language model: no network, same input, same output.
 ///
 /// It is not a language model. Orchestrators route by ranking each clause of the user's
-/// message against their sub-agents' descriptions, routing examples and keywords (BM25);
-/// sub-agents call the tool whose name and description best match the query and phrase
+/// message against their sub-agents' descriptions, routing examples and keywords (BM25),
+/// or, when the words match nobody, a description of the message's pictures; every
+/// specialist routed to whose card takes pictures is passed all of them (D-42); sub-agents
+/// call the tool whose name and description best match the query and phrase
 /// its records through the tool's `result_template`; composition joins the sub-agents'
 /// answers by template; a summary lists the ids, names and requests it was given. Meant for local runs, demos and tests of everything around the
 /// model.

@@ -8,14 +8,15 @@ use std::sync::Arc;
 
 use baton_core::guard::fastpath;
 use baton_core::ports::model::{CallPurpose, ModelRequest, ToolChoice, ToolDef};
-use baton_core::registry::Agent;
+use baton_core::registry::{Agent, PICTURES_ARG};
 use serde_json::{Value, json};
 
 use super::args::fill_object;
 use super::bm25::{Bm25, terms};
 use super::chunks::Reply;
 use super::conversation::{
-    calls_since_user_turn, join_labels, next_call_number, user_pictures, user_turn,
+    calls_since_user_turn, join_labels, next_call_number, user_picture_count, user_pictures,
+    user_turn,
 };
 use super::looks;
 use super::segment::{self, Span};
@@ -185,7 +186,14 @@ pub(crate) fn respond(router: &Router, request: &ModelRequest, reply: &mut Reply
                 reply.text(&format!("Let me check with {label}."));
             }
             let schema = offered.iter().find(|t| *t.name == **name);
-            let args = ask_args(schema.map(|t| &*t.input_schema), text, 1);
+            let mut args = ask_args(schema.map(|t| &*t.input_schema), text, 1);
+            if let Some(agent) = router
+                .agents
+                .iter()
+                .find(|a| a.ask_tool_name() == name.as_str())
+            {
+                pass_pictures(&mut args, agent, request);
+            }
             reply.tool_call(call_id(request, 0), name, &args);
             return;
         }
@@ -255,9 +263,11 @@ pub(crate) fn respond(router: &Router, request: &ModelRequest, reply: &mut Reply
         join_labels(&chosen)
     ));
     for (n, call) in calls.iter().enumerate() {
-        let ask = router.agents[call.agent].ask_tool_name();
+        let agent = &router.agents[call.agent];
+        let ask = agent.ask_tool_name();
         let schema = offered.iter().find(|t| *t.name == *ask);
-        let args = ask_args(schema.map(|t| &*t.input_schema), &call.query, intent_count);
+        let mut args = ask_args(schema.map(|t| &*t.input_schema), &call.query, intent_count);
+        pass_pictures(&mut args, agent, request);
         reply.tool_call(call_id(request, n), ask, &args);
     }
 }
@@ -272,6 +282,21 @@ fn ask_args(schema: Option<&Value>, query: &str, intent_count: usize) -> Value {
     args.insert("query".into(), json!(query));
     args.insert("intent_count".into(), json!(intent_count));
     Value::Object(args)
+}
+
+/// Passes every picture of the user's message to `agent` when its card takes pictures
+/// (D-42): the offline model cannot tell which picture belongs to which request, so each
+/// specialist it routes to that takes pictures gets all of them, numbered 1 to n in the
+/// order sent; one that takes none gets no `pictures` argument, nor does a message
+/// without pictures. Deterministic, like the rest of its routing.
+fn pass_pictures(args: &mut Value, agent: &Agent, request: &ModelRequest) {
+    let sent = user_picture_count(request);
+    if !agent.takes_pictures || sent == 0 {
+        return;
+    }
+    if let Value::Object(args) = args {
+        args.insert(PICTURES_ARG.into(), json!((1..=sent).collect::<Vec<_>>()));
+    }
 }
 
 /// What the orchestrator says when it calls nobody: a friendly reply to small talk, else

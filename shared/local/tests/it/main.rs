@@ -5,5 +5,6 @@
 mod about_the_user;
 mod embedded_store;
 mod pictures;
+mod pictures_passed;
 mod shipped;
 mod small_talk;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use baton_core::events::Event;
 use baton_core::ports::connector::{Connector, ConnectorError, ConnectorRequest, Envelope};
+use baton_core::ports::model::Model;
 use baton_inproc::HeapStore;
 use baton_local::offline::OfflineModel;
 use baton_runtime::registry_folder::{load_sources, read_sources};
@@ -36,6 +37,14 @@ pub(crate) fn runtime() -> Runtime {
 
 /// [`runtime`] over `store`, which the test keeps to read the journal.
 pub(crate) fn runtime_over(store: Arc<HeapStore>) -> Runtime {
+    runtime_around(store, |offline| Arc::new(offline))
+}
+
+/// [`runtime_over`] with the offline model handed to `wrap` first (a test's recorder).
+pub(crate) fn runtime_around(
+    store: Arc<HeapStore>,
+    wrap: impl FnOnce(OfflineModel) -> Arc<dyn Model>,
+) -> Runtime {
     let root = baton_testkit::crate_dir().join("../registry");
     let connectors: BTreeMap<String, Arc<dyn Connector>> =
         ["fixture", "rate_table", "a2a", "http", "mcp"]
@@ -45,7 +54,7 @@ pub(crate) fn runtime_over(store: Arc<HeapStore>) -> Runtime {
     let sources = read_sources(&root).unwrap();
     let registry = Arc::new(load_sources(&sources, &connectors, &Default::default()).unwrap());
     Runtime::builder(registry.clone())
-        .model_override(Arc::new(OfflineModel::new(registry)))
+        .model_override(wrap(OfflineModel::new(registry)))
         .store(store)
         .connectors(connectors)
         .build()

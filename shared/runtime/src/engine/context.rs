@@ -178,6 +178,17 @@ impl TurnCtx {
         ok
     }
 
+    /// The message's pictures that go with it when the runtime, not the orchestrator, hands
+    /// the user's message to `agent` (the Direct Line, a fallback, an obligation): all of
+    /// them to a card that takes pictures, none to another (D-42).
+    pub(crate) fn all_pictures_for(&self, agent: &baton_core::registry::Agent) -> Vec<usize> {
+        if agent.takes_pictures {
+            (0..self.asked.pictures.len()).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
     /// The label of a card.
     pub(crate) fn label_of(&self, agent_id: &str) -> String {
         self.inner

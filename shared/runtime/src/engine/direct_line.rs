@@ -252,6 +252,9 @@ pub(crate) async fn run(ctx: &TurnCtx, turn: DirectTurn) -> Outcome {
         .into_iter()
         .enumerate()
         .map(|(i, agent)| AgentJob {
+            // The user's message goes as it was sent: its pictures too, to a card that
+            // takes them (D-42).
+            pictures: ctx.all_pictures_for(&agent),
             agent,
             call_id: format!("direct_{i}"),
             query: turn.payload.clone(),

@@ -264,6 +264,9 @@ pub(super) async fn resume(
             prior_context: saved.prior_context,
             extra: saved.extra,
             worker: None,
+            // What it was shown is in its kept conversation; this turn's message is the
+            // user's reply.
+            pictures: Vec::new(),
         });
         results.push(AgentResult {
             status: saved.status.unwrap_or(AgentStatus::Awaiting),

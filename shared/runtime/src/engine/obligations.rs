@@ -87,6 +87,7 @@ pub(crate) async fn enforce(ctx: &TurnCtx, plan: &mut Plan, iterations: &mut u32
                     prior_context: None,
                     extra: Default::default(),
                     worker: None,
+                    pictures: ctx.all_pictures_for(&agent),
                 };
                 (job, ObligationMet::ByRuntime)
             }

@@ -161,14 +161,11 @@ async fn take_pictures(
         return Ok(Vec::new());
     }
     let limits = inner.config.pictures;
-    if sent.len() > limits.max_pictures {
+    let sizes: Vec<usize> = sent.iter().map(|b| b.len()).collect();
+    if let Err(e) = baton_core::picture::within_turn(&sizes, &limits) {
         return Err(TurnRejection::new(
             RejectionKind::TooLarge,
-            format!(
-                "{} pictures were sent; a message takes at most {}.",
-                sent.len(),
-                limits.max_pictures
-            ),
+            format!("The pictures were not taken: {e}."),
         ));
     }
     let busy = || {

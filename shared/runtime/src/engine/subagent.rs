@@ -9,6 +9,7 @@ use baton_core::interruption::{
 };
 use baton_core::json_text::JsonText;
 use baton_core::message::{AnsweredCall, Message, ToolResultStatus, tool_exchange};
+use baton_core::picture::Picture;
 use baton_core::ports::model::{CallPurpose, ModelError};
 use baton_core::registry::Agent;
 use baton_core::tool_result::{DataStatus, ToolData};
@@ -47,7 +48,7 @@ pub(crate) async fn run(
         return;
     }
     let mut request = opening_request(ctx, job);
-    request.messages.push(Message::user(job.query.clone()));
+    request.messages.push(asked(ctx, job));
     let mut data_outcomes: Vec<DataStatus> = Vec::new();
     tool_loop(
         ctx,
@@ -60,6 +61,22 @@ pub(crate) async fn run(
         started,
     )
     .await;
+}
+
+/// What the sub-agent is asked: its query, after the pictures it is passed (D-42), as the
+/// orchestrator's model gets them (a model that cannot see is told of them in words, in
+/// `model_call`).
+fn asked(ctx: &TurnCtx, job: &AgentJob) -> Message {
+    if job.pictures.is_empty() {
+        return Message::user(job.query.clone());
+    }
+    let pictures: Vec<Picture> = job
+        .pictures
+        .iter()
+        .filter_map(|&i| ctx.asked.pictures.get(i))
+        .cloned()
+        .collect();
+    Message::user_with_pictures(job.query.clone(), &pictures)
 }
 
 /// The request a sub-agent starts from: its system prompt and its own history. A planned

@@ -257,6 +257,7 @@ fn stopped(ctx: &TurnCtx, ended: Result<(), TurnOutcome>, work: &mut Work) {
                     prior_context: None,
                     extra: serde_json::Map::new(),
                     worker: None,
+                    pictures: Vec::new(),
                 });
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use baton_core::interruption::{Awaiting, WaitingAgent};
 use baton_core::json_text::JsonText;
 use baton_core::plan::PendingPlan;
-use baton_core::registry::Agent;
+use baton_core::registry::{Agent, PICTURES_ARG};
 use baton_core::turn::{AgentStatus, DirectExchange, PendingCall, TurnOutcome};
 use serde_json::Value;
 
@@ -34,6 +34,9 @@ pub(crate) struct AgentJob {
     pub(crate) extra: serde_json::Map<String, Value>,
     /// A planned sub-agent's brief (D-16); `None` for a specialist.
     pub(crate) worker: Option<Arc<WorkerBrief>>,
+    /// The message's pictures it is passed (D-42), as indexes into `Asked::pictures`: kept
+    /// as numbers, not bytes, since the turn holds the pictures once.
+    pub(crate) pictures: Vec<usize>,
 }
 
 impl AgentJob {
@@ -46,6 +49,11 @@ impl AgentJob {
         args.insert("intent_count".into(), Value::from(calls));
         if let Some(prior) = &self.prior_context {
             args.insert("prior_context".into(), Value::String(prior.clone()));
+        }
+        if !self.pictures.is_empty() {
+            // Numbered from 1, as the orchestrator names them.
+            let numbers = self.pictures.iter().map(|i| Value::from(i + 1)).collect();
+            args.insert(PICTURES_ARG.into(), Value::Array(numbers));
         }
         JsonText::of(&Value::Object(args))
     }

@@ -13,6 +13,7 @@ mod behaviour;
 mod golden;
 mod memory;
 mod observability;
+mod pictures;
 mod planner;
 mod service_questions;
 mod support;

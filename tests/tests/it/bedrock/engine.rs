@@ -18,6 +18,12 @@ const ENGINE_MODEL: &str = "fake.claude-v1";
 /// provider with the reasoning capability under test), and its blocks mark the shop's
 /// requests so the fake can tell them apart.
 fn registry() -> Registry {
+    registry_with(false)
+}
+
+/// [`registry`], its model seeing pictures and `support` taking them when `pictures`
+/// (D-42).
+pub(super) fn registry_with(pictures: bool) -> Registry {
     let file = |path: &str, text: &str| SourceFile {
         path: path.into(),
         text: text.into(),
@@ -29,8 +35,13 @@ fn registry() -> Registry {
         "models:\n  m1:\n    provider: bedrock\n    model_id: {ENGINE_MODEL}\n    context_window: 100000\n    \
          prices: {{ input: 1.0, output: 2.0, cache_read: 0.1, cache_write: 1.25 }}\n    \
          capabilities: {{ tool_choice: true, cache_points: true, parallel_tool_calls: true, \
-         reasoning_effort: thinking }}\n"
+         reasoning_effort: thinking, pictures: {pictures} }}\n"
     );
+    let support_takes = if pictures {
+        "takes_pictures: true\n"
+    } else {
+        ""
+    };
     let sources = RegistrySources {
         agents: vec![
             file(
@@ -42,8 +53,10 @@ fn registry() -> Registry {
             ),
             file(
                 "agents/support.yaml",
-                "id: support\ndescription: Refunds and receipt problems.\nrole: native\n\
-                 model: m1\nprompt_blocks: [support-instructions]\n",
+                &format!(
+                    "id: support\ndescription: Refunds and receipt problems.\nrole: native\n\
+                     model: m1\nprompt_blocks: [support-instructions]\n{support_takes}"
+                ),
             ),
             file(
                 "agents/shop.yaml",
@@ -93,7 +106,23 @@ async fn turn_over(fake: &FakeBedrock, text: &str) -> Vec<Event> {
 /// One turn of `text` through the engine over the fake: its events and the turn's record
 /// in the journal.
 async fn turn_and_record(fake: &FakeBedrock, text: &str) -> (Vec<Event>, TurnRecord) {
-    let registry = Arc::new(registry());
+    let alice = Principal::new("alice").unwrap();
+    let request = TurnRequest {
+        turn_id: Some("t1".into()),
+        locale: Some("en-US".into()),
+        ..TurnRequest::new(alice, text)
+    };
+    run_over(fake, registry(), request).await
+}
+
+/// Runs `request` (alice's) through the engine over `registry` and the fake, with an
+/// in-memory journal: its events and the turn's record.
+pub(super) async fn run_over(
+    fake: &FakeBedrock,
+    registry: Registry,
+    request: TurnRequest,
+) -> (Vec<Event>, TurnRecord) {
+    let registry = Arc::new(registry);
     let model = fake.bedrock_model(registry.models()).await;
     let store = Arc::new(HeapStore::new());
     let runtime = Runtime::builder(registry)
@@ -102,11 +131,6 @@ async fn turn_and_record(fake: &FakeBedrock, text: &str) -> (Vec<Event>, TurnRec
         .build()
         .unwrap();
     let alice = Principal::new("alice").unwrap();
-    let request = TurnRequest {
-        turn_id: Some("t1".into()),
-        locale: Some("en-US".into()),
-        ..TurnRequest::new(alice.clone(), text)
-    };
     let stream = runtime.run_turn(request).await.unwrap();
     let events: Vec<Event> = stream.map(|e| e.event).collect().await;
     let episode = events

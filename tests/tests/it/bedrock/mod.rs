@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 mod client;
 mod engine;
 mod failures;
+mod pictures;
 mod wire;
 
 const CAPABLE: &str = "us.anthropic.claude-haiku-4-5-20251001-v1:0";

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::browser::{DEADLINE, Process, eval, with_browser};
 use crate::support::*;
 
+mod pictures;
 mod waits;
 
 const FIRST_MESSAGE: &str = "my receipt didn't scan and find me coffee deals";

@@ -10,20 +10,27 @@ use super::Loader;
 use super::card::Card;
 use super::tools::tool_def;
 use crate::model::ToolDef;
-use crate::registry::Agent;
 use crate::registry::raw::RawCard;
+use crate::registry::{Agent, PICTURES_ARG};
 
-/// The arguments every ask tool has; a card's `ask_args` may not redefine them.
-const ASK_FIELDS: [&str; 3] = ["query", "prior_context", "intent_count"];
+/// The arguments the runtime gives a meaning to; a card's `ask_args` may not redefine them
+/// (`pictures` is reserved even on a card that takes none, so that no card's own argument
+/// is ever read as pictures to pass on).
+const ASK_FIELDS: [&str; 4] = ["query", "prior_context", "intent_count", PICTURES_ARG];
 
 impl Loader<'_> {
-    /// The card's ask tool schema: the built-in arguments, then its `ask_args`; with its
-    /// compiled form, `None` when it does not compile (a problem then says why).
+    /// The card's ask tool schema: the built-in arguments (with `pictures` when the card
+    /// takes pictures), then its `ask_args`; with its compiled form, `None` when it does
+    /// not compile (a problem then says why).
     pub(super) fn ask_schema(&mut self, card: Card<'_>) -> (Value, Option<jsonschema::Validator>) {
         let mut properties = serde_json::Map::new();
         properties.insert("query".into(), json!({"type": "string", "minLength": 1, "description": "The user's words for this specialist, verbatim: do not rephrase."}));
         properties.insert("prior_context".into(), json!({"type": "string", "description": "When the user switches topic: the entities, ids and goals from earlier turns this specialist needs."}));
         properties.insert("intent_count".into(), json!({"type": "integer", "minimum": 1, "description": "How many distinct requests the user's latest message contains, in total."}));
+        if card.raw.takes_pictures {
+            // Numbers rather than ids: the model sees the pictures in order, not their names.
+            properties.insert(PICTURES_ARG.into(), json!({"type": "array", "items": {"type": "integer", "minimum": 1}, "uniqueItems": true, "description": "The pictures sent with the user's latest message that this specialist needs to see, by number: 1 is the first. Leave out when the message has none or this request needs none."}));
+        }
         for (name, schema) in &card.raw.ask_args {
             if ASK_FIELDS.contains(&name.as_str()) {
                 self.problems.add(

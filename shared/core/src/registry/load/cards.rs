@@ -141,6 +141,14 @@ impl Loader<'_> {
                     "only a specialist asks the user; an orchestrator asks its specialists",
                 );
             }
+            if raw.takes_pictures {
+                self.problems.add(
+                    card.file,
+                    "takes_pictures",
+                    "true",
+                    "only a specialist is passed pictures; an orchestrator sees the user's pictures itself",
+                );
+            }
             Some(self.build_orchestration(card, model.as_ref()))
         } else {
             self.check_leaf_fields(card);
@@ -182,6 +190,7 @@ impl Loader<'_> {
             ask_tool: super::ask::ask_tool(raw, &description, ask_schema),
             ask_validator: Arc::new(ask_validator),
             asks_user: raw.asks_user,
+            takes_pictures: raw.takes_pictures,
             model_tools: Arc::from(Vec::new()),
             orchestration,
             file: Arc::from(card.file),

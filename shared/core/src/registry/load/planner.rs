@@ -179,6 +179,7 @@ impl Loader<'_> {
             },
             ask_validator: Arc::new(validator),
             asks_user: false,
+            takes_pictures: false,
             model_tools: Arc::from(Vec::new()),
             orchestration: None,
             file: Arc::from(card.file),

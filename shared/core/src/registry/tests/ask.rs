@@ -1,7 +1,7 @@
 //! The `ask_<id>` tools: one name per card, the card's schema, and the tools each model
 //! sees.
 
-use super::fixtures::{load, load_errors, sources};
+use super::fixtures::{edit, expect_error, load, load_errors, sources, with_orchestrator_yaml};
 use crate::registry::{LoadErrors, SourceFile};
 
 #[test]
@@ -106,4 +106,130 @@ fn a_description_over_its_budget_is_an_error_that_names_it() {
         "{}",
         LoadErrors(errors.clone())
     );
+}
+
+#[test]
+fn a_card_that_takes_pictures_gets_the_pictures_argument_and_others_do_not() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/support.yaml",
+        "ask_args:",
+        "takes_pictures: true\nask_args:",
+    );
+    let r = load(&s);
+    let support = r.agent("support").unwrap();
+    assert!(support.takes_pictures);
+    let pictures = &support.ask_tool.input_schema["properties"]["pictures"];
+    assert_eq!(pictures["type"], "array");
+    assert_eq!(pictures["items"]["type"], "integer");
+    assert_eq!(pictures["items"]["minimum"], 1);
+    let args = |pictures: serde_json::Value| serde_json::json!({"query": "q", "intent_count": 1, "pictures": pictures});
+    assert!(
+        support
+            .check_ask_args(&args(serde_json::json!([1, 2])))
+            .is_ok()
+    );
+    for bad in [
+        serde_json::json!([0]),
+        serde_json::json!(["1"]),
+        serde_json::json!([1, 1]),
+        serde_json::json!(1),
+    ] {
+        assert!(support.check_ask_args(&args(bad.clone())).is_err(), "{bad}");
+    }
+    let shop = r.agent("shop").unwrap();
+    assert!(!shop.takes_pictures);
+    assert!(
+        shop.ask_tool.input_schema["properties"]
+            .get("pictures")
+            .is_none()
+    );
+    // The orchestrator sees the argument on the card's tool, as the card's tool has it.
+    let orchestrator = r.agent("orchestrator").unwrap();
+    let ask_support = orchestrator
+        .model_tools
+        .iter()
+        .find(|t| &*t.name == "ask_support")
+        .unwrap();
+    assert_eq!(
+        &ask_support.input_schema["properties"]["pictures"],
+        pictures
+    );
+}
+
+#[test]
+fn the_pictures_a_call_passes_are_numbers_of_the_messages_pictures() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/support.yaml",
+        "ask_args:",
+        "takes_pictures: true\nask_args:",
+    );
+    let r = load(&s);
+    let support = r.agent("support").unwrap();
+    let call = |pictures: serde_json::Value| serde_json::json!({"query": "q", "intent_count": 1, "pictures": pictures});
+    assert_eq!(
+        support.pictures_passed(&call(serde_json::json!([2, 1])), 2),
+        Ok(vec![1, 0])
+    );
+    assert_eq!(
+        support.pictures_passed(&call(serde_json::json!([])), 2),
+        Ok(vec![])
+    );
+    assert_eq!(
+        support.pictures_passed(&serde_json::json!({"query": "q"}), 2),
+        Ok(vec![])
+    );
+    let out_of_range = support
+        .pictures_passed(&call(serde_json::json!([1, 3])), 2)
+        .unwrap_err();
+    assert!(
+        out_of_range.contains("3 names no picture"),
+        "{out_of_range}"
+    );
+    assert!(out_of_range.contains("numbered 1 to 2"), "{out_of_range}");
+    let none = support
+        .pictures_passed(&call(serde_json::json!([1])), 0)
+        .unwrap_err();
+    assert!(none.contains("has none"), "{none}");
+    assert!(
+        support
+            .pictures_passed(&call(serde_json::json!([0])), 2)
+            .is_err()
+    );
+    // A card that takes none is passed none, whatever the call says.
+    let shop = r.agent("shop").unwrap();
+    assert_eq!(
+        shop.pictures_passed(&call(serde_json::json!([1])), 1),
+        Ok(vec![])
+    );
+}
+
+#[test]
+fn pictures_is_reserved_and_only_a_specialist_takes_pictures() {
+    let mut s = sources();
+    edit(
+        &mut s,
+        "agents/support.yaml",
+        "ask_args:\n",
+        "ask_args:\n  pictures: {type: string}\n",
+    );
+    let errors = load_errors(&s);
+    expect_error(
+        &errors,
+        "agents/support.yaml",
+        "ask_args.pictures",
+        "pictures",
+    );
+    let s = with_orchestrator_yaml("takes_pictures: true");
+    let errors = load_errors(&s);
+    let e = expect_error(
+        &errors,
+        "agents/orchestrator.yaml",
+        "takes_pictures",
+        "true",
+    );
+    assert!(e.problem.contains("only a specialist"), "{e}");
 }

@@ -268,3 +268,14 @@ routing:
             .ends_with("Call find_recipes, then propose three dinners.")
     );
 }
+
+#[test]
+fn the_shipped_support_and_shop_take_pictures_and_the_others_do_not() {
+    let r = load_shipped(&shipped_sources());
+    for agent in r.agents() {
+        let takes = matches!(&*agent.id, "support" | "shop");
+        assert_eq!(agent.takes_pictures, takes, "{}", agent.id);
+        let argument = agent.ask_tool.input_schema["properties"].get("pictures");
+        assert_eq!(argument.is_some(), takes, "{}", agent.id);
+    }
+}

@@ -34,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use baton_core::Principal;
 use baton_core::interruption::Reply;
+use baton_core::picture::Bytes;
 use baton_runtime::{RejectionKind, TurnRequest};
 use futures::StreamExt as _;
 use serde_json::Value;
@@ -213,9 +214,13 @@ async fn call(
             ),
         );
     }
-    let call = match rpc::parse(&bytes) {
-        Ok(call) => call,
-        Err(refused) => return answer(&refused.response()),
+    let call = match start::parse_body(bytes, rpc::parse).await {
+        Ok(Ok(call)) => call,
+        Ok(Err(refused)) => return answer(&refused.response()),
+        Err(e) => {
+            let refused = rpc::error_response(JsonRpcId::Null, &A2AError::internal(e.to_string()));
+            return (e.status(), Json(refused)).into_response();
+        }
     };
     if let Some(version) = asked_version(&headers, query.as_deref())
         && !speaks(&version)
@@ -297,14 +302,25 @@ async fn prepare(
             "The message must come from the user (role ROLE_USER).",
         ));
     }
+    // The message keeps its words, as its task's history read back from the journal does:
+    // a picture's bytes, as sent, still hold what the runtime strips (D-42).
+    let mut message = message;
     let mut texts = Vec::new();
-    for part in &message.parts {
+    let mut pictures = Vec::new();
+    for part in std::mem::take(&mut message.parts) {
         match &part.content {
-            PartContent::Text(t) => texts.push(t.as_str()),
-            _ => {
+            PartContent::Text(t) => {
+                texts.push(t.clone());
+                message.parts.push(part);
+            }
+            PartContent::Raw(_) | PartContent::Url(_) => {
+                pictures.push(picture(pictures.len() + 1, part)?);
+            }
+            PartContent::Data(_) => {
                 return Err(A2AError::new(
                     a2a::error_code::CONTENT_TYPE_NOT_SUPPORTED,
-                    "This agent reads text only; send the message as text parts.",
+                    "This agent reads text and pictures; send the message as text parts, with \
+                     any pictures as file parts.",
                 ));
             }
         }
@@ -329,6 +345,7 @@ async fn prepare(
         turn_id: Some(task.turn_id.clone()),
         face: FACE,
         message_id: Some(message.message_id.clone()),
+        pictures,
         ..TurnRequest::new(principal, text)
     };
     let user = Message {
@@ -343,6 +360,22 @@ async fn prepare(
         new_context,
         reply: None,
     })
+}
+
+/// A file part as a picture: its bytes (the declared `mediaType` checked against them) or
+/// a `data:` URL; a remote URL is refused (nothing here fetches).
+fn picture(n: usize, part: a2a::Part) -> Result<Bytes, A2AError> {
+    let read = match part.content {
+        PartContent::Raw(bytes) => {
+            let declared = part.media_type.as_deref().unwrap_or_default();
+            baton_core::picture::check_declared(&bytes, declared)
+                .map(|()| Bytes::from(bytes))
+                .map_err(|e| format!("Picture {n} was not taken: {e}."))
+        }
+        PartContent::Url(url) => crate::picture::from_url(n, &url).map_err(|e| e.to_string()),
+        PartContent::Text(_) | PartContent::Data(_) => Err(format!("Part {n} is not a picture.")),
+    };
+    read.map_err(|why| A2AError::new(a2a::error_code::CONTENT_TYPE_NOT_SUPPORTED, why))
 }
 
 /// A message on task `task_id`: the user's answer to what the task waits on

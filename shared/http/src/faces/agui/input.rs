@@ -2,10 +2,11 @@
 //! answer to the interrupt the thread waits on (`resume`). The rest (state, tools,
 //! context, forwarded props) is accepted and not used.
 
+use baton_core::picture::Bytes;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::faces::message::text_of;
+use crate::faces::message::message_of;
 
 /// What this face reads from a `RunAgentInput`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +17,8 @@ pub(crate) struct RunInput {
     pub run_id: String,
     /// The last user message's text (empty in a resume that sends none).
     pub text: String,
+    /// Its pictures (image parts, or the binary parts of clients before 1.0).
+    pub pictures: Vec<Bytes>,
     /// The answer to the interrupt the previous run ended with, when this run resumes.
     pub resume: Option<Resume>,
 }
@@ -91,10 +94,10 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<RunInput, Error> {
         .iter()
         .rev()
         .find(|m| m.get("role").and_then(Value::as_str) == Some("user"));
-    let text = match (last, &resume) {
-        (Some(last), _) => text_of(last.get("content"))?,
+    let message = match (last, &resume) {
+        (Some(last), _) => message_of(last.get("content"), picture)?,
         // A resume carries its answer in `resume`, not in a message.
-        (None, Some(_)) => String::new(),
+        (None, Some(_)) => Default::default(),
         (None, None) => {
             return Err(Error::InvalidBody(
                 "`messages` has no message with role `user`".into(),
@@ -104,14 +107,94 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<RunInput, Error> {
     Ok(RunInput {
         thread_id,
         run_id,
-        text,
+        text: message.text,
+        pictures: message.pictures,
         resume,
+    })
+}
+
+/// A picture part: `{"type": "image", "source": {"type": "data", "value": <base64>,
+/// "mimeType": ...}}` (or a `url` source with a data URL), or before 1.0 `{"type":
+/// "binary", "mimeType": ..., "data": <base64>}` (or `url`). A file handle or a remote URL
+/// is refused: nothing here fetches.
+fn picture(n: usize, part: &Value) -> Option<Result<Bytes, Error>> {
+    let text = |field: &str, of: &Value| of.get(field).and_then(Value::as_str).map(str::to_owned);
+    let refused = |why: &str| {
+        Err(Error::InvalidBody(format!(
+            "Picture {n} was not taken: {why}."
+        )))
+    };
+    Some(match part.get("type").and_then(Value::as_str)? {
+        "image" => {
+            let Some(source) = part.get("source") else {
+                return Some(refused("an image part needs a `source`"));
+            };
+            match (text("type", source), text("value", source)) {
+                (Some(kind), Some(value)) if kind == "data" => {
+                    crate::picture::decode(n, &value, text("mimeType", source).as_deref())
+                }
+                (Some(kind), Some(value)) if kind == "url" => crate::picture::from_url(n, &value),
+                (Some(kind), Some(_)) if kind == "file" => refused(
+                    "file handles are not resolved here; send the picture's data (a `data` source)",
+                ),
+                _ => refused("its `source` needs a `type` (data or url) and a `value`"),
+            }
+        }
+        "binary" => match (text("data", part), text("url", part)) {
+            (Some(data), _) => crate::picture::decode(n, &data, text("mimeType", part).as_deref()),
+            (None, Some(url)) => crate::picture::from_url(n, &url),
+            (None, None) => refused("a binary part needs its `data` in base64"),
+        },
+        _ => return None,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_and_binary_parts_are_the_turns_pictures() {
+        let input = parse(
+            br#"{"threadId":"th-1","runId":"run-1","messages":[{"id":"1","role":"user","content":[
+                {"type":"text","text":"any deals?"},
+                {"type":"image","source":{"type":"data","value":"iVBORw0KGgo=","mimeType":"image/png"}},
+                {"type":"image","source":{"type":"url","value":"data:image/png;base64,iVBORw0KGgo="}},
+                {"type":"binary","mimeType":"image/png","data":"iVBORw0KGgo="}
+            ]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(input.text, "any deals?");
+        assert_eq!(input.pictures.len(), 3);
+        for (part, why) in [
+            (
+                r#"{"type":"image","source":{"type":"file","value":"f-1"}}"#,
+                "file handles",
+            ),
+            (
+                r#"{"type":"image","source":{"type":"url","value":"https://a/b.png"}}"#,
+                "remote",
+            ),
+            (
+                r#"{"type":"image","source":{"type":"data","value":"iVBORw0KGgo=","mimeType":"image/gif"}}"#,
+                "declared as image/gif",
+            ),
+            (
+                r#"{"type":"binary","mimeType":"image/png","id":"x"}"#,
+                "needs its `data`",
+            ),
+            (
+                r#"{"type":"audio","source":{"type":"data","value":"AAAA","mimeType":"audio/wav"}}"#,
+                "only text and picture parts",
+            ),
+        ] {
+            let body = format!(
+                r#"{{"threadId":"t","runId":"r","messages":[{{"id":"1","role":"user","content":[{part}]}}]}}"#
+            );
+            let e = parse(body.as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(why), "{part}: {e}");
+        }
+    }
 
     #[test]
     fn the_last_user_message_of_the_run_is_the_turn() {
@@ -128,6 +211,7 @@ mod tests {
                 thread_id: "th-1".into(),
                 run_id: "run-1".into(),
                 text: "coffee deals".into(),
+                pictures: Vec::new(),
                 resume: None,
             }
         );

@@ -142,13 +142,14 @@ async fn run(
     if !body::is_json(&headers) {
         return Err(Error::ContentType);
     }
-    let input = input::parse(&bytes)?;
+    let mut input = start::parse_body(bytes, input::parse).await??;
     let started = match &input.resume {
         Some(resume) => answer(&state, &headers, principal, &input.thread_id, resume).await,
         None => {
             let request = TurnRequest {
                 turn_id: Some(input.run_id.clone()),
                 face: FACE,
+                pictures: std::mem::take(&mut input.pictures),
                 ..TurnRequest::new(principal, input.text.clone())
             };
             let request = start::in_conversation(request, &input.thread_id, false);

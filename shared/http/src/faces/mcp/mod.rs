@@ -98,13 +98,14 @@ fn service(state: &AppState) -> StreamableHttpService<McpServer, NeverSessionMan
 }
 
 /// Stateless, streaming (a call's progress and result go out as Server-Sent Events on its
-/// own POST, with keep-alives through a long turn), within the app's body limit. The app
+/// own POST, with keep-alives through a long turn), within the body limit of a turn (a
+/// call may carry a picture). The app
 /// checks hosts and origins for every route before this one (`hosts::guard`).
 fn config(state: &AppState) -> StreamableHttpServerConfig {
     StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(false)
-        .with_max_request_body_bytes(state.max_body_bytes)
+        .with_max_request_body_bytes(state.turn_body_limit())
         .disable_allowed_hosts()
 }
 
@@ -120,10 +121,12 @@ async fn handle(state: &AppState, request: Request) -> Response {
         Ok(bytes) => bytes,
         Err(e) => return e.into_response(),
     };
-    if parts.method == Method::POST
-        && let Some(refusal) = message::refusal(&bytes)
-    {
-        return (StatusCode::BAD_REQUEST, Json(refusal)).into_response();
+    if parts.method == Method::POST {
+        match start::parse_body(bytes.clone(), message::refusal).await {
+            Ok(None) => {}
+            Ok(Some(refusal)) => return (StatusCode::BAD_REQUEST, Json(refusal)).into_response(),
+            Err(e) => return e.into_response(),
+        }
     }
     service(state)
         .handle(Request::from_parts(parts, Body::from(bytes)))

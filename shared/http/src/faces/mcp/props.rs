@@ -28,6 +28,7 @@ fn arguments() -> impl Strategy<Value = Map<String, Value>> {
     let key = prop_oneof![
         Just("message".to_owned()),
         Just("conversation".to_owned()),
+        Just("image".to_owned()),
         "[a-z]{1,12}",
     ];
     prop::collection::btree_map(key, json_value(), 0..4).prop_map(|m| m.into_iter().collect())
@@ -40,18 +41,18 @@ proptest! {
             Ok(ask) => {
                 prop_assert_eq!(args.get("message"), Some(&Value::String(ask.message.clone())));
                 prop_assert!(!ask.message.trim().is_empty());
-                prop_assert!(args.keys().all(|k| k == "message" || k == "conversation"));
+                prop_assert!(args.keys().all(|k| k == "message" || k == "conversation" || k == "image"));
                 if let Some(c) = &ask.conversation {
                     prop_assert!(!c.trim().is_empty() && c.chars().count() <= MAX_CONVERSATION_CHARS);
                 }
             }
             Err(ArgsError::Unknown(key)) => {
-                prop_assert!(key != "message" && key != "conversation");
+                prop_assert!(key != "message" && key != "conversation" && key != "image");
             }
             Err(ArgsError::NoMessage) => {
                 prop_assert!(!matches!(args.get("message"), Some(Value::String(_))));
             }
-            Err(ArgsError::EmptyMessage | ArgsError::BadConversation) => {}
+            Err(ArgsError::EmptyMessage | ArgsError::BadConversation | ArgsError::BadImage | ArgsError::Picture(_)) => {}
         }
     }
 

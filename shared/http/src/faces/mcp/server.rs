@@ -141,6 +141,7 @@ impl ServerHandler for McpServer {
             // In a conversation, the next message answers what it waits on (D-36).
             reply_in_words: ask.conversation.is_some(),
             face: FACE,
+            pictures: ask.picture.clone().into_iter().collect(),
             ..TurnRequest::new(principal, self.toolbox.text(&target, &ask.message))
         };
         // A call again with an elicitation's result answers the turn it asked for (D-36).

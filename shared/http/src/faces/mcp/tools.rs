@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use baton_core::picture::Bytes;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
@@ -14,6 +15,10 @@ use crate::catalog::Catalog;
 pub(crate) const ASK: &str = "ask";
 /// Before a specialist's id, the name of its Direct Line tool.
 const DIRECT_PREFIX: &str = "ask_";
+/// The argument that carries a picture.
+const IMAGE: &str = "image";
+/// Every argument a tool takes.
+const ARGUMENTS: [&str; 3] = ["message", "conversation", IMAGE];
 /// The longest conversation id taken: an id, not a document.
 pub(crate) const MAX_CONVERSATION_CHARS: usize = 256;
 
@@ -131,6 +136,22 @@ fn input_schema() -> Arc<JsonObject> {
                 "maxLength": MAX_CONVERSATION_CHARS,
                 "description": "Your id for a conversation: calls naming the same one \
                     continue it. Without one, each call is a new conversation."
+            },
+            IMAGE: {
+                "type": "object",
+                "description": "A picture to ask about (a receipt, a product), as MCP's \
+                    image content carries one: its bytes in base64 and its type. JPEG, PNG, \
+                    WebP or GIF; its hidden data (location, device, owner) is removed before \
+                    anyone sees it.",
+                "properties": {
+                    "data": { "type": "string", "contentEncoding": "base64" },
+                    "mimeType": {
+                        "type": "string",
+                        "enum": ["image/jpeg", "image/png", "image/webp", "image/gif"]
+                    }
+                },
+                "required": ["data", "mimeType"],
+                "additionalProperties": false
             }
         },
         "required": ["message"],
@@ -211,6 +232,8 @@ pub(crate) struct Ask {
     pub(crate) message: String,
     /// The caller's conversation id, if it named one.
     pub(crate) conversation: Option<String>,
+    /// The picture sent with it, decoded (checked and stripped later, by the runtime).
+    pub(crate) picture: Option<Bytes>,
 }
 
 /// Why a call's arguments were refused; the message is shown as is.
@@ -228,20 +251,25 @@ pub(crate) enum ArgsError {
     )]
     BadConversation,
     /// An argument no tool takes.
-    #[error("the argument `{0}` is not known; the tools take `message` and `conversation`")]
+    #[error(
+        "the argument `{0}` is not known; the tools take `message`, `conversation` and `image`"
+    )]
     Unknown(String),
+    /// `image` is not `{data, mimeType}`.
+    #[error("the `image` must be {{\"data\": <base64>, \"mimeType\": \"image/jpeg\"}}")]
+    BadImage,
+    /// The picture's data could not be read.
+    #[error("{0}")]
+    Picture(String),
 }
 
-/// Reads a call's arguments: `message` (required, not blank) and `conversation`
-/// (optional). Nothing else is taken, so a misspelt `conversation` is not silently a new
+/// Reads a call's arguments: `message` (required, not blank), `conversation` and
+/// `image` (optional). Nothing else is taken, so a misspelt `conversation` is not silently a new
 /// conversation.
 pub(crate) fn read_args(arguments: Option<&JsonObject>) -> Result<Ask, ArgsError> {
     let empty = JsonObject::new();
     let arguments = arguments.unwrap_or(&empty);
-    if let Some(unknown) = arguments
-        .keys()
-        .find(|k| *k != "message" && *k != "conversation")
-    {
+    if let Some(unknown) = arguments.keys().find(|k| !ARGUMENTS.contains(&k.as_str())) {
         return Err(ArgsError::Unknown(unknown.clone()));
     }
     let message = match arguments.get("message") {
@@ -260,9 +288,25 @@ pub(crate) fn read_args(arguments: Option<&JsonObject>) -> Result<Ask, ArgsError
         }
         Some(_) => return Err(ArgsError::BadConversation),
     };
+    let picture = match arguments.get(IMAGE) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(image)) => {
+            let (Some(Value::String(data)), Some(Value::String(media_type)), 2) =
+                (image.get("data"), image.get("mimeType"), image.len())
+            else {
+                return Err(ArgsError::BadImage);
+            };
+            Some(
+                crate::picture::decode(1, data, Some(media_type))
+                    .map_err(|e| ArgsError::Picture(e.to_string()))?,
+            )
+        }
+        Some(_) => return Err(ArgsError::BadImage),
+    };
     Ok(Ask {
         message: message.clone(),
         conversation,
+        picture,
     })
 }
 
@@ -280,15 +324,23 @@ mod tests {
             args(json!({"message": "hi"})),
             Ok(Ask {
                 message: "hi".into(),
-                conversation: None
+                conversation: None,
+                picture: None,
             })
         );
         assert_eq!(
             args(json!({"message": "hi", "conversation": "c-1"})),
             Ok(Ask {
                 message: "hi".into(),
-                conversation: Some("c-1".into())
+                conversation: Some("c-1".into()),
+                picture: None,
             })
+        );
+        let ask = args(json!({"message": "any deals?", "image": {"data": "iVBORw0KGgo=", "mimeType": "image/png"}}))
+            .unwrap();
+        assert_eq!(
+            ask.picture.as_deref().map(|b| &b[..4]),
+            Some(&b"\x89PNG"[..])
         );
     }
 
@@ -308,6 +360,22 @@ mod tests {
         assert_eq!(
             args(json!({"message": "hi", "conversaton": "c"})),
             Err(ArgsError::Unknown("conversaton".into()))
+        );
+        for image in [
+            json!("iVBORw0KGgo="),
+            json!({"data": "iVBORw0KGgo="}),
+            json!({"data": 1, "mimeType": "image/png"}),
+        ] {
+            assert_eq!(
+                args(json!({"message": "hi", "image": image})),
+                Err(ArgsError::BadImage)
+            );
+        }
+        assert_eq!(
+            args(json!({"message": "hi", "image": {"data": "iVBORw0KGgo=", "mimeType": "image/jpeg"}})),
+            Err(ArgsError::Picture(
+                "Picture 1 was not taken: it is declared as image/jpeg but its bytes are image/png.".into()
+            ))
         );
     }
 }

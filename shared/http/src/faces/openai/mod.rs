@@ -119,7 +119,7 @@ async fn complete(
     if !body::is_json(&headers) {
         return Err(Error::ContentType);
     }
-    let chat = request::parse(&bytes)?;
+    let mut chat = start::parse_body(bytes, request::parse).await??;
     let request = TurnRequest {
         principal,
         episode_id: header(&headers, &start::EPISODE_HEADER).or(chat.episode_id),
@@ -135,7 +135,7 @@ async fn complete(
         reply_in_words: true,
         face: "openai",
         message_id: None,
-        pictures: Vec::new(),
+        pictures: std::mem::take(&mut chat.pictures),
     };
     let stream = start::start(&state, &headers, request, "POST /v1/chat/completions").await?;
     let mut extra = start::id_headers(&stream);

@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::faces::message::text_of;
+use baton_core::picture::Bytes;
+
+use crate::faces::message::message_of;
 
 /// What this face reads from `POST /v1/chat/completions`.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +17,8 @@ pub(crate) struct ChatRequest {
     pub model: String,
     /// The last user message's text: the turn.
     pub text: String,
+    /// Its pictures (`image_url` parts with data URLs).
+    pub pictures: Vec<Bytes>,
     /// Server-sent chunks rather than one response.
     pub stream: bool,
     /// A last chunk with the usage (`stream_options.include_usage`).
@@ -72,7 +76,7 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ChatRequest, Error> {
         .rev()
         .find(|m| m.role == "user")
         .ok_or_else(|| Error::InvalidBody("`messages` has no message with role `user`".into()))?;
-    let text = text_of(last.content.as_ref())?;
+    let message = message_of(last.content.as_ref(), image_url)?;
     let episode_id = match body.metadata.as_ref().and_then(|m| m.get("episode_id")) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
@@ -87,13 +91,33 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<ChatRequest, Error> {
             .model
             .filter(|m| !m.trim().is_empty())
             .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-        text,
+        text: message.text,
+        pictures: message.pictures,
         stream: body.stream.unwrap_or(false),
         include_usage: body
             .stream_options
             .and_then(|o| o.include_usage)
             .unwrap_or(false),
         episode_id,
+    })
+}
+
+/// An `image_url` part: `{"type": "image_url", "image_url": {"url": "data:...", "detail": ...}}`
+/// (or the URL as a bare string, as some clients send it).
+fn image_url(n: usize, part: &Value) -> Option<Result<Bytes, Error>> {
+    if part.get("type").and_then(Value::as_str) != Some("image_url") {
+        return None;
+    }
+    let url = match part.get("image_url") {
+        Some(Value::String(url)) => Some(url.as_str()),
+        Some(Value::Object(fields)) => fields.get("url").and_then(Value::as_str),
+        _ => None,
+    };
+    Some(match url {
+        Some(url) => crate::picture::from_url(n, url),
+        None => Err(Error::InvalidBody(format!(
+            "Picture {n} was not taken: an `image_url` part needs `image_url.url`."
+        ))),
     })
 }
 
@@ -124,6 +148,7 @@ mod tests {
             ChatRequest {
                 model: "gpt-4o".into(),
                 text: "find deals".into(),
+                pictures: Vec::new(),
                 stream: true,
                 include_usage: true,
                 episode_id: Some("ep_1".into()),
@@ -131,6 +156,21 @@ mod tests {
         );
         let r = parse(br#"{"messages":[{"role":"user","content":"hi"}]}"#).unwrap();
         assert_eq!((r.model.as_str(), r.stream), (DEFAULT_MODEL, false));
+    }
+
+    #[test]
+    fn image_url_parts_are_the_turns_pictures() {
+        let r = parse(
+            br#"{"messages":[{"role":"user","content":[
+                {"type":"text","text":"any deals?"},
+                {"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo=","detail":"auto"}},
+                {"type":"image_url","image_url":"data:image/png;base64,iVBORw0KGgo"}
+            ]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.text, "any deals?");
+        assert_eq!(r.pictures.len(), 2);
+        assert_eq!(&r.pictures[0][..4], b"\x89PNG");
     }
 
     #[test]
@@ -145,9 +185,19 @@ mod tests {
             refusal(
                 r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}"#
             )
-            .contains("only text parts")
+            .contains("needs `image_url.url`")
         );
-        assert!(refusal(r#"{"messages":[{"role":"user"}]}"#).contains("no text"));
+        assert!(
+            refusal(
+                r#"{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]}"#
+            )
+            .contains("remote picture URLs are not fetched")
+        );
+        assert!(
+            refusal(r#"{"messages":[{"role":"user","content":[{"type":"input_audio"}]}]}"#)
+                .contains("only text and picture parts")
+        );
+        assert!(refusal(r#"{"messages":[{"role":"user"}]}"#).contains("no `content`"));
         assert!(
             refusal(r#"{"messages":[{"role":"user","content":"x"}],"metadata":{"episode_id":3}}"#)
                 .contains("metadata.episode_id")

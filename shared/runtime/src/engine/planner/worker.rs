@@ -46,6 +46,8 @@ pub(crate) fn job(planner: &Planner, node: &PlanNode, inputs: Vec<NodeResult>) -
         query: node.mission.clone(),
         prior_context: None,
         extra: Default::default(),
+        // A planned sub-agent gets its mission in words only.
+        pictures: Vec::new(),
         worker: Some(Arc::new(WorkerBrief {
             wave: node.wave,
             skills,

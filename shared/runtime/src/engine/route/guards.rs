@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use baton_core::guard::{echo, fanout, intent, overlap, verbatim};
 use baton_core::ports::model::{CallPurpose, ModelRequest};
-use baton_core::registry::{Agent, Orchestration};
+use baton_core::registry::{Agent, Orchestration, PICTURES_ARG};
 use baton_core::trace::{DropReason, GuardName, LimitHit};
 use baton_core::turn::PendingCall;
 use serde_json::Value;
@@ -22,6 +22,8 @@ struct Candidate {
     raw: RawCall,
     agent: Arc<Agent>,
     args: Value,
+    /// The message's pictures the call passes on (D-42), checked.
+    pictures: Vec<usize>,
 }
 
 impl Candidate {
@@ -104,6 +106,11 @@ pub(super) async fn apply(
                 ),
             )
         });
+        // The pictures go where the call now goes, only if that card takes them.
+        let sent = ctx.asked.pictures.len();
+        candidates[0].pictures = agent
+            .pictures_passed(&candidates[0].args, sent)
+            .unwrap_or_default();
         candidates[0].agent = agent;
     }
 
@@ -225,11 +232,16 @@ fn screen(
             refused.push((raw, "There is no such tool.".into()));
             continue;
         };
-        let args = match raw
-            .parse()
-            .and_then(|a| agent.check_ask_args(&a).map(|()| a))
-        {
-            Ok(a) => a,
+        // A picture number that names none is refused like any invalid argument: the
+        // orchestrator reads why in the call's result.
+        let sent = ctx.asked.pictures.len();
+        let checked = raw.parse().and_then(|a| {
+            agent.check_ask_args(&a)?;
+            let pictures = agent.pictures_passed(&a, sent)?;
+            Ok((a, pictures))
+        });
+        let (args, pictures) = match checked {
+            Ok(checked) => checked,
             Err(problem) => {
                 ctx.trace(|t| t.drop_call(&raw.name, DropReason::InvalidArgs));
                 tracing::warn!(tool = %raw.name, %problem, "orchestrator call with invalid arguments");
@@ -246,6 +258,7 @@ fn screen(
             raw,
             agent: agent.clone(),
             args,
+            pictures,
         });
     }
     out
@@ -280,6 +293,9 @@ fn job(c: Candidate, query: String) -> AgentJob {
         .and_then(|v| v.as_str().map(str::to_owned));
     extra.remove("query");
     extra.remove("intent_count");
+    // Passed as pictures, never as words in the request's details (on any card: the name is
+    // reserved).
+    extra.remove(PICTURES_ARG);
     if extra.is_empty() {
         // An emptied map still holds its node (640 bytes) for as long as the turn runs.
         extra = Default::default();
@@ -291,6 +307,7 @@ fn job(c: Candidate, query: String) -> AgentJob {
         prior_context,
         extra,
         worker: None,
+        pictures: c.pictures,
     }
 }
 
@@ -304,10 +321,12 @@ pub(super) fn fallback_agent(ctx: &TurnCtx) -> Arc<Agent> {
         .unwrap_or_else(|| orch.clone())
 }
 
-/// A job that hands the user's exact text to `agent` (`why` names the call).
+/// A job that hands the user's exact text to `agent` (`why` names the call), with the
+/// message's pictures when its card takes them.
 pub(super) fn verbatim_job(ctx: &TurnCtx, agent: Arc<Agent>, why: &str) -> AgentJob {
     AgentJob {
         call_id: format!("{why}_0"),
+        pictures: ctx.all_pictures_for(&agent),
         agent,
         query: ctx.asked.user_text.clone(),
         prior_context: None,

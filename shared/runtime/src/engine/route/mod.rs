@@ -168,6 +168,8 @@ pub(crate) fn resume(ctx: &TurnCtx, pending: &[PendingCall]) -> Plan {
             prior_context: None,
             extra: Default::default(),
             worker: None,
+            // The pictures were last turn's; "continue" carries none.
+            pictures: Vec::new(),
         });
     }
     ctx.trace(|t| {

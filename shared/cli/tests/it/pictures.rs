@@ -1,0 +1,346 @@
+//! Pictures on every face of a real `baton serve` (shipped registry, offline model), each
+//! sent by the protocol's own client: the OpenAI SDK's `image_url` parts, `a2a-sdk` file
+//! parts, `@ag-ui/client` image parts, the MCP SDK's `image` argument, and the native JSON
+//! body. A receipt photo with "this didn't scan" reaches support, a product photo with
+//! "any deals?" reaches shopping; nothing the photos hide (their GPS position, owner,
+//! device) is left in any answer or anywhere in the data directory; and hostile pictures
+//! are refused in plain words with nothing stored and the server still healthy.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use baton_testkit::pictures::{SECRETS, hostile, product_photo, receipt_photo};
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// The shipped photos, as files a client reads.
+fn photos() -> (PathBuf, PathBuf) {
+    let dir = baton_testkit::workspace_root().join("shared/registry/pictures");
+    (dir.join("receipt.jpg"), dir.join("product.jpg"))
+}
+
+fn serve(sandbox: &Sandbox) -> Serving {
+    Serving::start(
+        sandbox,
+        &["--registry", registry(), "--model", "offline"],
+        &[],
+    )
+}
+
+/// Every file under `dir`.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Fails if any of the photos' secrets is in `bytes`.
+fn assert_no_secret(bytes: &[u8], what: &str) {
+    for secret in SECRETS {
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret:?} survived in {what}"
+        );
+    }
+}
+
+/// Fails if any file of the data directory (the store, its bodies, the pictures) holds a
+/// secret the photos carried.
+fn assert_data_dir_clean(sandbox: &Sandbox) {
+    let all = files(&sandbox.data_dir());
+    assert!(!all.is_empty(), "nothing was stored");
+    for file in all {
+        assert_no_secret(&std::fs::read(&file).unwrap(), &file.display().to_string());
+    }
+}
+
+/// The pictures stored under the data directory.
+fn stored_pictures(sandbox: &Sandbox) -> usize {
+    files(&sandbox.data_dir())
+        .iter()
+        .filter(|p| p.components().any(|c| c.as_os_str() == "pictures"))
+        .count()
+}
+
+fn run_client(mut command: Command, what: &str) -> Value {
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{what} failed: {stderr}");
+    assert_no_secret(&output.stdout, what);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+}
+
+#[test]
+fn the_openai_sdk_sends_pictures_as_image_url_parts() {
+    let sandbox = Sandbox::new();
+    let serving = serve(&sandbox);
+    let (receipt, product) = photos();
+    let mut command = Command::new(baton_testkit::a2a_python());
+    command
+        .arg(baton_testkit::crate_dir().join("tests/clients/openai_picture.py"))
+        .arg(format!("http://{}", serving.addr))
+        .arg("alice@example.com")
+        .args([&receipt, &product]);
+    let out = run_client(command, "the OpenAI SDK's client");
+    assert_eq!(out["receipt"]["consulted"], json!(["support"]), "{out:#}");
+    assert_eq!(out["product"]["consulted"], json!(["shop"]), "{out:#}");
+    // The receipt says what was removed from the picture.
+    let removed = &out["receipt"]["privacy"]["pictures"];
+    assert_eq!(removed["location"], 1, "{out:#}");
+    // A remote URL is refused as the SDK's own 400, naming why.
+    assert_eq!(out["remote"]["type"], "BadRequestError", "{out:#}");
+    assert!(
+        out["remote"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("remote picture URLs are not fetched")),
+        "{out:#}"
+    );
+    assert_data_dir_clean(&sandbox);
+}
+
+#[test]
+fn the_a2a_sdk_sends_pictures_as_file_parts() {
+    let sandbox = Sandbox::new();
+    let serving = serve(&sandbox);
+    let (receipt, product) = photos();
+    let mut command = Command::new(baton_testkit::a2a_python());
+    command
+        .arg(baton_testkit::crate_dir().join("tests/clients/a2a_picture.py"))
+        .arg(format!("http://{}", serving.addr))
+        .arg("alice@example.com")
+        .args([&receipt, &product]);
+    let out = run_client(command, "the A2A SDK's client");
+    assert_eq!(out["receipt"]["state"], "TASK_STATE_COMPLETED", "{out:#}");
+    assert_eq!(out["receipt"]["consulted"], json!(["support"]), "{out:#}");
+    assert_eq!(out["product"]["consulted"], json!(["shop"]), "{out:#}");
+    // The task keeps the words; the bytes as sent (which still held the GPS) are not echoed.
+    let kept = out["receipt"]["history_parts"].as_array().unwrap();
+    assert!(kept.iter().all(|p| p.get("raw").is_none()), "{out:#}");
+    assert!(
+        out["remote"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("remote picture URLs are not fetched")),
+        "{out:#}"
+    );
+    assert_data_dir_clean(&sandbox);
+}
+
+#[test]
+fn the_ag_ui_client_sends_pictures_as_image_parts() {
+    let sandbox = Sandbox::new();
+    let serving = serve(&sandbox);
+    let (receipt, product) = photos();
+    let (_work, script) = js_client("agui_picture.mjs", "@ag-ui/client");
+    let mut command = Command::new("node");
+    command
+        .arg(&script)
+        .arg(format!("http://{}", serving.addr))
+        .arg("alice@example.com")
+        .args([&receipt, &product]);
+    let out = run_client(command, "the AG-UI client");
+    assert_eq!(out["receipt"]["calls"], json!(["ask_support"]), "{out:#}");
+    assert_eq!(out["product"]["calls"], json!(["ask_shop"]), "{out:#}");
+    assert!(out["receipt"]["answer"].is_string(), "{out:#}");
+    assert_data_dir_clean(&sandbox);
+}
+
+#[tokio::test]
+async fn the_mcp_sdk_sends_a_picture_as_the_image_argument() {
+    baton_connectors::install_tls_provider();
+    let sandbox = Sandbox::new();
+    let serving = serve(&sandbox);
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", serving.addr));
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+    let client = ().serve(transport).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    let ask = tools.iter().find(|t| t.name == "ask").unwrap();
+    assert!(ask.input_schema["properties"]["image"].is_object());
+    for (words, photo, who) in [
+        ("this didn't scan", receipt_photo(), "support"),
+        ("any deals?", product_photo(), "shop"),
+    ] {
+        let arguments = json!({
+            "message": words,
+            "image": {"data": STANDARD.encode(&photo), "mimeType": "image/jpeg"}
+        });
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("ask")
+                    .with_arguments(arguments.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+        let structured = result.structured_content.unwrap();
+        assert_eq!(structured["consulted"][0]["agent_id"], who, "{structured}");
+        assert_no_secret(structured.to_string().as_bytes(), "the tool's result");
+    }
+    // A picture whose declared type its bytes contradict is refused as invalid params.
+    let lying = json!({
+        "message": "and this?",
+        "image": {"data": STANDARD.encode(receipt_photo()), "mimeType": "image/png"}
+    });
+    let refused = client
+        .call_tool(
+            CallToolRequestParams::new("ask").with_arguments(lying.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("declared as image/png but its bytes are image/jpeg"),
+        "{refused}"
+    );
+    client.cancel().await.unwrap();
+    assert_data_dir_clean(&sandbox);
+}
+
+/// A native turn body with `pictures` (base64, as documented).
+fn turn_body(message: &str, pictures: &[(&str, &[u8])]) -> String {
+    let pictures: Vec<Value> = pictures
+        .iter()
+        .map(
+            |(media_type, bytes)| json!({"media_type": media_type, "data": STANDARD.encode(bytes)}),
+        )
+        .collect();
+    json!({"message": message, "pictures": pictures}).to_string()
+}
+
+/// Posts a turn as `principal` as a client that goes on writing after the server has
+/// answered (a refusal of a body too large comes before the body is read).
+fn send_refusable(serving: &Serving, principal: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(&serving.addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let head = format!(
+        "POST /v1/turns HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         x-baton-principal: {principal}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        serving.addr,
+        body.len()
+    );
+    let mut writer = stream.try_clone().unwrap();
+    let body = format!("{head}{body}").into_bytes();
+    let writing = std::thread::spawn(move || {
+        // The server may close once it has refused: the rest of the body is not wanted.
+        let _ = writer.write_all(&body);
+    });
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let _ = writing.join();
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+fn status(response: &str) -> u16 {
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_native_body_takes_pictures_and_hostile_ones_are_refused_plainly() {
+    let sandbox = Sandbox::new();
+    let serving = serve(&sandbox);
+    let response = serving.turn(
+        "alice",
+        &turn_body("this didn't scan", &[("image/jpeg", &receipt_photo())]),
+    );
+    assert_eq!(status(&response), 200, "{response}");
+    assert_no_secret(response.as_bytes(), "the event stream");
+    let events = sse_events(&response);
+    let consulted = events
+        .iter()
+        .find(|e| e["type"] == "agents_consulted")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(
+        consulted["agents"][0]["agent_id"], "support",
+        "{consulted:#}"
+    );
+    let stored = stored_pictures(&sandbox);
+    assert_eq!(stored, 1, "the receipt is stored once");
+
+    let gif = hostile::gif_of_frames(10_000);
+    let cases: Vec<(&str, String, u16, &str)> = vec![
+        (
+            "a truncated JPEG",
+            turn_body("", &[("image/jpeg", &hostile::truncated_jpeg())]),
+            400,
+            "damaged or cut short",
+        ),
+        (
+            "a PNG bomb",
+            turn_body("", &[("image/png", &hostile::png_bomb())]),
+            413,
+            "100000×100000 pixels; the limit is 25000000 pixels",
+        ),
+        (
+            "a JPEG declared as a PNG",
+            turn_body("", &[("image/png", &receipt_photo())]),
+            400,
+            "declared as image/png but its bytes are image/jpeg",
+        ),
+        (
+            "five pictures",
+            turn_body("", &[("image/jpeg", &receipt_photo()[..]); 5]),
+            413,
+            "a turn takes at most 4 pictures",
+        ),
+        (
+            "a 50 MB upload",
+            turn_body("", &[("image/jpeg", &vec![0xFF; 50_000_000])]),
+            413,
+            "larger than the limit",
+        ),
+        (
+            "not a picture",
+            turn_body("", &[("", b"%PDF-1.7 a document")]),
+            400,
+            "not a picture Baton takes",
+        ),
+    ];
+    for (what, body, code, says) in cases {
+        let response = send_refusable(&serving, "mallory", &body);
+        assert_eq!(status(&response), code, "{what}: {response}");
+        assert!(response.contains(says), "{what}: {response}");
+    }
+    // A GIF of 10,000 frames is taken as its first frame, bounded, not refused.
+    let response = serving.turn("alice", &turn_body("", &[("image/gif", &gif)]));
+    assert_eq!(status(&response), 200, "{response}");
+    // Nothing of the refused ones was stored, and the server still answers.
+    assert_eq!(stored_pictures(&sandbox), stored + 1);
+    let health = serving.request("GET /healthz HTTP/1.1", "");
+    assert_eq!(status(&health), 200, "{health}");
+    // The resume route takes words only.
+    let refused = serving.request(
+        "POST /v1/turns/t-1/resume HTTP/1.1\r\nContent-Type: application/json\r\nx-baton-principal: alice",
+        &turn_body("", &[("image/jpeg", &receipt_photo())]),
+    );
+    assert_eq!(status(&refused), 400, "{refused}");
+    assert!(refused.contains("unknown field"), "{refused}");
+    assert_data_dir_clean(&sandbox);
+}
