@@ -6,7 +6,7 @@ use std::time::Duration;
 use baton_aws::journal::JournalConfig;
 use baton_aws::sdk::WarmUpTargets;
 use baton_aws::settings::Env;
-use baton_runtime::RuntimeConfig;
+use baton_runtime::{BlindPictures, RuntimeConfig};
 
 /// The largest request body Lambda accepts for a synchronous invocation (6 MB). A larger
 /// `BATON_MAX_BODY_BYTES` could never take effect.
@@ -42,6 +42,9 @@ pub struct Config {
     /// `BATON_ORCHESTRATOR`: the orchestrator turns start at (default: the registry's only
     /// top-level one).
     pub orchestrator: Option<String>,
+    /// `BATON_BLIND_MODEL_PICTURES`: `describe` (default) or `refuse`, for pictures sent to
+    /// an orchestrator whose model cannot see them (D-42).
+    pub blind_pictures: BlindPictures,
     /// `BATON_WARM_UP_TIMEOUT_MS`: how long Init may spend opening connections.
     pub warm_up_timeout: Duration,
     /// `BIND`: where the function listens when it runs outside Lambda (local development).
@@ -114,7 +117,16 @@ impl Config {
                 expected: "at most 358400 (a table item must stay under 400 KB)",
             });
         }
+        let blind_pictures = match env.get("BATON_BLIND_MODEL_PICTURES") {
+            None => BlindPictures::default(),
+            Some(text) => BlindPictures::parse(&text).ok_or(ConfigError::Invalid {
+                name: "BATON_BLIND_MODEL_PICTURES",
+                value: text,
+                expected: "describe or refuse",
+            })?,
+        };
         Ok(Config {
+            blind_pictures,
             table: env.required("BATON_TABLE")?,
             bucket: env.required("BATON_BUCKET")?,
             registry: env.registry(),
@@ -140,6 +152,7 @@ impl Config {
             history_turns: self.history_turns,
             turn_timeout_ms: self.turn_timeout_ms,
             orchestrator: self.orchestrator.clone(),
+            blind_pictures: self.blind_pictures,
             ..RuntimeConfig::default()
         }
     }
@@ -194,6 +207,26 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         Config::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn pictures_for_a_blind_model_are_described_unless_refused() {
+        let base = [("BATON_TABLE", "journal"), ("BATON_BUCKET", "bodies")];
+        let described = config(&base).unwrap();
+        assert_eq!(described.runtime().blind_pictures, BlindPictures::Describe);
+        let mut refusing = base.to_vec();
+        refusing.push(("BATON_BLIND_MODEL_PICTURES", "refuse"));
+        let refused = config(&refusing).unwrap();
+        assert_eq!(refused.runtime().blind_pictures, BlindPictures::Refuse);
+        let mut bad = base.to_vec();
+        bad.push(("BATON_BLIND_MODEL_PICTURES", "drop"));
+        assert!(matches!(
+            config(&bad),
+            Err(ConfigError::Invalid {
+                name: "BATON_BLIND_MODEL_PICTURES",
+                ..
+            })
+        ));
     }
 
     #[test]

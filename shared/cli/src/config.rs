@@ -83,6 +83,9 @@ pub(crate) struct Config {
     pub(crate) max_picture_pixels: u64,
     /// Pixels on a picture's longer side.
     pub(crate) max_picture_side: u32,
+    /// `describe` or `refuse`: pictures sent to an orchestrator whose model cannot see.
+    #[serde(deserialize_with = "text")]
+    pub(crate) blind_model_pictures: String,
     /// Recent turns the orchestrator sees.
     pub(crate) history_turns: usize,
     /// Compact a conversation right after the turn that makes it due (no scheduled
@@ -139,6 +142,7 @@ const KEYS: &[&str] = &[
     "max_pictures_bytes",
     "max_picture_pixels",
     "max_picture_side",
+    "blind_model_pictures",
     "history_turns",
     "compact_after_turn",
     "turn_timeout_ms",
@@ -211,6 +215,7 @@ impl Default for Config {
             max_pictures_bytes: runtime.pictures.max_total_bytes,
             max_picture_pixels: runtime.pictures.max_pixels,
             max_picture_side: runtime.pictures.max_side,
+            blind_model_pictures: "describe".to_owned(),
             history_turns: runtime.history_turns,
             compact_after_turn: true,
             turn_timeout_ms: runtime.turn_timeout_ms,
@@ -310,6 +315,8 @@ pub(crate) struct Settings {
     pub(crate) max_body_bytes: usize,
     /// What a message's pictures may be.
     pub(crate) pictures: baton_core::picture::PictureLimits,
+    /// What pictures become for an orchestrator whose model cannot see them.
+    pub(crate) blind_pictures: baton_runtime::BlindPictures,
     pub(crate) history_turns: usize,
     pub(crate) compact_after_turn: bool,
     pub(crate) turn_timeout_ms: u64,
@@ -413,6 +420,13 @@ fn check(config: Config) -> anyhow::Result<Settings> {
             bail!("invalid configuration: key {key:?} must be at least 1");
         }
     }
+    let Some(blind_pictures) = baton_runtime::BlindPictures::parse(&config.blind_model_pictures)
+    else {
+        bail!(
+            "invalid configuration: key \"blind_model_pictures\" = {:?} must be \"describe\" or \"refuse\"",
+            config.blind_model_pictures
+        );
+    };
     if config.max_picture_pixels == 0 || config.max_picture_side == 0 {
         bail!(
             "invalid configuration: keys \"max_picture_pixels\" and \"max_picture_side\" must be at least 1 (set \"max_pictures\" to 0 to take no pictures)"
@@ -481,6 +495,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
             max_pixels: config.max_picture_pixels,
             max_side: config.max_picture_side,
         },
+        blind_pictures,
         history_turns: config.history_turns,
         compact_after_turn: config.compact_after_turn,
         turn_timeout_ms: config.turn_timeout_ms,
@@ -649,6 +664,35 @@ mod tests {
             err.contains("\"lease_ms\"") && err.contains("turn_timeout_ms"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn picture_limits_and_blind_models_are_read_and_checked() {
+        let settings = check(Config {
+            max_pictures: 2,
+            blind_model_pictures: "Refuse".into(),
+            ..Config::default()
+        })
+        .unwrap();
+        assert_eq!(settings.pictures.max_pictures, 2);
+        assert_eq!(
+            settings.blind_pictures,
+            baton_runtime::BlindPictures::Refuse
+        );
+        let err = check(Config {
+            blind_model_pictures: "drop".into(),
+            ..Config::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("\"blind_model_pictures\" = \"drop\""), "{err}");
+        let err = check(Config {
+            max_picture_side: 0,
+            ..Config::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("max_picture_side"), "{err}");
     }
 
     #[test]

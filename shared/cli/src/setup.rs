@@ -128,6 +128,7 @@ pub(crate) async fn assemble_for(
         .config(RuntimeConfig {
             max_message_chars: settings.max_message_chars,
             pictures: settings.pictures,
+            blind_pictures: settings.blind_pictures,
             history_turns: settings.history_turns,
             turn_timeout_ms: settings.turn_timeout_ms,
             lease_ms: settings.lease_ms,

@@ -40,6 +40,31 @@ pub struct RuntimeConfig {
     /// of `pictures.max_pixels`, so this bounds the memory pictures take however many
     /// turns bring them.
     pub picture_checks: usize,
+    /// What pictures become for an orchestrator whose model cannot see them (D-42).
+    pub blind_pictures: BlindPictures,
+}
+
+/// What a turn's pictures become when the orchestrator's model cannot see them (its
+/// card's model says `capabilities.pictures: false`): never dropped in silence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BlindPictures {
+    /// The model is told of each picture in a sentence (its type and size) and answers
+    /// knowing the user sent one it cannot see.
+    #[default]
+    Describe,
+    /// The turn is refused before it runs, saying the assistant cannot see pictures.
+    Refuse,
+}
+
+impl BlindPictures {
+    /// The setting as configuration spells it: `describe` or `refuse`.
+    pub fn parse(text: &str) -> Option<BlindPictures> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "describe" => Some(BlindPictures::Describe),
+            "refuse" => Some(BlindPictures::Refuse),
+            _ => None,
+        }
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -59,6 +84,7 @@ impl Default for RuntimeConfig {
             capture_content: false,
             pictures: baton_core::picture::PictureLimits::default(),
             picture_checks: 2,
+            blind_pictures: BlindPictures::default(),
         }
     }
 }

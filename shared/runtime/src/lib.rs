@@ -35,7 +35,7 @@ mod services;
 pub mod stream;
 
 pub use account_links::{LinkError, Linked};
-pub use config::RuntimeConfig;
+pub use config::{BlindPictures, RuntimeConfig};
 pub use request::{Conversation, FACE_API, RejectionKind, Resume, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use seal::{SealError, Sealer};

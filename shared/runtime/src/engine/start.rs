@@ -44,6 +44,15 @@ pub(crate) async fn start(
             "The message is empty; please type something.",
         ));
     }
+    if !request.pictures.is_empty()
+        && inner.config.blind_pictures == crate::config::BlindPictures::Refuse
+        && !inner.entry.model.capabilities.pictures
+    {
+        return Err(TurnRejection::new(
+            RejectionKind::Invalid,
+            "This assistant cannot see pictures; please say in words what the picture shows.",
+        ));
+    }
     let chars = text.chars().count();
     let max = inner.config.max_message_chars;
     if chars > max {

@@ -262,3 +262,48 @@ fn episode_of(events: &[Event]) -> String {
         })
         .unwrap()
 }
+
+/// An orchestrator whose model cannot see: by default it is told of the picture in words;
+/// configured to refuse, the turn is refused before it runs, saying so, and nothing is
+/// stored (D-42).
+#[tokio::test(start_paused = true)]
+async fn a_blind_orchestrator_is_told_in_words_or_the_turn_refused_as_configured() {
+    let registry = TestRegistry::default()
+        .file("agents/support.yaml", SUPPORT)
+        .file("models.yaml", models(false));
+    let told = make_rig(&registry, &script("ask_support", "[1]"));
+    let events = turn(&told, &[receipt_photo()]).await;
+    assert!(completed(&events), "{events:?}");
+    let routed = &requests_of(&told, "orchestrator", CallPurpose::Route)[0];
+    assert!(
+        pictures_in(routed).is_empty(),
+        "a blind model got the bytes"
+    );
+    let words = serde_json::to_string(&routed.messages).unwrap();
+    assert!(words.contains("image/jpeg"), "{words}");
+
+    let refusing = make_rig_with(
+        &registry,
+        &script("ask_support", "[1]"),
+        baton_runtime::RuntimeConfig {
+            blind_pictures: baton_runtime::BlindPictures::Refuse,
+            ..baton_runtime::RuntimeConfig::default()
+        },
+    );
+    let with_photo = baton_runtime::TurnRequest {
+        pictures: vec![Bytes::from(receipt_photo())],
+        ..request("this one didn't scan", None, "t1")
+    };
+    let refused = refusing.runtime.run_turn(with_photo).await.err().unwrap();
+    assert_eq!(refused.kind, baton_runtime::RejectionKind::Invalid);
+    assert!(
+        refused.message.contains("cannot see pictures"),
+        "{refused:?}"
+    );
+    assert!(refusing.model.requests().is_empty(), "nothing ran");
+    // Words alone still go through.
+    let (_, events) = run(&refusing, request("this one didn't scan", None, "t2")).await;
+    assert!(completed(
+        &events.into_iter().map(|e| e.event).collect::<Vec<_>>()
+    ));
+}
