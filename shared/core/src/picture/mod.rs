@@ -304,6 +304,10 @@ pub fn take(bytes: &[u8], limits: &PictureLimits) -> Result<Picture, PictureErro
     let (width, height) = check::dimensions(bytes, media_type)?;
     check::within(width, height, limits)?;
     let stripped = strip::strip(Bytes::copy_from_slice(bytes), media_type, limits)?;
+    // The size is what the kept bytes say: a WebP's extended header, removed with its
+    // metadata, may name another canvas than its image (found by fuzzing).
+    let (width, height) = check::dimensions(&stripped.bytes, stripped.media_type)?;
+    check::within(width, height, limits)?;
     check::decodes(&stripped.bytes, stripped.media_type, limits)?;
     let sha256 = sha256_hex(&stripped.bytes);
     Ok(Picture {
