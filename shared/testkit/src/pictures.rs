@@ -42,6 +42,27 @@ pub fn product_photo() -> Vec<u8> {
     with_phone_metadata(&jpeg(&image))
 }
 
+/// A large product photo (1600 × 1200, about 430 KB: its grain is noise a JPEG squeezes
+/// little), with the same metadata: a request carrying it is far over the 64 KiB a turn
+/// without pictures may be.
+pub fn large_photo() -> Vec<u8> {
+    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    let image = RgbImage::from_fn(1600, 1200, |x, y| {
+        // xorshift: the grain, the same every run.
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let grain = (seed % 64) as u8;
+        let can = (f64::from(x) - 800.0).abs() < 300.0 && (300..1000).contains(&y);
+        if can {
+            Rgb([170 + grain, 20 + grain / 2, 30 + grain / 2])
+        } else {
+            Rgb([30 + grain / 2, 70 + grain / 2, 150 + grain])
+        }
+    });
+    with_phone_metadata(&jpeg(&image))
+}
+
 fn jpeg(image: &RgbImage) -> Vec<u8> {
     let mut out = Cursor::new(Vec::new());
     // Encoding an in-memory image to a Vec cannot fail.

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use baton_testkit::pictures::{SECRETS, hostile, product_photo, receipt_photo};
+use baton_testkit::pictures::{SECRETS, hostile, receipt_photo};
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -20,10 +20,16 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-/// The shipped photos, as files a client reads.
-fn photos() -> (PathBuf, PathBuf) {
-    let dir = baton_testkit::workspace_root().join("shared/registry/pictures");
-    (dir.join("receipt.jpg"), dir.join("product.jpg"))
+/// The photos, as files a client reads: the shipped receipt, and a large product photo
+/// (hundreds of kilobytes: the request is far over the 64 KiB a turn without pictures may
+/// be).
+fn photos(sandbox: &Sandbox) -> (PathBuf, PathBuf) {
+    let receipt = baton_testkit::workspace_root().join("shared/registry/pictures/receipt.jpg");
+    let product = sandbox.path().join("product.jpg");
+    let large = baton_testkit::pictures::large_photo();
+    assert!(large.len() > 256 * 1024, "a large photo: {}", large.len());
+    std::fs::write(&product, large).unwrap();
+    (receipt, product)
 }
 
 fn serve(sandbox: &Sandbox) -> Serving {
@@ -95,7 +101,7 @@ fn run_client(mut command: Command, what: &str) -> Value {
 fn the_openai_sdk_sends_pictures_as_image_url_parts() {
     let sandbox = Sandbox::new();
     let serving = serve(&sandbox);
-    let (receipt, product) = photos();
+    let (receipt, product) = photos(&sandbox);
     let mut command = Command::new(baton_testkit::a2a_python());
     command
         .arg(baton_testkit::crate_dir().join("tests/clients/openai_picture.py"))
@@ -123,7 +129,7 @@ fn the_openai_sdk_sends_pictures_as_image_url_parts() {
 fn the_a2a_sdk_sends_pictures_as_file_parts() {
     let sandbox = Sandbox::new();
     let serving = serve(&sandbox);
-    let (receipt, product) = photos();
+    let (receipt, product) = photos(&sandbox);
     let mut command = Command::new(baton_testkit::a2a_python());
     command
         .arg(baton_testkit::crate_dir().join("tests/clients/a2a_picture.py"))
@@ -150,7 +156,7 @@ fn the_a2a_sdk_sends_pictures_as_file_parts() {
 fn the_ag_ui_client_sends_pictures_as_image_parts() {
     let sandbox = Sandbox::new();
     let serving = serve(&sandbox);
-    let (receipt, product) = photos();
+    let (receipt, product) = photos(&sandbox);
     let (_work, script) = js_client("agui_picture.mjs", "@ag-ui/client");
     let mut command = Command::new("node");
     command
@@ -179,7 +185,7 @@ async fn the_mcp_sdk_sends_a_picture_as_the_image_argument() {
     assert!(ask.input_schema["properties"]["image"].is_object());
     for (words, photo, who) in [
         ("this didn't scan", receipt_photo(), "support"),
-        ("any deals?", product_photo(), "shop"),
+        ("any deals?", baton_testkit::pictures::large_photo(), "shop"),
     ] {
         let arguments = json!({
             "message": words,
@@ -281,8 +287,21 @@ fn the_native_body_takes_pictures_and_hostile_ones_are_refused_plainly() {
         consulted["agents"][0]["agent_id"], "support",
         "{consulted:#}"
     );
+    // A large photo: a body far over the 64 KiB of one without pictures.
+    let large = baton_testkit::pictures::large_photo();
+    let response = serving.turn("alice", &turn_body("any deals?", &[("image/jpeg", &large)]));
+    assert_eq!(
+        status(&response),
+        200,
+        "{}",
+        &response[..response.len().min(2_000)]
+    );
+    assert!(
+        response.contains("\"completed\""),
+        "the turn did not finish"
+    );
     let stored = stored_pictures(&sandbox);
-    assert_eq!(stored, 1, "the receipt is stored once");
+    assert_eq!(stored, 2, "the receipt and the photo are stored once each");
 
     let gif = hostile::gif_of_frames(10_000);
     let cases: Vec<(&str, String, u16, &str)> = vec![
