@@ -88,27 +88,46 @@ fn stored_pictures(sandbox: &Sandbox) -> usize {
         .count()
 }
 
-fn run_client(mut command: Command, what: &str) -> Value {
-    let output = command.output().unwrap();
+/// Runs a client `program` (with `args` before its own) against a fresh `baton serve`,
+/// giving it the server's address, the principal and the two photos' files; what it
+/// printed, checked for any of the photos' secrets, and the sandbox, to look into after.
+fn run_client(program: &Path, args: &[&Path], what: &str) -> (Value, Sandbox) {
+    let sandbox = Sandbox::new();
+    let serving = serve(&sandbox);
+    let (receipt, product) = photos(&sandbox);
+    let output = Command::new(program)
+        .args(args)
+        .arg(format!("http://{}", serving.addr))
+        .arg("alice@example.com")
+        .args([&receipt, &product])
+        .output()
+        .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{what} failed: {stderr}");
     assert_no_secret(&output.stdout, what);
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)))
+    let out = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stdout)));
+    (out, sandbox)
+}
+
+/// Fails unless `out` says a remote URL was refused, naming why.
+fn assert_remote_refused(out: &Value) {
+    assert!(
+        out["remote"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("remote picture URLs are not fetched")),
+        "{out:#}"
+    );
 }
 
 #[test]
 fn the_openai_sdk_sends_pictures_as_image_url_parts() {
-    let sandbox = Sandbox::new();
-    let serving = serve(&sandbox);
-    let (receipt, product) = photos(&sandbox);
-    let mut command = Command::new(baton_testkit::a2a_python());
-    command
-        .arg(baton_testkit::crate_dir().join("tests/clients/openai_picture.py"))
-        .arg(format!("http://{}", serving.addr))
-        .arg("alice@example.com")
-        .args([&receipt, &product]);
-    let out = run_client(command, "the OpenAI SDK's client");
+    let script = baton_testkit::crate_dir().join("tests/clients/openai_picture.py");
+    let (out, sandbox) = run_client(
+        &baton_testkit::a2a_python(),
+        &[&script],
+        "the OpenAI SDK's client",
+    );
     assert_eq!(out["receipt"]["consulted"], json!(["support"]), "{out:#}");
     assert_eq!(out["product"]["consulted"], json!(["shop"]), "{out:#}");
     // The receipt says what was removed from the picture.
@@ -116,55 +135,32 @@ fn the_openai_sdk_sends_pictures_as_image_url_parts() {
     assert_eq!(removed["location"], 1, "{out:#}");
     // A remote URL is refused as the SDK's own 400, naming why.
     assert_eq!(out["remote"]["type"], "BadRequestError", "{out:#}");
-    assert!(
-        out["remote"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("remote picture URLs are not fetched")),
-        "{out:#}"
-    );
+    assert_remote_refused(&out);
     assert_data_dir_clean(&sandbox);
 }
 
 #[test]
 fn the_a2a_sdk_sends_pictures_as_file_parts() {
-    let sandbox = Sandbox::new();
-    let serving = serve(&sandbox);
-    let (receipt, product) = photos(&sandbox);
-    let mut command = Command::new(baton_testkit::a2a_python());
-    command
-        .arg(baton_testkit::crate_dir().join("tests/clients/a2a_picture.py"))
-        .arg(format!("http://{}", serving.addr))
-        .arg("alice@example.com")
-        .args([&receipt, &product]);
-    let out = run_client(command, "the A2A SDK's client");
+    let script = baton_testkit::crate_dir().join("tests/clients/a2a_picture.py");
+    let (out, sandbox) = run_client(
+        &baton_testkit::a2a_python(),
+        &[&script],
+        "the A2A SDK's client",
+    );
     assert_eq!(out["receipt"]["state"], "TASK_STATE_COMPLETED", "{out:#}");
     assert_eq!(out["receipt"]["consulted"], json!(["support"]), "{out:#}");
     assert_eq!(out["product"]["consulted"], json!(["shop"]), "{out:#}");
     // The task keeps the words; the bytes as sent (which still held the GPS) are not echoed.
     let kept = out["receipt"]["history_parts"].as_array().unwrap();
     assert!(kept.iter().all(|p| p.get("raw").is_none()), "{out:#}");
-    assert!(
-        out["remote"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("remote picture URLs are not fetched")),
-        "{out:#}"
-    );
+    assert_remote_refused(&out);
     assert_data_dir_clean(&sandbox);
 }
 
 #[test]
 fn the_ag_ui_client_sends_pictures_as_image_parts() {
-    let sandbox = Sandbox::new();
-    let serving = serve(&sandbox);
-    let (receipt, product) = photos(&sandbox);
     let (_work, script) = js_client("agui_picture.mjs", "@ag-ui/client");
-    let mut command = Command::new("node");
-    command
-        .arg(&script)
-        .arg(format!("http://{}", serving.addr))
-        .arg("alice@example.com")
-        .args([&receipt, &product]);
-    let out = run_client(command, "the AG-UI client");
+    let (out, sandbox) = run_client(Path::new("node"), &[&script], "the AG-UI client");
     assert_eq!(out["receipt"]["calls"], json!(["ask_support"]), "{out:#}");
     assert_eq!(out["product"]["calls"], json!(["ask_shop"]), "{out:#}");
     assert!(out["receipt"]["answer"].is_string(), "{out:#}");
