@@ -22,6 +22,12 @@ pub(crate) fn decode(n: usize, data: &str, declared: Option<&str>) -> Result<Byt
         tracing::debug!(error = %e, picture = n, "picture is not base64");
         refusal(n, "its data is not base64")
     })?;
+    checked(n, bytes, declared)
+}
+
+/// Picture `n`'s bytes, as the client sent them, once its declared type (if any) is
+/// checked against them.
+pub(crate) fn checked(n: usize, bytes: Vec<u8>, declared: Option<&str>) -> Result<Bytes, Error> {
     if let Some(declared) = declared {
         check_declared(&bytes, declared).map_err(|e| refusal(n, &e.to_string()))?;
     }

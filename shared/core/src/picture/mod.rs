@@ -366,23 +366,6 @@ pub fn within_turn(sizes: &[usize], limits: &PictureLimits) -> Result<(), Pictur
     Ok(())
 }
 
-/// Takes a turn's pictures, each as `take` does, refusing more than the limits first.
-///
-/// # Errors
-/// The first picture refused (its place is in the message: "picture 2: ..."; 0 for the
-/// turn's limits).
-pub fn take_all<'a>(
-    pictures: impl ExactSizeIterator<Item = &'a [u8]> + Clone,
-    limits: &PictureLimits,
-) -> Result<Vec<Picture>, (usize, PictureError)> {
-    let sizes: Vec<usize> = pictures.clone().map(<[u8]>::len).collect();
-    within_turn(&sizes, limits).map_err(|e| (0, e))?;
-    pictures
-        .enumerate()
-        .map(|(i, bytes)| take(bytes, limits).map_err(|e| (i + 1, e)))
-        .collect()
-}
-
 /// What the pictures of a turn had removed, counted by kind (for the privacy receipt).
 pub fn removed_by_kind(pictures: &[Picture]) -> BTreeMap<HiddenData, u32> {
     let mut by_kind = BTreeMap::new();

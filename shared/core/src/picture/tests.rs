@@ -297,9 +297,8 @@ fn limits_and_types_are_refused_plainly() {
         Err(PictureError::Empty)
     );
     let one = encode(&receipt(8, 8), ImageFormat::Png);
-    let five: Vec<&[u8]> = vec![&one; 5];
-    let e = take_all(five.into_iter(), &PictureLimits::default()).expect_err("too many");
-    assert_eq!(e.1, PictureError::TooMany { count: 5, limit: 4 });
+    let e = within_turn(&[one.len(); 5], &PictureLimits::default()).expect_err("too many");
+    assert_eq!(e, PictureError::TooMany { count: 5, limit: 4 });
     let wide = encode(&receipt(10_001, 1), ImageFormat::Png);
     assert!(matches!(
         take(&wide, &PictureLimits::default()),

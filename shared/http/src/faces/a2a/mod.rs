@@ -367,10 +367,7 @@ async fn prepare(
 fn picture(n: usize, part: a2a::Part) -> Result<Bytes, A2AError> {
     let read = match part.content {
         PartContent::Raw(bytes) => {
-            let declared = part.media_type.as_deref().unwrap_or_default();
-            baton_core::picture::check_declared(&bytes, declared)
-                .map(|()| Bytes::from(bytes))
-                .map_err(|e| format!("Picture {n} was not taken: {e}."))
+            crate::picture::checked(n, bytes, part.media_type.as_deref()).map_err(|e| e.to_string())
         }
         PartContent::Url(url) => crate::picture::from_url(n, &url).map_err(|e| e.to_string()),
         PartContent::Text(_) | PartContent::Data(_) => Err(format!("Part {n} is not a picture.")),
