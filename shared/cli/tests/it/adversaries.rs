@@ -34,14 +34,14 @@ agents:
     )
 }
 
-fn connect(addr: &str, read_timeout: Duration) -> TcpStream {
+pub(crate) fn connect(addr: &str, read_timeout: Duration) -> TcpStream {
     let stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(read_timeout)).unwrap();
     stream
 }
 
 /// Reads a response head, byte by byte so that nothing of the body is taken.
-fn read_head(stream: &mut TcpStream) -> String {
+pub(crate) fn read_head(stream: &mut TcpStream) -> String {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use baton_testkit::pictures::{SECRETS, hostile, receipt_photo};
+use baton_testkit::pictures::{SECRETS, hostile, product_photo, receipt_photo};
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -357,5 +357,82 @@ fn the_native_body_takes_pictures_and_hostile_ones_are_refused_plainly() {
     );
     assert_eq!(status(&refused), 400, "{refused}");
     assert!(refused.contains("unknown field"), "{refused}");
+    assert_data_dir_clean(&sandbox);
+}
+
+/// A photo turn whose server is killed (SIGKILL) mid-run: after a restart the same id with
+/// another photo is another request and is refused; sent again as it was, it runs again on
+/// its episode; the photo, committed by the next turn, is stored once and stripped.
+#[test]
+fn a_photo_turn_killed_mid_run_is_the_same_turn_after_a_restart_and_its_photo_stored_once() {
+    use std::io::Write as _;
+    use std::time::Duration;
+
+    use crate::adversaries::{connect, read_head};
+
+    let sandbox = Sandbox::new();
+    let model = sandbox.script(
+        r#"
+agents:
+  orchestrator:
+    - when: { purpose: route }
+      tool_calls: [{ name: ask_support, args: { query: "a receipt that did not scan", intent_count: 1, pictures: [1] } }]
+    - when: { purpose: compose, user_contains: slowly }
+      delay_ms: 600000
+      text: ["Never sent."]
+    - when: { purpose: compose }
+      text: ["Support is looking at your receipt."]
+  support:
+    - text: ["Support is looking at your receipt."]
+"#,
+    );
+    let args = ["--registry", registry(), "--model", &model];
+    let photo = receipt_photo();
+    let with_id = |message: &str, photo: &[u8]| {
+        let mut body: Value =
+            serde_json::from_str(&turn_body(message, &[("image/jpeg", photo)])).unwrap();
+        body["turn_id"] = json!("t-photo");
+        body.to_string()
+    };
+    let slow = with_id("this didn't scan, slowly", &photo);
+    // Starts the slow turn and returns its response head (the turn goes on).
+    let start_slow = |serving: &Serving| {
+        let mut stream = connect(&serving.addr, Duration::from_secs(30));
+        write!(
+            stream,
+            "POST /v1/turns HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{slow}",
+            slow.len()
+        )
+        .unwrap();
+        read_head(&mut stream)
+    };
+
+    let first = Serving::start(&sandbox, &args, &[]);
+    let head = start_slow(&first);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let episode = header(&head, "x-baton-episode-id").unwrap().to_owned();
+    first.kill();
+
+    let second = Serving::start(&sandbox, &args, &[]);
+    let other = second.turn(
+        "local-user",
+        &with_id("this didn't scan, slowly", &product_photo()),
+    );
+    assert_eq!(status(&other), 422, "{other}");
+    let head = start_slow(&second);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(header(&head, "x-baton-episode-id"), Some(episode.as_str()));
+    second.kill();
+
+    let third = Serving::start(&sandbox, &args, &[]);
+    let next = json!({
+        "message": "this didn't scan",
+        "episode_id": episode,
+        "pictures": [{"media_type": "image/jpeg", "data": STANDARD.encode(&photo)}],
+    });
+    let done = third.turn("local-user", &next.to_string());
+    assert!(done.contains("\"completed\""), "{done}");
+    assert_eq!(stored_pictures(&sandbox), 1, "the photo is stored once");
     assert_data_dir_clean(&sandbox);
 }
