@@ -97,6 +97,7 @@ fn purpose(p: CallPurpose) -> &'static str {
         CallPurpose::Agent => "specialist",
         CallPurpose::Note => "note",
         CallPurpose::Summarize => "summarize",
+        CallPurpose::Remember => "remember",
     }
 }
 

@@ -87,10 +87,16 @@ pub(crate) async fn run(settings: &Settings, args: ChatArgs) -> anyhow::Result<E
             .await
             .map(|ending| exit_code(&ending))
     };
-    // A remote agent's task that a cut turn left running is cancelled before the exit.
+    // What a turn does after its answer (extracting memories, compacting) finishes before
+    // the exit, within a bound; a remote agent's task that a cut turn left running is
+    // cancelled.
+    chat.runtime.idle(AFTER_TURN_LIMIT).await;
     chat.runtime.settle().await;
     outcome
 }
+
+/// How long a one-shot chat waits, after its answer, for the turn's own work after it.
+const AFTER_TURN_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Shows a turn's events to its end.
 async fn show<W: Write>(

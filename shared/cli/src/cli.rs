@@ -91,6 +91,9 @@ pub(crate) enum Command {
     /// Your account links: the servers you connected your own accounts to, and revoking
     /// one (its tools then ask you to connect again).
     Links(LinksArgs),
+    /// What Baton remembers of you across conversations: list, search, save, forget
+    /// (one, or all), export as JSON, and turning memory on or off for you.
+    Memory(crate::memory::MemoryArgs),
 }
 
 impl Cli {
@@ -109,6 +112,7 @@ impl Cli {
             Command::Eval(args) => crate::eval::run(&settings, &args).await,
             Command::Replay(args) => crate::replay::run(&settings, &args).await,
             Command::Links(args) => crate::account_links::run(&settings, &args).await,
+            Command::Memory(args) => crate::memory::run(&settings, &args).await,
         }
     }
 
@@ -141,7 +145,8 @@ impl Cli {
             | Command::Compact(_)
             | Command::Eval(_)
             | Command::Replay(_)
-            | Command::Links(_) => {}
+            | Command::Links(_)
+            | Command::Memory(_) => {}
         }
         o
     }

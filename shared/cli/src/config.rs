@@ -91,6 +91,10 @@ pub(crate) struct Config {
     /// Compact a conversation right after the turn that makes it due (no scheduled
     /// compaction runs locally; `baton compact` also does it on demand).
     pub(crate) compact_after_turn: bool,
+    /// Memory across conversations for principals who have not set their own (D-43).
+    pub(crate) memory: bool,
+    /// Current memories one principal keeps at most.
+    pub(crate) max_memories: usize,
     /// Deadline of a whole turn, in ms.
     pub(crate) turn_timeout_ms: u64,
     /// How long a started turn holds its conversation, in ms: a turn whose process died
@@ -145,6 +149,8 @@ const KEYS: &[&str] = &[
     "blind_model_pictures",
     "history_turns",
     "compact_after_turn",
+    "memory",
+    "max_memories",
     "turn_timeout_ms",
     "lease_ms",
     "header_timeout_ms",
@@ -218,6 +224,9 @@ impl Default for Config {
             blind_model_pictures: "describe".to_owned(),
             history_turns: runtime.history_turns,
             compact_after_turn: true,
+            // The local `baton` serves its own user: memory is on unless they say not.
+            memory: true,
+            max_memories: runtime.memory.max_memories,
             turn_timeout_ms: runtime.turn_timeout_ms,
             lease_ms: runtime.lease_ms,
             header_timeout_ms: millis(server.header_timeout),
@@ -319,6 +328,8 @@ pub(crate) struct Settings {
     pub(crate) blind_pictures: baton_runtime::BlindPictures,
     pub(crate) history_turns: usize,
     pub(crate) compact_after_turn: bool,
+    /// Memory across conversations by default, and each principal's cap (D-43).
+    pub(crate) memory: baton_runtime::MemorySettings,
     pub(crate) turn_timeout_ms: u64,
     pub(crate) lease_ms: u64,
     /// Connection limits of `baton serve`.
@@ -427,6 +438,11 @@ fn check(config: Config) -> anyhow::Result<Settings> {
             config.blind_model_pictures
         );
     };
+    if config.max_memories == 0 {
+        anyhow::bail!(
+            "invalid configuration: key \"max_memories\" must be at least 1 (set \"memory\" to false to keep none)"
+        );
+    }
     if config.max_picture_pixels == 0 || config.max_picture_side == 0 {
         bail!(
             "invalid configuration: keys \"max_picture_pixels\" and \"max_picture_side\" must be at least 1 (set \"max_pictures\" to 0 to take no pictures)"
@@ -498,6 +514,11 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         blind_pictures,
         history_turns: config.history_turns,
         compact_after_turn: config.compact_after_turn,
+        memory: baton_runtime::MemorySettings {
+            on_by_default: config.memory,
+            max_memories: config.max_memories,
+            ..baton_runtime::MemorySettings::default()
+        },
         turn_timeout_ms: config.turn_timeout_ms,
         lease_ms: config.lease_ms,
         server: baton_http::ServerLimits {

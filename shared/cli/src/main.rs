@@ -16,6 +16,7 @@ mod config;
 mod eval;
 mod logging;
 mod mcp;
+mod memory;
 mod render;
 mod replay;
 mod serve;

@@ -477,6 +477,7 @@ mod tests {
                 Event::AgentsConsulted {
                     agents: vec![],
                     footer: "Consulted: Shop".into(),
+                    memories: Vec::new(),
                 },
             ),
             wire(

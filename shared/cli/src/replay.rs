@@ -282,6 +282,7 @@ fn routing(out: &mut String, r: &RoutingRecord) {
         plan,
         tool_calls,
         answered,
+        memories,
     } = r;
     let mut facts = Vec::new();
     if !invoked.is_empty() {
@@ -351,6 +352,9 @@ fn routing(out: &mut String, r: &RoutingRecord) {
             a.answer,
             a.args_sha256
         );
+    }
+    for m in memories {
+        let _ = writeln!(out, "  remembered {} ({})", m.subject, m.id);
     }
     for g in guards {
         let _ = writeln!(out, "  guard {}: {}", g.guard.as_str(), g.detail);

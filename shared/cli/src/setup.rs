@@ -15,6 +15,7 @@ use baton_aws::bedrock::BedrockModel;
 #[cfg(feature = "aws")]
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::ports::connector::Connector;
+use baton_core::ports::memory::{HashedWordsEmbedder, MemoryStore};
 use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
@@ -137,6 +138,11 @@ pub(crate) async fn assemble_for(
             // No scheduled compaction runs on a laptop: a turn that leaves its episode due
             // compacts it once its answer has been sent (unless turned off).
             compact_after_turn: settings.compact_after_turn && purpose == Purpose::Turns,
+            // Extraction runs after the turn here; nothing else would run it (D-43).
+            memory: baton_runtime::MemorySettings {
+                extract_after_turn: purpose == Purpose::Turns,
+                ..settings.memory.clone()
+            },
             routing_only: purpose == Purpose::Eval { routing_only: true },
             capture_content: baton_otel::captures_content(),
             ..RuntimeConfig::default()
@@ -177,15 +183,20 @@ pub(crate) async fn assemble_for(
             builder
         }
     };
+    // Memory across conversations lives beside the journal: in the local store's file.
+    let mut memory: Option<Arc<dyn MemoryStore>> = None;
     let store: Arc<dyn Store> = match &settings.store {
         _ if matches!(purpose, Purpose::Eval { .. }) => Arc::new(HeapStore::new()),
         StoreChoice::Embedded => {
-            Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
-                format!(
-                    "opening the local store {}",
-                    settings.data_dir.join(DATABASE_FILE).display()
-                )
-            })?)
+            let embedded =
+                Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
+                    format!(
+                        "opening the local store {}",
+                        settings.data_dir.join(DATABASE_FILE).display()
+                    )
+                })?);
+            memory = Some(embedded.clone());
+            embedded
         }
         #[cfg(not(feature = "aws"))]
         StoreChoice::DynamoDb { .. } => return Err(without_aws("store \"dynamodb\"")),
@@ -201,6 +212,9 @@ pub(crate) async fn assemble_for(
         }
     };
     builder = builder.store(store.clone());
+    if let Some(memory) = memory {
+        builder = builder.memory(memory, Arc::new(HashedWordsEmbedder::default()));
+    }
     builder = match purpose {
         // A partial-failure case makes a specialist's services unavailable for its turn.
         Purpose::Eval { .. } => builder.connectors(baton_evals::with_outages(connectors)),

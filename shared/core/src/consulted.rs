@@ -57,6 +57,32 @@ pub struct ConsultedAgent {
     pub carried: bool,
 }
 
+/// A memory the orchestrator was given for a turn (D-43): the record names it, so the user
+/// can see why Baton knew something they said in another conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Recalled {
+    /// The memory.
+    pub id: crate::recall::MemoryId,
+    /// What it is about.
+    pub subject: String,
+}
+
+/// The footer with the memories the turn was given: `Consulted: Shop · Remembered: dog,
+/// saving` (or `Remembered: dog` when nobody was consulted).
+pub fn footer_with(agents: &[ConsultedAgent], memories: &[Recalled]) -> String {
+    let consulted = footer(agents);
+    if memories.is_empty() {
+        return consulted;
+    }
+    let subjects: Vec<&str> = memories.iter().map(|m| m.subject.as_str()).collect();
+    let remembered = format!("Remembered: {}", subjects.join(", "));
+    if consulted.is_empty() {
+        remembered
+    } else {
+        format!("{consulted} · {remembered}")
+    }
+}
+
 /// `Consulted: Shop, Support (unavailable)` — or an empty string when nobody was.
 pub fn footer(agents: &[ConsultedAgent]) -> String {
     if agents.is_empty() {

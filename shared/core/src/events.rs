@@ -169,6 +169,9 @@ pub enum Event {
         agents: Vec<ConsultedAgent>,
         /// A plain footer line for text-only channels.
         footer: String,
+        /// The memories from earlier conversations the orchestrator was given (D-43).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        memories: Vec<crate::consulted::Recalled>,
     },
     /// Tokens and cost (D-32).
     Usage {

@@ -31,6 +31,7 @@ pub mod ports;
 pub mod principal;
 pub mod privacy;
 pub mod prompt;
+pub mod recall;
 pub mod registry;
 pub mod tool;
 pub mod tool_result;

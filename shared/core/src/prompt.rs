@@ -67,6 +67,10 @@ impl PromptPlan {
             suffix.push_str(summary);
             suffix.push_str("\n</conversation_summary>");
         }
+        if let Some(memory) = context.memory.filter(|m| !m.is_empty()) {
+            suffix.push_str("\n\n");
+            suffix.push_str(memory);
+        }
         if let Some(extra) = extra {
             suffix.push_str("\n\n");
             suffix.push_str(extra);
@@ -99,6 +103,9 @@ pub struct DynamicContext<'a> {
     /// carries, as this agent may see it: the orchestrator's summary, or a specialist's
     /// summary of its own work (D-17).
     pub summary: Option<&'a str>,
+    /// What the user told Baton in earlier conversations that bears on this message (the
+    /// orchestrator's only, D-43), as the recall module's block renders it.
+    pub memory: Option<&'a str>,
 }
 
 /// The share of its model's context window a card's stable prefix may fill before loading
@@ -165,6 +172,7 @@ mod tests {
             location: None,
             user_id: "user-42",
             summary: None,
+            memory: None,
         };
         let blocks = plan.system(&ctx, None);
         assert_eq!(blocks.len(), 2);
@@ -190,6 +198,7 @@ mod tests {
             location: None,
             user_id: "u",
             summary: Some("The user wants tea."),
+            memory: None,
         };
         let blocks = plan.system(&ctx, Some("note"));
         assert!(!blocks[0].text.contains("tea"));

@@ -258,6 +258,9 @@ pub struct RoutingRecord {
     /// expired one counts as declined), D-36.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered: Option<crate::interruption::AnswerRecord>,
+    /// The memories from earlier conversations the orchestrator was given (D-43).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memories: Vec<crate::consulted::Recalled>,
 }
 
 /// One executed `ask_<id>` call.

@@ -2,12 +2,12 @@
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post, put};
 
 use crate::error::Error;
 use crate::state::AppState;
 use crate::{
-    account_links, agents, console, episode_pictures, episodes, faces, health, hosts, turns,
+    account_links, agents, console, episode_pictures, episodes, faces, health, hosts, memory, turns,
 };
 
 /// The Baton HTTP app over `state`: every route, the body limit, the allowed hosts and
@@ -30,6 +30,16 @@ pub fn app(state: AppState) -> Router {
             get(account_links::get_links).delete(account_links::delete_link),
         )
         .route("/v1/links/callback", get(account_links::get_callback))
+        .route(
+            "/v1/memory",
+            get(memory::get_memory)
+                .post(memory::post_memory)
+                .delete(memory::delete_all),
+        )
+        .route("/v1/memory/search", get(memory::get_search))
+        .route("/v1/memory/export", get(memory::get_export))
+        .route("/v1/memory/setting", put(memory::put_setting))
+        .route("/v1/memory/{id}", delete(memory::delete_one))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .merge(faces::routes());

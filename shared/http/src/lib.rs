@@ -13,6 +13,8 @@
 //! - `GET /v1/episodes/{id}/pictures/{sha256}`: a picture the caller sent in it, when the
 //!   state has the store ([`AppState::with_pictures`]);
 //! - `GET /v1/agents`: the assistant, its specialists and its Direct Line settings;
+//! - `/v1/memory` (list, `search`, `export`, save, forget, `setting`): what Baton remembers
+//!   of the caller across conversations (D-43);
 //! - `GET /healthz`: `{"status":"ok"}` while the process answers (liveness);
 //! - `GET /readyz`: whether turns can run now (the store answers), 200 or 503;
 //! - `POST /v1/chat/completions`, `GET /v1/models`: OpenAI-compatible chat completions
@@ -43,6 +45,7 @@ mod error;
 mod faces;
 mod health;
 mod hosts;
+mod memory;
 mod picture;
 mod principal;
 mod serve;

@@ -42,6 +42,8 @@ pub struct RuntimeConfig {
     pub picture_checks: usize,
     /// What pictures become for an orchestrator whose model cannot see them (D-42).
     pub blind_pictures: BlindPictures,
+    /// Long-term memory across conversations (D-43).
+    pub memory: MemorySettings,
 }
 
 /// What a turn's pictures become when the orchestrator's model cannot see them (its
@@ -85,6 +87,39 @@ impl Default for RuntimeConfig {
             pictures: baton_core::picture::PictureLimits::default(),
             picture_checks: 2,
             blind_pictures: BlindPictures::default(),
+            memory: MemorySettings::default(),
+        }
+    }
+}
+
+/// Long-term memory across conversations (D-43): how it behaves in this deployment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemorySettings {
+    /// Memory for principals without a setting of their own: on for the local `baton`,
+    /// which serves its own user; a template parameter on Lambda.
+    pub on_by_default: bool,
+    /// Extract on the turn's task after its stream ended (a local server); off where the
+    /// history writer extracts from the journal's stream (Lambda).
+    pub extract_after_turn: bool,
+    /// Current memories one principal keeps at most.
+    pub max_memories: usize,
+    /// Tokens the prompt's memory block may take.
+    pub prompt_tokens: u64,
+    /// Hits each search (text, vector) takes before they are fused.
+    pub search_depth: usize,
+    /// How long one extraction call may take.
+    pub extract_timeout_ms: u64,
+}
+
+impl Default for MemorySettings {
+    fn default() -> Self {
+        MemorySettings {
+            on_by_default: false,
+            extract_after_turn: false,
+            max_memories: baton_core::recall::DEFAULT_MAX_MEMORIES,
+            prompt_tokens: baton_core::recall::block::DEFAULT_TOKENS,
+            search_depth: 20,
+            extract_timeout_ms: 30_000,
         }
     }
 }

@@ -25,6 +25,7 @@ mod engine;
 mod faults;
 pub mod history;
 pub mod metrics;
+pub mod recall;
 pub mod registry_folder;
 pub mod replay;
 pub mod request;
@@ -35,7 +36,8 @@ mod services;
 pub mod stream;
 
 pub use account_links::{LinkError, Linked};
-pub use config::{BlindPictures, RuntimeConfig};
+pub use config::{BlindPictures, MemorySettings, RuntimeConfig};
+pub use recall::{Extraction, Found, MemoryControl, MemoryFailure};
 pub use request::{Conversation, FACE_API, RejectionKind, Resume, TurnRejection, TurnRequest};
 pub use runtime::{BuildError, Runtime, RuntimeBuilder};
 pub use seal::{SealError, Sealer};

@@ -157,8 +157,13 @@ fn check(
     model_ids: &BTreeMap<String, String>,
     discovered: BTreeMap<String, DiscoveredTool>,
 ) -> Result<Registry, LoadErrors> {
+    // The memory domain's kind is the runtime's own (D-43).
+    let mut kinds: Vec<String> = connectors.keys().cloned().collect();
+    if !kinds.is_empty() && !connectors.contains_key(crate::recall::connector::KIND) {
+        kinds.push(crate::recall::connector::KIND.to_owned());
+    }
     let options = LoadOptions {
-        connector_kinds: connectors.keys().cloned().collect(),
+        connector_kinds: kinds,
         model_ids: model_ids.clone(),
         discovered,
         ..LoadOptions::default()
@@ -170,9 +175,14 @@ fn check(
         Err(LoadErrors(problems)) => (None, problems),
     };
     for (id, kind, config) in settings {
-        if let Some(connector) = connectors.get(kind)
-            && let Err(problem) = connector.check_config(id, config)
-        {
+        let checked = match connectors.get(kind) {
+            Some(connector) => connector.check_config(id, config),
+            None if kind == crate::recall::connector::KIND => {
+                crate::recall::connector::check_config(id, config)
+            }
+            None => Ok(()),
+        };
+        if let Err(problem) = checked {
             errors.push(LoadError {
                 file: "tools.yaml".into(),
                 field: format!("tools.{id}.connector"),

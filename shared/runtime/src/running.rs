@@ -84,6 +84,11 @@ impl RunningTurns {
             .map(|(_, _, watch)| watch.subscribe())
     }
 
+    /// How many turns are running.
+    pub(crate) fn count(&self) -> usize {
+        self.lock().len()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Entry>> {
         // The map holds no invariant a panicking holder could break half-way.
         self.turns.lock().unwrap_or_else(PoisonError::into_inner)

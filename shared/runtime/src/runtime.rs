@@ -7,6 +7,7 @@ use baton_core::Principal;
 use baton_core::interruption::{Awaiting, ReplyError};
 use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::{Connector, TraceContext, TraceLink};
+use baton_core::ports::memory::{Embedder, MemoryStore};
 use baton_core::ports::metrics::{Metrics, NoMetrics};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::{Store, StoreError};
@@ -47,9 +48,17 @@ pub struct RuntimeBuilder {
     trace_context: Option<TraceContext>,
     trace_link: Option<TraceLink>,
     link_key: Option<Arc<Sealer>>,
+    memory: Option<crate::services::Recall>,
 }
 
 impl RuntimeBuilder {
+    /// Keeps long-term memory across conversations (D-43) in `store`, with vectors made by
+    /// `embedder`. Without it the runtime remembers nothing beyond an episode.
+    pub fn memory(mut self, store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>) -> Self {
+        self.memory = Some(crate::services::Recall { store, embedder });
+        self
+    }
+
     /// Keeps the principals' account links sealed under `key` (D-37): without one, a tool
     /// whose server acts with the user's own sign-in cannot be served.
     pub fn link_key(mut self, key: Sealer) -> Self {
@@ -138,6 +147,18 @@ impl RuntimeBuilder {
                 None
             }
         };
+        // The memory domain's tools are the runtime's own (D-43), served whether or not it
+        // keeps memory: without it their calls say so.
+        let mut connectors = self.connectors;
+        connectors
+            .entry(crate::recall::connector::KIND.to_owned())
+            .or_insert_with(|| {
+                Arc::new(crate::recall::MemoryConnector {
+                    recall: self.memory.clone(),
+                    clock: self.clock.clone(),
+                    settings: self.config.memory.clone(),
+                })
+            });
         if self.model_override.is_none() {
             // The cards' models and their orchestrators' summarizers.
             let used: BTreeMap<&str, &ModelSpec> = self
@@ -163,14 +184,14 @@ impl RuntimeBuilder {
             }
         }
         for t in self.registry.tools() {
-            if !self.connectors.contains_key(&*t.connector_kind) {
+            if !connectors.contains_key(&*t.connector_kind) {
                 problems.push(format!(
                     "no connector for kind {:?} (tool {})",
                     t.connector_kind, t.id
                 ));
             }
         }
-        problems.extend(upstream_problems(&self.registry, &self.connectors));
+        problems.extend(upstream_problems(&self.registry, &connectors));
         if self.store.is_none() {
             problems.push("no store".to_owned());
         }
@@ -179,8 +200,7 @@ impl RuntimeBuilder {
         };
         if self.link_key.is_none() {
             for t in self.registry.tools() {
-                if self
-                    .connectors
+                if connectors
                     .get(&*t.connector_kind)
                     .is_some_and(|c| c.acts_for_user(&t.connector_config))
                 {
@@ -211,7 +231,7 @@ impl RuntimeBuilder {
                 models: self.models,
                 model_override: self.model_override,
                 store,
-                connectors: self.connectors,
+                connectors,
                 clock: self.clock,
                 metrics: self.metrics,
                 picture_checks: Arc::new(tokio::sync::Semaphore::new(
@@ -224,6 +244,7 @@ impl RuntimeBuilder {
                 trace_link: self.trace_link,
                 running: Arc::default(),
                 links,
+                memory: self.memory,
             }),
         })
     }
@@ -284,6 +305,7 @@ impl Runtime {
             trace_context: None,
             trace_link: None,
             link_key: None,
+            memory: None,
         }
     }
 
@@ -543,6 +565,26 @@ impl Runtime {
         self.inner
             .running
             .is_running(principal, episode_id, turn_id)
+    }
+
+    /// What this runtime remembers of its users across conversations, as they control it
+    /// (D-43): list, search, save, forget, their setting.
+    pub fn memory(&self) -> crate::recall::MemoryControl {
+        crate::recall::MemoryControl {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Waits, at most `limit`, for the turns of this process to end their tasks: what a
+    /// turn does after its stream ended (extracting memories, compacting its episode) is
+    /// then done. A one-shot program calls it before it exits.
+    pub async fn idle(&self, limit: std::time::Duration) {
+        let _ = tokio::time::timeout(limit, async {
+            while self.inner.running.count() > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await;
     }
 
     /// Waits for the work connectors still do in the background for turns that ended (a

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use baton_core::ports::clock::Clock;
 use baton_core::ports::connector::{Connector, TraceContext, TraceLink};
+use baton_core::ports::memory::{Embedder, MemoryStore};
 use baton_core::ports::metrics::Metrics;
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
@@ -40,6 +41,16 @@ pub(crate) struct Inner {
     pub(crate) links: Option<Arc<LinkKeeper>>,
     /// Permits to check a picture (`RuntimeConfig::picture_checks`).
     pub(crate) picture_checks: Arc<tokio::sync::Semaphore>,
+    /// Long-term memory, when a memory store is configured (D-43).
+    pub(crate) memory: Option<Recall>,
+}
+
+/// A runtime's memory across conversations (D-43): where memories are kept and what makes
+/// their vectors.
+#[derive(Clone)]
+pub(crate) struct Recall {
+    pub(crate) store: Arc<dyn MemoryStore>,
+    pub(crate) embedder: Arc<dyn Embedder>,
 }
 
 impl Inner {

@@ -79,7 +79,11 @@ fn weight(event: &Event) -> usize {
         | Event::DelegatedText { text, .. }
         | Event::DelegatedAnswer { text, .. } => text.len(),
         Event::Status { message, .. } | Event::Error { message } => message.len(),
-        Event::AgentsConsulted { agents, footer } => footer.len() + 128 * agents.len(),
+        Event::AgentsConsulted {
+            agents,
+            footer,
+            memories,
+        } => footer.len() + 128 * (agents.len() + memories.len()),
         _ => 0,
     }
 }

@@ -4,11 +4,13 @@
 //!
 //! - [`registry`]: the test registry the engine's and the HTTP edge's tests share;
 //! - [`store`]: the store conformance suite every journal adapter runs
-//!   ([`store_conformance!`]).
+//!   ([`store_conformance!`]);
+//! - [`recall`]: the memory store conformance suite ([`memory_store_conformance!`]).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod pictures;
+pub mod recall;
 pub mod registry;
 pub mod store;
 

@@ -11,7 +11,7 @@ fn the_shipped_suite_runs_in_routing_mode_and_reports() {
     assert!(matches!(run.code, 0 | 3), "{run:?}");
     assert!(run.stdout.starts_with("Suite routing ("), "{run:?}");
     assert!(run.stdout.contains("Routing accuracy "), "{run:?}");
-    assert!(run.stdout.contains("Intent switches: 20 pairs"), "{run:?}");
+    assert!(run.stdout.contains("Intent switches: 30 pairs"), "{run:?}");
     assert!(
         run.stdout
             .contains("Confusion (rows expected, columns consulted):"),
@@ -20,10 +20,10 @@ fn the_shipped_suite_runs_in_routing_mode_and_reports() {
     let json = sandbox.run(&["eval", "--registry", registry(), "--json", &suite]);
     let runs: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let m = &runs[0]["metrics"];
-    assert_eq!(m["cases"], 47, "{m}");
+    assert_eq!(m["cases"], 60, "{m}");
     assert_eq!(runs[0]["mode"], "routing");
     let passed = m["passed"].as_u64().unwrap();
-    assert_eq!(run.code == 0, passed == 47, "exit status and figures agree");
+    assert_eq!(run.code == 0, passed == 60, "exit status and figures agree");
     // Every switch pair and every single-intent case routes with the offline model.
     assert_eq!(m["by_tag"]["switch"]["accuracy"], 1.0, "{m}");
     assert_eq!(m["by_tag"]["single"]["accuracy"], 1.0, "{m}");
@@ -195,7 +195,7 @@ fn update_baseline_writes_a_whole_file() {
             .as_object()
             .unwrap()
             .len(),
-        47
+        60
     );
     assert!(!file.with_extension("json.tmp").exists());
 }

@@ -64,7 +64,7 @@ async fn the_html_reports_confusion_matrix_and_the_junit_counts_match_the_json_r
         m["failed"].as_u64().unwrap(),
         m["errored"].as_u64().unwrap(),
     );
-    assert_eq!(cases, 47, "{m}");
+    assert_eq!(cases, 60, "{m}");
 
     // JUnit: the same counts, overall and for the suite, one testcase per case.
     let xml = std::fs::read_to_string(&junit).unwrap();
@@ -93,13 +93,14 @@ async fn the_html_reports_confusion_matrix_and_the_junit_counts_match_the_json_r
         specialists,
         [
             "(nobody)",
+            "memory",
             "rewards",
             "shop",
             "stores",
             "strategist",
             "support"
         ],
-        "the shipped orchestrator's five specialists and (nobody)"
+        "the shipped orchestrator's six specialists and (nobody)"
     );
     let diagonal: Vec<u64> = m["confusion"]["cells"]
         .as_array()

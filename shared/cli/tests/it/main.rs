@@ -18,6 +18,7 @@ mod eval;
 mod eval_report;
 mod mcp_client;
 mod mcp_conformance;
+mod memory;
 // The DynamoDB store is in a `baton` built with the `aws` feature (`./infra/test.sh` runs
 // the suite with it).
 #[cfg(feature = "aws")]

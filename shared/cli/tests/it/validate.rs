@@ -6,7 +6,7 @@ use crate::support::*;
 fn the_shipped_registry_is_valid() {
     let run = Sandbox::new().run(&["validate", registry()]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.starts_with("registry OK: 7 agents, "), "{run:?}");
+    assert!(run.stdout.starts_with("registry OK: 8 agents, "), "{run:?}");
     assert!(run.stdout.contains(" tools, "), "{run:?}");
 }
 
@@ -61,8 +61,8 @@ fn a_specialist_added_without_eval_cases_is_a_warning_and_with_strict_an_error()
     let orchestrator = copy.join("agents/orchestrator.yaml");
     let text = std::fs::read_to_string(&orchestrator).unwrap();
     let with_perks = text.replacen(
-        "sub_agents: [shop, support, rewards, strategist, stores]",
-        "sub_agents: [shop, support, rewards, strategist, stores, perks]",
+        "sub_agents: [shop, support, rewards, strategist, stores, memory]",
+        "sub_agents: [shop, support, rewards, strategist, stores, memory, perks]",
         1,
     );
     assert_ne!(text, with_perks, "the orchestrator's sub-agents as shipped");

@@ -24,6 +24,9 @@ pub enum CallPurpose {
     Note,
     /// Compaction asks the summarizer for an episode's summary.
     Summarize,
+    /// Extraction asks the summarizer what in a committed turn is worth remembering
+    /// across conversations (D-43).
+    Remember,
 }
 
 /// One block of the system prompt.

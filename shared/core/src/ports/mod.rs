@@ -2,6 +2,7 @@
 
 pub mod clock;
 pub mod connector;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod store;

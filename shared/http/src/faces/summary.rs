@@ -75,7 +75,7 @@ impl TurnSummary {
     /// Takes in one event of the turn.
     pub(crate) fn take(&mut self, event: &Event) {
         match event {
-            Event::AgentsConsulted { agents, footer } => {
+            Event::AgentsConsulted { agents, footer, .. } => {
                 self.consulted.clone_from(agents);
                 self.footer.clone_from(footer);
             }

@@ -155,6 +155,7 @@ fn any_event() -> impl Strategy<Value = Event> {
                     tool_calls,
                     carried: false,
                 }],
+                memories: Vec::new(),
             }
         }),
         (tricky(), any::<u32>(), 0u32..1_000_000).prop_map(|(model, calls, milli)| {

@@ -6,6 +6,7 @@
 mod a2a;
 mod agui;
 mod mcp;
+mod memory;
 mod openai;
 mod pictures;
 mod refusals;

@@ -36,6 +36,7 @@ mod checkpointer;
 mod error;
 mod journal;
 mod owner;
+mod recall;
 mod room;
 mod schema;
 mod upstream;
@@ -50,6 +51,7 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::picture::{Bytes, MediaType, Picture};
+use baton_core::ports::memory::MemoryStore;
 use baton_core::ports::store::{
     AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError, StoredPicture,
     check_picture_names,
@@ -58,6 +60,8 @@ use baton_core::ports::store::{
     CheckpointStore, LinkStore, SummaryStore, TurnStore, UpstreamStore,
 };
 use baton_core::ports::upstream::UpstreamConversation;
+use baton_core::recall::embed::Embedding;
+use baton_core::recall::{Memory, MemoryFilter, MemoryId, Saved, Scored};
 use baton_core::turn::TurnRecord;
 use rusqlite::Connection;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -662,6 +666,95 @@ impl LinkStore for EmbeddedStore {
     async fn delete_link(&self, principal: &Principal, server: &str) -> Result<bool, StoreError> {
         let (principal, server) = (principal.clone(), server.to_owned());
         self.run(move |conn, _| account_links::delete(conn, &principal, &server))
+            .await
+    }
+}
+
+#[async_trait]
+impl MemoryStore for EmbeddedStore {
+    async fn save(
+        &self,
+        principal: &Principal,
+        memory: &Memory,
+        embedding: Option<&Embedding>,
+        cap: usize,
+    ) -> Result<Saved, StoreError> {
+        let (principal, memory, embedding) =
+            (principal.clone(), memory.clone(), embedding.cloned());
+        self.run(move |conn, _| recall::save(conn, &principal, &memory, embedding.as_ref(), cap))
+            .await
+    }
+
+    async fn memory(
+        &self,
+        principal: &Principal,
+        id: &MemoryId,
+    ) -> Result<Option<Memory>, StoreError> {
+        let (principal, id) = (principal.clone(), id.clone());
+        self.read(move |conn| recall::memory(conn, &principal, &id))
+            .await
+    }
+
+    async fn list(
+        &self,
+        principal: &Principal,
+        filter: &MemoryFilter,
+        limit: usize,
+    ) -> Result<Vec<Memory>, StoreError> {
+        let (principal, filter) = (principal.clone(), filter.clone());
+        self.read(move |conn| recall::list(conn, &principal, &filter, limit))
+            .await
+    }
+
+    async fn search_text(
+        &self,
+        principal: &Principal,
+        terms: &[String],
+        filter: &MemoryFilter,
+        limit: usize,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let (principal, terms, filter) = (principal.clone(), terms.to_vec(), filter.clone());
+        self.read(move |conn| recall::search_text(conn, &principal, &terms, &filter, limit))
+            .await
+    }
+
+    async fn search_vector(
+        &self,
+        principal: &Principal,
+        query: &Embedding,
+        filter: &MemoryFilter,
+        limit: usize,
+    ) -> Result<Vec<Scored>, StoreError> {
+        let (principal, query, filter) = (principal.clone(), query.clone(), filter.clone());
+        self.read(move |conn| recall::search_vector(conn, &principal, &query, &filter, limit))
+            .await
+    }
+
+    async fn forget(&self, principal: &Principal, id: &MemoryId) -> Result<u64, StoreError> {
+        let (principal, id) = (principal.clone(), id.clone());
+        self.run(move |conn, _| recall::forget(conn, &principal, &id))
+            .await
+    }
+
+    async fn forget_all(&self, principal: &Principal) -> Result<u64, StoreError> {
+        let principal = principal.clone();
+        self.run(move |conn, _| recall::forget_all(conn, &principal))
+            .await
+    }
+
+    async fn setting(&self, principal: &Principal) -> Result<Option<bool>, StoreError> {
+        let principal = principal.clone();
+        self.read(move |conn| recall::setting(conn, &principal))
+            .await
+    }
+
+    async fn set_setting(
+        &self,
+        principal: &Principal,
+        enabled: Option<bool>,
+    ) -> Result<(), StoreError> {
+        let principal = principal.clone();
+        self.run(move |conn, _| recall::set_setting(conn, &principal, enabled))
             .await
     }
 }

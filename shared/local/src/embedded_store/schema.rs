@@ -13,7 +13,7 @@ use super::error;
 const APPLICATION_ID: i32 = 0x4261_746e; // "Batn"
 
 /// The layout below; a file with a higher one was written by a newer Baton.
-const SCHEMA_VERSION: i32 = 8;
+const SCHEMA_VERSION: i32 = 9;
 
 /// How much of the file each connection keeps in its own page cache, in KiB (SQLite's
 /// default is 2,000 a connection). The file's pages stay in the system's page cache anyway,
@@ -113,6 +113,37 @@ CREATE TABLE pictures (
 );
 ";
 
+/// Version 8 to 9: long-term memories (D-43): one row each, current or history, with its
+/// vector; their full-text index (its rowid is the memory's); each principal's setting.
+const MIGRATE_8_TO_9: &str = "
+CREATE TABLE memories (
+    principal TEXT NOT NULL,
+    id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    text TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    episode_id TEXT,
+    turn_id TEXT,
+    specialist TEXT,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER,
+    replaced_by TEXT,
+    model TEXT,
+    vector BLOB,
+    PRIMARY KEY (principal, id)
+);
+CREATE INDEX memories_by_subject ON memories (principal, subject) WHERE replaced_by IS NULL;
+CREATE INDEX memories_by_time ON memories (principal, created_ms);
+CREATE INDEX memories_by_replacement ON memories (principal, replaced_by)
+    WHERE replaced_by IS NOT NULL;
+CREATE VIRTUAL TABLE memory_text USING fts5 (body, tokenize = 'porter unicode61');
+CREATE TABLE memory_settings (
+    principal TEXT PRIMARY KEY,
+    enabled INTEGER NOT NULL
+);
+";
+
 /// Each step from a layout to the next, by the version it starts from.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, MIGRATE_1_TO_2),
@@ -122,6 +153,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, MIGRATE_5_TO_6),
     (6, MIGRATE_6_TO_7),
     (7, MIGRATE_7_TO_8),
+    (8, MIGRATE_8_TO_9),
 ];
 
 /// One row per episode. `id` names the episode's body folder when its id is too long to.
@@ -141,7 +173,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// running or not) for as long as its claim row is there, i.e. until it releases or
 /// commits. Checkpoints: what a running turn saved last, kept across releases and dead
 /// leases, deleted by the turn's commit. Links: a principal's account links by server,
-/// sealed.
+/// sealed. Memories: see [`MIGRATE_8_TO_9`].
 const TABLES: &str = "
 CREATE TABLE episodes (
     id INTEGER PRIMARY KEY,
@@ -210,6 +242,32 @@ CREATE TABLE links (
     updated_ms INTEGER NOT NULL,
     PRIMARY KEY (principal, server)
 );
+CREATE TABLE memories (
+    principal TEXT NOT NULL,
+    id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    text TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    episode_id TEXT,
+    turn_id TEXT,
+    specialist TEXT,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER,
+    replaced_by TEXT,
+    model TEXT,
+    vector BLOB,
+    PRIMARY KEY (principal, id)
+);
+CREATE INDEX memories_by_subject ON memories (principal, subject) WHERE replaced_by IS NULL;
+CREATE INDEX memories_by_time ON memories (principal, created_ms);
+CREATE INDEX memories_by_replacement ON memories (principal, replaced_by)
+    WHERE replaced_by IS NOT NULL;
+CREATE VIRTUAL TABLE memory_text USING fts5 (body, tokenize = 'porter unicode61');
+CREATE TABLE memory_settings (
+    principal TEXT PRIMARY KEY,
+    enabled INTEGER NOT NULL
+);
 ";
 
 /// Whether the file at `path` still looks as this store left it: there, and starting with
@@ -277,6 +335,10 @@ pub(crate) fn open(path: &Path, busy_timeout: Duration) -> Result<Connection, St
         .map_err(|e| error::sql("setting the sync mode", e))?;
     conn.pragma_update(None, "foreign_keys", true)
         .map_err(|e| error::sql("turning on foreign keys", e))?;
+    // Deleted content is zeroed where its page is written anyway: a forgotten memory's
+    // words do not linger in the file (D-43) at no extra I/O.
+    conn.pragma_update(None, "secure_delete", "FAST")
+        .map_err(|e| error::sql("turning on secure delete", e))?;
     set_cache(&conn, WRITER_CACHE_KIB)?;
 
     if fresh {
@@ -493,7 +555,7 @@ mod tests {
             .unwrap()
             .execute_batch(
                 "DROP TABLE upstream_conversations; DROP TABLE checkpoints; DROP TABLE links;
-                 DROP TABLE pictures;
+                 DROP TABLE pictures; DROP TABLE memories; DROP TABLE memory_text; DROP TABLE memory_settings;
                  ALTER TABLE episodes DROP COLUMN claimed_by; PRAGMA user_version = 3;",
             )
             .unwrap();
@@ -542,7 +604,7 @@ mod tests {
         rusqlite::Connection::open(&file)
             .unwrap()
             .execute_batch(
-                "DROP TABLE checkpoints; DROP TABLE links; DROP TABLE pictures;
+                "DROP TABLE checkpoints; DROP TABLE links; DROP TABLE pictures; DROP TABLE memories; DROP TABLE memory_text; DROP TABLE memory_settings;
                  ALTER TABLE episodes DROP COLUMN claimed_by;
                  ALTER TABLE upstream_conversations DROP COLUMN pending;
                  PRAGMA user_version = 4;",
@@ -614,7 +676,7 @@ mod tests {
             .unwrap()
             .execute_batch(
                 "ALTER TABLE upstream_conversations DROP COLUMN pending; DROP TABLE links;
-                 DROP TABLE pictures; PRAGMA user_version = 5;",
+                 DROP TABLE pictures; DROP TABLE memories; DROP TABLE memory_text; DROP TABLE memory_settings; PRAGMA user_version = 5;",
             )
             .unwrap();
         let store = EmbeddedStore::open(dir.path()).unwrap();
@@ -649,7 +711,10 @@ mod tests {
         }
         rusqlite::Connection::open(&file)
             .unwrap()
-            .execute_batch("DROP TABLE pictures; PRAGMA user_version = 7;")
+            .execute_batch(
+                "DROP TABLE pictures; DROP TABLE memories; DROP TABLE memory_text;
+                 DROP TABLE memory_settings; PRAGMA user_version = 7;",
+            )
             .unwrap();
 
         let store = EmbeddedStore::open(dir.path()).unwrap();

@@ -106,6 +106,15 @@ fn render(facts: &[Fact]) -> String {
     format!("{LABEL}{}.", statements.join("; "))
 }
 
+/// The statements about the user in `text`, each with its subject, in order (what
+/// extraction keeps, D-43).
+pub(super) fn statements(text: &str) -> Vec<(String, String)> {
+    facts_in(text)
+        .into_iter()
+        .map(|f| (f.subject, f.statement))
+        .collect()
+}
+
 /// A word of a clause: its byte span and its lowercase form without surrounding
 /// punctuation.
 struct Word {

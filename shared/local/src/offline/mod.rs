@@ -14,6 +14,7 @@ mod conversation;
 mod looks;
 mod model;
 mod planning_reply;
+mod remember_reply;
 mod render;
 mod routing_reply;
 mod segment;

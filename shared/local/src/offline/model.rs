@@ -12,6 +12,7 @@ use super::answer::{self, ToolIndex};
 use super::chunks::Reply;
 use super::composing_reply;
 use super::planning_reply::{self, SkillIndex};
+use super::remember_reply;
 use super::routing_reply::{self, Router};
 use super::summary_reply;
 use super::worker_reply;
@@ -103,7 +104,10 @@ impl Inner {
             return reply.finish(request);
         }
         if let Some((planner, skills)) = self.planners.get(&*request.agent_id)
-            && request.purpose != CallPurpose::Summarize
+            && !matches!(
+                request.purpose,
+                CallPurpose::Summarize | CallPurpose::Remember
+            )
         {
             planning_reply::respond(planner, skills, request, &mut reply);
             return reply.finish(request);
@@ -113,6 +117,7 @@ impl Inner {
             // Not a language model: it has no judgement to add, so it never adds a note.
             (CallPurpose::Note, _) => {}
             (CallPurpose::Summarize, _) => summary_reply::respond(request, &mut reply),
+            (CallPurpose::Remember, _) => remember_reply::respond(request, &mut reply),
             (CallPurpose::Compose, _) => {
                 let label_of = |tool: &str| self.asks.get(tool).map(|a| a.label.to_string());
                 composing_reply::respond(request, &label_of, &mut reply);

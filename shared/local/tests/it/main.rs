@@ -4,6 +4,7 @@
 
 mod about_the_user;
 mod embedded_store;
+mod memory_across;
 mod pictures;
 mod pictures_passed;
 mod shipped;

@@ -81,6 +81,9 @@ pub(crate) struct Asked {
     pub(crate) reply_in_words: bool,
     /// The pictures sent with the message, taken (D-42).
     pub(crate) pictures: Vec<baton_core::picture::Picture>,
+    /// The block of memories from earlier conversations relevant to the message, for the
+    /// orchestrator only (D-43).
+    pub(crate) memory: Option<String>,
 }
 
 impl TurnCtx {
@@ -125,6 +128,7 @@ impl TurnCtx {
                 resume: request.resume.map(|r| r.reply),
                 reply_in_words: request.reply_in_words,
                 pictures: Vec::new(),
+                memory: None,
             },
             out,
             trace: Mutex::new(trace),
@@ -137,10 +141,11 @@ impl TurnCtx {
     }
 
     /// The per-request dynamic context (after the cache point) of the orchestrator's
-    /// requests: with the conversation's summary.
+    /// requests: with the conversation's summary and the user's relevant memories.
     pub(crate) fn dynamic(&self) -> DynamicContext<'_> {
         DynamicContext {
             summary: self.asked.summary.as_ref().map(|s| s.text.as_str()),
+            memory: self.asked.memory.as_deref(),
             ..self.dynamic_for(None)
         }
     }
@@ -156,6 +161,7 @@ impl TurnCtx {
             summary: agent_id
                 .and_then(|id| asked.summary.as_ref()?.agents.get(id))
                 .map(String::as_str),
+            memory: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The end of a turn: the consulted record and the outcomes built from what ran, the
 //! commit (retried over a concurrent one), the metrics and the closing events.
 
-use baton_core::consulted::footer;
+use baton_core::consulted::footer_with;
 use baton_core::events::{Event, SOURCE_ORCHESTRATOR};
 use baton_core::ports::metrics::{
     CALLS_DROPPED_TOTAL, DIRECT_LINE_TURNS_TOTAL, GUARD_FIRINGS_TOTAL, INTENT_COUNT,
@@ -72,10 +72,12 @@ pub(super) async fn finish(
     let consulted = consulted_record(&work);
     record_outcomes(ctx, &work);
     ctx.out.flush_all().await;
+    let memories = ctx.trace(|t| t.memories.clone()).unwrap_or_default();
     ctx.out
         .emit(Event::AgentsConsulted {
-            footer: footer(&consulted),
+            footer: footer_with(&consulted, &memories),
             agents: consulted.clone(),
+            memories,
         })
         .await;
 
@@ -167,6 +169,10 @@ pub(super) async fn finish(
     });
     let saved = commit_with_retry(ctx, &mut commit).await;
     let compact = saved && commit.compaction_due && ctx.inner.config.compact_after_turn;
+    // Extraction reads the record as committed; taken only when it will run.
+    let remember =
+        (saved && ctx.inner.config.memory.extract_after_turn && ctx.inner.memory.is_some())
+            .then(|| commit.record.clone());
     drop(commit);
     // A turn that did not commit is never reported as answered. Its claim is released
     // with the turn id still bound to this episode: the client, told this episode, can
@@ -206,6 +212,23 @@ pub(super) async fn finish(
             }
             Err(e) => {
                 tracing::warn!(episode_id = %ctx.ids.episode_id, error = %e, "compaction after the turn failed; the episode stays due")
+            }
+        }
+    }
+    if let Some(record) = remember {
+        // Likewise after the stream ended (D-43): the user never waits for extraction.
+        match crate::recall::extract(&ctx.inner, &ctx.ids.principal, &record).await {
+            Ok(r) if r.asked => {
+                tracing::info!(turn_id = %ctx.ids.turn_id, saved = r.saved, replaced = r.replaced, withheld = r.withheld, "memories extracted after the turn")
+            }
+            Ok(_) => {}
+            Err(e) => {
+                ctx.inner.metrics.count(
+                    crate::recall::MEMORY_FAILURES_TOTAL,
+                    1,
+                    &[("stage", "extract")],
+                );
+                tracing::warn!(turn_id = %ctx.ids.turn_id, error = %e, "memory extraction after the turn failed")
             }
         }
     }

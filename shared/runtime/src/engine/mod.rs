@@ -23,6 +23,7 @@ mod obligations;
 mod output;
 mod planner;
 mod prior_context;
+mod recall;
 mod route;
 mod service_question;
 mod span_content;

@@ -396,8 +396,9 @@ fn replay(record: TurnRecord, waiting: Option<InterruptionView>, outbox: &Outbox
     }
     events.extend([
         Event::AgentsConsulted {
-            footer: baton_core::consulted::footer(&record.consulted),
+            footer: baton_core::consulted::footer_with(&record.consulted, &record.routing.memories),
             agents: record.consulted.clone(),
+            memories: record.routing.memories.clone(),
         },
         Event::Usage {
             models: record.usage.clone(),

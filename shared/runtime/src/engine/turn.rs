@@ -22,6 +22,7 @@ use super::memory;
 use super::obligations;
 use super::planner;
 use super::prior_context::prior_context;
+use super::recall;
 use super::route::{self, Plan};
 use super::work::{AgentJob, AgentResult, TROUBLE, TextMode, Work};
 
@@ -48,6 +49,7 @@ pub(crate) async fn run(mut ctx: Box<TurnCtx>, meta: Box<EpisodeMeta>) {
         end_unrecorded(&ctx, said, TurnOutcome::Failed).await;
         return;
     }
+    recall::load(&mut ctx).await;
     let mut state = meta.state.clone();
     let now = ctx.inner.clock.now_ms();
     let mut work = Work::default();

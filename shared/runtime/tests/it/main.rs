@@ -15,6 +15,7 @@ mod memory;
 mod observability;
 mod pictures;
 mod planner;
+mod recall;
 mod service_questions;
 mod support;
 mod tool_calls;

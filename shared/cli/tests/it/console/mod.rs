@@ -298,7 +298,14 @@ async fn a_typed_turn_streams_its_answer_with_the_consulted_pills_the_receipt_an
         assert_eq!(listed, Value::Array(catalog_ids));
         assert_eq!(
             listed,
-            json!(["shop", "support", "rewards", "strategist", "stores"])
+            json!([
+                "shop",
+                "support",
+                "rewards",
+                "strategist",
+                "stores",
+                "memory"
+            ])
         );
         let title = client
             .find(Locator::Css("#assistant-label"))

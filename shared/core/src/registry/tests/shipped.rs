@@ -53,6 +53,7 @@ fn shipped_options() -> LoadOptions {
             "a2a".into(),
             "http".into(),
             "mcp".into(),
+            "memory".into(),
         ],
         providers: vec![
             "bedrock".into(),
@@ -84,7 +85,8 @@ fn the_shipped_registry_loads_with_no_problems() {
             "ask_support",
             "ask_rewards",
             "ask_strategist",
-            "ask_stores"
+            "ask_stores",
+            "ask_memory"
         ]
     );
     assert_eq!(r.summarizer().map(|m| &*m.provider), Some("bedrock"));
@@ -189,7 +191,7 @@ fn the_shipped_demo_sentence_splits_between_support_and_shop() {
 }
 
 #[test]
-fn a_sixth_specialist_needs_only_data() {
+fn a_seventh_specialist_needs_only_data() {
     let mut s = shipped_sources();
     s.agents.push(file(
         "agents/meals.yaml",
@@ -243,8 +245,8 @@ routing:
     edit(
         &mut s,
         "agents/orchestrator.yaml",
-        "sub_agents: [shop, support, rewards, strategist, stores]",
-        "sub_agents: [shop, support, rewards, strategist, stores, meals]",
+        "sub_agents: [shop, support, rewards, strategist, stores, memory]",
+        "sub_agents: [shop, support, rewards, strategist, stores, memory, meals]",
     );
     let r = load_shipped(&s);
     let entry = r.entry(None).unwrap();
@@ -256,6 +258,7 @@ routing:
             "ask_rewards",
             "ask_strategist",
             "ask_stores",
+            "ask_memory",
             "ask_meals"
         ]
     );

@@ -159,7 +159,7 @@ impl Run {
                 self.delegate(agent, &mut out);
             }
             Event::Text { source, .. } => self.delegate(source, &mut out),
-            Event::AgentsConsulted { agents, footer } => self.results(agents, footer, &mut out),
+            Event::AgentsConsulted { agents, footer, .. } => self.results(agents, footer, &mut out),
             Event::Interruption(asked) => {
                 let InterruptionView {
                     id,

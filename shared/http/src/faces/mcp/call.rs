@@ -161,6 +161,7 @@ mod tests {
                     carried: false,
                 }],
                 footer: "Consulted: Shop".into(),
+                memories: Vec::new(),
             },
             completed(TurnOutcome::Answered),
         ];
