@@ -147,7 +147,13 @@ impl EvalRunner {
         let metrics = Arc::new(EmfMetrics::new(&config.metrics_namespace));
         let build = |routing_only: bool| -> Result<(Runtime, Arc<dyn Store>), InitError> {
             let store: Arc<dyn Store> = Arc::new(HeapStore::new());
+            // Cases that say what a user said in earlier conversations need memory (D-43):
+            // kept in process, each case a user of its own.
             let runtime = Runtime::builder(registry.clone())
+                .memory(
+                    Arc::new(baton_inproc::HeapMemory::new()),
+                    Arc::new(baton_core::ports::memory::HashedWordsEmbedder::default()),
+                )
                 .provider(baton_aws::bedrock::PROVIDER, model.clone())
                 // A partial-failure case makes a specialist's services unavailable.
                 .connectors(baton_evals::with_outages(connectors.clone()))
@@ -156,6 +162,10 @@ impl EvalRunner {
                 .config(RuntimeConfig {
                     orchestrator: config.orchestrator.clone(),
                     routing_only,
+                    memory: baton_runtime::MemorySettings {
+                        on_by_default: true,
+                        ..Default::default()
+                    },
                     ..RuntimeConfig::default()
                 })
                 .build()?;

@@ -20,8 +20,8 @@ use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
 use baton_core::registry::Registry;
-use baton_inproc::HeapStore;
 use baton_inproc::scripted::ScriptedModel;
+use baton_inproc::{HeapMemory, HeapStore};
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
 use baton_openai::OpenAiCompatible;
@@ -141,6 +141,10 @@ pub(crate) async fn assemble_for(
             // Extraction runs after the turn here; nothing else would run it (D-43).
             memory: baton_runtime::MemorySettings {
                 extract_after_turn: purpose == Purpose::Turns,
+                // Eval cases that say what was said earlier need memory on (D-43); each
+                // case is a user of its own.
+                on_by_default: settings.memory.on_by_default
+                    || matches!(purpose, Purpose::Eval { .. }),
                 ..settings.memory.clone()
             },
             routing_only: purpose == Purpose::Eval { routing_only: true },
@@ -186,7 +190,10 @@ pub(crate) async fn assemble_for(
     // Memory across conversations lives beside the journal: in the local store's file.
     let mut memory: Option<Arc<dyn MemoryStore>> = None;
     let store: Arc<dyn Store> = match &settings.store {
-        _ if matches!(purpose, Purpose::Eval { .. }) => Arc::new(HeapStore::new()),
+        _ if matches!(purpose, Purpose::Eval { .. }) => {
+            memory = Some(Arc::new(HeapMemory::new()));
+            Arc::new(HeapStore::new())
+        }
         StoreChoice::Embedded => {
             let embedded =
                 Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {

@@ -105,6 +105,8 @@ pub fn gate(
         reference_resolution: thresholds.reference_resolution,
         compaction_recall: thresholds.compaction_recall,
         failure_acknowledged: thresholds.failure_acknowledged,
+        memory_recall: thresholds.memory_recall,
+        memory_use: thresholds.memory_use,
     };
     for ((name, now), (_, floor)) in metrics.context.named().into_iter().zip(floors.named()) {
         if let (Some(now), Some(floor)) = (now, floor)

@@ -74,6 +74,7 @@ pub fn capture(turns: &[TurnRecord], at: usize, history: usize) -> Option<Case> 
         picture_bytes: Vec::new(),
         compact: false,
         unavailable: Vec::new(),
+        earlier: Vec::new(),
         expect: Expect {
             route: Some(route),
             ..Expect::default()

@@ -280,6 +280,24 @@ fn context_counts(case: &Case, observed: &Observation, reasons: &mut Vec<String>
             None => reasons.push(format!("kept: no summary was written, so {fact:?} is lost")),
         }
     }
+    for fact in &case.expect.recalled {
+        counts.recalled_expected += 1;
+        if observed.recalled.iter().any(|m| contains_fact(m, fact)) {
+            counts.recalled_found += 1;
+        } else {
+            reasons.push(format!(
+                "recalled: {fact:?} is not among the top five memories found"
+            ));
+        }
+        if let Some(answer) = &observed.answer {
+            counts.used_expected += 1;
+            if contains_fact(answer, fact) {
+                counts.used_found += 1;
+            } else {
+                reasons.push(format!("recalled: the answer does not use {fact:?}"));
+            }
+        }
+    }
     if let Some(answer) = &observed.answer {
         for agent in &case.expect.acknowledged {
             counts.acknowledged_expected += 1;

@@ -117,16 +117,25 @@ pub struct ContextFigures {
     /// acknowledged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_acknowledged: Option<f64>,
+    /// Memory recall@5 (D-43): of the facts said in earlier conversations that cases
+    /// expect remembered, the share among the top five memories found for the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_recall: Option<f64>,
+    /// Of those facts, the share the answers used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_use: Option<f64>,
 }
 
 impl ContextFigures {
     /// Each figure with its name, as reports and the gate print them.
-    pub fn named(&self) -> [(&'static str, Option<f64>); 4] {
+    pub fn named(&self) -> [(&'static str, Option<f64>); 6] {
         [
             ("prior-context recall", self.prior_context_recall),
             ("reference resolution", self.reference_resolution),
             ("compaction recall", self.compaction_recall),
             ("failures acknowledged", self.failure_acknowledged),
+            ("memory recall@5", self.memory_recall),
+            ("memory used in answers", self.memory_use),
         ]
     }
 }
@@ -138,6 +147,7 @@ fn context_figures(cases: &[Case], results: &[CaseResult]) -> ContextFigures {
         (expected > 0).then(|| ratio(found as usize, expected as usize))
     };
     let (mut told, mut told_n, mut kept, mut kept_n, mut ack, mut ack_n) = (0, 0, 0, 0, 0, 0);
+    let (mut recalled, mut recalled_n, mut used, mut used_n) = (0, 0, 0, 0);
     let (mut resolved, mut references) = (0usize, 0usize);
     for (case, result) in cases.iter().zip(results) {
         let c = &result.context;
@@ -153,6 +163,14 @@ fn context_figures(cases: &[Case], results: &[CaseResult]) -> ContextFigures {
         } else {
             c.kept_expected
         };
+        recalled_n += if errored {
+            facts(case.expect.recalled.len())
+        } else {
+            c.recalled_expected
+        };
+        recalled += c.recalled_found;
+        used += c.used_found;
+        used_n += c.used_expected;
         told += c.told_found;
         kept += c.kept_found;
         ack += c.acknowledged_found;
@@ -173,6 +191,8 @@ fn context_figures(cases: &[Case], results: &[CaseResult]) -> ContextFigures {
         reference_resolution: (references > 0).then(|| ratio(resolved, references)),
         compaction_recall: share(kept, kept_n),
         failure_acknowledged: share(ack, ack_n),
+        memory_recall: share(recalled, recalled_n),
+        memory_use: share(used, used_n),
     }
 }
 

@@ -109,6 +109,9 @@ pub async fn run_case(
     if let Err(e) = seed(store, &principal, episode, &case.history).await {
         return CaseResult::errored(case, format!("could not seed the history: {e}"));
     }
+    if let Err(e) = remember_earlier(runtime, store, &principal, episode, &case.earlier).await {
+        return CaseResult::errored(case, e);
+    }
     let summary = if case.compact {
         match compact(runtime, store, &principal, episode).await {
             Ok(summary) => summary,
@@ -160,6 +163,16 @@ pub async fn run_case(
     let end_to_end = !runtime.config().routing_only;
     let mut observed = observe(&record, end_to_end.then_some(answer), latency_ms);
     observed.summary = summary;
+    if !case.expect.recalled.is_empty() {
+        match runtime
+            .memory()
+            .search(&principal, &case.turn, &[], RECALL_AT)
+            .await
+        {
+            Ok(found) => observed.recalled = found.into_iter().map(|f| f.memory.text).collect(),
+            Err(e) => return CaseResult::errored(case, format!("could not search memories: {e}")),
+        }
+    }
     observed.failed = record
         .routing
         .outcomes
@@ -188,6 +201,55 @@ pub async fn run_case(
         );
     }
     judge(case, observed)
+}
+
+/// How many memories a search's top holds when recall is judged (recall@5).
+const RECALL_AT: usize = 5;
+
+/// Runs the case's earlier conversations as the same user, each in a new episode, and
+/// extracts what each committed turn holds worth remembering (D-43), as a deployment does
+/// after every turn.
+async fn remember_earlier(
+    runtime: &Runtime,
+    store: &Arc<dyn Store>,
+    principal: &Principal,
+    episode: &str,
+    earlier: &[Vec<String>],
+) -> Result<(), String> {
+    if earlier.is_empty() {
+        return Ok(());
+    }
+    if !runtime.memory().kept() {
+        return Err("this run keeps no memory across conversations".to_owned());
+    }
+    for (c, said) in earlier.iter().enumerate() {
+        let mut episode_id: Option<String> = None;
+        for (t, text) in said.iter().enumerate() {
+            let request = TurnRequest {
+                episode_id: episode_id.clone(),
+                turn_id: Some(format!("{episode}-e{c}-{t}")),
+                ..TurnRequest::new(principal.clone(), text.clone())
+            };
+            let stream = runtime.run_turn(request).await.map_err(|e| {
+                format!("an earlier conversation's turn was refused: {}", e.message)
+            })?;
+            let id = stream.episode_id.clone();
+            let _events: Vec<_> = stream.collect().await;
+            let record = store
+                .turns(principal, &id, 1)
+                .await
+                .map_err(|e| format!("could not read an earlier turn: {e}"))?
+                .pop()
+                .ok_or("an earlier turn was not recorded")?;
+            runtime
+                .memory()
+                .extract(principal, &record)
+                .await
+                .map_err(|e| format!("could not extract memories: {e}"))?;
+            episode_id = Some(id);
+        }
+    }
+    Ok(())
 }
 
 /// Folds the seeded history into the episode's summary with the summarizer model, as a
@@ -272,6 +334,7 @@ fn observe(record: &TurnRecord, answer: Option<String>, latency_ms: u64) -> Obse
             .map(|u| u.tokens.input + u.tokens.output + u.tokens.cache_read + u.tokens.cache_write)
             .sum(),
         cost_usd: record.cost_usd,
+        recalled: Vec::new(),
     }
 }
 

@@ -51,6 +51,13 @@ pub struct Thresholds {
     /// The lowest share of failed specialists whose failure the answer acknowledged.
     #[serde(default)]
     pub failure_acknowledged: Option<f64>,
+    /// The lowest memory recall@5 (of the facts said in earlier conversations that cases
+    /// expect remembered, the share among the top five memories found for the turn, D-43).
+    #[serde(default)]
+    pub memory_recall: Option<f64>,
+    /// The lowest share of those facts the answer used.
+    #[serde(default)]
+    pub memory_use: Option<f64>,
 }
 
 fn default_switch_floor() -> f64 {
@@ -67,6 +74,8 @@ impl Default for Thresholds {
             reference_resolution: None,
             compaction_recall: None,
             failure_acknowledged: None,
+            memory_recall: None,
+            memory_use: None,
         }
     }
 }
@@ -111,6 +120,11 @@ pub struct Case {
     /// down: a partial failure (end-to-end).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<String>,
+    /// Earlier conversations of the same user, each the messages they sent in it, run
+    /// (and their memories extracted, D-43) before the case's own turn, which starts a
+    /// new conversation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<Vec<String>>,
     /// What must happen.
     pub expect: Expect,
 }
@@ -166,6 +180,10 @@ pub struct Expect {
     /// words (end-to-end).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acknowledged: Vec<String>,
+    /// Facts of `earlier` conversations that must be remembered: among the top five
+    /// memories a search for the turn finds, and (end-to-end) in the answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalled: Vec<String>,
 }
 
 /// The plan a planner's case expects: its waves, in order, each the sub-agents that run in
@@ -297,6 +315,10 @@ pub struct Observation {
     pub tokens: u64,
     /// Cost, USD.
     pub cost_usd: f64,
+    /// The top five memories a search for the turn found, best first (cases with
+    /// `recalled` expectations).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalled: Vec<String>,
 }
 
 /// How a case did.
@@ -392,11 +414,27 @@ pub struct ContextCounts {
     pub acknowledged_expected: u32,
     /// Of those, acknowledged.
     pub acknowledged_found: u32,
+    /// Facts of earlier conversations the case expects remembered.
+    #[serde(default)]
+    pub recalled_expected: u32,
+    /// Of those, among the top five memories found.
+    #[serde(default)]
+    pub recalled_found: u32,
+    /// Of those, in the answer (end-to-end).
+    #[serde(default)]
+    pub used_found: u32,
+    /// Facts whose use in an answer was judged (the run produced one).
+    #[serde(default)]
+    pub used_expected: u32,
 }
 
 impl ContextCounts {
     /// The case sets no context expectation.
     pub fn is_empty(&self) -> bool {
-        self.told_expected + self.kept_expected + self.acknowledged_expected == 0
+        self.told_expected
+            + self.kept_expected
+            + self.acknowledged_expected
+            + self.recalled_expected
+            == 0
     }
 }

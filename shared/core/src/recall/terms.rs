@@ -13,12 +13,18 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// The words of `text`, lower case: runs of letters and digits (an apostrophe inside a
-/// word stays: "i'm").
+/// word stays: "i'm"; a possessive goes: "dog's" is "dog").
 pub fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
         .map(|w| w.trim_matches(|c| c == '\'' || c == '’'))
         .filter(|w| !w.is_empty())
-        .map(|w| w.replace('’', "'").to_lowercase())
+        .map(|w| {
+            let w = w.replace('’', "'").to_lowercase();
+            match w.strip_suffix("'s") {
+                Some(owner) if !owner.is_empty() => owner.to_owned(),
+                _ => w,
+            }
+        })
 }
 
 /// The content words of `text`: [`words`] without stop words.

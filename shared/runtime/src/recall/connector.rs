@@ -63,6 +63,30 @@ pub(crate) struct MemoryConnector {
 }
 
 impl MemoryConnector {
+    /// The best memories for `query`, as records.
+    async fn found(
+        &self,
+        recall: &Recall,
+        principal: &Principal,
+        query: &str,
+        now: u64,
+    ) -> Result<Vec<Value>, ConnectorError> {
+        let found = search(
+            recall,
+            principal,
+            query,
+            &MemoryFilter::current(now),
+            self.settings.search_depth,
+        )
+        .await
+        .map_err(unavailable)?;
+        Ok(found
+            .iter()
+            .take(SEARCH_LIMIT)
+            .map(|f| record(&f.memory, "found"))
+            .collect())
+    }
+
     fn envelope(principal: &Principal, status: EnvelopeStatus, payload: Value) -> Envelope {
         Envelope {
             status,
@@ -99,13 +123,21 @@ fn arg<'a>(args: &'a Value, names: &[&str]) -> Option<&'a str> {
         .filter(|s| !s.is_empty())
 }
 
-fn record(memory: &Memory) -> Value {
+/// A memory as a tool result: its fields, and `line`, the words a model or a template can
+/// say it in (`found`: it was looked up; otherwise it was just kept or forgotten).
+fn record(memory: &Memory, line: &str) -> Value {
+    let said = civil_date(memory.created_ms);
+    let line = match line {
+        "found" => format!("You told me on {said}: “{}”", memory.text),
+        other => format!("{other}: {}", memory.text),
+    };
     json!({
         "id": memory.id,
         "kind": memory.kind,
         "subject": memory.subject,
         "text": memory.text,
-        "said": civil_date(memory.created_ms),
+        "said": said,
+        "line": line,
     })
 }
 
@@ -133,10 +165,13 @@ impl Connector for MemoryConnector {
             Op::Save => {
                 let text = arg(&request.args, &["text", "query"]).unwrap_or_default();
                 if is_question(said(text)) {
+                    // A question is never a memory (D-43): nothing is kept, and what was
+                    // said about it is the answer, whichever tool a model chose.
+                    let found = self.found(recall, principal, text, now).await?;
                     return Ok(Self::envelope(
                         principal,
-                        EnvelopeStatus::Error,
-                        json!({ "error": "That is a question, not something to remember: nothing was kept. To answer it, search what the user said before." }),
+                        EnvelopeStatus::Ok,
+                        json!({ "saved": "nothing: that is a question, not something to remember", "memories": found }),
                     ));
                 }
                 let kind = arg(&request.args, &["kind"])
@@ -174,32 +209,17 @@ impl Connector for MemoryConnector {
                     Saved::New { replaced, .. } => ("saved", replaced),
                     Saved::Unchanged(_) => ("already known", None),
                 };
-                json!({ "saved": status, "memories": [record(&memory)], "replaced": replaced })
+                json!({ "saved": status, "memories": [record(&memory, "Kept")], "replaced": replaced })
             }
             Op::Search => {
                 let query = arg(&request.args, &["query", "text"]).unwrap_or_default();
-                let filter = MemoryFilter::current(now);
-                let found = search(
-                    recall,
-                    principal,
-                    query,
-                    &filter,
-                    self.settings.search_depth,
-                )
-                .await
-                .map_err(unavailable)?;
-                let records: Vec<Value> = found
-                    .iter()
-                    .take(SEARCH_LIMIT)
-                    .map(|f| record(&f.memory))
-                    .collect();
-                json!({ "memories": records })
+                json!({ "memories": self.found(recall, principal, query, now).await? })
             }
             Op::Forget => {
                 let what =
                     arg(&request.args, &["id", "subject", "query", "text"]).unwrap_or_default();
                 let forgotten = forget(recall, principal, what, now).await?;
-                json!({ "forgotten": forgotten.iter().map(record).collect::<Vec<_>>() })
+                json!({ "forgotten": forgotten.iter().map(|m| record(m, "Forgotten")).collect::<Vec<_>>() })
             }
         };
         Ok(Self::envelope(principal, EnvelopeStatus::Ok, payload))
