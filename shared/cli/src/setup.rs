@@ -187,13 +187,13 @@ pub(crate) async fn assemble_for(
             builder
         }
     };
-    // Memory across conversations lives beside the journal: in the local store's file.
-    let mut memory: Option<Arc<dyn MemoryStore>> = None;
-    let store: Arc<dyn Store> = match &settings.store {
-        _ if matches!(purpose, Purpose::Eval { .. }) => {
-            memory = Some(Arc::new(HeapMemory::new()));
-            Arc::new(HeapStore::new())
-        }
+    // Memory across conversations lives beside the journal: in the local store's file
+    // (none yet on DynamoDB).
+    let (store, memory): (Arc<dyn Store>, Option<Arc<dyn MemoryStore>>) = match &settings.store {
+        _ if matches!(purpose, Purpose::Eval { .. }) => (
+            Arc::new(HeapStore::new()),
+            Some(Arc::new(HeapMemory::new())),
+        ),
         StoreChoice::Embedded => {
             let embedded =
                 Arc::new(EmbeddedStore::open(&settings.data_dir).with_context(|| {
@@ -202,8 +202,7 @@ pub(crate) async fn assemble_for(
                         settings.data_dir.join(DATABASE_FILE).display()
                     )
                 })?);
-            memory = Some(embedded.clone());
-            embedded
+            (embedded.clone(), Some(embedded))
         }
         #[cfg(not(feature = "aws"))]
         StoreChoice::DynamoDb { .. } => return Err(without_aws("store \"dynamodb\"")),
@@ -211,11 +210,12 @@ pub(crate) async fn assemble_for(
         StoreChoice::DynamoDb { table, bucket } => {
             let aws = aws().await;
             check_table(&aws.dynamodb, table, settings.create_table).await?;
-            Arc::new(DynamoStore::new(
+            let journal = Arc::new(DynamoStore::new(
                 aws.dynamodb.clone(),
                 aws.s3.clone(),
                 JournalConfig::new(table.clone(), bucket.clone()),
-            ))
+            ));
+            (journal, None)
         }
     };
     builder = builder.store(store.clone());

@@ -414,7 +414,7 @@
           this.delegatedAnswer(event);
           break;
         case "agents_consulted":
-          this.consulted(event.agents || [], event.footer);
+          this.consulted(event.agents || [], event.footer, event.memories);
           break;
         case "usage":
           this.usage(event);
@@ -664,10 +664,16 @@
       block.dataset.delivered = "true";
     }
 
-    consulted(agents, footer) {
+    consulted(agents, footer, memories) {
       this.meta.hidden = false;
       this.pills.textContent = "";
       if (footer) this.pills.title = footer;
+      // What was remembered from earlier conversations shaped this turn too (D-43).
+      for (const m of memories || []) {
+        const pill = el("li", "pill remembered", `Remembered: ${m.subject}`);
+        pill.dataset.memory = m.id;
+        this.pills.append(pill);
+      }
       if (agents.length === 0) {
         this.pills.append(el("li", "pill none", "No specialist consulted"));
         return;
@@ -848,6 +854,8 @@
       // indicator (no direct_line, a single message, or the exit) is outside it.
       if (!this.directLine || this.directLine.state !== "sticky") setSticky(null);
       this.finish("completed");
+      // What the turn said may be remembered: it is kept just after the answer.
+      setTimeout(loadMemory, 300);
     }
 
     finish(how) {
@@ -1088,6 +1096,63 @@
     }
   }
 
+  // The "What I remember" panel (D-43): the user's memories, each with Forget, everything
+  // with Forget everything, and their own setting. Hidden where the server keeps none.
+  async function loadMemory() {
+    const panel = $("memory-panel");
+    let json;
+    try {
+      const response = await fetch("/v1/memory", { headers: { accept: "application/json" } });
+      if (!response.ok) {
+        panel.hidden = true;
+        return;
+      }
+      json = await response.json();
+    } catch (_) {
+      panel.hidden = true;
+      return;
+    }
+    panel.hidden = false;
+    $("memory-on").checked = json.memory === "on";
+    const memories = json.memories || [];
+    const list = $("memories");
+    list.textContent = "";
+    $("memory-empty").hidden = memories.length > 0;
+    $("memory-forget-all").hidden = memories.length === 0;
+    for (const m of memories) {
+      const item = el("li", "memory");
+      item.dataset.id = m.id;
+      item.dataset.subject = m.subject || "";
+      const said = new Date(m.created_ms || 0).toISOString().slice(0, 10);
+      const forget = el("button", "forget", "Forget");
+      forget.type = "button";
+      forget.setAttribute("aria-label", `Forget: ${m.text}`);
+      forget.addEventListener("click", async () => {
+        forget.disabled = true;
+        await fetch(`/v1/memory/${encodeURIComponent(m.id)}`, { method: "DELETE" });
+        loadMemory();
+      });
+      item.append(el("span", "memory-text", m.text), el("span", "memory-said", `said ${said}`), forget);
+      list.append(item);
+    }
+    document.body.dataset.memories = String(memories.length);
+  }
+
+  function wireMemory() {
+    $("memory-on").addEventListener("change", async (e) => {
+      await fetch("/v1/memory/setting", {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ enabled: e.target.checked }),
+      });
+      loadMemory();
+    });
+    $("memory-forget-all").addEventListener("click", async () => {
+      await fetch("/v1/memory?all=true", { method: "DELETE" });
+      loadMemory();
+    });
+  }
+
   // The user's account links: each server and when it was connected or renewed, or null
   // when they cannot be read.
   async function linkTimes() {
@@ -1321,6 +1386,8 @@
     setBusy(false);
     loadAgents();
     loadLinks();
+    wireMemory();
+    loadMemory();
     const saved = decodeURIComponent(window.location.hash.slice(1));
     if (saved) restore(saved);
     $("message").focus();

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 use crate::browser::{DEADLINE, Process, eval, with_browser};
 use crate::support::*;
 
+mod memory;
 mod pictures;
 mod waits;
 
