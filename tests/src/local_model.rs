@@ -65,6 +65,18 @@ impl LocalModelServer {
     /// # Panics
     /// When it is not installed, or does not answer in time (its log is quoted).
     pub async fn start() -> Self {
+        Self::start_with(&[]).await
+    }
+
+    /// As [`LocalModelServer::start`], serving embeddings (`/v1/embeddings`) too.
+    ///
+    /// # Panics
+    /// As [`LocalModelServer::start`].
+    pub async fn start_embedding() -> Self {
+        Self::start_with(&["--embedding", "true"]).await
+    }
+
+    async fn start_with(extra: &[&str]) -> Self {
         let (python, model) = installed();
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -78,6 +90,7 @@ impl LocalModelServer {
             .arg(&model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["--n_ctx", "8192", "--model_alias", MODEL_ALIAS])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err)

@@ -95,6 +95,27 @@ pub(crate) struct Config {
     pub(crate) memory: bool,
     /// Current memories one principal keeps at most.
     pub(crate) max_memories: usize,
+    /// An OpenAI-compatible server's API root whose `/embeddings` makes memory vectors
+    /// (default: none, vectors of hashed words).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) embedding_url: Option<String>,
+    /// The embedding model's id on that server.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) embedding_model: Option<String>,
+    /// The environment variable holding that server's API key, if it wants one.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) embedding_api_key_env: Option<String>,
+    /// The similarity below which that model's nearest neighbour is unrelated.
+    pub(crate) embedding_min_similarity: f32,
     /// Deadline of a whole turn, in ms.
     pub(crate) turn_timeout_ms: u64,
     /// How long a started turn holds its conversation, in ms: a turn whose process died
@@ -151,6 +172,10 @@ const KEYS: &[&str] = &[
     "compact_after_turn",
     "memory",
     "max_memories",
+    "embedding_url",
+    "embedding_model",
+    "embedding_api_key_env",
+    "embedding_min_similarity",
     "turn_timeout_ms",
     "lease_ms",
     "header_timeout_ms",
@@ -227,6 +252,10 @@ impl Default for Config {
             // The local `baton` serves its own user: memory is on unless they say not.
             memory: true,
             max_memories: runtime.memory.max_memories,
+            embedding_url: None,
+            embedding_model: None,
+            embedding_api_key_env: None,
+            embedding_min_similarity: 0.3,
             turn_timeout_ms: runtime.turn_timeout_ms,
             lease_ms: runtime.lease_ms,
             header_timeout_ms: millis(server.header_timeout),
@@ -330,6 +359,8 @@ pub(crate) struct Settings {
     pub(crate) compact_after_turn: bool,
     /// Memory across conversations by default, and each principal's cap (D-43).
     pub(crate) memory: baton_runtime::MemorySettings,
+    /// What makes memory vectors.
+    pub(crate) embedder: EmbedderChoice,
     pub(crate) turn_timeout_ms: u64,
     pub(crate) lease_ms: u64,
     /// Connection limits of `baton serve`.
@@ -404,8 +435,63 @@ fn apply(config: &mut Config, o: &Overrides) {
     }
 }
 
+/// What makes memory vectors (D-43).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum EmbedderChoice {
+    /// Hashed words and trigrams: no model.
+    HashedWords,
+    /// An OpenAI-compatible server's `/embeddings`.
+    OpenAi {
+        url: String,
+        model: String,
+        api_key: Option<String>,
+        min_similarity: f32,
+    },
+}
+
+fn embedder_choice(config: &Config) -> anyhow::Result<EmbedderChoice> {
+    let Some(url) = config.embedding_url.clone().filter(|u| !u.is_empty()) else {
+        return Ok(EmbedderChoice::HashedWords);
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        anyhow::bail!(
+            "invalid configuration: key \"embedding_url\" = {url:?} is not an http(s) address like http://127.0.0.1:11434/v1"
+        );
+    }
+    let Some(model) = config.embedding_model.clone().filter(|m| !m.is_empty()) else {
+        anyhow::bail!(
+            "invalid configuration: key \"embedding_url\" is set, so \"embedding_model\" must name the server's embedding model"
+        );
+    };
+    let min_similarity = config.embedding_min_similarity;
+    if !(0.0..=1.0).contains(&min_similarity) {
+        anyhow::bail!(
+            "invalid configuration: key \"embedding_min_similarity\" = {min_similarity} must be between 0 and 1"
+        );
+    }
+    let api_key = match config
+        .embedding_api_key_env
+        .as_deref()
+        .filter(|v| !v.is_empty())
+    {
+        None => None,
+        Some(var) => Some(std::env::var(var).map_err(|_| {
+            anyhow::anyhow!(
+                "invalid configuration: key \"embedding_api_key_env\" names {var}, which is not set"
+            )
+        })?),
+    };
+    Ok(EmbedderChoice::OpenAi {
+        url,
+        model,
+        api_key,
+        min_similarity,
+    })
+}
+
 fn check(config: Config) -> anyhow::Result<Settings> {
     let model = model_choice(&config.model)?;
+    let embedder = embedder_choice(&config)?;
     let store = store_choice(&config.store, config.table, config.bucket)?;
     let addr: SocketAddr = config.addr.parse().with_context(|| {
         format!(
@@ -514,6 +600,7 @@ fn check(config: Config) -> anyhow::Result<Settings> {
         blind_pictures,
         history_turns: config.history_turns,
         compact_after_turn: config.compact_after_turn,
+        embedder,
         memory: baton_runtime::MemorySettings {
             on_by_default: config.memory,
             max_memories: config.max_memories,
@@ -648,6 +735,55 @@ mod tests {
         assert_eq!(settings.addr.to_string(), "127.0.0.1:8787");
         assert_eq!(settings.principal.as_str(), "local-user");
         assert_eq!(settings.max_body_bytes, 64 * 1024);
+    }
+
+    #[test]
+    fn an_embedding_server_needs_an_address_and_a_model() {
+        let with = |url: Option<&str>, model: Option<&str>, floor: f32| {
+            check(Config {
+                embedding_url: url.map(str::to_owned),
+                embedding_model: model.map(str::to_owned),
+                embedding_min_similarity: floor,
+                ..Config::default()
+            })
+        };
+        assert_eq!(
+            with(None, None, 0.3).unwrap().embedder,
+            EmbedderChoice::HashedWords
+        );
+        assert_eq!(
+            with(Some("http://127.0.0.1:11434/v1"), Some("all-minilm"), 0.4)
+                .unwrap()
+                .embedder,
+            EmbedderChoice::OpenAi {
+                url: "http://127.0.0.1:11434/v1".into(),
+                model: "all-minilm".into(),
+                api_key: None,
+                min_similarity: 0.4,
+            }
+        );
+        for (url, model, floor, key) in [
+            ("127.0.0.1:11434", Some("m"), 0.3, "\"embedding_url\""),
+            ("http://x/v1", None, 0.3, "\"embedding_model\""),
+            (
+                "http://x/v1",
+                Some("m"),
+                1.5,
+                "\"embedding_min_similarity\"",
+            ),
+        ] {
+            let err = with(Some(url), model, floor).unwrap_err().to_string();
+            assert!(err.contains(key), "{url}: {err}");
+        }
+        let err = check(Config {
+            embedding_url: Some("http://x/v1".into()),
+            embedding_model: Some("m".into()),
+            embedding_api_key_env: Some("BATON_TEST_NO_SUCH_KEY_VARIABLE".into()),
+            ..Config::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("BATON_TEST_NO_SUCH_KEY_VARIABLE"), "{err}");
     }
 
     #[test]

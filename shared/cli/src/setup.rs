@@ -15,7 +15,7 @@ use baton_aws::bedrock::BedrockModel;
 #[cfg(feature = "aws")]
 use baton_aws::journal::{DynamoStore, JournalConfig};
 use baton_core::ports::connector::Connector;
-use baton_core::ports::memory::{HashedWordsEmbedder, MemoryStore};
+use baton_core::ports::memory::{Embedder, HashedWordsEmbedder, MemoryStore};
 use baton_core::ports::metrics::{Metrics, Tee};
 use baton_core::ports::model::Model;
 use baton_core::ports::store::Store;
@@ -28,7 +28,7 @@ use baton_openai::OpenAiCompatible;
 use baton_runtime::metrics::LocalMetrics;
 use baton_runtime::{Runtime, RuntimeConfig, Sealer};
 
-use crate::config::{ModelChoice, Settings, StoreChoice};
+use crate::config::{EmbedderChoice, ModelChoice, Settings, StoreChoice};
 
 /// A loaded registry and the connectors that serve its tools.
 pub(crate) struct Loaded {
@@ -220,7 +220,19 @@ pub(crate) async fn assemble_for(
     };
     builder = builder.store(store.clone());
     if let Some(memory) = memory {
-        builder = builder.memory(memory, Arc::new(HashedWordsEmbedder::default()));
+        let embedder: Arc<dyn Embedder> = match &settings.embedder {
+            EmbedderChoice::HashedWords => Arc::new(HashedWordsEmbedder::default()),
+            EmbedderChoice::OpenAi {
+                url,
+                model,
+                api_key,
+                min_similarity,
+            } => Arc::new(
+                baton_openai::OpenAiEmbedder::new(url, model, api_key.clone(), *min_similarity)
+                    .context("setting up the embedding model")?,
+            ),
+        };
+        builder = builder.memory(memory, embedder);
     }
     builder = match purpose {
         // A partial-failure case makes a specialist's services unavailable for its turn.

@@ -14,11 +14,13 @@
 //! - `call`: one streamed call: HTTP errors classified, a stall limit between events, a
 //!   bound on line and body sizes, and a stream cut short as an error.
 //! - `probe`: what `models.yaml` promises, checked against the server once, on first use.
+//! - `embed`: [`OpenAiEmbedder`], vectors for memory search from `/embeddings` (D-43).
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 mod assemble;
 mod call;
+mod embed;
 mod error;
 mod probe;
 mod request;
@@ -31,6 +33,7 @@ use std::time::Duration;
 use baton_core::ports::model::{Model, ModelError, ModelRequest, ModelStream};
 use baton_core::registry::{ModelCapabilities, ModelSpec};
 
+pub use embed::OpenAiEmbedder;
 pub use probe::ProbeVerdict;
 
 /// The provider name in `models.yaml`.

@@ -274,3 +274,68 @@ async fn a_failing_model_server_gets_the_plain_acknowledgement() {
         }
     }
 }
+
+/// Memory search (D-43) with vectors from a real model behind llama.cpp's OpenAI-compatible
+/// `/v1/embeddings` (its Python server answers one vector a token; they are averaged): the
+/// vectors are the model's and of unit length, and a search finds what was said.
+#[tokio::test]
+async fn a_real_models_embeddings_serve_memory_search() {
+    use baton_core::ports::memory::{Embedder, MemoryStore};
+    use baton_core::recall::embed::cosine;
+    use baton_core::recall::{MemoryFilter, MemoryKind, MemorySource, NewMemory, Origin};
+
+    let server = LocalModelServer::start_embedding().await;
+    let embedder =
+        baton_openai::OpenAiEmbedder::new(&server.base_url(), MODEL_ALIAS, None, 0.3).unwrap();
+    let vectors = embedder
+        .embed(&["my dog is called Biscuit", "what is my dog called?"])
+        .await
+        .unwrap();
+    assert_eq!(vectors.len(), 2);
+    assert!(vectors[0].vector.len() >= 64, "{}", vectors[0].vector.len());
+    assert!((cosine(&vectors[0].vector, &vectors[0].vector) - 1.0).abs() < 1e-3);
+    assert_eq!(vectors[0].model, format!("openai:{MODEL_ALIAS}"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(dir.path()).unwrap();
+    let me = Principal::new("me").unwrap();
+    for (i, text) in [
+        "my dog is called Biscuit",
+        "I live in Springfield",
+        "my budget is $650 a month",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let memory = NewMemory {
+            kind: MemoryKind::Fact,
+            subject: String::new(),
+            text: text.to_owned(),
+            origin: Origin::Said,
+            source: MemorySource::default(),
+            ttl_ms: None,
+        }
+        .build(1_000 + i as u64)
+        .unwrap();
+        let vector = embedder.embed(&[text]).await.unwrap().pop();
+        store
+            .save(&me, &memory, vector.as_ref(), 100)
+            .await
+            .unwrap();
+    }
+    let query = embedder
+        .embed(&["my dog Biscuit"])
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let found = store
+        .search_vector(&me, &query, &MemoryFilter::current(2_000), 3)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 3, "every vector is the query model's");
+    assert_eq!(
+        found[0].memory.text, "my dog is called Biscuit",
+        "{found:?}"
+    );
+}

@@ -201,13 +201,11 @@ pub(crate) fn save(
         params![rowid, format!("{} {}", memory.subject, memory.text)],
     )
     .map_err(|e| error::sql(doing, e))?;
+    // What the cap lets go is deleted with the save, neither zeroed nor merged out of the
+    // index at once as a user's erasure is (`forget`): the cap is housekeeping, and a user
+    // at their cap must not pay an index rewrite on every save.
     let evicted = keep_under(&tx, who, now, cap)?;
-    if !evicted.is_empty() {
-        merge_index(&tx)?;
-    }
     tx.commit().map_err(|e| error::sql(doing, e))?;
-    // What the cap let go is deleted with the save, not zeroed as a user's erasure is
-    // (`forget`): the cap is housekeeping, not a request to erase.
     Ok(Saved::New { replaced, evicted })
 }
 
