@@ -11,6 +11,7 @@ pub mod directive;
 pub mod eval_suite;
 pub mod http_faces;
 pub mod mcp_stream;
+pub mod memory_text;
 pub mod model_events;
 pub mod openai_stream;
 pub mod picture;

@@ -88,6 +88,7 @@ targets!(
     eval_suite,
     http_faces,
     mcp_stream,
+    memory_text,
     model_events,
     openai_stream,
     picture,

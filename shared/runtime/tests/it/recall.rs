@@ -32,8 +32,12 @@ agents:
       text: ['{"memories": [{"kind": "goal", "subject": "saving", "text": "I am saving for a Trek FX 3 now"}]}']
     - when: { purpose: remember, user_contains: "4111" }
       text: ['{"memories": [{"kind": "fact", "subject": "card", "text": "my card is 4111 1111 1111 1111"}]}']
+    - when: { purpose: remember, user_contains: "R-10234" }
+      text: ['{"memories": [{"kind": "finding", "subject": "receipt R-10234", "text": "Receipt R-10234 was rejected: the photo was blurry", "expires_in_days": 90}]}']
     - when: { purpose: remember }
       text: ['{"memories": []}']
+    - when: { purpose: route, user_contains: "rejected" }
+      tool_calls: [{ name: ask_support, args: { query: "why was my receipt rejected", intent_count: 1 } }]
     - when: { purpose: route, user_contains: "for my dog" }
       tool_calls: [{ name: ask_shop, args: { query: "treats for Biscuit", intent_count: 1 } }]
     - when: { purpose: compose, user_contains: "for my dog" }
@@ -44,6 +48,8 @@ agents:
       text: ["Done."]
   shop:
     - text: ["Roast coffee earns 500 points."]
+  support:
+    - text: ["Receipt R-10234 was rejected: the photo was blurry."]
 "#;
 
 /// A clock the test moves.
@@ -377,4 +383,45 @@ async fn another_principal_finds_nothing_and_forged_ids_are_not_found() {
             .await,
         Err(MemoryFailure::Invalid(_))
     ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn what_a_specialist_settled_is_kept_as_its_finding_for_a_while() {
+    let rig = rig(true);
+    let (episode, _) = turn(&rig, "why was my receipt rejected?", "t1").await;
+    let extraction = rig
+        .model
+        .requests()
+        .into_iter()
+        .find(|r| r.purpose == CallPurpose::Remember)
+        .expect("a settled finding is worth asking about");
+    let asked: String = extraction
+        .messages
+        .iter()
+        .filter_map(|m| m.user_text())
+        .collect();
+    assert!(
+        asked.contains("<specialist_answer agent=\"support\">"),
+        "{asked}"
+    );
+    let kept = rig
+        .runtime
+        .memory()
+        .list(&alice(), &[MemoryKind::Finding], false, 10)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].source.specialist.as_deref(), Some("support"));
+    assert_eq!(kept[0].source.episode_id.as_deref(), Some(episode.as_str()));
+    assert_eq!(kept[0].expires_ms, Some(T0 + 90 * DAY));
+    // Past its end it is history: never read into a prompt again.
+    rig.clock.0.store(T0 + 91 * DAY, Ordering::SeqCst);
+    assert!(
+        rig.runtime
+            .memory()
+            .list(&alice(), &[], false, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
