@@ -16,7 +16,9 @@ use baton_core::recall::embed::{Embedding, cosine};
 use baton_core::recall::{
     Memory, MemoryFilter, MemoryId, MemoryKind, MemorySource, Origin, Saved, Scored, same_statement,
 };
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{
+    Connection, OptionalExtension, Row, ToSql, Transaction, TransactionBehavior, params,
+};
 
 use super::error;
 
@@ -43,6 +45,31 @@ struct FilterValues {
     until: Option<i64>,
     episode: Option<String>,
     specialist: Option<String>,
+}
+
+impl FilterValues {
+    /// The statement's values in order: the principal (`?1`), the statement's own first
+    /// value (`?2`), the filter's (`?3` to `?9`), then `rest` (`?10` on).
+    fn bind<'a>(
+        &'a self,
+        principal: &'a dyn ToSql,
+        first: &'a dyn ToSql,
+        rest: &[&'a dyn ToSql],
+    ) -> Vec<&'a dyn ToSql> {
+        let mut all: Vec<&dyn ToSql> = vec![
+            principal,
+            first,
+            &self.history,
+            &self.now,
+            &self.kinds,
+            &self.since,
+            &self.until,
+            &self.episode,
+            &self.specialist,
+        ];
+        all.extend_from_slice(rest);
+        all
+    }
 }
 
 fn values(filter: &MemoryFilter) -> FilterValues {
@@ -321,20 +348,10 @@ pub(crate) fn list(
              ORDER BY m.created_ms DESC, m.id LIMIT ?10"
         ))
         .map_err(|e| error::sql(doing, e))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = statement
         .query_map(
-            params![
-                principal.as_str(),
-                true,
-                v.history,
-                v.now,
-                v.kinds,
-                v.since,
-                v.until,
-                v.episode,
-                v.specialist,
-                i64::try_from(limit).unwrap_or(i64::MAX),
-            ],
+            v.bind(&principal.as_str(), &true, &[&limit]).as_slice(),
             row_memory,
         )
         .map_err(|e| error::sql(doing, e))?;
@@ -374,20 +391,10 @@ pub(crate) fn search_text(
              ORDER BY bm25(memory_text), m.created_ms DESC LIMIT ?10"
         ))
         .map_err(|e| error::sql(doing, e))?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = statement
         .query_map(
-            params![
-                principal.as_str(),
-                query,
-                v.history,
-                v.now,
-                v.kinds,
-                v.since,
-                v.until,
-                v.episode,
-                v.specialist,
-                i64::try_from(limit).unwrap_or(i64::MAX),
-            ],
+            v.bind(&principal.as_str(), &query, &[&limit]).as_slice(),
             |row| {
                 Ok(Scored {
                     memory: row_memory(row)?,
@@ -417,17 +424,7 @@ pub(crate) fn search_vector(
         ))
         .map_err(|e| error::sql(doing, e))?;
     let mut rows = statement
-        .query(params![
-            principal.as_str(),
-            query.model,
-            v.history,
-            v.now,
-            v.kinds,
-            v.since,
-            v.until,
-            v.episode,
-            v.specialist,
-        ])
+        .query(v.bind(&principal.as_str(), &query.model, &[]).as_slice())
         .map_err(|e| error::sql(doing, e))?;
     // The best `limit` so far, kept small: only their memories are decoded in the end.
     let mut best: Vec<(f32, usize)> = Vec::new();

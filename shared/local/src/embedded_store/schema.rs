@@ -114,7 +114,8 @@ CREATE TABLE pictures (
 ";
 
 /// Version 8 to 9: long-term memories (D-43): one row each, current or history, with its
-/// vector; their full-text index (its rowid is the memory's); each principal's setting.
+/// vector; their full-text index (its rowid is the memory's); each principal's setting. A
+/// new store creates them with the other tables.
 const MIGRATE_8_TO_9: &str = "
 CREATE TABLE memories (
     principal TEXT NOT NULL,
@@ -173,7 +174,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
 /// running or not) for as long as its claim row is there, i.e. until it releases or
 /// commits. Checkpoints: what a running turn saved last, kept across releases and dead
 /// leases, deleted by the turn's commit. Links: a principal's account links by server,
-/// sealed. Memories: see [`MIGRATE_8_TO_9`].
+/// sealed. Memories are created from [`MIGRATE_8_TO_9`].
 const TABLES: &str = "
 CREATE TABLE episodes (
     id INTEGER PRIMARY KEY,
@@ -241,34 +242,7 @@ CREATE TABLE links (
     sealed TEXT NOT NULL,
     updated_ms INTEGER NOT NULL,
     PRIMARY KEY (principal, server)
-);
-CREATE TABLE memories (
-    principal TEXT NOT NULL,
-    id TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    subject TEXT NOT NULL,
-    text TEXT NOT NULL,
-    origin TEXT NOT NULL,
-    episode_id TEXT,
-    turn_id TEXT,
-    specialist TEXT,
-    created_ms INTEGER NOT NULL,
-    expires_ms INTEGER,
-    replaced_by TEXT,
-    model TEXT,
-    vector BLOB,
-    PRIMARY KEY (principal, id)
-);
-CREATE INDEX memories_by_subject ON memories (principal, subject) WHERE replaced_by IS NULL;
-CREATE INDEX memories_by_time ON memories (principal, created_ms);
-CREATE INDEX memories_by_replacement ON memories (principal, replaced_by)
-    WHERE replaced_by IS NOT NULL;
-CREATE VIRTUAL TABLE memory_text USING fts5 (body, tokenize = 'porter unicode61');
-CREATE TABLE memory_settings (
-    principal TEXT PRIMARY KEY,
-    enabled INTEGER NOT NULL
-);
-";
+);";
 
 /// Whether the file at `path` still looks as this store left it: there, and starting with
 /// SQLite's header and Baton's application id. Read from the disk, not through the
@@ -427,6 +401,8 @@ fn create_tables(conn: &mut Connection) -> Result<(), StoreError> {
         return Ok(());
     }
     tx.execute_batch(TABLES).map_err(|e| error::sql(doing, e))?;
+    tx.execute_batch(MIGRATE_8_TO_9)
+        .map_err(|e| error::sql(doing, e))?;
     tx.pragma_update(None, "application_id", APPLICATION_ID)
         .map_err(|e| error::sql(doing, e))?;
     tx.pragma_update(None, "user_version", SCHEMA_VERSION)

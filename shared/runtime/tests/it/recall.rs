@@ -116,6 +116,31 @@ async fn turn(rig: &MemoryRig, text: &str, turn_id: &str) -> (String, Vec<WireEv
     (episode, events)
 }
 
+/// Everything alice's memory holds, history included.
+async fn everything(rig: &MemoryRig) -> Vec<baton_core::recall::Memory> {
+    rig.runtime
+        .memory()
+        .list(&alice(), &[], true, 10)
+        .await
+        .unwrap()
+}
+
+/// Saves a fact alice said in words; the memory.
+async fn said(rig: &MemoryRig, subject: &str, text: &str) -> baton_core::recall::Memory {
+    rig.runtime
+        .memory()
+        .remember(
+            &alice(),
+            MemoryKind::Fact,
+            subject,
+            text,
+            MemorySource::default(),
+        )
+        .await
+        .unwrap()
+        .0
+}
+
 fn route_prompts(rig: &MemoryRig) -> Vec<String> {
     rig.model
         .requests()
@@ -246,25 +271,8 @@ async fn a_contradicted_fact_is_replaced_and_kept_as_history() {
 async fn personal_data_is_never_extracted_but_a_saved_one_is_masked_in_the_prompt() {
     let rig = rig(true);
     turn(&rig, "my card is 4111 1111 1111 1111", "t1").await;
-    assert!(
-        rig.runtime
-            .memory()
-            .list(&alice(), &[], true, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    rig.runtime
-        .memory()
-        .remember(
-            &alice(),
-            MemoryKind::Fact,
-            "card",
-            "my card is 4111 1111 1111 1111",
-            MemorySource::default(),
-        )
-        .await
-        .unwrap();
+    assert!(everything(&rig).await.is_empty());
+    said(&rig, "card", "my card is 4111 1111 1111 1111").await;
     turn(&rig, "which card do I use for deals?", "t2").await;
     let prompt = route_prompts(&rig).pop().unwrap();
     assert!(prompt.contains("[card number]"), "{prompt}");
@@ -275,31 +283,14 @@ async fn personal_data_is_never_extracted_but_a_saved_one_is_masked_in_the_promp
 async fn memory_off_reads_and_extracts_nothing() {
     let rig = rig(false);
     turn(&rig, "My dog is called Biscuit", "t1").await;
-    assert!(
-        rig.runtime
-            .memory()
-            .list(&alice(), &[], true, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(everything(&rig).await.is_empty());
     assert!(
         rig.model
             .requests()
             .iter()
             .all(|r| r.purpose != CallPurpose::Remember)
     );
-    rig.runtime
-        .memory()
-        .remember(
-            &alice(),
-            MemoryKind::Fact,
-            "dog",
-            "my dog is called Biscuit",
-            MemorySource::default(),
-        )
-        .await
-        .unwrap();
+    said(&rig, "dog", "my dog is called Biscuit").await;
     turn(&rig, "what is my dog called?", "t2").await;
     assert!(!route_prompts(&rig).pop().unwrap().contains("<memory>"));
     // The principal's own setting wins over the deployment's.
@@ -319,18 +310,7 @@ async fn memory_off_reads_and_extracts_nothing() {
 #[tokio::test(start_paused = true)]
 async fn another_principal_finds_nothing_and_forged_ids_are_not_found() {
     let rig = rig(true);
-    let (memory, _) = rig
-        .runtime
-        .memory()
-        .remember(
-            &alice(),
-            MemoryKind::Fact,
-            "dog",
-            "my dog is called Biscuit",
-            MemorySource::default(),
-        )
-        .await
-        .unwrap();
+    let memory = said(&rig, "dog", "my dog is called Biscuit").await;
     let bob = baton_core::Principal::new("bob").unwrap();
     let id = memory.id.as_str();
     assert_eq!(
