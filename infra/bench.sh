@@ -18,6 +18,10 @@
 #                                         # with it, the picture check alone, and `baton
 #                                         # serve` holding 100 photo turns at once against
 #                                         # a stated memory bound
+#   ./infra/bench.sh recall               # memory across conversations instead: saving
+#                                         # and searching 10,000 memories of one user in
+#                                         # the embedded store, what memory adds to the
+#                                         # reference turn, and extraction's cost
 #
 # OUT defaults to ${TMPDIR:-/tmp}/baton-bench. Extra arguments go to baton-bench.
 set -euo pipefail
@@ -64,6 +68,14 @@ if [ "${1:-}" = pictures ]; then
   # the benchmark's own resident memory shows what each turn took.
   MALLOC_CONF="${MALLOC_CONF:-narenas:1,dirty_decay_ms:0,muzzy_decay_ms:0}" \
     "$bench" --current-thread --pictures --out "$out/baton-pictures-$stamp.json" "$@" >/dev/null
+  echo "results in $out" >&2
+  exit 0
+fi
+if [ "${1:-}" = recall ]; then
+  shift
+  build -p baton-bench --features baton-bench/jemalloc
+  # One thread, as `baton serve` runs its turns; the store's reads go to the blocking pool.
+  "$bench" --current-thread --recall --out "$out/baton-recall-$stamp.json" "$@" >/dev/null
   echo "results in $out" >&2
   exit 0
 fi

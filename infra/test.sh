@@ -138,6 +138,8 @@ step "benchmark smoke run"
 "$bin/baton-bench" --planner --smoke >/dev/null
 # A phone photo's cost: in process, the check alone, a few photo turns against `baton serve`.
 "$bin/baton-bench" --pictures --smoke >/dev/null
+# Memory across conversations: a few hundred memories searched, what memory adds to a turn.
+"$bin/baton-bench" --recall --smoke >/dev/null
 
 step_done
 printf '\n== time per step\n%s%6d s  in all\n' "$TIMES" "$((SECONDS - RUN_START))"

@@ -13,6 +13,10 @@
 //! `--pictures` measures what a phone photo costs a turn instead (see `pictures`): CPU and
 //! memory in process with and without a 4 MB photo, the picture check alone, and `baton
 //! serve` holding 100 photo turns at once against a stated memory bound.
+//!
+//! `--recall` measures long-term memory across conversations instead (see `recall`):
+//! search over 10,000 memories of one principal in the embedded store, what memory adds to
+//! the reference turn, and what extraction costs.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
@@ -27,6 +31,7 @@ mod local_model;
 mod memory;
 mod pictures;
 mod planner;
+mod recall;
 mod report;
 mod serve_load;
 mod soak;
@@ -120,6 +125,14 @@ struct Args {
     /// Turns a second the soak starts.
     #[arg(long, default_value_t = 20.0, requires = "soak_minutes")]
     soak_rate: f64,
+    /// Measure long-term memory across conversations instead: saving and searching
+    /// `--recall-memories` memories of one principal in the embedded store, what memory
+    /// adds to the reference turn's CPU, and extraction's cost.
+    #[arg(long)]
+    recall: bool,
+    /// Memories of the recall benchmark's principal (`--smoke`: 300).
+    #[arg(long, default_value_t = 10_000, requires = "recall")]
+    recall_memories: usize,
     /// Rounds of the `--local-model` comparison.
     #[arg(long, default_value_t = 20, requires = "local_model")]
     rounds: usize,
@@ -185,6 +198,13 @@ fn main() -> anyhow::Result<()> {
             pictures::run(&task_args).await
         })?;
         return finish(&args, &results, pictures::table(&results), started);
+    }
+    if args.recall {
+        let task_args = args.clone();
+        let results = on_task(&rt, "the recall benchmark", async move {
+            recall::run(&task_args).await
+        })?;
+        return finish(&args, &results, recall::table(&results), started);
     }
     if args.memory {
         let task_args = args.clone();
