@@ -3,7 +3,8 @@
 //! and text, and each principal's own setting.
 //!
 //! Similarity search reads the principal's vectors of the query's model and compares them
-//! all: exact, and quick at the sizes one principal keeps (docs/benchmark.md, "Memory").
+//! all: exact, but about 7 ms at 10,000 memories (docs/benchmark.md, "Memory across
+//! conversations"), where most of the time is reading the vectors through SQLite again.
 //! Forgetting deletes the rows and their index entries in one transaction, then merges the
 //! index so that no segment keeps the erased words, with every deleted cell and freed page
 //! zeroed (`secure_delete`); the write-ahead log, whose older frames still hold the words,
