@@ -26,6 +26,16 @@ use crate::workload::{
 /// Builds a runtime over a workload folder, exactly as `baton` does (registry files,
 /// connector checks), with an in-memory journal.
 pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
+    build_with(dir, RuntimeConfig::default(), |b| b)
+}
+
+/// [`build`] from `config` (the reference's own settings laid over it), with `more` done to
+/// the builder last (a memory store, say).
+pub(crate) fn build_with(
+    dir: &Path,
+    config: RuntimeConfig,
+    more: impl FnOnce(baton_runtime::RuntimeBuilder) -> baton_runtime::RuntimeBuilder,
+) -> anyhow::Result<Runtime> {
     let connectors = baton_connectors::default_connectors(dir);
     // The workloads' tools declare their schemas: nothing to discover, so no async load.
     let registry = read_sources(dir)
@@ -39,14 +49,14 @@ pub(crate) fn build(dir: &Path) -> anyhow::Result<Runtime> {
             history_turns: 0,
             // The reference flushes a buffered specialist at once; so does this run.
             flush_pacing_ms: 0,
-            ..RuntimeConfig::default()
+            ..config
         });
     builder = builder.connectors(connectors);
     if let Some(otlp) = baton_otel::metrics() {
         // `--otlp`: the metrics go out too, as from `baton` with the OTEL_* variables set.
         builder = builder.metrics(Arc::new(otlp));
     }
-    Ok(builder.build()?)
+    Ok(more(builder).build()?)
 }
 
 /// One turn as a client sees it.

@@ -40,8 +40,7 @@ use baton_core::prompt::estimate_tokens;
 use baton_core::recall::block::render;
 use baton_core::recall::terms::query_terms;
 use baton_core::recall::{MemoryFilter, MemoryKind, MemorySource, extract, subject_key};
-use baton_inproc::scripted::ScriptedModel;
-use baton_inproc::{HeapMemory, HeapStore};
+use baton_inproc::HeapMemory;
 use baton_local::embedded_store::{DATABASE_FILE, EmbeddedStore};
 use baton_local::offline::OfflineModel;
 use baton_runtime::registry_folder::{load_sources, read_sources};
@@ -766,30 +765,21 @@ fn reference(
     setup: Setup,
     store: Option<Arc<dyn MemoryStore>>,
 ) -> anyhow::Result<Runtime> {
-    let connectors = baton_connectors::default_connectors(dir);
-    let registry = read_sources(dir)
-        .and_then(|s| load_sources(&s, &connectors, &Default::default()))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let model = ScriptedModel::from_file(&dir.join("script.yaml")).context("reading the script")?;
-    let mut builder = Runtime::builder(Arc::new(registry))
-        .model_override(Arc::new(model))
-        .store(Arc::new(HeapStore::new()))
-        .connectors(connectors)
-        .config(RuntimeConfig {
-            history_turns: 0,
-            flush_pacing_ms: 0,
-            memory: MemorySettings {
-                on_by_default: setup == Setup::On,
-                // What a turn costs before its answer; extraction is measured apart.
-                extract_after_turn: false,
-                ..MemorySettings::default()
-            },
-            ..RuntimeConfig::default()
-        });
-    if let (Setup::Off | Setup::On, Some(store)) = (setup, store) {
-        builder = builder.memory(store, Arc::new(HashedWordsEmbedder::default()));
-    }
-    Ok(builder.build()?)
+    let config = RuntimeConfig {
+        memory: MemorySettings {
+            on_by_default: setup == Setup::On,
+            // What a turn costs before its answer; extraction is measured apart.
+            extract_after_turn: false,
+            ..MemorySettings::default()
+        },
+        ..RuntimeConfig::default()
+    };
+    inproc::build_with(dir, config, |builder| match (setup, store) {
+        (Setup::Off | Setup::On, Some(store)) => {
+            builder.memory(store, Arc::new(HashedWordsEmbedder::default()))
+        }
+        _ => builder,
+    })
 }
 
 /// Saves `memories` for the principal through the runtime, one after another; the save

@@ -18,11 +18,11 @@ use baton_core::memory::{
 use baton_core::ports::metrics::{
     COMPACTED_TURNS_TOTAL, COMPACTION_COST_USD, COMPACTION_TOKENS_TOTAL, COMPACTIONS_TOTAL,
 };
-use baton_core::ports::model::{ModelEvent, TokenUsage};
+use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::StoreError;
-use futures::StreamExt;
 use serde::Serialize;
 
+use crate::model_text::{Failed, collect};
 use crate::services::Inner;
 
 /// Times one episode is read again after a turn committed under a compaction.
@@ -256,30 +256,21 @@ async fn call(inner: &Inner, policy: &MemoryPolicy, input: &SummaryInput) -> Ans
     };
     let request = input.request(&inner.entry.id, spec, policy.max_summary_chars);
     let timeout = Duration::from_millis(inner.config.summarize_timeout_ms);
-    let mut text = String::new();
-    let collected = tokio::time::timeout(timeout, async {
-        let mut stream = crate::faults::model_stream(model.stream(&request));
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(ModelEvent::TextDelta(t)) => text.push_str(&t),
-                Ok(ModelEvent::Usage(u)) => answer.tokens.add(&u),
-                Ok(_) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    })
-    .await;
+    let collected = collect(&**model, &request, timeout, &mut answer.tokens).await;
     answer.cost_usd = cost_usd(&answer.tokens, &spec.prices);
     match collected {
-        Ok(Ok(())) => {
+        Ok(text) => {
             answer.text = finish_summary(&text, &inner.privacy, policy.max_summary_chars);
             if answer.text.is_none() {
                 tracing::warn!(model = %spec.key, "the summarizer's answer was unusable");
             }
         }
-        Ok(Err(e)) => tracing::warn!(model = %spec.key, error = %e, "the summarizer failed"),
-        Err(_) => tracing::warn!(model = %spec.key, ?timeout, "the summarizer took too long"),
+        Err(Failed::Model(e)) => {
+            tracing::warn!(model = %spec.key, error = %e, "the summarizer failed")
+        }
+        Err(Failed::Timeout) => {
+            tracing::warn!(model = %spec.key, ?timeout, "the summarizer took too long")
+        }
     }
     answer
 }

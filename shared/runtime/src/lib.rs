@@ -25,6 +25,7 @@ mod engine;
 mod faults;
 pub mod history;
 pub mod metrics;
+mod model_text;
 pub mod recall;
 pub mod registry_folder;
 pub mod replay;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use baton_core::Principal;
 use baton_core::cost::cost_usd;
-use baton_core::ports::model::{ModelEvent, TokenUsage};
+use baton_core::ports::model::TokenUsage;
 use baton_core::ports::store::StoreError;
 use baton_core::privacy::PrivacyReceipt;
 use baton_core::recall::embed::Embedding;
@@ -20,9 +20,9 @@ use baton_core::recall::{
     Memory, MemoryError, MemoryFilter, MemoryKind, MemorySource, NewMemory, Origin, Saved, extract,
 };
 use baton_core::turn::TurnRecord;
-use futures::StreamExt;
 use serde::Serialize;
 
+use crate::model_text::{Failed, collect};
 use crate::services::{Inner, Recall};
 
 pub(crate) mod connector;
@@ -249,41 +249,28 @@ pub(crate) async fn extract(
         extract::request_text(&record.user_text, &findings, &known),
     );
     let timeout = Duration::from_millis(inner.config.memory.extract_timeout_ms);
-    let mut text = String::new();
-    let called = tokio::time::timeout(timeout, async {
-        let mut stream = crate::faults::model_stream(model.stream(&request));
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(ModelEvent::TextDelta(t)) => text.push_str(&t),
-                Ok(ModelEvent::Usage(u)) => report.tokens.add(&u),
-                Ok(_) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    })
-    .await;
+    let called = collect(&**model, &request, timeout, &mut report.tokens).await;
     report.cost_usd = cost_usd(&report.tokens, &spec.prices);
     inner
         .metrics
         .measure(MEMORY_EXTRACTION_COST_USD, report.cost_usd, &[]);
-    match called {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => {
-            tracing::warn!(model = %spec.key, error = %e, "memory extraction failed");
+    let text = match called {
+        Ok(text) => text,
+        Err(failed) => {
+            match failed {
+                Failed::Model(e) => {
+                    tracing::warn!(model = %spec.key, error = %e, "memory extraction failed")
+                }
+                Failed::Timeout => {
+                    tracing::warn!(model = %spec.key, ?timeout, "memory extraction took too long")
+                }
+            }
             inner
                 .metrics
                 .count(MEMORY_EXTRACTIONS_TOTAL, 1, &[("outcome", "failed")]);
             return Ok(report);
         }
-        Err(_) => {
-            tracing::warn!(model = %spec.key, ?timeout, "memory extraction took too long");
-            inner
-                .metrics
-                .count(MEMORY_EXTRACTIONS_TOTAL, 1, &[("outcome", "failed")]);
-            return Ok(report);
-        }
-    }
+    };
     let specialists: Vec<&str> = findings.iter().map(|(a, _)| *a).collect();
     for proposed in extract::read_reply(&text) {
         let mut receipt = PrivacyReceipt::default();
