@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use baton_core::Principal;
-use baton_core::ports::memory::MemoryStore;
+use baton_core::ports::memory::{MemoryStore, Status};
 use baton_core::ports::store::StoreError;
 use baton_core::recall::embed::{Embedding, cosine};
 use baton_core::recall::{
@@ -181,7 +181,7 @@ impl MemoryStore for HeapMemory {
                 .map(|t| terms::stem(&t.to_lowercase()).to_owned())
                 .collect();
             let weights: Vec<(&String, f32)> = query.iter().map(|t| (t, idf(t))).collect();
-            let mut hits: Vec<Scored> = admitted
+            let mut hits: Vec<(f32, &Item)> = admitted
                 .iter()
                 .filter_map(|i| {
                     let score: f32 = weights
@@ -189,19 +189,14 @@ impl MemoryStore for HeapMemory {
                         .filter(|(t, _)| i.stems.contains(t))
                         .map(|(_, w)| w)
                         .sum();
-                    (score > 0.0).then(|| Scored {
-                        memory: i.memory.clone(),
-                        score,
-                    })
+                    (score > 0.0).then_some((score, *i))
                 })
                 .collect();
             hits.sort_by(|a, b| {
-                b.score
-                    .total_cmp(&a.score)
-                    .then(b.memory.created_ms.cmp(&a.memory.created_ms))
+                b.0.total_cmp(&a.0)
+                    .then(b.1.memory.created_ms.cmp(&a.1.memory.created_ms))
             });
-            hits.truncate(limit);
-            hits
+            kept(hits, limit)
         }))
     }
 
@@ -213,21 +208,17 @@ impl MemoryStore for HeapMemory {
         limit: usize,
     ) -> Result<Vec<Scored>, StoreError> {
         Ok(self.with(principal, |shelf| {
-            let mut hits: Vec<Scored> = shelf
+            let mut hits: Vec<(f32, &Item)> = shelf
                 .items
                 .iter()
                 .filter(|i| filter.admits(&i.memory))
                 .filter_map(|i| {
                     let e = i.embedding.as_ref().filter(|e| e.model == query.model)?;
-                    Some(Scored {
-                        memory: i.memory.clone(),
-                        score: cosine(&e.vector, &query.vector),
-                    })
+                    Some((cosine(&e.vector, &query.vector), i))
                 })
                 .collect();
-            hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-            hits.truncate(limit);
-            hits
+            hits.sort_by(|a, b| b.0.total_cmp(&a.0));
+            kept(hits, limit)
         }))
     }
 
@@ -255,6 +246,32 @@ impl MemoryStore for HeapMemory {
         self.with(principal, |shelf| shelf.setting = enabled);
         Ok(())
     }
+
+    async fn status(&self, principal: &Principal, now_ms: u64) -> Result<Status, StoreError> {
+        let all = self
+            .principals
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Asking about a principal adds no shelf for them.
+        Ok(all
+            .get(principal)
+            .map_or_else(Status::default, |shelf| Status {
+                setting: shelf.setting,
+                holds_any: shelf.setting != Some(false)
+                    && shelf.items.iter().any(|i| i.memory.is_current(now_ms)),
+            }))
+    }
+}
+
+/// The first `limit` of ranked hits, only their memories copied.
+fn kept(hits: Vec<(f32, &Item)>, limit: usize) -> Vec<Scored> {
+    hits.into_iter()
+        .take(limit)
+        .map(|(score, i)| Scored {
+            memory: i.memory.clone(),
+            score,
+        })
+        .collect()
 }
 
 #[cfg(test)]

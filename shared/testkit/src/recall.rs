@@ -12,7 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use baton_core::Principal;
-use baton_core::ports::memory::MemoryStore;
+use baton_core::ports::memory::{Both, MemoryStore, Status};
 use baton_core::recall::embed::{Embedding, HashedWords};
 use baton_core::recall::terms::query_terms;
 use baton_core::recall::{
@@ -48,6 +48,8 @@ macro_rules! memory_store_conformance {
             past_the_cap_the_oldest_extracted_memory_goes_first,
             an_expired_memory_is_found_only_as_history,
             the_setting_round_trips,
+            the_status_says_the_setting_and_whether_anything_is_held,
+            both_searches_answer_as_each_alone,
         );
     };
     (@scenarios $make:expr; $($name:ident),* $(,)?) => {
@@ -520,4 +522,91 @@ pub async fn the_setting_round_trips(store: &dyn MemoryStore) {
     assert_eq!(store.setting(&bob()).await.unwrap(), None);
     store.set_setting(&alice(), None).await.unwrap();
     assert_eq!(store.setting(&alice()).await.unwrap(), None);
+}
+
+/// The status a turn reads first: the setting, and whether a current memory is held (an
+/// expired or replaced one is not; another principal's is not; off, nothing is held).
+pub async fn the_status_says_the_setting_and_whether_anything_is_held(store: &dyn MemoryStore) {
+    let nothing = Status {
+        setting: None,
+        holds_any: false,
+    };
+    assert_eq!(store.status(&alice(), T0).await.unwrap(), nothing);
+    let mut trip = said(MemoryKind::Fact, "trip", "I'm in Lisbon until Friday", T0);
+    trip.expires_ms = Some(T0 + DAY);
+    put(store, &alice(), &trip).await;
+    assert!(store.status(&alice(), T0 + 1).await.unwrap().holds_any);
+    assert!(
+        !store
+            .status(&alice(), T0 + 2 * DAY)
+            .await
+            .unwrap()
+            .holds_any
+    );
+    assert_eq!(store.status(&bob(), T0 + 1).await.unwrap(), nothing);
+    store.set_setting(&alice(), Some(true)).await.unwrap();
+    assert_eq!(
+        store.status(&alice(), T0 + 1).await.unwrap(),
+        Status {
+            setting: Some(true),
+            holds_any: true
+        }
+    );
+    store.set_setting(&alice(), Some(false)).await.unwrap();
+    assert_eq!(
+        store.status(&alice(), T0 + 1).await.unwrap(),
+        Status {
+            setting: Some(false),
+            holds_any: false
+        }
+    );
+}
+
+/// Both searches at once answer what each does alone.
+pub async fn both_searches_answer_as_each_alone(store: &dyn MemoryStore) {
+    for (i, (subject, text)) in [
+        ("dog", "my dog is called Biscuit"),
+        ("bike", "I'm saving for a Trek FX 2 bike"),
+        ("milk", "I prefer oat milk in my coffee"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        put(
+            store,
+            &alice(),
+            &said(MemoryKind::Fact, subject, text, T0 + i as u64),
+        )
+        .await;
+    }
+    let filter = MemoryFilter::current(T0 + 10);
+    let text = "what is my dog called?";
+    let terms = query_terms(text);
+    let query = vector(text);
+    let both = store
+        .search_both(&alice(), &terms, Some(&query), &filter, 2)
+        .await
+        .unwrap();
+    let by_text = store
+        .search_text(&alice(), &terms, &filter, 2)
+        .await
+        .unwrap();
+    let by_vector = store
+        .search_vector(&alice(), &query, &filter, 2)
+        .await
+        .unwrap();
+    assert!(!by_text.is_empty() && !by_vector.is_empty());
+    assert_eq!(both.by_text, by_text);
+    assert_eq!(both.by_vector, by_vector);
+    let words_only = store
+        .search_both(&alice(), &terms, None, &filter, 2)
+        .await
+        .unwrap();
+    assert_eq!(words_only.by_text, by_text);
+    assert!(words_only.by_vector.is_empty());
+    let other = store
+        .search_both(&bob(), &terms, Some(&query), &filter, 2)
+        .await
+        .unwrap();
+    assert_eq!(other, Both::default());
 }

@@ -110,6 +110,63 @@ pub trait MemoryStore: Send + Sync {
         principal: &Principal,
         enabled: Option<bool>,
     ) -> Result<(), StoreError>;
+
+    /// What a turn asks before it searches, in one read where the store can: the
+    /// principal's setting, and whether they hold any current memory (as of `now_ms`). Not
+    /// asked when the setting is off. A turn of a principal with nothing to find then costs
+    /// no vector and no search.
+    ///
+    /// # Errors
+    /// `Unavailable` or `Corrupt`.
+    async fn status(&self, principal: &Principal, now_ms: u64) -> Result<Status, StoreError> {
+        let setting = self.setting(principal).await?;
+        let holds_any = setting != Some(false)
+            && !self
+                .list(principal, &MemoryFilter::current(now_ms), 1)
+                .await?
+                .is_empty();
+        Ok(Status { setting, holds_any })
+    }
+
+    /// Both searches of the hybrid search (D-43): [`search_text`](Self::search_text) and,
+    /// with a vector, [`search_vector`](Self::search_vector), in one read where the store
+    /// can.
+    ///
+    /// # Errors
+    /// `Unavailable` or `Corrupt`.
+    async fn search_both(
+        &self,
+        principal: &Principal,
+        terms: &[String],
+        query: Option<&Embedding>,
+        filter: &MemoryFilter,
+        limit: usize,
+    ) -> Result<Both, StoreError> {
+        let by_text = self.search_text(principal, terms, filter, limit).await?;
+        let by_vector = match query {
+            Some(q) => self.search_vector(principal, q, filter, limit).await?,
+            None => Vec::new(),
+        };
+        Ok(Both { by_text, by_vector })
+    }
+}
+
+/// A principal's memory at a glance ([`MemoryStore::status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Status {
+    /// Their own setting: on, off, or as the deployment says (`None`).
+    pub setting: Option<bool>,
+    /// Whether they hold a current memory (false when the setting is off: not asked).
+    pub holds_any: bool,
+}
+
+/// The two searches' answers ([`MemoryStore::search_both`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Both {
+    /// The full-text search's, most relevant first.
+    pub by_text: Vec<Scored>,
+    /// The similarity search's, nearest first.
+    pub by_vector: Vec<Scored>,
 }
 
 /// Why an embedding could not be made.

@@ -44,10 +44,34 @@ const STATEMENTS: &[&str] = &[
     "i never ",
     "we have ",
     "i own ",
-    "i'd like",
     "i plan",
     "i'll be ",
     "i will be ",
+];
+
+/// Openings that look like a statement about the user but open a request or a question
+/// ("I'm looking for gluten-free pasta", "I have a question about my bill").
+const REQUESTS: &[&str] = &[
+    "i'm looking",
+    "i am looking",
+    "i'm trying to",
+    "i am trying to",
+    "i'm searching",
+    "i'm after ",
+    "i have a question",
+    "i've got a question",
+    "i have an issue",
+    "i have a problem",
+    "i'd like to",
+];
+
+/// People and animals of the user's own whose doings are worth keeping ("my son plays
+/// football on Sundays").
+#[rustfmt::skip]
+const THEIR_OWN: &[&str] = &[
+    "son", "daughter", "wife", "husband", "partner", "boyfriend", "girlfriend", "kid", "kids",
+    "child", "children", "baby", "mum", "mom", "dad", "mother", "father", "brother", "sister",
+    "parents", "grandma", "grandpa", "dog", "cat", "family", "boss",
 ];
 
 /// Words of a specialist's answer that say something was settled, and so stays true.
@@ -71,9 +95,19 @@ const SETTLED: &[&str] = &[
 /// specialist's answer names an id with an outcome that stays true ("R-10234 was
 /// rejected"). Every other turn costs no call.
 pub fn worth_asking(user_text: &str, findings: &[(&str, &str)]) -> bool {
-    let lower = format!(" {}", user_text.to_lowercase().replace('’', "'"));
-    let stated = !super::is_question(user_text)
-        && (STATEMENTS.iter().any(|m| lower.contains(&format!(" {m}"))) || my_thing_is(&lower));
+    let lower = user_text.to_lowercase().replace('’', "'");
+    // Each clause on its own: "our baby is due in June, what do we need?" states
+    // something before it asks.
+    let stated = clauses(&lower).any(|clause| {
+        let padded = format!(" {}", clause.trim_start());
+        !super::is_question(clause)
+            && !REQUESTS
+                .iter()
+                .any(|r| padded.starts_with(&format!(" {r}")))
+            && (STATEMENTS.iter().any(|m| padded.contains(&format!(" {m}")))
+                || ours_is(&padded)
+                || ours_does(&padded))
+    });
     stated
         || findings.iter().any(|(_, text)| {
             let lower = text.to_lowercase();
@@ -81,16 +115,37 @@ pub fn worth_asking(user_text: &str, findings: &[(&str, &str)]) -> bool {
         })
 }
 
-/// "my X is …", "my X and Y are …": "my", at most four words, then a verb of being.
-fn my_thing_is(lower: &str) -> bool {
+/// A message's clauses, each with the mark that ends it (a question keeps its `?`).
+fn clauses(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive(['.', '!', '?', ',', ';', '\n'])
+        .filter(|c| c.chars().any(char::is_alphanumeric))
+}
+
+/// "my X is …", "our X and Y are …": "my" or "our", at most four words, then a verb of
+/// being.
+fn ours_is(lower: &str) -> bool {
     let words: Vec<&str> = lower.split_whitespace().collect();
     words.iter().enumerate().any(|(i, w)| {
-        *w == "my"
+        matches!(*w, "my" | "our")
             && words
                 .iter()
                 .skip(i + 2)
                 .take(4)
                 .any(|v| matches!(*v, "is" | "are" | "was" | "were"))
+    })
+}
+
+/// "my son plays …", "our dog hates …": one of [`THEIR_OWN`], then a verb in the third
+/// person ("plays", "has", "starts").
+fn ours_does(lower: &str) -> bool {
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    words.windows(3).any(|w| {
+        matches!(w[0], "my" | "our")
+            && THEIR_OWN.contains(&w[1])
+            && w[2].len() > 3
+            && w[2].ends_with('s')
+            && !w[2].ends_with("ss")
+            && !w[2].contains('\'')
     })
 }
 

@@ -228,6 +228,27 @@ fn only_turns_with_something_to_keep_are_asked_about() {
         &[("support", "Receipt R-10234 is pending review.")]
     ));
     assert!(!worth_asking("thanks", &[("shop", "Here are 3 deals.")]));
+    // Requests that open like statements, and statements before a question.
+    assert!(!worth_asking("I'm looking for gluten-free pasta", &[]));
+    assert!(!worth_asking("I have a question about my bill", &[]));
+    assert!(!worth_asking("I'd like to return these headphones", &[]));
+    assert!(worth_asking(
+        "our baby is due in June, what do we need?",
+        &[]
+    ));
+    assert!(worth_asking(
+        "my son plays football on Sundays, any boots on offer?",
+        &[]
+    ));
+    assert!(worth_asking(
+        "My daughter starts school in September, find me lunch boxes",
+        &[]
+    ));
+    assert!(!worth_asking(
+        "find me a birthday present for my sister",
+        &[]
+    ));
+    assert!(!worth_asking("do you remember my dog's name?", &[]));
     let text = request_text(
         "my dog is Biscuit",
         &[("support", "ok")],

@@ -51,7 +51,7 @@ use async_trait::async_trait;
 use baton_core::Principal;
 use baton_core::memory::EpisodeSummary;
 use baton_core::picture::{Bytes, MediaType, Picture};
-use baton_core::ports::memory::MemoryStore;
+use baton_core::ports::memory::{Both, MemoryStore, Status};
 use baton_core::ports::store::{
     AccountLink, Claim, ClaimRequest, Commit, DueEpisode, EpisodeMeta, StoreError, StoredPicture,
     check_picture_names,
@@ -756,5 +756,31 @@ impl MemoryStore for EmbeddedStore {
         let principal = principal.clone();
         self.run(move |conn, _| recall::set_setting(conn, &principal, enabled))
             .await
+    }
+
+    async fn status(&self, principal: &Principal, now_ms: u64) -> Result<Status, StoreError> {
+        let principal = principal.clone();
+        self.read(move |conn| recall::status(conn, &principal, now_ms))
+            .await
+    }
+
+    async fn search_both(
+        &self,
+        principal: &Principal,
+        terms: &[String],
+        query: Option<&Embedding>,
+        filter: &MemoryFilter,
+        limit: usize,
+    ) -> Result<Both, StoreError> {
+        let (principal, terms, query, filter) = (
+            principal.clone(),
+            terms.to_vec(),
+            query.cloned(),
+            filter.clone(),
+        );
+        self.read(move |conn| {
+            recall::search_both(conn, &principal, &terms, query.as_ref(), &filter, limit)
+        })
+        .await
     }
 }

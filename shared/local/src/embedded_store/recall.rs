@@ -12,8 +12,9 @@
 //! unreachable.
 
 use baton_core::Principal;
+use baton_core::ports::memory::{Both, Status};
 use baton_core::ports::store::StoreError;
-use baton_core::recall::embed::{Embedding, cosine};
+use baton_core::recall::embed::Embedding;
 use baton_core::recall::{
     Memory, MemoryFilter, MemoryId, MemoryKind, MemorySource, Origin, Saved, Scored, same_statement,
 };
@@ -142,11 +143,17 @@ fn vector_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
-fn bytes_vector(bytes: &[u8]) -> Vec<f32> {
+/// The cosine of a stored vector's bytes with `query` (both unit length, so their dot
+/// product), read in place: a scan over thousands of rows allocates nothing per row.
+fn cosine_bytes(bytes: &[u8], query: &[f32]) -> f32 {
+    if bytes.len() != query.len() * 4 {
+        return 0.0;
+    }
     bytes
         .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+        .zip(query)
+        .map(|(c, q)| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) * q)
+        .sum()
 }
 
 /// Saves a memory (see [`MemoryStore::save`](baton_core::ports::memory::MemoryStore::save)).
@@ -246,6 +253,20 @@ fn keep_under(
     cap: usize,
 ) -> Result<Vec<MemoryId>, StoreError> {
     let doing = "keeping memories under their cap";
+    // Counted first from the index of unreplaced memories alone (expired ones included,
+    // so never fewer than the current ones): a principal under their cap, the usual case,
+    // costs no walk through their rows.
+    let unreplaced: i64 = tx
+        .query_row(
+            "SELECT count(*) FROM memories INDEXED BY memories_by_subject
+             WHERE principal = ?1 AND replaced_by IS NULL",
+            params![who],
+            |row| row.get(0),
+        )
+        .map_err(|e| error::sql(doing, e))?;
+    if usize::try_from(unreplaced).unwrap_or(0) <= cap {
+        return Ok(Vec::new());
+    }
     let current: i64 = tx
         .query_row(
             "SELECT count(*) FROM memories WHERE principal = ?1 AND replaced_by IS NULL
@@ -435,7 +456,7 @@ pub(crate) fn search_vector(
             .get_ref(11)
             .and_then(|v| v.as_blob().map_err(Into::into))
             .map_err(|e| read_error(doing, e))?;
-        let score = cosine(&bytes_vector(bytes), &query.vector);
+        let score = cosine_bytes(bytes, &query.vector);
         if best.len() >= limit && best.last().is_some_and(|(s, _)| *s >= score) {
             continue;
         }
@@ -539,6 +560,46 @@ pub(crate) fn setting(
     )
     .optional()
     .map_err(|e| read_error("reading a memory setting", e))
+}
+
+/// The principal's setting and whether they hold a current memory, in one statement.
+pub(crate) fn status(
+    conn: &Connection,
+    principal: &Principal,
+    now_ms: u64,
+) -> Result<Status, StoreError> {
+    let (setting, holds_any) = conn
+        .prepare_cached(
+            "SELECT s.enabled, coalesce(s.enabled, 1) AND EXISTS (
+                 SELECT 1 FROM memories WHERE principal = ?1 AND replaced_by IS NULL
+                   AND (expires_ms IS NULL OR expires_ms > ?2))
+             FROM (SELECT 1) LEFT JOIN memory_settings s ON s.principal = ?1",
+        )
+        .and_then(|mut statement| {
+            statement.query_row(params![principal.as_str(), ms(now_ms)], |row| {
+                Ok((row.get::<_, Option<bool>>(0)?, row.get::<_, bool>(1)?))
+            })
+        })
+        .map_err(|e| read_error("reading a principal's memory status", e))?;
+    Ok(Status { setting, holds_any })
+}
+
+/// Both searches on one connection.
+pub(crate) fn search_both(
+    conn: &Connection,
+    principal: &Principal,
+    terms: &[String],
+    query: Option<&Embedding>,
+    filter: &MemoryFilter,
+    limit: usize,
+) -> Result<Both, StoreError> {
+    Ok(Both {
+        by_text: search_text(conn, principal, terms, filter, limit)?,
+        by_vector: match query {
+            Some(q) => search_vector(conn, principal, q, filter, limit)?,
+            None => Vec::new(),
+        },
+    })
 }
 
 /// Sets or clears the principal's own setting.

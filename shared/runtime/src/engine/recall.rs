@@ -24,7 +24,7 @@ pub(crate) async fn load(ctx: &mut TurnCtx) {
     }
     let principal = &ctx.ids.principal;
     let found = async {
-        if !inner.memory_on(principal).await? {
+        if !inner.memory_to_search(principal).await? {
             return Ok(Vec::new());
         }
         let filter = MemoryFilter::current(inner.clock.now_ms());

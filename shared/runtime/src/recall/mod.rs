@@ -128,6 +128,16 @@ impl Inner {
             .await?
             .unwrap_or(self.config.memory.on_by_default))
     }
+
+    /// Whether a turn of `principal` has memories to search: memory is on for them and
+    /// they hold a current one. One read of the store.
+    pub(crate) async fn memory_to_search(&self, principal: &Principal) -> Result<bool, StoreError> {
+        let Some(recall) = &self.memory else {
+            return Ok(false);
+        };
+        let status = recall.store.status(principal, self.clock.now_ms()).await?;
+        Ok(status.holds_any && status.setting.unwrap_or(self.config.memory.on_by_default))
+    }
 }
 
 /// The hybrid search (D-43): full text and vector similarity over the memories `filter`
@@ -147,22 +157,13 @@ pub(crate) async fn search(
             None
         }
     };
-    let by_text = recall.store.search_text(principal, &terms, filter, depth);
-    let by_vector = async {
-        match &query {
-            Some(q) => {
-                recall
-                    .store
-                    .search_vector(principal, q, filter, depth)
-                    .await
-            }
-            None => Ok(Vec::new()),
-        }
-    };
-    let (by_text, by_vector) = tokio::join!(by_text, by_vector);
+    let both = recall
+        .store
+        .search_both(principal, &terms, query.as_ref(), filter, depth)
+        .await?;
     Ok(reciprocal_rank(
-        &by_text?,
-        &by_vector?,
+        &both.by_text,
+        &both.by_vector,
         recall.embedder.min_similarity(),
     ))
 }
