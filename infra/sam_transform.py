@@ -402,15 +402,38 @@ def check_bedrock(out, template, c):
     models: always exactly the parameters' inference profiles, under the region's geography
     (or the one named), and their foundation models in any region."""
     roles = [k for k, v in out["Resources"].items() if v["Type"] == "AWS::IAM::Role"]
+    # Long-term memory's embeddings (D-43): InvokeModel on Titan V2 alone, in its own
+    # statement, for the functions that keep memory.
+    embeddings = "MemoryEmbeddings"
     for role in roles:
         for st in role_statements(out, role):
             actions = as_list(st.get("Action", []))
             if not any(a.startswith("bedrock:") for a in actions):
                 continue
             c.expect(
-                role in ("TurnFunctionRole", "CompactionFunctionRole", "EvalRunnerFunctionRole"),
-                f"{role}: only the turn, compaction and eval-runner functions may call Bedrock",
+                role
+                in (
+                    "TurnFunctionRole",
+                    "CompactionFunctionRole",
+                    "EvalRunnerFunctionRole",
+                    "HistoryWriterFunctionRole",
+                ),
+                f"{role}: only the turn, compaction, eval-runner and history-writer functions "
+                "may call Bedrock",
             )
+            if st.get("Sid") == embeddings:
+                c.expect(
+                    role in ("TurnFunctionRole", "HistoryWriterFunctionRole")
+                    and actions == ["bedrock:InvokeModel"],
+                    f"{role}: {embeddings} must grant exactly bedrock:InvokeModel, to the "
+                    f"functions that keep memory, got {actions}",
+                )
+                c.expect(
+                    json.dumps(st.get("Resource")).count("titan-embed-text-v2") == 1
+                    and len(as_list(st.get("Resource"))) == 1,
+                    f"{role}: {embeddings} must name Titan Text Embeddings V2 alone",
+                )
+                continue
             c.expect(
                 actions == ["bedrock:InvokeModelWithResponseStream"],
                 f"{role}: Bedrock actions must be exactly InvokeModelWithResponseStream, "
@@ -439,6 +462,25 @@ def check_bedrock(out, template, c):
     compaction_env = template["Resources"]["CompactionFunction"]["Properties"]["Environment"][
         "Variables"
     ]
+    # Memory's extraction in the history writer calls the summarizer as compaction does.
+    extraction = [
+        st
+        for st in role_statements(out, "HistoryWriterFunctionRole")
+        if st.get("Sid") == "BedrockSummarizer"
+    ]
+    c.expect(
+        len(extraction) == 1
+        and compaction
+        and extraction[0].get("Resource") == compaction[0].get("Resource"),
+        "HistoryWriterFunctionRole: its BedrockSummarizer statement must be compaction's",
+    )
+    writer_env = template["Resources"]["HistoryWriterFunction"]["Properties"]["Environment"][
+        "Variables"
+    ]
+    c.expect(
+        writer_env.get("BATON_MODEL_IDS") == compaction_env.get("BATON_MODEL_IDS"),
+        "the history writer's BATON_MODEL_IDS differ from the compaction function's",
+    )
     for region, geo, models in BEDROCK_CASES:
         params = dict(models, ModelGeo=geo)
         resolve = Resolver(template, params, region)
@@ -588,9 +630,13 @@ def check_stream_consumer(out, c):
             c.expect(False, f"stream filter pattern is not JSON: {f!r}")
 
 
-# The only key prefix the turn function may delete under (idempotency claims); the code
-# side (which items claim release deletes) is checked by infra/template_code_checks.py.
+# The only key prefix items may be deleted (or batch-written) under: the principal's own
+# partition (account links, long-term memory); the code side (which items are deleted) is
+# checked by infra/template_code_checks.py.
 DELETABLE_KEYS = ["PR#*"]
+# The functions that delete there: the turn function (links revoked, memories forgotten)
+# and the history writer (what memory's cap lets go after an extraction).
+DELETING_ROLES = ("TurnFunctionRole", "HistoryWriterFunctionRole")
 
 
 def check_no_broad_grants(out, c):
@@ -611,22 +657,21 @@ def check_no_broad_grants(out, c):
                     and action
                     not in (
                         "dynamodb:Scan",
-                        "dynamodb:BatchWriteItem",
                         "s3:DeleteObject",
                     ),
                     where,
                 )
-                if action == "dynamodb:DeleteItem":
+                if action in ("dynamodb:DeleteItem", "dynamodb:BatchWriteItem"):
                     leading = (
                         st.get("Condition", {})
                         .get("ForAllValues:StringLike", {})
                         .get("dynamodb:LeadingKeys")
                     )
                     c.expect(
-                        name == "TurnFunctionRole"
+                        name in DELETING_ROLES
                         and as_list(leading) == DELETABLE_KEYS
                         and len(st.get("Condition", {})) == 1,
-                        f"{where} beyond the idempotency claims "
+                        f"{where} beyond the principal's own items "
                         f"(want ForAllValues:StringLike dynamodb:LeadingKeys {DELETABLE_KEYS})",
                     )
         managed = json.dumps(res["Properties"].get("ManagedPolicyArns", []))

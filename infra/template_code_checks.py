@@ -102,6 +102,13 @@ SDK_ACTIONS = {
     "get_parameter": ["ssm:GetParameter"],
     # The account links' data key (baton_aws::link_key), decrypted at Init.
     "decrypt": ["kms:Decrypt"],
+    # Long-term memory's vectors (baton_aws::recall, D-43); a query that filters or returns
+    # metadata is authorised as GetVectors too.
+    "put_vectors": ["s3vectors:PutVectors"],
+    "get_vectors": ["s3vectors:GetVectors"],
+    "delete_vectors": ["s3vectors:DeleteVectors"],
+    "query_vectors": ["s3vectors:QueryVectors", "s3vectors:GetVectors"],
+    "list_vectors": ["s3vectors:ListVectors"],
 }
 TRANSACT_ITEM_ACTIONS = {
     "Put": "dynamodb:PutItem",
@@ -110,14 +117,14 @@ TRANSACT_ITEM_ACTIONS = {
     "ConditionCheck": "dynamodb:ConditionCheckItem",
 }
 SDK_CALL = re.compile(
-    r"\b(dynamodb|ddb|s3|bedrock|secretsmanager|ssm|kms|client)\s*\.\s*([a-z_0-9]+)\s*\(\s*\)"
+    r"\b(dynamodb|ddb|s3|bedrock|secretsmanager|ssm|kms|vectors|client)\s*\.\s*([a-z_0-9]+)\s*\(\s*\)"
 )
 LOOKS_LIKE_SDK = re.compile(
     r"^(get|put|update|delete|batch|transact|query|scan|create|describe|list|head|copy|converse|invoke)"
 )
 ACTION_SCOPE = re.compile(
     r"^(dynamodb:[A-Za-z]*Item|dynamodb:(Query|Scan)|s3:[A-Za-z]*Object|s3:ListBucket"
-    r"|bedrock:Invoke|secretsmanager:|ssm:|kms:Decrypt)"
+    r"|bedrock:Invoke|s3vectors:|secretsmanager:|ssm:|kms:Decrypt)"
 )
 # Values for the optional parameters under which the grants are read: every conditional
 # statement is then in force. CommaDelimitedList parameters are lists.
@@ -164,6 +171,21 @@ FUNCTIONS = {
     "CompactionFunctionRole": ["functions/compaction/src"],
     "EvalRunnerFunctionRole": ["functions/eval-runner/src"],
 }
+# The memory store's files (baton_aws::recall), every one run where memory is saved.
+MEMORY_FILES = [
+    "deployed.rs",
+    "erase.rs",
+    "error.rs",
+    "items.rs",
+    "keys.rs",
+    "mod.rs",
+    "read.rs",
+    "save.rs",
+    "search.rs",
+    "store.rs",
+    "table.rs",
+    "vectors.rs",
+]
 SHARED = {
     "HistoryWriterFunctionRole": {
         "baton_aws::sdk::load_config": [("shared/aws/src/sdk.rs", "load_config")],
@@ -173,6 +195,19 @@ SHARED = {
             ("shared/aws/src/journal/config.rs", "dynamodb_config")
         ],
         "baton_aws::logs::init": [("shared/aws/src/logs.rs", "init")],
+        # Long-term memory's extraction (D-43): the summarizer, the embedder and the whole
+        # memory store (saves, and the cap's erasures); the journal store is built for the
+        # runtime but runs no operation there.
+        "baton_aws::sdk::Clients::new": [("shared/aws/src/sdk.rs", "new")],
+        "baton_aws::sdk::Clients": [("shared/aws/src/sdk.rs", "new")],
+        "baton_aws::settings::": [("shared/aws/src/settings.rs", None)],
+        "baton_aws::journal::": [("shared/aws/src/journal/config.rs", "new")],
+        "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
+        "baton_aws::bedrock::PROVIDER": [("shared/aws/src/bedrock/mod.rs", None)],
+        "baton_aws::recall::deployed": [
+            ("shared/aws/src/bedrock/embed.rs", None),
+            *[(f"shared/aws/src/recall/{f}", None) for f in MEMORY_FILES],
+        ],
     },
     "CompactionFunctionRole": {
         "baton_aws::settings::ConfigError": [("shared/aws/src/settings.rs", None)],
@@ -566,6 +601,8 @@ def sdk_calls(source, files=None, fn=None):
 
 def used_actions(role, source, root, c):
     calls = sdk_calls(source)
+    # The code whose transactions count: the function's own and the shared code it runs.
+    transacting = "".join(source.files.values())
     if role in SHARED:
         items = SHARED[role]
         shared = Source(root, sorted({f for parts in items.values() for f, _ in parts}))
@@ -580,6 +617,7 @@ def used_actions(role, source, root, c):
                                 f"{file}: no fn {fn} any more; fix SHARED[{role!r}]",
                             )
                         calls += sdk_calls(shared, [file], fn)
+                        transacting += shared.files[file]
     actions = set()
     for rel, fn, op, _ in calls:
         if (rel, fn) in NOT_DEPLOYED:
@@ -591,7 +629,7 @@ def used_actions(role, source, root, c):
             for item in set(
                 re.findall(
                     r"\b(Put|Update|Delete|ConditionCheck)::builder\(\)",
-                    "".join(source.files.values()),
+                    transacting,
                 )
             ):
                 actions.add(TRANSACT_ITEM_ACTIONS[item])
@@ -737,10 +775,31 @@ def check_iam(out, root, c):
                 and re.search(r"let\s+principal_pk\s*=\s*keys::principal_pk\(", body) is not None,
                 f"{rel} ({fn}): a DeleteItem not keyed on keys::principal_pk",
             )
+        # Deletes inside transactions and batches are long-term memory's erasures alone, each
+        # keyed by items::key, whose partition is the principal's own (D-43).
+        for rel, code in source.files.items():
+            if "Delete::builder()" in code or "DeleteRequest::builder()" in code:
+                c.expect(
+                    rel.startswith("shared/aws/src/recall/"),
+                    f"{rel} deletes in a transaction or batch: check its keys against the role",
+                )
+        items = source.files.get("shared/aws/src/recall/items.rs", "")
+        memory_keys = source.files.get("shared/aws/src/recall/keys.rs", "")
         c.expect(
-            "Delete::builder()" not in "".join(source.files.values()),
-            "the turn function deletes in a transaction: check its keys against the role",
+            re.search(r"fn key\([^)]*\)[^{]*\{[^}]*keys::partition\(principal", items) is not None
+            and re.search(r"fn partition\([^)]*\)[^{]*\{\s*principal_pk\(", memory_keys)
+            is not None,
+            "shared/aws/src/recall: memory items are no longer keyed under keys::principal_pk",
         )
+        for rel, code in source.files.items():
+            if not rel.startswith("shared/aws/src/recall/"):
+                continue
+            for m in re.finditer(r"(Delete|DeleteRequest)::builder\(\)", code):
+                chain = code[m.start() : code.find(".build()", m.start())]
+                c.expect(
+                    "items::key(" in chain or ".set_key(Some(key))" in chain,
+                    f"{rel}: a delete not keyed by items::key",
+                )
         conditions = [
             st.get("Condition", {})
             for st in role_statements(out, role)

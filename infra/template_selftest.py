@@ -45,7 +45,7 @@ CASES = [
         "                - dynamodb:ConditionCheckItem\n",
         "                - dynamodb:ConditionCheckItem\n                - dynamodb:DeleteItem\n",
         "transform",
-        "beyond the idempotency claims",
+        "beyond the principal's own items",
     ),
     (
         "a role that may subscribe to AWS Marketplace",
@@ -113,11 +113,11 @@ CASES = [
         "the code calls ['dynamodb:ConditionCheckItem'], which the role does not allow",
     ),
     (
-        "a read the history writer never makes",
+        "a transaction check the history writer never makes",
         "Action: [dynamodb:PutItem, dynamodb:UpdateItem]",
-        "Action: [dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:GetItem]",
+        "Action: [dynamodb:PutItem, dynamodb:UpdateItem, dynamodb:ConditionCheckItem]",
         "code",
-        "the role allows ['dynamodb:GetItem'], which the code never calls",
+        "the role allows ['dynamodb:ConditionCheckItem'], which the code never calls",
     ),
     (
         "a route the REST API lacks",

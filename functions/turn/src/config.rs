@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use baton_aws::journal::JournalConfig;
 use baton_aws::sdk::WarmUpTargets;
-use baton_aws::settings::Env;
+use baton_aws::settings::{DeployedMemory, Env};
 use baton_runtime::{BlindPictures, RuntimeConfig};
 
 /// The largest request body Lambda accepts for a synchronous invocation (6 MB). A larger
@@ -57,6 +57,10 @@ pub struct Config {
     /// decrypted at Init, or `BATON_LINK_KEY`, the key itself (local runs and tests).
     /// Without either, tools that act with the user's own sign-in cannot be used.
     pub link_key: Option<LinkKeySetting>,
+    /// Long-term memory (D-43): `BATON_MEMORY_VECTOR_INDEX_ARN`, `BATON_MEMORY`,
+    /// `BATON_MEMORY_DIMENSIONS`, `BATON_EMBEDDING_MODEL`. Without the index, none is kept
+    /// and the memory routes say so.
+    pub memory: Option<DeployedMemory>,
 }
 
 /// Where the account links' key comes from.
@@ -125,9 +129,11 @@ impl Config {
                 expected: "describe or refuse",
             })?,
         };
+        let table = env.required("BATON_TABLE")?;
         Ok(Config {
             blind_pictures,
-            table: env.required("BATON_TABLE")?,
+            memory: env.memory(&table)?,
+            table,
             bucket: env.required("BATON_BUCKET")?,
             registry: env.registry(),
             inline_body_limit: inline as usize,
@@ -153,6 +159,13 @@ impl Config {
             turn_timeout_ms: self.turn_timeout_ms,
             orchestrator: self.orchestrator.clone(),
             blind_pictures: self.blind_pictures,
+            memory: baton_runtime::MemorySettings {
+                on_by_default: self.memory.as_ref().is_some_and(|m| m.on_by_default),
+                // The history writer extracts from the journal's stream: Lambda freezes
+                // this function once its answer is sent.
+                extract_after_turn: false,
+                ..baton_runtime::MemorySettings::default()
+            },
             ..RuntimeConfig::default()
         }
     }

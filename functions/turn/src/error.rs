@@ -20,6 +20,9 @@ pub enum InitError {
     /// The account links' key could not be had (D-37).
     #[error("the account links' key: {0}")]
     LinkKey(String),
+    /// Long-term memory's embedding model cannot fill its index.
+    #[error("long-term memory: {0}")]
+    Memory(String),
 }
 
 impl From<DeployedRegistryError> for InitError {

@@ -7,6 +7,7 @@ use axum::Router;
 use baton_aws::bedrock::BedrockModel;
 use baton_aws::emf::EmfMetrics;
 use baton_aws::journal::DynamoStore;
+use baton_aws::recall::MemoryParts;
 use baton_aws::sdk::Clients;
 use baton_connectors::EnvSecretSource;
 use baton_core::ports::metrics::{Metrics, Tee};
@@ -39,6 +40,8 @@ pub struct Adapters {
     pub store: Arc<dyn Store>,
     /// Who is calling: [`LambdaPrincipal`](crate::LambdaPrincipal) on Lambda.
     pub principals: Arc<dyn PrincipalSource>,
+    /// Long-term memory's store and embedder (D-43); `None`: no memory is kept.
+    pub memory: Option<MemoryParts>,
 }
 
 /// The function after Init: everything an invocation needs, built once.
@@ -100,10 +103,18 @@ pub async fn init_with(
         clients.s3.clone(),
         config.journal(),
     );
+    let memory = match &config.memory {
+        Some(memory) => Some(
+            baton_aws::recall::deployed(clients, memory)
+                .map_err(|e| InitError::Memory(e.to_string()))?,
+        ),
+        None => None,
+    };
     let adapters = Adapters {
         model: ModelServing::Bedrock(Arc::new(model)),
         store: Arc::new(store),
         principals,
+        memory,
     };
     build(config, registry, connectors, adapters, link_key)
 }
@@ -175,6 +186,9 @@ fn build(
         }
     }
     builder = builder.connectors(connectors);
+    if let Some(memory) = adapters.memory {
+        builder = builder.memory(memory.store, memory.embedder);
+    }
     if let Some(key) = link_key {
         builder = builder.link_key(key);
     }

@@ -2,6 +2,8 @@
 //!
 //! - [`bedrock`]: the `Model` port over Bedrock ConverseStream.
 //! - [`journal`]: the `Store` port over one DynamoDB table and an S3 bucket of bodies.
+//! - [`recall`]: the `MemoryStore` port (long-term memory) over the journal's table and an
+//!   S3 Vectors index.
 //! - [`emf`]: the `Metrics` port as CloudWatch Embedded Metric Format log lines.
 //! - [`sdk`]: loading the SDK's standard settings and building the clients once.
 //! - [`logs`]: JSON logs for CloudWatch, as every function of the bundle writes them.
@@ -15,6 +17,7 @@ pub mod emf;
 pub mod journal;
 pub mod link_key;
 pub mod logs;
+pub mod recall;
 pub mod sdk;
 pub mod secrets;
 pub mod settings;

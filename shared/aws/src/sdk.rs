@@ -44,6 +44,9 @@ pub struct Clients {
     pub dynamodb: aws_sdk_dynamodb::Client,
     /// S3 (large bodies).
     pub s3: aws_sdk_s3::Client,
+    /// Amazon S3 Vectors (long-term memory's vectors, D-43); no request is sent where no
+    /// memory is kept.
+    pub s3vectors: aws_sdk_s3vectors::Client,
 }
 
 impl fmt::Debug for Clients {
@@ -66,6 +69,7 @@ impl Clients {
                 crate::journal::dynamodb_config(config).build(),
             ),
             s3: aws_sdk_s3::Client::from_conf(crate::journal::s3_config(config).build()),
+            s3vectors: aws_sdk_s3vectors::Client::new(config),
         }
     }
 

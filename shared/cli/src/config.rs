@@ -95,6 +95,22 @@ pub(crate) struct Config {
     pub(crate) memory: bool,
     /// Current memories one principal keeps at most.
     pub(crate) max_memories: usize,
+    /// What makes memory vectors: `hashed` (hashed words, no model), `openai` (an
+    /// OpenAI-compatible server: `embedding_url`) or `minilm` (all-MiniLM-L6-v2 in process:
+    /// a baton built with the `minilm` feature). Default: `openai` when `embedding_url` is
+    /// set, else `hashed`.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) embedding: Option<String>,
+    /// The folder of all-MiniLM-L6-v2 for `embedding = "minilm"` (default: where
+    /// `./infra/minilm.sh` puts it, `~/.cache/baton/minilm/all-MiniLM-L6-v2`).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "optional_text"
+    )]
+    pub(crate) embedding_model_dir: Option<String>,
     /// An OpenAI-compatible server's API root whose `/embeddings` makes memory vectors
     /// (default: none, vectors of hashed words).
     #[serde(
@@ -172,6 +188,8 @@ const KEYS: &[&str] = &[
     "compact_after_turn",
     "memory",
     "max_memories",
+    "embedding",
+    "embedding_model_dir",
     "embedding_url",
     "embedding_model",
     "embedding_api_key_env",
@@ -252,6 +270,8 @@ impl Default for Config {
             // The local `baton` serves its own user: memory is on unless they say not.
             memory: true,
             max_memories: runtime.memory.max_memories,
+            embedding: None,
+            embedding_model_dir: None,
             embedding_url: None,
             embedding_model: None,
             embedding_api_key_env: None,
@@ -447,11 +467,45 @@ pub(crate) enum EmbedderChoice {
         api_key: Option<String>,
         min_similarity: f32,
     },
+    /// all-MiniLM-L6-v2 in this process (the `minilm` feature): its folder, when
+    /// configured (else where `./infra/minilm.sh` puts it).
+    MiniLm {
+        dir: Option<PathBuf>,
+        min_similarity: f32,
+    },
 }
 
 fn embedder_choice(config: &Config) -> anyhow::Result<EmbedderChoice> {
-    let Some(url) = config.embedding_url.clone().filter(|u| !u.is_empty()) else {
-        return Ok(EmbedderChoice::HashedWords);
+    let url = config.embedding_url.clone().filter(|u| !u.is_empty());
+    let min_similarity = config.embedding_min_similarity;
+    if !(0.0..=1.0).contains(&min_similarity) {
+        anyhow::bail!(
+            "invalid configuration: key \"embedding_min_similarity\" = {min_similarity} must be between 0 and 1"
+        );
+    }
+    let kind = config.embedding.as_deref().filter(|k| !k.is_empty());
+    let url = match (kind, url) {
+        (None, None) | (Some("hashed"), None) => return Ok(EmbedderChoice::HashedWords),
+        (Some("minilm"), None) => {
+            return Ok(EmbedderChoice::MiniLm {
+                dir: config
+                    .embedding_model_dir
+                    .as_deref()
+                    .filter(|d| !d.is_empty())
+                    .map(PathBuf::from),
+                min_similarity,
+            });
+        }
+        (Some(kind @ ("hashed" | "minilm")), Some(_)) => anyhow::bail!(
+            "invalid configuration: key \"embedding\" = {kind:?} makes vectors in baton, and \"embedding_url\" names a server: set one of them"
+        ),
+        (Some("openai"), None) => anyhow::bail!(
+            "invalid configuration: key \"embedding\" = \"openai\" needs \"embedding_url\", the server's API root like http://127.0.0.1:11434/v1"
+        ),
+        (None | Some("openai"), Some(url)) => url,
+        (Some(other), _) => anyhow::bail!(
+            "invalid configuration: key \"embedding\" = {other:?} is not one of hashed, openai, minilm"
+        ),
     };
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         anyhow::bail!(
@@ -463,12 +517,6 @@ fn embedder_choice(config: &Config) -> anyhow::Result<EmbedderChoice> {
             "invalid configuration: key \"embedding_url\" is set, so \"embedding_model\" must name the server's embedding model"
         );
     };
-    let min_similarity = config.embedding_min_similarity;
-    if !(0.0..=1.0).contains(&min_similarity) {
-        anyhow::bail!(
-            "invalid configuration: key \"embedding_min_similarity\" = {min_similarity} must be between 0 and 1"
-        );
-    }
     let api_key = match config
         .embedding_api_key_env
         .as_deref()
@@ -784,6 +832,76 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("BATON_TEST_NO_SUCH_KEY_VARIABLE"), "{err}");
+    }
+
+    #[test]
+    fn the_embedding_key_picks_the_embedder() {
+        let with = |kind: Option<&str>, url: Option<&str>, dir: Option<&str>| {
+            check(Config {
+                embedding: kind.map(str::to_owned),
+                embedding_url: url.map(str::to_owned),
+                embedding_model: Some("all-minilm".into()),
+                embedding_model_dir: dir.map(str::to_owned),
+                ..Config::default()
+            })
+        };
+        assert_eq!(
+            with(Some("hashed"), None, None).unwrap().embedder,
+            EmbedderChoice::HashedWords
+        );
+        assert_eq!(
+            with(Some("minilm"), None, None).unwrap().embedder,
+            EmbedderChoice::MiniLm {
+                dir: None,
+                min_similarity: 0.3
+            }
+        );
+        assert_eq!(
+            with(Some("minilm"), None, Some("/models/minilm"))
+                .unwrap()
+                .embedder,
+            EmbedderChoice::MiniLm {
+                dir: Some(PathBuf::from("/models/minilm")),
+                min_similarity: 0.3
+            }
+        );
+        assert!(matches!(
+            with(Some("openai"), Some("http://x/v1"), None)
+                .unwrap()
+                .embedder,
+            EmbedderChoice::OpenAi { .. }
+        ));
+        for (kind, url, key) in [
+            ("minilm", Some("http://x/v1"), "\"embedding_url\""),
+            ("hashed", Some("http://x/v1"), "\"embedding_url\""),
+            ("openai", None, "\"embedding_url\""),
+            ("bert", None, "hashed, openai, minilm"),
+        ] {
+            let err = with(Some(kind), url, None).unwrap_err().to_string();
+            assert!(
+                err.contains("\"embedding\"") && err.contains(key),
+                "{kind}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_embedding_keys_are_read_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("baton.toml");
+        std::fs::write(
+            &file,
+            "embedding = \"minilm\"\nembedding_model_dir = \"/models/minilm\"\n",
+        )
+        .unwrap();
+        let config = read_layers(Some(&file), Path::new("/nonexistent")).unwrap();
+        assert_eq!(
+            check(config).unwrap().embedder,
+            EmbedderChoice::MiniLm {
+                dir: Some(PathBuf::from("/models/minilm")),
+                min_similarity: 0.3
+            }
+        );
     }
 
     #[test]

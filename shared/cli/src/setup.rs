@@ -6,7 +6,7 @@
 //! a plain error that says how to build them in.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -231,6 +231,10 @@ pub(crate) async fn assemble_for(
                 baton_openai::OpenAiEmbedder::new(url, model, api_key.clone(), *min_similarity)
                     .context("setting up the embedding model")?,
             ),
+            EmbedderChoice::MiniLm {
+                dir,
+                min_similarity,
+            } => minilm(dir.clone(), *min_similarity).await?,
         };
         builder = builder.memory(memory, embedder);
     }
@@ -338,6 +342,39 @@ pub(crate) fn serving_every_card(
     }
 }
 
+/// all-MiniLM-L6-v2 from `dir`, else from where `./infra/minilm.sh` puts it; its 87 MiB
+/// of weights are read on a blocking thread.
+#[cfg(feature = "minilm")]
+async fn minilm(dir: Option<PathBuf>, min_similarity: f32) -> anyhow::Result<Arc<dyn Embedder>> {
+    let dir = match dir {
+        Some(dir) => dir,
+        None => baton_minilm::default_dir().context(
+            "embedding \"minilm\": HOME is not set, so set \"embedding_model_dir\" to the model's folder",
+        )?,
+    };
+    let model = tokio::task::spawn_blocking(move || baton_minilm::MiniLm::load(&dir))
+        .await
+        .context("loading the embedding model")?
+        .context("loading the embedding model")?;
+    Ok(Arc::new(model.with_min_similarity(min_similarity)))
+}
+
+/// Without the `minilm` feature: refused, saying how to build it in.
+#[cfg(not(feature = "minilm"))]
+async fn minilm(_dir: Option<PathBuf>, _min_similarity: f32) -> anyhow::Result<Arc<dyn Embedder>> {
+    Err(without_minilm())
+}
+
+/// The plain error for `embedding = "minilm"` in a `baton` built without it.
+#[cfg(any(test, not(feature = "minilm")))]
+fn without_minilm() -> anyhow::Error {
+    anyhow::anyhow!(
+        "embedding \"minilm\" runs all-MiniLM-L6-v2 in baton, and this baton was built \
+         without it: build it with the `minilm` feature, e.g. `cargo build --release -p \
+         baton-cli --features minilm` (the model itself: ./infra/minilm.sh)"
+    )
+}
+
 /// The plain error for a setting that needs AWS support in a `baton` built without it.
 #[cfg(any(test, not(feature = "aws")))]
 fn without_aws(setting: &str) -> anyhow::Error {
@@ -423,6 +460,69 @@ mod tests {
         );
         assert!(
             message.contains("cargo build --release -p baton-cli --features aws"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_minilm_refusal_says_how_to_build_it_in() {
+        let message = without_minilm().to_string();
+        assert!(message.starts_with("embedding \"minilm\""), "{message}");
+        assert!(
+            message.contains("cargo build --release -p baton-cli --features minilm"),
+            "{message}"
+        );
+    }
+
+    /// Without the `minilm` feature, `embedding = "minilm"` is refused before a turn runs.
+    #[cfg(not(feature = "minilm"))]
+    #[tokio::test]
+    async fn minilm_is_refused_without_minilm() {
+        let data = tempfile::tempdir().unwrap();
+        let config = data.path().join("baton.toml");
+        std::fs::write(&config, "embedding = \"minilm\"\n").unwrap();
+        let settings = crate::config::load(&crate::config::Overrides {
+            config: Some(config.clone()),
+            registry: Some(baton_testkit::crate_dir().join("../registry")),
+            data_dir: Some(data.path().to_owned()),
+            ..Default::default()
+        })
+        .unwrap();
+        let Err(err) = assemble(&settings).await else {
+            panic!("minilm was assembled without the minilm feature");
+        };
+        let message = format!("{err:#}");
+        assert!(message.contains("--features minilm"), "{message}");
+    }
+
+    /// A configured folder that does not hold the model is a plain error naming it.
+    #[cfg(feature = "minilm")]
+    #[tokio::test]
+    async fn a_missing_minilm_folder_is_named() {
+        let data = tempfile::tempdir().unwrap();
+        let config = data.path().join("baton.toml");
+        let missing = data.path().join("no-model-here");
+        std::fs::write(
+            &config,
+            format!(
+                "embedding = \"minilm\"\nembedding_model_dir = {:?}\n",
+                missing.display().to_string()
+            ),
+        )
+        .unwrap();
+        let settings = crate::config::load(&crate::config::Overrides {
+            config: Some(config.clone()),
+            registry: Some(baton_testkit::crate_dir().join("../registry")),
+            data_dir: Some(data.path().to_owned()),
+            ..Default::default()
+        })
+        .unwrap();
+        let Err(err) = assemble(&settings).await else {
+            panic!("a folder without the model was loaded");
+        };
+        let message = format!("{err:#}");
+        assert!(
+            message.contains("no-model-here") && message.contains("./infra/minilm.sh"),
             "{message}"
         );
     }

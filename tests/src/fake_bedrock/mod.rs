@@ -22,9 +22,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! It also answers `POST /model/{model_id}/invoke` for Titan Text Embeddings V2 with a
+//! deterministic vector (the model-free hashed words in the asked dimensions, so texts that
+//! share words are near), unless an [`InvokeReply`] is queued with
+//! [`FakeBedrock::push_invoke`]; those requests are logged apart ([`FakeBedrock::invocations`]).
+//!
 //! Concurrent calls (a fan-out) take queued replies in arrival order, which is racy: use
 //! the handler, keyed on the request (system text, tools offered), for those.
 
+mod invoke;
 mod reply;
 
 use std::collections::VecDeque;
@@ -43,6 +49,7 @@ use baton_aws::bedrock::BedrockModel;
 use baton_core::registry::ModelSpec;
 use serde_json::Value;
 
+pub use invoke::InvokeReply;
 pub use reply::{DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, Reply, ToolCall};
 
 type Handler = dyn Fn(&FakeRequest) -> Reply + Send + Sync;
@@ -51,6 +58,8 @@ struct Shared {
     queue: Mutex<VecDeque<Reply>>,
     handler: Option<Box<Handler>>,
     log: Mutex<Vec<FakeRequest>>,
+    invoke_queue: Mutex<VecDeque<InvokeReply>>,
+    invocations: Mutex<Vec<FakeRequest>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -97,9 +106,12 @@ impl FakeBedrock {
             queue: Mutex::new(queue.into()),
             handler,
             log: Mutex::new(Vec::new()),
+            invoke_queue: Mutex::new(VecDeque::new()),
+            invocations: Mutex::new(Vec::new()),
         });
         let app = Router::new()
             .route("/model/{model_id}/converse-stream", post(converse_stream))
+            .route("/model/{model_id}/invoke", post(invoke_model))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -118,6 +130,18 @@ impl FakeBedrock {
     /// Queues a reply: queued replies answer before the handler, first in first out.
     pub fn push(&self, reply: Reply) {
         lock(&self.shared.queue).push_back(reply);
+    }
+
+    /// Queues an InvokeModel answer: queued ones answer before the deterministic
+    /// embedding, first in first out.
+    pub fn push_invoke(&self, reply: InvokeReply) {
+        lock(&self.shared.invoke_queue).push_back(reply);
+    }
+
+    /// Every InvokeModel request received so far (the body as JSON, `null` when it is
+    /// not), in arrival order.
+    pub fn invocations(&self) -> Vec<FakeRequest> {
+        lock(&self.shared.invocations).clone()
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -207,6 +231,22 @@ async fn converse_stream(
         }
     };
     reply.into_response()
+}
+
+async fn invoke_model(
+    State(shared): State<Arc<Shared>>,
+    Path(model_id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let request = FakeRequest {
+        model_id: model_id.clone(),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    };
+    lock(&shared.invocations).push(request);
+    match lock(&shared.invoke_queue).pop_front() {
+        Some(reply) => reply.into_response(),
+        None => invoke::titan(&model_id, &body),
+    }
 }
 
 /// A received ConverseStream request: the model id from the path and the JSON body, with

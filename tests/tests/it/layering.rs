@@ -28,6 +28,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "baton-aws",
             "baton-openai",
             "baton-otel",
+            "baton-minilm",
         ],
     ),
     (

@@ -15,6 +15,7 @@ mod module_circles;
 mod planner;
 mod readme;
 mod real_tools;
+mod recall;
 mod secrets;
 mod turn_function;
 mod upstream;

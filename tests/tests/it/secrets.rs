@@ -390,6 +390,7 @@ async fn the_turn_functions_http_tool_sends_the_secrets_read_at_init() {
         ),
         dynamodb: db.client(),
         s3: s3.client(),
+        s3vectors: aws_sdk_s3vectors::Client::new(&moto.sdk),
     };
     let function = baton_turn::init_with(
         &config(registry.path(), &table),

@@ -24,6 +24,7 @@ use baton_tests::fake_bedrock::{FakeBedrock, FakeRequest, Reply, ToolCall};
 use baton_tests::fixtures::{event, registry_dir};
 use baton_tests::requests::{RequestCounter, RequestCounts};
 use baton_tests::s3::InProcessS3;
+use baton_tests::s3_vectors::FakeS3Vectors;
 use baton_turn::{Config, Function, LambdaPrincipal, MetricsSink};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -56,6 +57,8 @@ struct Rig {
     store: DynamoStore,
     bedrock: FakeBedrock,
     _s3: InProcessS3,
+    /// Long-term memory's vector index, when the function keeps memory.
+    vectors: Option<FakeS3Vectors>,
 }
 
 impl Rig {
@@ -63,8 +66,29 @@ impl Rig {
         Rig::with(bedrock, &[]).await
     }
 
+    /// A rig whose function keeps long-term memory (D-43), on by default: its items in the
+    /// table, its vectors in the S3 Vectors fake, Titan's embeddings from the Bedrock fake.
+    async fn with_memory(bedrock: FakeBedrock) -> Rig {
+        let vectors = FakeS3Vectors::start().await.unwrap();
+        vectors.create_index("baton-memory", "memories", 256, &[]);
+        let arn = "arn:aws:s3vectors:us-east-1:123456789012:bucket/baton-memory/index/memories";
+        let vars = [
+            ("BATON_MEMORY_VECTOR_INDEX_ARN", arn),
+            ("BATON_MEMORY", "true"),
+        ];
+        Rig::build(bedrock, &vars, Some(vectors)).await
+    }
+
     /// A rig whose function also reads `more` variables.
     async fn with(bedrock: FakeBedrock, more: &[(&str, &str)]) -> Rig {
+        Rig::build(bedrock, more, None).await
+    }
+
+    async fn build(
+        bedrock: FakeBedrock,
+        more: &[(&str, &str)],
+        vectors: Option<FakeS3Vectors>,
+    ) -> Rig {
         let db = DynamoDbLocal::connect().await;
         let table = db.fresh_table().await;
         let s3 = InProcessS3::start();
@@ -84,6 +108,15 @@ impl Rig {
             s3: aws_sdk_s3::Client::from_conf(
                 s3.config_builder().interceptor(counter.clone()).build(),
             ),
+            s3vectors: match &vectors {
+                Some(fake) => aws_sdk_s3vectors::Client::from_conf(
+                    fake.config_builder()
+                        .await
+                        .interceptor(counter.clone())
+                        .build(),
+                ),
+                None => aws_sdk_s3vectors::Client::new(db.sdk_config()),
+            },
         };
         let vars: HashMap<&str, String> = HashMap::from([
             ("BATON_TABLE", table.clone()),
@@ -105,7 +138,25 @@ impl Rig {
             store,
             bedrock,
             _s3: s3,
+            vectors,
         }
+    }
+
+    /// One request to `path` with `method` and a JSON body, as the function URL delivers
+    /// it; its status and body.
+    async fn http(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+        let mut event: Value = serde_json::from_slice(&event("function-url-turn.json")).unwrap();
+        event["rawPath"] = path.into();
+        event["requestContext"]["http"]["method"] = method.into();
+        event["requestContext"]["http"]["path"] = path.into();
+        event["body"] = body.map_or(Value::Null, |b| b.to_string().into());
+        let (status, mut stream) = self.start(&serde_json::to_vec(&event).unwrap()).await;
+        let mut out = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            out.extend_from_slice(&chunk.unwrap());
+        }
+        self.end_invocation().await;
+        (status, String::from_utf8(out).unwrap())
     }
 
     async fn start(&self, event: &[u8]) -> (u16, BoxStream<'static, Result<Bytes, axum::Error>>) {
@@ -715,4 +766,63 @@ async fn a_planned_turn_runs_its_waves_on_bedrock_and_commits_the_plan() {
         plan.waves(),
         [vec!["receipts".to_owned()], vec!["fixes".to_owned()]]
     );
+}
+
+/// Long-term memory on AWS (D-43): what a user saved in one conversation is in the
+/// orchestrator's prompt in the next, found through the table's postings and the S3 Vectors
+/// index with Titan's vectors; the consulted record names it; and forgetting it through
+/// the function leaves nothing of it in either.
+#[tokio::test]
+async fn a_memory_saved_through_the_function_shapes_the_next_conversation_and_is_erased() {
+    let fake = FakeBedrock::with_handler(|r| answers(r, false))
+        .await
+        .unwrap();
+    let rig = Rig::with_memory(fake).await;
+    let vectors = rig.vectors.as_ref().unwrap();
+
+    let (status, body) = rig
+        .http(
+            "POST",
+            "/v1/memory",
+            Some(&json!({"text": "I always buy Bean Street coffee for my dog walker"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let saved: Value = serde_json::from_str(&body).unwrap();
+    let id = saved["memory"]["id"]
+        .as_str()
+        .or_else(|| saved["id"].as_str())
+        .unwrap_or_else(|| panic!("no id in {body}"))
+        .to_owned();
+    assert_eq!(vectors.vectors("baton-memory", "memories").len(), 1);
+    assert!(
+        !rig.bedrock.invocations().is_empty(),
+        "Titan made the vector"
+    );
+
+    let (body, _) = rig.invoke("find me coffee deals").await;
+    assert!(text(&body).ends_with(SHOP_ANSWER), "{body}");
+    let routing = rig
+        .bedrock
+        .requests()
+        .into_iter()
+        .find(|r| is_orchestrator(r) && !r.last_has_tool_results())
+        .unwrap();
+    let prompt = format!("{}{}", routing.system_text(), json!(routing.messages()));
+    assert!(
+        prompt.contains("Bean Street coffee for my dog walker"),
+        "{prompt}"
+    );
+    let (_, consulted) = frames(&body)
+        .into_iter()
+        .find(|(n, _)| n == "agents_consulted")
+        .unwrap();
+    assert_eq!(consulted["memories"][0]["id"], id.as_str(), "{consulted}");
+
+    let (status, body) = rig.http("DELETE", &format!("/v1/memory/{id}"), None).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(vectors.vectors("baton-memory", "memories").is_empty());
+    let (status, body) = rig.http("GET", "/v1/memory/export", None).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("Bean Street"), "{body}");
 }

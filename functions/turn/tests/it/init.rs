@@ -16,6 +16,7 @@ fn bedrock_stand_in() -> Adapters {
         model: ModelServing::Bedrock(Arc::new(ScriptedModel::from_yaml(SHOP_SCRIPT).unwrap())),
         store: Arc::new(HeapStore::new()),
         principals: Arc::new(LambdaPrincipal),
+        memory: None,
     }
 }
 

@@ -61,6 +61,7 @@ pub(crate) async fn function_with(script: &str, extra: &[(&str, &str)]) -> Funct
             model: ModelServing::Override(model),
             store: Arc::new(HeapStore::new()),
             principals: Arc::new(LambdaPrincipal),
+            memory: None,
         },
     )
     .await

@@ -6,6 +6,7 @@
 //!   a stream that ends before `messageStop` is an error, never a short answer.
 //! - `errors`: SDK failures as [`ModelError`]s (what the engine can do about them).
 //! - `document`: `serde_json::Value` ↔ Smithy `Document`.
+//! - [`embed`]: the `Embedder` port over InvokeModel with Titan Text Embeddings V2.
 //!
 //! The SDK client is built with its own retries off: the engine retries throttling and
 //! transient failures with jittered backoff inside the turn's deadline, and a second retry
@@ -15,6 +16,7 @@
 pub const PROVIDER: &str = "bedrock";
 
 mod document;
+pub mod embed;
 mod error;
 mod request;
 mod stream;

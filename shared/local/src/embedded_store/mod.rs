@@ -37,6 +37,7 @@ mod error;
 mod journal;
 mod owner;
 mod recall;
+mod recall_cache;
 mod room;
 mod schema;
 mod upstream;
@@ -75,6 +76,10 @@ pub const BODIES_DIR: &str = "bodies";
 /// The folder of the open stores' lock files inside the store folder.
 pub use owner::OWNERS_DIR;
 
+/// The file whose length changes with every write to long-term memory, inside the store
+/// folder: how each open store knows that what it cached of memory is stale.
+pub use recall_cache::STAMP_FILE as MEMORY_STAMP_FILE;
+
 pub use room::{MIN_FREE_BYTES, free_bytes};
 
 /// Read-only connections, and so reads that run at once.
@@ -110,6 +115,8 @@ struct Shared {
     /// Claims whose release failed (a full disk): released before the next claim and
     /// when readiness is asked, which fails while they cannot be.
     unreleased: Mutex<Vec<(String, String)>>,
+    /// Long-term memory's statuses and vectors between turns (D-43).
+    recall_cache: Arc<recall_cache::RecallCache>,
 }
 
 /// The files a commit wrote before it queued, relative to the bodies folder.
@@ -188,6 +195,7 @@ impl EmbeddedStore {
                 body_gate: Arc::new(Semaphore::new(BODY_WRITERS)),
                 owner,
                 unreleased: Mutex::new(Vec::new()),
+                recall_cache: Arc::new(recall_cache::RecallCache::new(dir)),
             }),
         })
     }
@@ -681,8 +689,13 @@ impl MemoryStore for EmbeddedStore {
     ) -> Result<Saved, StoreError> {
         let (principal, memory, embedding) =
             (principal.clone(), memory.clone(), embedding.cloned());
-        self.run(move |conn, _| recall::save(conn, &principal, &memory, embedding.as_ref(), cap))
-            .await
+        let cache = Arc::clone(&self.shared.recall_cache);
+        self.run(move |conn, _| {
+            let saved = recall::save(conn, &principal, &memory, embedding.as_ref(), cap);
+            cache.touch();
+            saved
+        })
+        .await
     }
 
     async fn memory(
@@ -732,14 +745,24 @@ impl MemoryStore for EmbeddedStore {
 
     async fn forget(&self, principal: &Principal, id: &MemoryId) -> Result<u64, StoreError> {
         let (principal, id) = (principal.clone(), id.clone());
-        self.run(move |conn, _| recall::forget(conn, &principal, &id))
-            .await
+        let cache = Arc::clone(&self.shared.recall_cache);
+        self.run(move |conn, _| {
+            let forgotten = recall::forget(conn, &principal, &id);
+            cache.touch();
+            forgotten
+        })
+        .await
     }
 
     async fn forget_all(&self, principal: &Principal) -> Result<u64, StoreError> {
         let principal = principal.clone();
-        self.run(move |conn, _| recall::forget_all(conn, &principal))
-            .await
+        let cache = Arc::clone(&self.shared.recall_cache);
+        self.run(move |conn, _| {
+            let forgotten = recall::forget_all(conn, &principal);
+            cache.touch();
+            forgotten
+        })
+        .await
     }
 
     async fn setting(&self, principal: &Principal) -> Result<Option<bool>, StoreError> {
@@ -754,14 +777,26 @@ impl MemoryStore for EmbeddedStore {
         enabled: Option<bool>,
     ) -> Result<(), StoreError> {
         let principal = principal.clone();
-        self.run(move |conn, _| recall::set_setting(conn, &principal, enabled))
-            .await
+        let cache = Arc::clone(&self.shared.recall_cache);
+        self.run(move |conn, _| {
+            let set = recall::set_setting(conn, &principal, enabled);
+            cache.touch();
+            set
+        })
+        .await
     }
 
     async fn status(&self, principal: &Principal, now_ms: u64) -> Result<Status, StoreError> {
-        let principal = principal.clone();
-        self.read(move |conn| recall::status(conn, &principal, now_ms))
-            .await
+        let cache = &self.shared.recall_cache;
+        // Taken before the file is read: what is kept is never older than its stamp.
+        let stamp = cache.stamp();
+        if let Some(status) = cache.status(stamp, principal) {
+            return Ok(status.at(now_ms));
+        }
+        let who = principal.clone();
+        let status = self.read(move |conn| recall::status(conn, &who)).await?;
+        cache.keep_status(stamp, principal, status);
+        Ok(status.at(now_ms))
     }
 
     async fn search_both(
@@ -772,15 +807,23 @@ impl MemoryStore for EmbeddedStore {
         filter: &MemoryFilter,
         limit: usize,
     ) -> Result<Both, StoreError> {
-        let (principal, terms, query, filter) = (
+        let cache = &self.shared.recall_cache;
+        let stamp = cache.stamp();
+        let cached = cache.shelf(stamp, principal);
+        let (who, terms, query, filter) = (
             principal.clone(),
             terms.to_vec(),
             query.cloned(),
             filter.clone(),
         );
-        self.read(move |conn| {
-            recall::search_both(conn, &principal, &terms, query.as_ref(), &filter, limit)
-        })
-        .await
+        let (both, read_now) = self
+            .read(move |conn| {
+                recall::search_both(conn, &who, &terms, query.as_ref(), &filter, limit, cached)
+            })
+            .await?;
+        if let Some(shelf) = read_now {
+            cache.keep_shelf(stamp, principal, shelf);
+        }
+        Ok(both)
     }
 }

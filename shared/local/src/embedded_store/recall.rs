@@ -2,19 +2,23 @@
 //! with its vector beside it, a full-text index (FTS5, Porter stemming) over its subject
 //! and text, and each principal's own setting.
 //!
-//! Similarity search reads the principal's vectors of the query's model and compares them
-//! all: exact, but about 7 ms at 10,000 memories (docs/benchmark.md, "Memory across
-//! conversations"), where most of the time is reading the vectors through SQLite again.
+//! Similarity search compares the query with every current vector of the principal: a
+//! turn's over the vectors the process keeps ([`super::recall_cache`]), each hit read back
+//! from the file; one that reads the file's vectors (`search_vector`, a search of history)
+//! takes about 7 ms at 10,000 memories (docs/benchmark.md, "Memory across conversations"),
+//! most of it reading the vectors through SQLite's pages.
 //! Forgetting deletes the rows and their index entries in one transaction, then merges the
 //! index so that no segment keeps the erased words, with every deleted cell and freed page
 //! zeroed (`secure_delete`); the write-ahead log, whose older frames still hold the words,
 //! is then copied back and truncated. Erased text is gone from the files, not only
 //! unreachable.
 
+use std::sync::Arc;
+
 use baton_core::Principal;
-use baton_core::ports::memory::{Both, Status};
+use baton_core::ports::memory::Both;
 use baton_core::ports::store::StoreError;
-use baton_core::recall::embed::Embedding;
+use baton_core::recall::embed::{Embedding, LANES, Lanes};
 use baton_core::recall::{
     Memory, MemoryFilter, MemoryId, MemoryKind, MemorySource, Origin, Saved, Scored, same_statement,
 };
@@ -23,6 +27,7 @@ use rusqlite::{
 };
 
 use super::error;
+use super::recall_cache::{CachedStatus, Shelf, Vectored, nearest};
 
 /// The columns a memory is read from, in [`row_memory`]'s order.
 const COLUMNS: &str = "m.id, m.kind, m.subject, m.text, m.origin, m.episode_id, m.turn_id, \
@@ -149,11 +154,15 @@ fn cosine_bytes(bytes: &[u8], query: &[f32]) -> f32 {
     if bytes.len() != query.len() * 4 {
         return 0.0;
     }
-    bytes
-        .chunks_exact(4)
-        .zip(query)
-        .map(|(c, q)| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) * q)
-        .sum()
+    let mut lanes = Lanes::default();
+    let mut chunk = [0f32; LANES];
+    for (bytes, q) in bytes.chunks(LANES * 4).zip(query.chunks(LANES)) {
+        for (x, c) in chunk.iter_mut().zip(bytes.chunks_exact(4)) {
+            *x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        lanes.add(&chunk[..q.len()], q);
+    }
+    lanes.sum()
 }
 
 /// Saves a memory (see [`MemoryStore::save`](baton_core::ports::memory::MemoryStore::save)).
@@ -562,29 +571,64 @@ pub(crate) fn setting(
     .map_err(|e| read_error("reading a memory setting", e))
 }
 
-/// The principal's setting and whether they hold a current memory, in one statement.
-pub(crate) fn status(
-    conn: &Connection,
-    principal: &Principal,
-    now_ms: u64,
-) -> Result<Status, StoreError> {
-    let (setting, holds_any) = conn
+/// The principal's setting and until when they hold a current memory, in one statement
+/// (what [`super::recall_cache`] keeps).
+pub(crate) fn status(conn: &Connection, principal: &Principal) -> Result<CachedStatus, StoreError> {
+    let (setting, held_until) = conn
         .prepare_cached(
-            "SELECT s.enabled, coalesce(s.enabled, 1) AND EXISTS (
-                 SELECT 1 FROM memories WHERE principal = ?1 AND replaced_by IS NULL
-                   AND (expires_ms IS NULL OR expires_ms > ?2))
+            "SELECT s.enabled, CASE
+                 WHEN EXISTS (SELECT 1 FROM memories WHERE principal = ?1
+                                AND replaced_by IS NULL AND expires_ms IS NULL)
+                 THEN -1
+                 ELSE coalesce((SELECT max(expires_ms) FROM memories
+                                WHERE principal = ?1 AND replaced_by IS NULL), 0)
+               END
              FROM (SELECT 1) LEFT JOIN memory_settings s ON s.principal = ?1",
         )
         .and_then(|mut statement| {
-            statement.query_row(params![principal.as_str(), ms(now_ms)], |row| {
-                Ok((row.get::<_, Option<bool>>(0)?, row.get::<_, bool>(1)?))
+            statement.query_row(params![principal.as_str()], |row| {
+                Ok((row.get::<_, Option<bool>>(0)?, row.get::<_, i64>(1)?))
             })
         })
         .map_err(|e| read_error("reading a principal's memory status", e))?;
-    Ok(Status { setting, holds_any })
+    Ok(CachedStatus {
+        setting,
+        // -1: a current memory that never ends.
+        held_until: u64::try_from(held_until).unwrap_or(u64::MAX),
+    })
 }
 
-/// Both searches on one connection.
+/// Every current memory of the principal that has a vector, with it (what
+/// [`super::recall_cache`] keeps for similarity search).
+pub(crate) fn shelf(conn: &Connection, principal: &Principal) -> Result<Vec<Vectored>, StoreError> {
+    let doing = "reading memory vectors";
+    let mut statement = conn
+        .prepare_cached(&format!(
+            "SELECT {COLUMNS}, m.model, m.vector FROM memories m
+             WHERE m.principal = ?1 AND m.replaced_by IS NULL AND m.vector IS NOT NULL"
+        ))
+        .map_err(|e| error::sql(doing, e))?;
+    let rows = statement
+        .query_map(params![principal.as_str()], |row| {
+            let bytes = row.get_ref(12)?.as_blob()?;
+            Ok(Vectored {
+                memory: row_memory(row)?,
+                model: row.get(11)?,
+                vector: bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            })
+        })
+        .map_err(|e| error::sql(doing, e))?;
+    rows.collect::<Result<Vec<_>, _>>()
+        .map_err(|e| read_error(doing, e))
+}
+
+/// Both searches on one connection: the text's by FTS5; the vector's over `cached` (the
+/// principal's shelf, read now if it was not cached and then returned to be kept), each
+/// hit read back from the file (a stale shelf never returns a memory since erased or
+/// replaced). A search of history reads the file's vectors instead.
 pub(crate) fn search_both(
     conn: &Connection,
     principal: &Principal,
@@ -592,14 +636,38 @@ pub(crate) fn search_both(
     query: Option<&Embedding>,
     filter: &MemoryFilter,
     limit: usize,
-) -> Result<Both, StoreError> {
-    Ok(Both {
-        by_text: search_text(conn, principal, terms, filter, limit)?,
-        by_vector: match query {
-            Some(q) => search_vector(conn, principal, q, filter, limit)?,
-            None => Vec::new(),
-        },
-    })
+    cached: Option<Shelf>,
+) -> Result<(Both, Option<Shelf>), StoreError> {
+    let by_text = search_text(conn, principal, terms, filter, limit)?;
+    let Some(query) = query else {
+        return Ok((
+            Both {
+                by_text,
+                by_vector: Vec::new(),
+            },
+            None,
+        ));
+    };
+    if filter.include_history {
+        let by_vector = search_vector(conn, principal, query, filter, limit)?;
+        return Ok((Both { by_text, by_vector }, None));
+    }
+    let (shelf, read_now) = match cached {
+        Some(shelf) => (shelf, false),
+        None => (Arc::new(shelf(conn, principal)?), true),
+    };
+    let mut by_vector = Vec::new();
+    for (score, memory) in nearest(&shelf, &query.model, &query.vector, filter, limit) {
+        if let Some(fresh) = self::memory(conn, principal, &memory.id)?
+            && filter.admits(&fresh)
+        {
+            by_vector.push(Scored {
+                memory: fresh,
+                score,
+            });
+        }
+    }
+    Ok((Both { by_text, by_vector }, read_now.then_some(shelf)))
 }
 
 /// Sets or clears the principal's own setting.

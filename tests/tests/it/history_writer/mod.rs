@@ -466,3 +466,133 @@ async fn the_sample_events_go_through_the_lambda_handler() {
         .unwrap();
     assert_eq!(rig.aggregates(episode).await.turns, 2);
 }
+
+/// What the writer hands to long-term memory (D-43), kept in order.
+#[derive(Default)]
+struct Remembered(std::sync::Mutex<Vec<(String, String)>>);
+
+#[async_trait::async_trait]
+impl baton_history_writer::Remember for Remembered {
+    async fn after_turn(&self, owner: &baton_core::Principal, record: &TurnRecord) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((owner.as_str().to_owned(), record.turn_id.clone()));
+    }
+}
+
+#[tokio::test]
+async fn each_new_turn_is_handed_to_memory_once_and_a_redelivery_asks_nothing_again() {
+    let rig = Rig::new().await;
+    let mut committed = Vec::new();
+    for seq in 1..=3 {
+        committed.push(rig.commit("alice", "ep-1", seq).await);
+    }
+    let event = rig.stream().await;
+    let memory = std::sync::Arc::new(Remembered::default());
+    let writer = rig.writer().with_memory(memory.clone());
+
+    let (_, summary) = writer.process(event.clone()).await.unwrap();
+    assert_eq!(summary.remembered, 3);
+    let mut handed = memory.0.lock().unwrap().clone();
+    handed.sort();
+    let mut expected: Vec<(String, String)> = committed
+        .iter()
+        .map(|c| ("alice".to_owned(), c.record.turn_id.clone()))
+        .collect();
+    expected.sort();
+    assert_eq!(handed, expected);
+
+    let (_, again) = writer.process(event).await.unwrap();
+    assert_eq!((again.remembered, again.turns_already_applied), (0, 3));
+    assert_eq!(memory.0.lock().unwrap().len(), 3);
+}
+
+/// Extraction on AWS (D-43): the writer's runtime asks the summarizer (on the Bedrock
+/// fake) about a new turn in which the user said something about themselves, and saves
+/// what it proposes into DynamoDB and the S3 Vectors index, with Titan's vector.
+#[tokio::test]
+async fn a_new_turn_is_extracted_into_memory_on_dynamodb_and_s3_vectors() {
+    use aws_sdk_bedrockruntime::config::StalledStreamProtectionConfig;
+    use baton_aws::recall::{DynamoMemory, MemoryConfig};
+    use baton_core::ports::memory::MemoryStore as _;
+    use baton_core::recall::{MemoryFilter, Origin};
+    use baton_history_writer::{MemorySetup, RuntimeMemory};
+    use baton_tests::fake_bedrock::{FakeBedrock, Reply};
+    use baton_tests::s3_vectors::FakeS3Vectors;
+
+    const ARN: &str = "arn:aws:s3vectors:us-east-1:123456789012:bucket/baton-memory/index/memories";
+    let rig = Rig::new().await;
+    let committed = rig
+        .commit_with("alice", "ep-1", 1, false, |r| {
+            r.user_text = "My dog is called Biscuit".to_owned();
+        })
+        .await;
+    let event = rig.stream().await;
+
+    let bedrock = FakeBedrock::with_handler(|_| {
+        Reply::text(
+            r#"{"memories": [{"kind": "fact", "subject": "dog", "text": "My dog is called Biscuit", "expires_in_days": null}]}"#,
+        )
+    })
+    .await
+    .unwrap();
+    let vectors = FakeS3Vectors::start().await.unwrap();
+    vectors.create_index("baton-memory", "memories", 256, &[]);
+    let vector_client =
+        aws_sdk_s3vectors::Client::from_conf(vectors.config_builder().await.build());
+    let fake_sdk = bedrock.sdk_config().await;
+    let clients = baton_aws::sdk::Clients {
+        config: fake_sdk.clone(),
+        bedrock: aws_sdk_bedrockruntime::Client::from_conf(
+            aws_sdk_bedrockruntime::config::Builder::from(&fake_sdk)
+                .stalled_stream_protection(StalledStreamProtectionConfig::disabled())
+                .build(),
+        ),
+        dynamodb: rig.ddb.clone(),
+        s3: rig.s3.client(),
+        s3vectors: vector_client.clone(),
+    };
+    let registry = baton_tests::fixtures::registry_dir().display().to_string();
+    let vars: std::collections::HashMap<&str, &str> = std::collections::HashMap::from([
+        ("BATON_MEMORY_VECTOR_INDEX_ARN", ARN),
+        ("BATON_MEMORY", "true"),
+        ("BATON_REGISTRY", registry.as_str()),
+    ]);
+    let setup =
+        MemorySetup::from_lookup(|name| vars.get(name).map(|v| (*v).to_owned()), &rig.table)
+            .unwrap()
+            .expect("memory is kept");
+    let extractor = RuntimeMemory::init(&setup, &clients, rig::BUCKET)
+        .await
+        .unwrap();
+    let writer = rig.writer().with_memory(std::sync::Arc::new(extractor));
+
+    let (_, summary) = writer.process(event.clone()).await.unwrap();
+    assert_eq!(summary.remembered, 1);
+    assert_eq!(bedrock.request_count(), 1, "one summarizer call");
+
+    let store = DynamoMemory::new(
+        rig.ddb.clone(),
+        vector_client,
+        MemoryConfig::from_index_arn(&rig.table, ARN, 256).unwrap(),
+    );
+    let alice = baton_core::Principal::new("alice").unwrap();
+    let kept = store
+        .list(&alice, &MemoryFilter::current(rig::now_ms() + 1_000), 10)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].text, "My dog is called Biscuit");
+    assert_eq!(kept[0].origin, Origin::Extracted);
+    assert_eq!(
+        kept[0].source.turn_id.as_deref(),
+        Some(committed.record.turn_id.as_str())
+    );
+    assert_eq!(vectors.vectors("baton-memory", "memories").len(), 1);
+
+    // Redelivered: nothing is asked again.
+    let (_, again) = writer.process(event).await.unwrap();
+    assert_eq!(again.remembered, 0);
+    assert_eq!(bedrock.request_count(), 1);
+}

@@ -28,7 +28,7 @@ pub(crate) const INLINE_LIMIT: usize = 256;
 pub(crate) struct Rig {
     pub(crate) ddb: aws_sdk_dynamodb::Client,
     streams: aws_sdk_dynamodbstreams::Client,
-    s3: InProcessS3,
+    pub(crate) s3: InProcessS3,
     pub(crate) table: String,
     store: DynamoStore,
 }

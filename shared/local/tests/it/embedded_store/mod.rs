@@ -6,6 +6,7 @@ mod body_paths;
 mod conformance;
 mod damaged_file;
 mod locked_file;
+mod memory_cache;
 mod picture_files;
 mod planner_resume;
 mod reopen;
