@@ -204,6 +204,7 @@ SHARED = {
         "baton_aws::journal::": [("shared/aws/src/journal/config.rs", "new")],
         "baton_aws::bedrock::BedrockModel": [("shared/aws/src/bedrock/mod.rs", "stream")],
         "baton_aws::bedrock::PROVIDER": [("shared/aws/src/bedrock/mod.rs", None)],
+        "baton_aws::recall::DeployedMemory": [("shared/aws/src/recall/deployed.rs", None)],
         "baton_aws::recall::deployed": [
             ("shared/aws/src/bedrock/embed.rs", None),
             *[(f"shared/aws/src/recall/{f}", None) for f in MEMORY_FILES],

@@ -28,9 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aws_config::retry::RetryConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_dynamodb::config::Credentials;
+use aws_config::SdkConfig;
 use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
 use baton_aws::journal::{DynamoStore, JournalConfig};
@@ -194,13 +192,7 @@ impl DynamoDbLocal {
     /// When DynamoDB Local is not available.
     pub async fn connect() -> DynamoDbLocal {
         let endpoint = endpoint().await;
-        let sdk = aws_config::defaults(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new("local", "local", None, None, "static"))
-            .endpoint_url(&endpoint)
-            .retry_config(RetryConfig::disabled())
-            .load()
-            .await;
+        let sdk = crate::local_sdk::config(&endpoint, "static").await;
         DynamoDbLocal { endpoint, sdk }
     }
 

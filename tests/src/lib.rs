@@ -16,6 +16,7 @@
 //! - [`requests`]: counting the requests SDK clients send (a turn's cost).
 //! - [`upstream_chat`]: a local chat service that keeps its own conversations.
 //! - [`local_model`]: a real tiny model on llama.cpp's OpenAI-compatible server.
+//! - [`local_sdk`]: SDK settings for a service running here.
 //! - [`otlp_receiver`]: a stand-in OTLP receiver that keeps metrics and can stop answering.
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
@@ -27,6 +28,7 @@ pub mod fixtures;
 pub mod function_process;
 pub mod ledger;
 pub mod local_model;
+pub mod local_sdk;
 pub mod otlp_receiver;
 pub mod partner;
 pub mod python_service;

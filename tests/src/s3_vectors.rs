@@ -24,9 +24,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use aws_config::retry::RetryConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_s3vectors::config::Credentials;
+use aws_config::SdkConfig;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -145,19 +143,7 @@ impl FakeS3Vectors {
     /// SDK settings for this fake: dummy credentials, `us-east-1`, retries off, this fake
     /// as every service's endpoint (build other services' clients from another config).
     pub async fn sdk_config(&self) -> SdkConfig {
-        aws_config::defaults(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new(
-                "fake",
-                "fake",
-                None,
-                None,
-                "fake-s3vectors",
-            ))
-            .endpoint_url(self.endpoint_url())
-            .retry_config(RetryConfig::disabled())
-            .load()
-            .await
+        crate::local_sdk::config(&self.endpoint_url(), "fake-s3vectors").await
     }
 
     /// A client config builder for this fake, to add interceptors before building.

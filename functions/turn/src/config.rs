@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use baton_aws::journal::JournalConfig;
+use baton_aws::recall::DeployedMemory;
 use baton_aws::sdk::WarmUpTargets;
-use baton_aws::settings::{DeployedMemory, Env};
+use baton_aws::settings::Env;
 use baton_runtime::{BlindPictures, RuntimeConfig};
 
 /// The largest request body Lambda accepts for a synchronous invocation (6 MB). A larger

@@ -12,8 +12,10 @@
 
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+mod attributes;
 pub mod bedrock;
 pub mod emf;
+mod faults;
 pub mod journal;
 pub mod link_key;
 pub mod logs;

@@ -37,9 +37,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use aws_config::retry::RetryConfig;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_sdk_bedrockruntime::config::Credentials;
+use aws_config::SdkConfig;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -153,19 +151,7 @@ impl FakeBedrock {
     /// and this fake as the endpoint of every service (build other services' clients
     /// from another config).
     pub async fn sdk_config(&self) -> SdkConfig {
-        aws_config::defaults(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .credentials_provider(Credentials::new(
-                "AKIDFAKEBEDROCK",
-                "fake-secret",
-                None,
-                None,
-                "fake-bedrock",
-            ))
-            .endpoint_url(self.endpoint_url())
-            .retry_config(RetryConfig::disabled())
-            .load()
-            .await
+        crate::local_sdk::config(&self.endpoint_url(), "fake-bedrock").await
     }
 
     /// A [`BedrockModel`] talking to this fake, with the capabilities of `specs`.

@@ -1,8 +1,6 @@
 //! Items as DynamoDB attribute maps: reading fields, decoding META and TURN items, and
 //! estimating item sizes against DynamoDB's limits.
 
-use std::collections::HashMap;
-
 use aws_sdk_dynamodb::types::AttributeValue;
 use baton_core::Principal;
 use baton_core::ports::store::{EpisodeMeta, StoreError};
@@ -12,29 +10,14 @@ use super::error;
 use super::keys;
 
 /// One item as the SDK gives it.
-pub(crate) type Item = HashMap<String, AttributeValue>;
-
-/// A string attribute, if present and a string.
-pub(crate) fn string<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    match item.get(name) {
-        Some(AttributeValue::S(s)) => Some(s),
-        _ => None,
-    }
-}
+pub(crate) use crate::attributes::{Item, n, s, string};
 
 /// A number attribute that must be a non-negative integer, if present.
 ///
 /// # Errors
 /// `Corrupt` when present but not such a number.
 pub(crate) fn number(item: &Item, name: &str) -> Result<Option<u64>, StoreError> {
-    match item.get(name) {
-        None => Ok(None),
-        Some(AttributeValue::N(n)) => n
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|e| error::undecodable(name, &e)),
-        Some(_) => Err(error::undecodable(name, &"not a number")),
-    }
+    crate::attributes::number(item, name, &error::FAULTS)
 }
 
 /// A required number attribute.
@@ -45,16 +28,6 @@ pub(crate) fn required_number(item: &Item, name: &str) -> Result<u64, StoreError
 /// A required string attribute.
 pub(crate) fn required_string<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
     string(item, name).ok_or_else(|| error::undecodable(name, &"missing or not a string"))
-}
-
-/// `S` attribute value.
-pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
-}
-
-/// `N` attribute value.
-pub(crate) fn n(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
 }
 
 /// Whether the item belongs to `principal` (its `owner` attribute).
@@ -146,7 +119,7 @@ mod tests {
     }
 
     fn meta_item(owner: &str) -> Item {
-        HashMap::from([
+        Item::from([
             (keys::OWNER.into(), s(owner)),
             (keys::VERSION.into(), n(3)),
             (keys::CREATED_MS.into(), n(10)),
@@ -211,7 +184,7 @@ mod tests {
 
     #[test]
     fn size_counts_names_and_utf8_bytes() {
-        let item: Item = HashMap::from([("json".into(), s("é".repeat(10)))]);
+        let item: Item = Item::from([("json".into(), s("é".repeat(10)))]);
         assert_eq!(size(&item), 4 + 20);
     }
 }

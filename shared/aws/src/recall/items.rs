@@ -1,7 +1,5 @@
 //! Memories, subject pointers and the count as DynamoDB attribute maps, and back.
 
-use std::collections::HashMap;
-
 use aws_sdk_dynamodb::types::AttributeValue;
 use baton_core::recall::{Memory, MemoryId, MemoryKind, MemorySource, Origin, terms};
 use baton_core::{Principal, ports::store::StoreError};
@@ -11,51 +9,19 @@ use super::error;
 use super::keys;
 
 /// One item as the SDK gives it.
-pub(crate) type Item = HashMap<String, AttributeValue>;
-
-/// `S` attribute value.
-pub(crate) fn s(value: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(value.into())
-}
-
-/// `N` attribute value.
-pub(crate) fn n(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-/// A string attribute, if present and a string.
-pub(crate) fn string<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    match item.get(name) {
-        Some(AttributeValue::S(s)) => Some(s),
-        _ => None,
-    }
-}
+pub(crate) use crate::attributes::{Item, n, s, string};
 
 /// A non-negative integer attribute, if present.
 ///
 /// # Errors
 /// `Corrupt` when present but not such a number.
 pub(crate) fn number(item: &Item, name: &str) -> Result<Option<u64>, StoreError> {
-    match item.get(name) {
-        None => Ok(None),
-        Some(AttributeValue::N(v)) => v
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|e| error::undecodable(name, &e)),
-        Some(_) => Err(error::undecodable(name, &"not a number")),
-    }
+    crate::attributes::number(item, name, &error::FAULTS)
 }
 
 /// A signed integer attribute (the count may dip below zero for a moment under races).
 pub(crate) fn signed(item: &Item, name: &str) -> Result<Option<i64>, StoreError> {
-    match item.get(name) {
-        None => Ok(None),
-        Some(AttributeValue::N(v)) => v
-            .parse::<i64>()
-            .map(Some)
-            .map_err(|e| error::undecodable(name, &e)),
-        Some(_) => Err(error::undecodable(name, &"not a number")),
-    }
+    crate::attributes::number(item, name, &error::FAULTS)
 }
 
 fn required<'a>(item: &'a Item, name: &str) -> Result<&'a str, StoreError> {

@@ -60,7 +60,7 @@ mod store;
 mod table;
 pub mod vectors;
 
-pub use deployed::{MemoryParts, deployed};
+pub use deployed::{DeployedMemory, MemoryParts, deployed};
 
 /// The most distinct stems a text search looks up (one Query each); the rest are left
 /// out, so that a long message costs a bounded number of requests.
