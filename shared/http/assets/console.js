@@ -1098,20 +1098,26 @@
 
   // The "What I remember" panel (D-43): the user's memories, each with Forget, everything
   // with Forget everything, and their own setting. Hidden where the server keeps none.
+  // Loads overlap (after a turn, after a Forget): only the latest started is shown, so an
+  // answer read before a Forget never puts the forgotten memory back.
+  let memoryLoads = 0;
   async function loadMemory() {
+    const mine = ++memoryLoads;
     const panel = $("memory-panel");
     let json;
     try {
       const response = await fetch("/v1/memory", { headers: { accept: "application/json" } });
+      if (mine !== memoryLoads) return;
       if (!response.ok) {
         panel.hidden = true;
         return;
       }
       json = await response.json();
     } catch (_) {
-      panel.hidden = true;
+      if (mine === memoryLoads) panel.hidden = true;
       return;
     }
+    if (mine !== memoryLoads) return;
     panel.hidden = false;
     $("memory-on").checked = json.memory === "on";
     const memories = json.memories || [];
